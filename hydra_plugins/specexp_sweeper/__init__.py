@@ -1,0 +1,10 @@
+"""Hydra accepts plugins only from the `hydra_plugins` namespace; the logic is in specexp.sweeper."""
+
+from specexp.sweeper import Sweeper
+
+
+class SpecexpSweeper(Sweeper):
+    """specexp's sweeper: validate every cell, print the plan, launch in server order."""
+
+
+__all__ = ["SpecexpSweeper"]

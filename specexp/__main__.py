@@ -1,0 +1,62 @@
+"""`python -m specexp [overrides]`: compose, validate, plan, run, record, report.
+
+    python -m specexp                              # one job with the defaults, on the simulator
+    python -m specexp -m drafter=mtp,dspark k=3,8,15
+    python -m specexp +experiment=spark_fp8_mtp_dspark -m
+    python -m specexp --cfg job                    # print the composed config
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
+from omegaconf import DictConfig, OmegaConf
+
+from specexp import experiments, paths
+from specexp import sweeper as _sweeper  # noqa: F401  (registers hydra/sweeper=specexp)
+from specexp.compose import check_overrides, resolved_config, to_spec
+from specexp.errors import SpecError, exit_on_spec_error
+from specexp.job import run_job
+from specexp.plan import make_cell
+from specexp.summary import write_sweep_outputs
+
+
+@hydra.main(config_path=str(paths.conf_dir()), config_name="config", version_base="1.3")
+def app(cfg: DictConfig) -> None:
+    hc = HydraConfig.get()
+    overrides = list(hc.overrides.task)
+    choices = OmegaConf.to_container(hc.runtime.choices)
+    assert isinstance(choices, dict)
+    data = resolved_config(cfg)
+    try:
+        cell = make_cell(to_spec(data, choices, overrides))
+    except SpecError as err:
+        exit_on_spec_error(err)
+    job_dir = Path(hc.runtime.output_dir)
+    multirun = hc.mode == RunMode.MULTIRUN
+    root = Path(hc.sweep.dir) if multirun else job_dir
+    result = run_job(cell, job_dir, root, overrides, data)
+    status = result.get("status")
+    detail = (result.get("error") or {}).get("message") or result.get("reused") or ""
+    print(f"job {cell.run_id}: {status}{': ' + detail if detail else ''}", flush=True)
+    if not multirun:
+        for path in write_sweep_outputs(job_dir):
+            print(f"  {path}", flush=True)
+
+
+def main() -> None:
+    args = sys.argv[1:]
+    try:
+        check_overrides([a for a in args if "=" in a and not a.startswith("-")])
+        experiments.register()
+        app()
+    except SpecError as err:
+        exit_on_spec_error(err)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,172 @@
+"""The only module that touches Hydra's DictConfig: composed config -> ExperimentSpec.
+
+Every error is a `SpecError` naming the file or the override, the key, and the accepted values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+from pydantic import BaseModel, ValidationError
+
+from specexp import paths
+from specexp.errors import SpecError
+from specexp.spec import (
+    DrafterSpec,
+    ExperimentSpec,
+    HardwareSpec,
+    ModelSpec,
+    QuantizationSpec,
+    RuntimeSpec,
+    WorkloadSpec,
+)
+
+GROUPS: dict[str, type[BaseModel]] = {
+    "hardware": HardwareSpec,
+    "model": ModelSpec,
+    "quantization": QuantizationSpec,
+    "runtime": RuntimeSpec,
+    "drafter": DrafterSpec,
+    "workload": WorkloadSpec,
+}
+TOP_LEVEL_KEYS = ("k", "seed", "gpu_shared", "experiment", "draft_model")
+
+
+def resolved_config(cfg: DictConfig) -> dict[str, Any]:
+    """The job's config as plain data, without Hydra's own node."""
+    raw = OmegaConf.to_container(cfg, resolve=False)
+    assert isinstance(raw, dict)
+    raw.pop("hydra", None)
+    data = OmegaConf.to_container(OmegaConf.create(raw), resolve=True)
+    assert isinstance(data, dict)
+    return {str(k): v for k, v in data.items()}
+
+
+def to_spec(
+    data: Mapping[str, Any],
+    choices: Mapping[str, str | None],
+    overrides: Sequence[str] = (),
+) -> ExperimentSpec:
+    """Validate a resolved config (see `resolved_config`) into an ExperimentSpec."""
+    unknown = sorted(set(data) - set(GROUPS) - set(TOP_LEVEL_KEYS))
+    if unknown:
+        raise SpecError(
+            _where(unknown[0], None, overrides), unknown[0], "unknown key",
+            accepted=[*TOP_LEVEL_KEYS, *GROUPS], value=unknown[0],
+        )
+    parts: dict[str, Any] = {}
+    for group, model in GROUPS.items():
+        parts[group] = _validate(model, data.get(group), group, choices.get(group), overrides)
+    draft_model = data.get("draft_model")
+    if draft_model is not None:
+        parts["draft_model"] = load_option(ModelSpec, "model", str(draft_model), "draft_model")
+    top = {key: data[key] for key in ("k", "seed", "gpu_shared", "experiment") if key in data}
+    try:
+        return ExperimentSpec(**parts, **top)
+    except ValidationError as err:
+        raise _spec_error(err, None, None, overrides) from None
+
+
+def load_option(model: type[BaseModel], group: str, name: str, key: str) -> Any:
+    """Load and validate one option file of a group, e.g. a draft model from conf/model/."""
+    path = paths.conf_dir() / group / f"{name}.yaml"
+    if not path.is_file():
+        raise SpecError(
+            "config", key, f"no {group} named '{name}'", accepted=paths.options(group), value=name
+        )
+    data = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
+    return _validate(model, data, group, name, ())
+
+
+def _validate(
+    model: type[BaseModel], data: Any, group: str, choice: str | None, overrides: Sequence[str]
+) -> Any:
+    if not isinstance(data, Mapping):
+        raise SpecError(f"conf/{group}", group, "missing or not a mapping", accepted=paths.options(group))
+    try:
+        return model.model_validate(dict(data))
+    except ValidationError as err:
+        raise _spec_error(err, group, choice, overrides) from None
+
+
+def _spec_error(
+    err: ValidationError, group: str | None, choice: str | None, overrides: Sequence[str]
+) -> SpecError:
+    first = err.errors()[0]
+    loc = [str(part) for part in first["loc"]]
+    key = ".".join([group, *loc] if group else loc)
+    where = _where(key, (group, choice) if group else None, overrides)
+    kind = first["type"]
+    value = first.get("input")
+    if kind == "extra_forbidden":
+        model = _model_at(GROUPS.get(group or "", ExperimentSpec), loc[:-1])
+        return SpecError(where, key, "unknown key", accepted=list(model.model_fields), value=loc[-1])
+    if kind == "missing":
+        return SpecError(where, key, "required key is missing")
+    accepted = None
+    expected = (first.get("ctx") or {}).get("expected")
+    if expected:
+        accepted = [a.strip(" '") for a in str(expected).replace(" or ", ",").split(",")]
+    return SpecError(where, key, f"{first['msg'].lower()} (got {value!r})", accepted=accepted, value=value)
+
+
+def _model_at(model: type[BaseModel], loc: list[str]) -> type[BaseModel]:
+    for part in loc:
+        field = model.model_fields.get(part)
+        annotation = getattr(field, "annotation", None)
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            model = annotation
+    return model
+
+
+def _where(key: str, file: tuple[str | None, str | None] | None, overrides: Sequence[str]) -> str:
+    """The override that set `key`, else the file it came from."""
+    for override in overrides:
+        name = override.lstrip("+~").split("=", 1)[0]
+        if name == key or key.startswith(name + "."):
+            return f"override {override}"
+    if file and file[0]:
+        return f"conf/{file[0]}/{file[1]}.yaml"
+    return "config"
+
+
+def check_overrides(overrides: Sequence[str]) -> None:
+    """Reject unknown config options and keys on the command line before Hydra composes.
+
+    Hydra's own messages for these span several lines and suggest nothing; this names the
+    override, the key and the accepted values, with a did-you-mean.
+    """
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parser = OverridesParser.create()
+    for text in overrides:
+        try:
+            override = parser.parse_override(text)
+        except Exception as err:  # Hydra's grammar errors
+            raise SpecError(f"override {text}", text.split("=", 1)[0], f"cannot parse: {err}") from None
+        key = override.get_key_element().lstrip("+~")
+        if key.startswith("hydra") or override.is_delete():
+            continue
+        if key in GROUPS or key == "experiment":
+            values = list(override.sweep_string_iterator()) if override.is_sweep_override() else [
+                override.get_value_element_as_str()
+            ]
+            for value in values:
+                if value not in paths.options(key):
+                    raise SpecError(
+                        f"override {text}", key, f"no {key} named '{value}'",
+                        accepted=paths.options(key), value=value,
+                    )
+            continue
+        head, _, rest = key.partition(".")
+        if head in GROUPS:
+            field = rest.split(".", 1)[0]
+            fields = GROUPS[head].model_fields
+            if field not in fields:
+                raise SpecError(f"override {text}", key, "unknown key", accepted=list(fields), value=field)
+        elif head not in TOP_LEVEL_KEYS:
+            raise SpecError(
+                f"override {text}", key, "unknown key", accepted=[*TOP_LEVEL_KEYS, *GROUPS], value=key
+            )

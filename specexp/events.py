@@ -1,0 +1,115 @@
+"""What a runtime hands back: token events with timestamps, and engine counters.
+
+Timestamps are seconds on the engine's clock: wall-clock for real servers, the virtual
+clock for the simulator. Every metric is computed from these by `specexp.metrics`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+
+@dataclass(frozen=True)
+class TokenEvent:
+    """A chunk that carried `tokens` generated tokens, arriving at time `t`."""
+
+    t: float
+    tokens: int
+
+
+@dataclass(frozen=True)
+class Request:
+    """One request of a measurement window."""
+
+    request_id: str
+    prompt: str
+    prompt_tokens: int
+    """Intended prompt length in the target's tokens (the server's count is recorded)."""
+    max_tokens: int
+    ignore_eos: bool = True
+    temperature: float = 0.0
+    thinking: bool = False
+    cache_group: str | None = None
+    """Requests with the same group share a prefix of `shared_prefix_tokens` tokens."""
+    shared_prefix_tokens: int = 0
+    warmup: bool = False
+    chat: bool = True
+    """Send as a chat completion (the chat template applies); False: a plain completion."""
+
+
+@dataclass(frozen=True)
+class RequestTrace:
+    """What happened to one request."""
+
+    request_id: str
+    sent_at: float
+    events: tuple[TokenEvent, ...]
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    cached_prompt_tokens: int | None = None
+    token_source: Literal["server", "client"] = "server"
+    text: str | None = None
+    finish_reason: str | None = None
+    engine_timings: dict[str, Any] | None = None
+    error: str | None = None
+
+    @property
+    def first_token_at(self) -> float | None:
+        return self.events[0].t if self.events else None
+
+    @property
+    def last_token_at(self) -> float | None:
+        return self.events[-1].t if self.events else None
+
+
+@dataclass(frozen=True)
+class Counters:
+    """Engine-neutral cumulative counters, as read from the engine at one moment.
+
+    None means the engine does not expose that counter.
+    """
+
+    drafts: float | None = None
+    draft_tokens: float | None = None
+    accepted: float | None = None
+    accepted_per_position: tuple[float, ...] | None = None
+    prompt_tokens: float | None = None
+    cached_prompt_tokens: float | None = None
+    generation_tokens: float | None = None
+    extra: dict[str, float] = field(default_factory=dict)
+    """Engine-specific gauges kept for the record (e.g. SGLang's spec_accept_length)."""
+
+    def delta(self, before: Counters) -> Counters:
+        """Counter increase over a window: self (after) minus `before`."""
+
+        def sub(a: float | None, b: float | None) -> float | None:
+            return None if a is None else a - (b or 0.0)
+
+        per_pos = None
+        if self.accepted_per_position is not None:
+            prior = before.accepted_per_position or ()
+            per_pos = tuple(
+                a - (prior[i] if i < len(prior) else 0.0)
+                for i, a in enumerate(self.accepted_per_position)
+            )
+        return Counters(
+            drafts=sub(self.drafts, before.drafts),
+            draft_tokens=sub(self.draft_tokens, before.draft_tokens),
+            accepted=sub(self.accepted, before.accepted),
+            accepted_per_position=per_pos,
+            prompt_tokens=sub(self.prompt_tokens, before.prompt_tokens),
+            cached_prompt_tokens=sub(self.cached_prompt_tokens, before.cached_prompt_tokens),
+            generation_tokens=sub(self.generation_tokens, before.generation_tokens),
+            extra=dict(self.extra),
+        )
+
+
+@dataclass(frozen=True)
+class EngineInfo:
+    """What a started (or reached) engine says about itself."""
+
+    runtime: str
+    version: str | None
+    kv_cache_tokens: int | None = None
+    details: dict[str, Any] = field(default_factory=dict)

@@ -1,0 +1,98 @@
+"""One job: start (or reach) the runtime, drive the workload, measure, record.
+
+A refused or failed server is recorded as such and the job returns normally, so the sweep
+goes on; a completed result is never overwritten by a later failure.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from specexp import provenance
+from specexp.conditions import run_conditions
+from specexp.measure import measurements
+from specexp.plan import Cell
+from specexp.record import SCHEMA, complete_result, write_result
+from specexp.runtimes.base import RuntimeFailure, runtime_for
+from specexp.workloads.driver import Window, drive
+
+log = logging.getLogger(__name__)
+
+
+def base_result(cell: Cell, overrides: list[str], config: dict[str, Any], source: str) -> dict[str, Any]:
+    return {
+        "schema": SCHEMA,
+        "run_id": cell.run_id,
+        "status": "skipped",
+        "error": None,
+        "conditions": run_conditions(cell.spec, None, source),
+        "provenance": {
+            **provenance.environment(),
+            "started_at": provenance.now(),
+            "finished_at": None,
+            "overrides": list(overrides),
+            "config": config,
+            "server_argv": None,
+            "engine_info": None,
+        },
+        "measurements": [],
+    }
+
+
+def skipped_result(cell: Cell, reason: str, overrides: list[str], config: dict[str, Any]) -> dict[str, Any]:
+    """The record of a cell that means nothing: status skipped, and why."""
+    result = base_result(cell, overrides, config, _source(cell))
+    result["error"] = {"kind": "meaningless_cell", "message": reason, "log_tail": ""}
+    result["provenance"]["finished_at"] = result["provenance"]["started_at"]
+    return result
+
+
+def run_job(
+    cell: Cell, job_dir: Path, sweep_root: Path | None, overrides: list[str], config: dict[str, Any]
+) -> dict[str, Any]:
+    """Run one cell into `job_dir`; return its result (also written to result.json)."""
+    if sweep_root is not None:
+        done = complete_result(sweep_root, cell.run_id)
+        if done is not None:
+            log.info("run %s is already complete in %s: skipped", cell.run_id, done.parent)
+            return {"status": "ok", "run_id": cell.run_id, "reused": str(done)}
+    if cell.skip_reason:
+        result = skipped_result(cell, cell.skip_reason, overrides, config)
+        write_result(job_dir, result)
+        return result
+    spec = cell.spec
+    runtime = runtime_for(spec.runtime.name)(spec, job_dir)
+    result = base_result(cell, overrides, config, runtime.source)
+    result["provenance"]["server_argv"] = runtime.server_argv()
+    windows: list[Window] = []
+    info = None
+    try:
+        info = runtime.start()
+        result["provenance"]["engine_info"] = {"version": info.version, "kv_cache_tokens": info.kv_cache_tokens, **info.details}
+        result["conditions"]["runtime_version"] = info.version
+        for window in drive(runtime, spec.workload, marker=cell.run_id):
+            windows.append(window)
+        result["status"] = "ok"
+    except RuntimeFailure as failure:
+        result["status"] = failure.status
+        result["error"] = {"kind": failure.kind, "message": failure.message, "log_tail": failure.log_tail}
+    finally:
+        runtime.stop()
+    run = dict(result["conditions"])
+    result["measurements"] = measurements(
+        windows, run, prefill_only=spec.workload.output_tokens == 1,
+        kv_cache_tokens=info.kv_cache_tokens if info else None,
+    )
+    if result["status"] != "ok":
+        for m in result["measurements"]:
+            m["partial"] = True
+    result["provenance"]["finished_at"] = provenance.now()
+    if not write_result(job_dir, result):
+        log.warning("kept the complete result in %s; this run %s", job_dir, result["status"])
+    return result
+
+
+def _source(cell: Cell) -> str:
+    return "simulated" if cell.spec.runtime.name == "sim" else "measured"

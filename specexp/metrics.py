@@ -1,0 +1,162 @@
+"""Metric definitions (vocabulary.md section 2) as self-describing pure functions.
+
+Each metric is computed from request traces and counter deltas only, by the same code for
+simulated and measured runs. Reports read `METRICS` for units, direction and definitions.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from specexp.events import Counters, RequestTrace
+
+
+@dataclass(frozen=True)
+class MetricDef:
+    name: str
+    unit: str
+    better: str
+    """"higher", "lower" or "" (no direction)."""
+    definition: str
+    label: str
+
+
+METRICS: dict[str, MetricDef] = {
+    m.name: m
+    for m in (
+        MetricDef("decode_tps", "tok/s", "higher", "(completion tokens - 1) / (last token - first token), one request", "decode"),
+        MetricDef("e2e_tps", "tok/s", "higher", "completion tokens / (last token - request sent), one request; includes prefill", "e2e"),
+        MetricDef("aggregate_tps", "tok/s", "higher", "all requests of a concurrency level: sum of completion tokens / (last token of any - first sent)", "aggregate"),
+        MetricDef("per_stream_tps", "tok/s", "higher", "mean over requests of e2e_tps at a concurrency level", "per stream"),
+        MetricDef("ttft_s", "s", "lower", "request sent -> first chunk that carries generated tokens", "TTFT"),
+        MetricDef("prefill_tps", "tok/s", "higher", "(prompt tokens - cached prompt tokens) / ttft_s, with max_tokens = 1", "prefill"),
+        MetricDef("tpot_s", "s", "lower", "(e2e latency - ttft_s) / (completion tokens - 1)", "TPOT"),
+        MetricDef("itl_s", "s", "lower", "mean gap between consecutive token-bearing chunks (see tokens_per_chunk)", "ITL"),
+        MetricDef("tokens_per_chunk", "tok", "", "completion tokens / token-bearing chunks (speculation packs several per chunk)", "tok/chunk"),
+        MetricDef("acceptance_rate", "ratio", "higher", "delta accepted draft tokens / delta proposed draft tokens, engine counters over the window", "acceptance"),
+        MetricDef("acceptance_by_position", "ratios", "higher", "for draft position i = 1..k: delta accepted at position i / delta drafts", "accepted by position"),
+        MetricDef("tokens_per_pass", "tok", "higher", "1 + delta accepted / delta drafts (acceptance length)", "tok/pass"),
+        MetricDef("cached_prompt_tokens", "tok", "", "prompt tokens served from the prefix cache, as the engine reports them", "cached"),
+        MetricDef("kv_cache_tokens", "tok", "higher", "KV cache capacity the engine reports at start", "KV capacity"),
+        MetricDef("output_identical", "bool", "", "at temperature 0, completion equals the drafter=none completion of the same prompt", "identical"),
+    )
+}
+
+
+def ttft_s(trace: RequestTrace) -> float | None:
+    first = trace.first_token_at
+    return None if first is None else first - trace.sent_at
+
+
+def decode_tps(trace: RequestTrace) -> float | None:
+    n, first, last = trace.completion_tokens, trace.first_token_at, trace.last_token_at
+    if n is None or n < 2 or first is None or last is None or last <= first:
+        return None
+    return (n - 1) / (last - first)
+
+
+def e2e_tps(trace: RequestTrace) -> float | None:
+    n, last = trace.completion_tokens, trace.last_token_at
+    if n is None or last is None or last <= trace.sent_at:
+        return None
+    return n / (last - trace.sent_at)
+
+
+def tpot_s(trace: RequestTrace) -> float | None:
+    n, first, last = trace.completion_tokens, trace.first_token_at, trace.last_token_at
+    if n is None or n < 2 or first is None or last is None:
+        return None
+    return (last - first) / (n - 1)
+
+
+def itl_s(trace: RequestTrace) -> float | None:
+    times = [e.t for e in trace.events]
+    if len(times) < 2:
+        return None
+    return (times[-1] - times[0]) / (len(times) - 1)
+
+
+def tokens_per_chunk(trace: RequestTrace) -> float | None:
+    if not trace.events or trace.completion_tokens is None:
+        return None
+    return trace.completion_tokens / len(trace.events)
+
+
+def prefill_tps(trace: RequestTrace) -> float | None:
+    ttft = ttft_s(trace)
+    if ttft is None or ttft <= 0 or trace.prompt_tokens is None:
+        return None
+    return (trace.prompt_tokens - (trace.cached_prompt_tokens or 0)) / ttft
+
+
+def aggregate_tps(traces: Sequence[RequestTrace]) -> float | None:
+    done = [t for t in traces if t.completion_tokens is not None and t.last_token_at is not None]
+    if not done:
+        return None
+    span = max(t.last_token_at for t in done) - min(t.sent_at for t in traces)  # type: ignore[type-var]
+    return sum(t.completion_tokens for t in done) / span if span > 0 else None  # type: ignore[misc]
+
+
+def per_stream_tps(traces: Sequence[RequestTrace]) -> float | None:
+    return _mean([e2e_tps(t) for t in traces])
+
+
+def acceptance_rate(delta: Counters) -> float | None:
+    if not delta.draft_tokens or delta.accepted is None:
+        return None
+    return delta.accepted / delta.draft_tokens
+
+
+def acceptance_by_position(delta: Counters) -> list[float] | None:
+    if not delta.drafts or delta.accepted_per_position is None:
+        return None
+    return [a / delta.drafts for a in delta.accepted_per_position]
+
+
+def tokens_per_pass(delta: Counters) -> float | None:
+    if not delta.drafts or delta.accepted is None:
+        return None
+    return 1 + delta.accepted / delta.drafts
+
+
+PER_REQUEST = {
+    "decode_tps": decode_tps,
+    "e2e_tps": e2e_tps,
+    "ttft_s": ttft_s,
+    "tpot_s": tpot_s,
+    "itl_s": itl_s,
+    "tokens_per_chunk": tokens_per_chunk,
+}
+
+
+def window_metrics(
+    traces: Sequence[RequestTrace], delta: Counters, *, prefill_only: bool
+) -> dict[str, float | list[float] | None]:
+    """All metrics of one measurement window: requests sent together, counters around them.
+
+    Per-request metrics are averaged over the window's requests. With `prefill_only`
+    (max_tokens = 1) decode-side metrics mean nothing and prefill_tps is computed instead.
+    """
+    ok = [t for t in traces if t.error is None]
+    out: dict[str, float | list[float] | None] = {}
+    for name, fn in PER_REQUEST.items():
+        out[name] = _mean([fn(t) for t in ok])
+    out["aggregate_tps"] = aggregate_tps(ok)
+    out["per_stream_tps"] = per_stream_tps(ok)
+    cached = [t.cached_prompt_tokens for t in ok if t.cached_prompt_tokens is not None]
+    out["cached_prompt_tokens"] = float(sum(cached)) if cached else delta.cached_prompt_tokens
+    if prefill_only:
+        out["prefill_tps"] = _mean([prefill_tps(t) for t in ok])
+        for name in ("decode_tps", "tpot_s", "itl_s", "tokens_per_chunk"):
+            out[name] = None
+    out["acceptance_rate"] = acceptance_rate(delta)
+    out["acceptance_by_position"] = acceptance_by_position(delta)
+    out["tokens_per_pass"] = tokens_per_pass(delta)
+    return out
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return statistics.fmean(present) if present else None

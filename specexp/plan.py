@@ -1,0 +1,102 @@
+"""The sweep plan: canonical cells, content-hash run ids, meaningless cells with a reason.
+
+A cell is one job. Cells that mean nothing (a `k` with `drafter=none`, `mtp` on a model
+without an MTP head) are not run; cells that differ only in such meaningless settings share
+a run id, so a sweep runs them once. Cells are ordered so that each server configuration
+starts once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from specexp.spec import ExperimentSpec
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One job of a sweep, after canonicalization."""
+
+    spec: ExperimentSpec
+    """The spec with `k` resolved (the drafter's default, or None without a drafter)."""
+    run_id: str
+    server_key: str
+    """Equal for cells one running server can serve."""
+    skip_reason: str | None = None
+    """Why the cell is not run, when it means nothing."""
+    note: str | None = None
+    """What canonicalization changed (e.g. a k dropped for drafter=none)."""
+
+
+def effective_k(spec: ExperimentSpec) -> int | None:
+    """The k a job runs with: None without a drafter, else the given k or the default."""
+    if spec.drafter.kind == "none":
+        return None
+    return spec.k if spec.k is not None else spec.drafter.default_k
+
+
+def make_cell(spec: ExperimentSpec) -> Cell:
+    """Canonicalize one composed spec into a cell."""
+    k = effective_k(spec)
+    note = None
+    if spec.drafter.kind == "none" and spec.k is not None:
+        note = f"k={spec.k} means nothing with drafter=none: run once without k"
+    canonical = spec.model_copy(update={"k": k, "experiment": None})
+    if spec.drafter.kind != "draft_model":
+        canonical = canonical.model_copy(update={"draft_model": None})
+    canonical = canonical.model_copy(update={"experiment": spec.experiment})
+    return Cell(
+        spec=canonical,
+        run_id=_digest(canonical, exclude={"experiment"}),
+        server_key=_digest(canonical, include={"hardware", "model", "quantization", "runtime",
+                                               "drafter", "k", "draft_model", "seed", "gpu_shared"}),
+        skip_reason=_meaningless(canonical),
+        note=note,
+    )
+
+
+def _meaningless(spec: ExperimentSpec) -> str | None:
+    if spec.drafter.requires_mtp_head and spec.model.mtp is None:
+        return f"drafter={spec.drafter.name} needs an MTP head and model={spec.model.name} has none"
+    if spec.drafter.cost.uses_draft_model and spec.draft_model is None:
+        return "drafter=draft_model needs draft_model=MODEL (a model id from conf/model/)"
+    return None
+
+
+def _digest(spec: ExperimentSpec, **fields: set[str]) -> str:
+    data = spec.model_dump(mode="json", **fields)  # type: ignore[arg-type]
+    blob = json.dumps(data, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Cells to run in order, and the ones left out with why."""
+
+    run: list[tuple[int, Cell]]
+    """(index of the job in the sweep as given, cell), ordered by server configuration."""
+    skipped: list[tuple[int, Cell, str]]
+
+
+def make_plan(cells: Sequence[Cell]) -> Plan:
+    """Drop meaningless and duplicate cells; group the rest by server configuration."""
+    seen: dict[str, int] = {}
+    run: list[tuple[int, Cell]] = []
+    skipped: list[tuple[int, Cell, str]] = []
+    for index, cell in enumerate(cells):
+        if cell.run_id in seen:
+            skipped.append((index, cell, f"same cell as job {seen[cell.run_id]} ({cell.note or 'identical config'})"))
+            continue
+        seen[cell.run_id] = index
+        if cell.skip_reason:
+            skipped.append((index, cell, cell.skip_reason))
+        else:
+            run.append((index, cell))
+    first_seen: dict[str, int] = {}
+    for position, (_, cell) in enumerate(run):
+        first_seen.setdefault(cell.server_key, position)
+    run.sort(key=lambda item: (first_seen[item[1].server_key], item[0]))
+    return Plan(run=run, skipped=skipped)

@@ -1,0 +1,1 @@
+"""Reports: read result records only, render Markdown (and later HTML and charts)."""

@@ -1,0 +1,5 @@
+"""Runtimes: the life of a server (start, ready, info, windows of requests, counters, stop)."""
+
+from specexp.runtimes.base import RUNTIMES, Runtime, RuntimeFailure, runtime_for
+
+__all__ = ["RUNTIMES", "Runtime", "RuntimeFailure", "runtime_for"]

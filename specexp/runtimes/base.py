@@ -1,0 +1,80 @@
+"""The engine seam: every runtime, the simulator included, is driven through `Runtime`."""
+
+from __future__ import annotations
+
+import importlib
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from pathlib import Path
+from typing import ClassVar, Literal
+
+from specexp.events import Counters, EngineInfo, Request, RequestTrace
+from specexp.registry import Registry
+from specexp.spec import ExperimentSpec
+
+RUNTIMES: Registry[type[Runtime]] = Registry("runtime")
+
+# Runtime modules register themselves on import; importing them lazily keeps a runtime's
+# dependencies out of the others' way.
+_MODULES = {
+    "sim": "specexp.runtimes.sim",
+}
+
+
+class RuntimeFailure(Exception):
+    """A server that refused to start (`refused`) or failed while measuring (`failed`)."""
+
+    def __init__(
+        self,
+        status: Literal["refused", "failed"],
+        kind: str,
+        message: str,
+        log_tail: str = "",
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.kind = kind
+        self.message = message
+        self.log_tail = log_tail
+
+
+class Runtime(ABC):
+    """One server configuration's life. Timestamps are on the engine's clock."""
+
+    name: ClassVar[str]
+    source: ClassVar[Literal["measured", "simulated"]]
+
+    def __init__(self, spec: ExperimentSpec, job_dir: Path) -> None:
+        self.spec = spec
+        self.job_dir = job_dir
+
+    @abstractmethod
+    def start(self) -> EngineInfo:
+        """Start (or reach) the server and wait until it is ready; raise RuntimeFailure."""
+
+    @abstractmethod
+    def run_window(self, requests: Sequence[Request]) -> list[RequestTrace]:
+        """Send `requests` at once, concurrently; return one trace per request, in order."""
+
+    @abstractmethod
+    def counters(self) -> Counters:
+        """The engine's cumulative counters now."""
+
+    def reset_prefix_cache(self) -> bool:
+        """Empty the engine's prefix cache; True when the engine confirmed it."""
+        return False
+
+    def server_argv(self) -> list[str] | None:
+        """The argv this runtime starts its server with (None: nothing is started)."""
+        return None
+
+    @abstractmethod
+    def stop(self) -> None:
+        """Stop whatever `start` started. Safe to call twice."""
+
+
+def runtime_for(name: str) -> type[Runtime]:
+    """The runtime class registered under `name`, importing its module on first use."""
+    if name not in RUNTIMES and name in _MODULES:
+        importlib.import_module(_MODULES[name])
+    return RUNTIMES.get(name)

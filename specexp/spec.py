@@ -1,0 +1,206 @@
+"""Typed, frozen specs: the validated form of one composed configuration.
+
+Only `specexp.compose` builds these from Hydra's DictConfig; everything downstream takes
+them. Unknown keys and values of the wrong type are errors (``extra="forbid"``).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Dtype = Literal["bf16", "fp8", "fp4", "int4"]
+Component = Literal["mlp", "attention", "embeddings"]
+
+
+class _Spec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+
+class Achieved(_Spec):
+    bandwidth: float = Field(gt=0, le=1)
+    """Fraction of `memory_bandwidth_gbps` a serving engine's kernels reach."""
+    compute: float = Field(gt=0, le=1)
+    """Fraction of `peak_tflops` a serving engine's GEMMs reach."""
+
+
+class HardwareSpec(_Spec):
+    name: str
+    description: str = ""
+    arch: Literal["ampere", "hopper", "blackwell", "cpu"]
+    gpu_count: int = Field(default=1, ge=1)
+    memory_gib: float = Field(gt=0)
+    """Device memory the engine can see, GiB."""
+    memory_bandwidth_gbps: float = Field(gt=0)
+    """Datasheet memory bandwidth, GB/s."""
+    peak_tflops: dict[Dtype, float | None]
+    """Dense tensor throughput per data type, TFLOP/s; null where not native."""
+    native_dtypes: list[Dtype]
+    """Data types the tensor cores run natively; others are dequantized to bf16 first."""
+    achieved: Achieved
+    step_overhead_ms: float = Field(ge=0)
+    """Fixed cost of one forward pass (launches, sampling, scheduling), ms."""
+
+    def peak(self, dtype: str) -> float:
+        """Peak TFLOP/s for `dtype`, falling back to bf16 where `dtype` is not native."""
+        value = self.peak_tflops.get(dtype) if dtype in self.native_dtypes else None  # type: ignore[call-overload]
+        return value if value else float(self.peak_tflops["bf16"] or 0.0)
+
+
+class MtpSpec(_Spec):
+    num_hidden_layers: int = Field(ge=1)
+    tensors: int | None = None
+    trained_steps: int | None = None
+    """Draft positions the head was trained for; deeper drafts reuse it recursively."""
+
+
+class ModelSpec(_Spec):
+    """A target model, in the field names of a Hugging Face config.json."""
+
+    name: str
+    hf_id: str | None = None
+    architecture: Literal["dense", "hybrid"] = "dense"
+    num_hidden_layers: int = Field(ge=1)
+    hidden_size: int = Field(ge=1)
+    intermediate_size: int = Field(ge=1)
+    num_attention_heads: int = Field(ge=1)
+    num_key_value_heads: int = Field(ge=1)
+    head_dim: int = Field(ge=1)
+    vocab_size: int = Field(ge=1)
+    max_position_embeddings: int = Field(ge=1)
+    tie_word_embeddings: bool = False
+    torch_dtype: str = "bfloat16"
+    full_attention_interval: int | None = None
+    """Hybrid models: every Nth layer is full attention, the others linear attention."""
+    linear_num_key_heads: int | None = None
+    linear_num_value_heads: int | None = None
+    linear_key_head_dim: int | None = None
+    linear_value_head_dim: int | None = None
+    linear_conv_kernel_dim: int | None = None
+    mtp: MtpSpec | None = None
+    """The model's own multi-token-prediction head, if it ships one."""
+
+
+class QuantizationSpec(_Spec):
+    name: str
+    description: str = ""
+    bytes_per_weight: dict[Component, float]
+    """Bytes per weight of each component, scales included."""
+    compute_dtype: dict[Component, Dtype]
+    """Data type each component's matmuls run in where the hardware supports it natively."""
+    drafter_bytes_per_weight: float = 2.0
+    """Bytes per weight of a drafter shipped with the checkpoint (MTP tensors)."""
+    engine_names: dict[str, str | None] = {}
+    """What each runtime calls this scheme (vLLM `--quantization`, a GGUF file type, ...)."""
+
+
+class RuntimeSpec(_Spec):
+    name: Literal["sim", "vllm", "sglang", "llamacpp", "ollama", "openai"]
+    url: str | None = None
+    """Measure an already running server at this base URL instead of starting one."""
+    version: str | None = None
+    """Engine version to record when the engine does not report one (sim: specexp's)."""
+    gpu_memory_utilization: float = Field(default=0.9, gt=0, le=1)
+    kv_cache_dtype: str = "auto"
+    prefix_caching: bool = True
+    max_model_len: int | None = None
+    max_num_batched_tokens: int = Field(default=8192, ge=1)
+    """Token budget of one forward pass (chunked prefill)."""
+    max_num_seqs: int = Field(default=256, ge=1)
+    start_timeout_s: float = Field(default=600.0, gt=0)
+    request_timeout_s: float = Field(default=600.0, gt=0)
+    executable: str | None = None
+    """Path of the server binary; None means the runtime's default."""
+    extra_args: list[str] = []
+    """Extra argv appended to the server command, verbatim (a list, never a shell string)."""
+    api_key_env: str | None = None
+    """Name of the environment variable holding an API key; the key itself is never recorded."""
+
+
+class DrafterCost(_Spec):
+    """What one drafting step costs, from the drafter's structure."""
+
+    target_layers: float = Field(default=0.0, ge=0)
+    """Decoder layers shaped like the target's (MTP: 1; EAGLE-3: 1; block drafters: a few)."""
+    fusion_inputs: int = Field(default=0, ge=0)
+    """A fusion projection from fusion_inputs x hidden to hidden (MTP: 2, EAGLE-3: 3)."""
+    lm_head: Literal["full", "draft_vocab", "shared_once", "none"] = "none"
+    """full: a full lm_head projection per draft token (sequential heads); draft_vocab: a
+    reduced-vocabulary head per draft token; shared_once: one projection for the whole block."""
+    draft_vocab_size: int | None = None
+    bytes_per_weight: float | None = None
+    """Drafter weight bytes; None means the checkpoint's (quantization.drafter_bytes_per_weight)."""
+    uses_draft_model: bool = False
+    """k passes of the separate draft model named by the top-level `draft_model`."""
+    overhead_ms: float = Field(default=0.0, ge=0)
+    """Fixed cost per drafting step (CPU lookup, extra launches), ms."""
+
+
+class DrafterSpec(_Spec):
+    name: Literal[
+        "none", "mtp", "dspark", "dflash", "eagle3", "eagle", "ngram", "draft_model", "suffix"
+    ]
+    description: str = ""
+    kind: Literal["none", "sequential_head", "block", "lookup", "draft_model"]
+    """How it drafts: sequential head passes, one pass for a whole block, a lookup,
+    or k passes of a separate model."""
+    default_k: int | None = None
+    max_k: int | None = None
+    """Largest meaningful k (a block drafter's trained block); deeper positions accept ~0."""
+    requires_mtp_head: bool = False
+    max_context: int | None = None
+    """Context the drafter supports (no YaRN: stops at the native context)."""
+    cost: DrafterCost = DrafterCost()
+    acceptance: dict[str, list[float]] = {}
+    """Per workload class: fraction of drafts whose position i (1-based) is accepted."""
+    acceptance_tail: float = Field(default=0.5, ge=0, le=1)
+    """Beyond the listed positions, each deeper position keeps this share of the last."""
+    quantization_scale: dict[str, float] = {}
+    """Acceptance multiplier per weight quantization (a drafter reads the target's states)."""
+    version: int = 1
+
+
+class WorkloadSpec(_Spec):
+    name: str
+    version: int = Field(ge=1)
+    description: str = ""
+    acceptance_class: Literal["fresh", "copy", "code", "chat", "essay", "none"] = "fresh"
+    """Predictability class: which acceptance model of the drafter applies."""
+    prompt: str = ""
+    """The instruction; builders add the material (source file, padding) around it."""
+    prompt_tokens: int = Field(default=64, ge=1)
+    """Prompt length in the target model's tokens (re-measured by real servers)."""
+    prompt_lengths: list[int] | None = None
+    """Several prompt lengths (prefill and prefix-cache sweeps), replacing prompt_tokens."""
+    output_tokens: int = Field(default=400, ge=1)
+    ignore_eos: bool = True
+    concurrency: list[int] = [1]
+    repeats: int = Field(default=1, ge=1)
+    warmup: int = Field(default=1, ge=0)
+    """Requests sent and discarded before measuring."""
+    cache: list[Literal["cold", "warm"]] = ["cold"]
+    """Cache states measured, in this order (cold first, then the same prefix again)."""
+    shared_prefix: bool = False
+    """Requests share their prefix (prefix-cache workloads); otherwise each is unique."""
+    temperature: float = Field(default=0.0, ge=0)
+    thinking: bool = False
+
+
+class ExperimentSpec(_Spec):
+    """Everything one job needs, validated."""
+
+    hardware: HardwareSpec
+    model: ModelSpec
+    quantization: QuantizationSpec
+    runtime: RuntimeSpec
+    drafter: DrafterSpec
+    workload: WorkloadSpec
+    k: int | None = Field(default=None, ge=1)
+    """Draft tokens per step; None means the drafter's default (and none without a drafter)."""
+    draft_model: ModelSpec | None = None
+    """The separate draft model of `drafter=draft_model`, resolved from conf/model/."""
+    seed: int = 0
+    gpu_shared: bool = False
+    experiment: str | None = None
+    """Name of the experiment file this job came from, if any."""

@@ -1,0 +1,115 @@
+"""specexp's Hydra sweeper: validate every cell, print the plan, then launch it in order.
+
+Hydra's basic sweeper launches jobs in command-line order and finds a bad value only when
+that job starts. This one composes and validates all cells first (so invalid input stops
+before anything runs), drops meaningless and duplicate cells with a reason, orders cells so
+each server configuration starts once, names each job directory after its overrides and
+run id, and writes the sweep's results.jsonl and measurements.md at the end.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+from hydra.core.config_store import ConfigStore
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.plugins.launcher import Launcher
+from hydra.plugins.sweeper import Sweeper as HydraSweeper
+from hydra.types import HydraContext, TaskFunction
+from omegaconf import DictConfig, OmegaConf
+
+from specexp.compose import resolved_config, to_spec
+from specexp.errors import SpecError, exit_on_spec_error
+from specexp.job import skipped_result
+from specexp.plan import Cell, make_cell, make_plan
+from specexp.record import write_result
+from specexp.summary import write_sweep_outputs
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class SpecexpSweeperConf:
+    _target_: str = "hydra_plugins.specexp_sweeper.SpecexpSweeper"
+    max_batch_size: int | None = None
+    params: dict[str, str] | None = None
+
+
+ConfigStore.instance().store(group="hydra/sweeper", name="specexp", node=SpecexpSweeperConf, provider="specexp")
+
+
+def job_dir_name(overrides: list[str], run_id: str) -> str:
+    """A readable, unique directory name: the job's own overrides, then its run id."""
+    parts = [o.lstrip("+~") for o in overrides if not o.lstrip("+~").startswith("hydra")]
+    readable = re.sub(r"[^A-Za-z0-9._=,+-]", "_", ",".join(parts)) or "defaults"
+    return f"{readable[:160]}__{run_id}"
+
+
+class Sweeper(HydraSweeper):
+    """Hydra requires plugins to live in `hydra_plugins`: see hydra_plugins/specexp_sweeper."""
+
+    def __init__(self, max_batch_size: int | None = None, params: dict[str, str] | None = None) -> None:
+        super().__init__()
+        self.params = params or {}
+        self.hydra_context: HydraContext | None = None
+        self.config: DictConfig | None = None
+        self.launcher: Launcher | None = None
+
+    def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
+        from hydra.core.plugins import Plugins
+
+        self.hydra_context = hydra_context
+        self.config = config
+        self.launcher = Plugins.instance().instantiate_launcher(
+            hydra_context=hydra_context, task_function=task_function, config=config
+        )
+
+    def sweep(self, arguments: list[str]) -> Any:
+        assert self.config is not None and self.launcher is not None and self.hydra_context is not None
+        parser = OverridesParser.create(config_loader=self.hydra_context.config_loader)
+        params = [f"{k}={v}" for k, v in self.params.items()]
+        parsed = parser.parse_overrides([*params, *arguments])
+        jobs = [list(job) for job in BasicSweeper.split_arguments(parsed, None)[0]]
+        try:
+            cells = [self._cell(job) for job in jobs]
+        except SpecError as err:
+            exit_on_spec_error(err)
+        plan = make_plan(cells)
+        sweep_dir = Path(self.config.hydra.sweep.dir)
+        sweep_dir.mkdir(parents=True, exist_ok=True)
+        OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
+        print(describe_plan(jobs, plan), flush=True)
+        for index, cell, reason in plan.skipped:
+            if cell.skip_reason and reason == cell.skip_reason:
+                config = cell.spec.model_dump(mode="json")
+                write_result(sweep_dir / job_dir_name(jobs[index], cell.run_id), skipped_result(cell, reason, jobs[index], config))
+        batch = [[*jobs[i], f"hydra.sweep.subdir='{job_dir_name(jobs[i], cell.run_id)}'"] for i, cell in plan.run]
+        try:
+            returns = self.launcher.launch(batch, initial_job_idx=0) if batch else []
+            for r in returns:
+                _ = r.return_value
+        finally:
+            written = write_sweep_outputs(sweep_dir)
+            print(f"sweep: {sweep_dir}\n" + "\n".join(f"  {p}" for p in written), flush=True)
+        return [returns]
+
+    def _cell(self, overrides: list[str]) -> Cell:
+        assert self.hydra_context is not None and self.config is not None
+        cfg = self.hydra_context.config_loader.load_sweep_config(self.config, overrides)
+        choices = OmegaConf.to_container(cfg.hydra.runtime.choices)
+        assert isinstance(choices, dict)
+        return make_cell(to_spec(resolved_config(cfg), choices, overrides))
+
+
+def describe_plan(jobs: list[list[str]], plan: Any) -> str:
+    lines = [f"plan: {len(plan.run)} job(s) to run, {len(plan.skipped)} left out"]
+    for i, cell in plan.run:
+        lines.append(f"  run   {cell.run_id}  {' '.join(jobs[i]) or '(defaults)'}")
+    for i, cell, reason in plan.skipped:
+        lines.append(f"  skip  {cell.run_id}  {' '.join(jobs[i]) or '(defaults)'}: {reason}")
+    return "\n".join(lines)

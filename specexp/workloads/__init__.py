@@ -1,0 +1,1 @@
+"""Workloads: which requests a job sends, in which windows, and what each window measures."""

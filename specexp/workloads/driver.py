@@ -1,0 +1,88 @@
+"""Drive one workload through a runtime: warm-up, then measurement windows.
+
+A measurement point is (prompt length, concurrency, cache state). Each repeat sends one
+window of `concurrency` requests at once; counters are read right before and after the
+window, so acceptance belongs to exactly that window. Cache-reuse workloads send the cold
+window and then the warm one over the same prefix, in that order; every other request
+carries a unique marker so no cache can serve it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from specexp.events import Counters, Request, RequestTrace
+from specexp.runtimes.base import Runtime
+from specexp.spec import WorkloadSpec
+
+
+@dataclass(frozen=True)
+class Point:
+    prompt_tokens: int
+    concurrency: int
+    cache: str
+
+
+@dataclass(frozen=True)
+class Window:
+    """The requests of one repeat at one point, with the counter delta around them."""
+
+    point: Point
+    traces: list[RequestTrace]
+    delta: Counters
+
+
+PromptFor = Callable[[str, int, str | None, int], str]
+"""(request id, prompt tokens, shared prefix group, shared prefix tokens) -> prompt text."""
+
+
+def default_prompt(workload: WorkloadSpec) -> PromptFor:
+    """Instruction plus a unique marker: enough for the simulator, which counts tokens itself."""
+
+    def build(request_id: str, tokens: int, group: str | None, prefix_tokens: int) -> str:
+        marker = group if group is not None else request_id
+        return f"[{marker}] {workload.prompt}"
+
+    return build
+
+
+def prompt_lengths(workload: WorkloadSpec) -> list[int]:
+    return list(workload.prompt_lengths or [workload.prompt_tokens])
+
+
+def drive(
+    runtime: Runtime,
+    workload: WorkloadSpec,
+    marker: str,
+    prompt_for: PromptFor | None = None,
+    chat: bool = True,
+) -> Iterator[Window]:
+    """Yield one Window per repeat per point, warm-up excluded."""
+    build = prompt_for or default_prompt(workload)
+
+    def request(rid: str, tokens: int, group: str | None, warmup: bool = False) -> Request:
+        prefix = tokens - 16 if group is not None else 0
+        return Request(
+            request_id=rid, prompt=build(rid, tokens, group, prefix), prompt_tokens=tokens,
+            max_tokens=workload.output_tokens, ignore_eos=workload.ignore_eos,
+            temperature=workload.temperature, thinking=workload.thinking,
+            cache_group=group, shared_prefix_tokens=max(prefix, 0), warmup=warmup, chat=chat,
+        )
+
+    lengths = prompt_lengths(workload)
+    if workload.warmup:
+        runtime.run_window([request(f"{marker}-warmup-{i}", lengths[0], None, True) for i in range(workload.warmup)])
+    for tokens in lengths:
+        for concurrency in workload.concurrency:
+            for repeat in range(workload.repeats):
+                tag = f"{marker}-p{tokens}-c{concurrency}-r{repeat}"
+                groups = [f"{tag}-s{i}" if workload.shared_prefix else None for i in range(concurrency)]
+                if "warm" in workload.cache and "cold" not in workload.cache:
+                    runtime.run_window([request(f"{tag}-prime-{i}", tokens, g) for i, g in enumerate(groups)])
+                for cache in workload.cache:
+                    requests = [request(f"{tag}-{cache}-{i}", tokens, g) for i, g in enumerate(groups)]
+                    before = runtime.counters()
+                    traces = runtime.run_window(requests)
+                    delta = runtime.counters().delta(before)
+                    yield Window(Point(tokens, concurrency, cache), traces, delta)
