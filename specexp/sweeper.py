@@ -38,6 +38,9 @@ class SpecexpSweeperConf:
     _target_: str = "hydra_plugins.specexp_sweeper.SpecexpSweeper"
     max_batch_size: int | None = None
     params: dict[str, str] | None = None
+    grid: list[dict[str, str]] | None = None
+    """A union of grids: each entry is swept as a product, and the entries are concatenated.
+    Lets an experiment pair values, e.g. MTP with k=3,8,15 and DSpark with k=7,14."""
 
 
 ConfigStore.instance().store(group="hydra/sweeper", name="specexp", node=SpecexpSweeperConf, provider="specexp")
@@ -53,9 +56,15 @@ def job_dir_name(overrides: list[str], run_id: str) -> str:
 class Sweeper(HydraSweeper):
     """Hydra requires plugins to live in `hydra_plugins`: see hydra_plugins/specexp_sweeper."""
 
-    def __init__(self, max_batch_size: int | None = None, params: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        max_batch_size: int | None = None,
+        params: dict[str, str] | None = None,
+        grid: list[dict[str, str]] | None = None,
+    ) -> None:
         super().__init__()
         self.params = params or {}
+        self.grid = [dict(entry) for entry in grid or []]
         self.hydra_context: HydraContext | None = None
         self.config: DictConfig | None = None
         self.launcher: Launcher | None = None
@@ -71,10 +80,7 @@ class Sweeper(HydraSweeper):
 
     def sweep(self, arguments: list[str]) -> Any:
         assert self.config is not None and self.launcher is not None and self.hydra_context is not None
-        parser = OverridesParser.create(config_loader=self.hydra_context.config_loader)
-        params = [f"{k}={v}" for k, v in self.params.items()]
-        parsed = parser.parse_overrides([*params, *arguments])
-        jobs = [list(job) for job in BasicSweeper.split_arguments(parsed, None)[0]]
+        jobs = expand(self.hydra_context, self.params, self.grid, arguments)
         try:
             cells = [self._cell(job) for job in jobs]
         except SpecError as err:
@@ -104,6 +110,29 @@ class Sweeper(HydraSweeper):
         choices = OmegaConf.to_container(cfg.hydra.runtime.choices)
         assert isinstance(choices, dict)
         return make_cell(to_spec(resolved_config(cfg), choices, overrides))
+
+
+def expand(
+    hydra_context: HydraContext, params: dict[str, str], grid: list[dict[str, str]], arguments: list[str]
+) -> list[list[str]]:
+    """Every job's overrides: params x command line, times the union of the grid's entries.
+
+    A key given on the command line replaces the same key of a params or grid entry.
+    """
+    parser = OverridesParser.create(config_loader=hydra_context.config_loader)
+    given = {a.lstrip("+~").split("=", 1)[0] for a in arguments}
+
+    def product(overrides: list[str]) -> list[list[str]]:
+        return [list(job) for job in BasicSweeper.split_arguments(parser.parse_overrides(overrides), None)[0]]
+
+    base = [f"{k}={v}" for k, v in params.items() if k not in given] + list(arguments)
+    if not grid:
+        return product(base)
+    jobs: list[list[str]] = []
+    for entry in grid:
+        extra = [f"{k}={v}" for k, v in entry.items() if k not in given]
+        jobs.extend(product(extra + base))
+    return jobs
 
 
 def describe_plan(jobs: list[list[str]], plan: Any) -> str:
