@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from specexp.compose import check_overrides, resolved_config, to_spec
 from specexp.errors import SpecError, exit_on_spec_error
 from specexp.job import run_job
 from specexp.plan import make_cell
+from specexp.runtimes import pool
 from specexp.summary import write_sweep_outputs
 
 
@@ -39,7 +41,11 @@ def app(cfg: DictConfig) -> None:
     job_dir = Path(hc.runtime.output_dir)
     multirun = hc.mode == RunMode.MULTIRUN
     root = Path(hc.sweep.dir) if multirun else job_dir
-    result = run_job(cell, job_dir, root, overrides, data)
+    try:
+        result = run_job(cell, job_dir, root, overrides, data)
+    finally:
+        if not multirun:
+            pool.release()
     status = result.get("status")
     detail = (result.get("error") or {}).get("message") or result.get("reused") or ""
     print(f"job {cell.run_id}: {status}{': ' + detail if detail else ''}", flush=True)
@@ -49,6 +55,7 @@ def app(cfg: DictConfig) -> None:
 
 
 def main() -> None:
+    logging.getLogger("httpx").setLevel(logging.WARNING)
     args = sys.argv[1:]
     try:
         check_overrides([a for a in args if "=" in a and not a.startswith("-")])

@@ -59,8 +59,8 @@ def to_spec(
     parts: dict[str, Any] = {}
     for group, model in GROUPS.items():
         parts[group] = _validate(model, data.get(group), group, choices.get(group), overrides)
-    draft_model = data.get("draft_model")
-    if draft_model is not None:
+    draft_model = data.get("draft_model") or parts["drafter"].cost.default_draft_model
+    if draft_model is not None and parts["drafter"].cost.uses_draft_model:
         parts["draft_model"] = load_option(ModelSpec, "model", str(draft_model), "draft_model")
     top = {key: data[key] for key in ("k", "seed", "gpu_shared", "experiment") if key in data}
     try:

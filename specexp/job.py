@@ -6,17 +6,21 @@ goes on; a completed result is never overwritten by a later failure.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from pathlib import Path
 from typing import Any
 
 from specexp import provenance
 from specexp.conditions import run_conditions
+from specexp.identity import fill_output_identity
 from specexp.measure import measurements
 from specexp.plan import Cell
 from specexp.record import SCHEMA, complete_result, write_result
+from specexp.runtimes import pool
 from specexp.runtimes.base import RuntimeFailure, runtime_for
 from specexp.workloads.driver import Window, drive
+from specexp.workloads.prompts import PromptBuilder
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +53,13 @@ def skipped_result(cell: Cell, reason: str, overrides: list[str], config: dict[s
     return result
 
 
+def prompt_marker(cell: Cell) -> str:
+    """Request markers depend on the workload and seed only, so that the same prompts go to
+    every drafter of a sweep (and their outputs can be compared) while staying unique."""
+    blob = cell.spec.workload.model_dump_json() + str(cell.spec.seed)
+    return "w" + hashlib.sha256(blob.encode()).hexdigest()[:10]
+
+
 def run_job(
     cell: Cell, job_dir: Path, sweep_root: Path | None, overrides: list[str], config: dict[str, Any]
 ) -> dict[str, Any]:
@@ -57,37 +68,45 @@ def run_job(
         done = complete_result(sweep_root, cell.run_id)
         if done is not None:
             log.info("run %s is already complete in %s: skipped", cell.run_id, done.parent)
-            return {"status": "ok", "run_id": cell.run_id, "reused": str(done)}
+            return {"status": "ok", "run_id": cell.run_id, "reused": f"already complete in {done.parent}"}
     if cell.skip_reason:
         result = skipped_result(cell, cell.skip_reason, overrides, config)
         write_result(job_dir, result)
         return result
     spec = cell.spec
-    runtime = runtime_for(spec.runtime.name)(spec, job_dir)
-    result = base_result(cell, overrides, config, runtime.source)
-    result["provenance"]["server_argv"] = runtime.server_argv()
+    runtime_cls = runtime_for(spec.runtime.name)
+    result = base_result(cell, overrides, config, runtime_cls.source)
     windows: list[Window] = []
     info = None
+    runtime = None
     try:
-        info = runtime.start()
-        result["provenance"]["engine_info"] = {"version": info.version, "kv_cache_tokens": info.kv_cache_tokens, **info.details}
+        runtime, info, reused = pool.acquire(cell.server_key, spec, job_dir, lambda: runtime_cls(spec, job_dir))
+        result["provenance"]["server_argv"] = runtime.server_argv()
+        result["provenance"]["engine_info"] = {
+            "version": info.version, "kv_cache_tokens": info.kv_cache_tokens, "reused_server": reused, **info.details,
+        }
         result["conditions"]["runtime_version"] = info.version
-        for window in drive(runtime, spec.workload, marker=cell.run_id):
+        prompts = PromptBuilder(spec.workload, runtime.tokenize, runtime.detokenize)
+        for window in drive(runtime, spec.workload, marker=prompt_marker(cell), prompt_for=prompts):
             windows.append(window)
         result["status"] = "ok"
     except RuntimeFailure as failure:
         result["status"] = failure.status
         result["error"] = {"kind": failure.kind, "message": failure.message, "log_tail": failure.log_tail}
+        if runtime is not None:
+            pool.discard(runtime)
     finally:
-        runtime.stop()
-    run = dict(result["conditions"])
+        if runtime is not None and not runtime.reusable:
+            pool.discard(runtime)
     result["measurements"] = measurements(
-        windows, run, prefill_only=spec.workload.output_tokens == 1,
+        windows, dict(result["conditions"]), prefill_only=spec.workload.output_tokens == 1,
         kv_cache_tokens=info.kv_cache_tokens if info else None,
     )
     if result["status"] != "ok":
         for m in result["measurements"]:
             m["partial"] = True
+    if sweep_root is not None:
+        fill_output_identity(result, sweep_root)
     result["provenance"]["finished_at"] = provenance.now()
     if not write_result(job_dir, result):
         log.warning("kept the complete result in %s; this run %s", job_dir, result["status"])

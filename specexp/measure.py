@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import statistics
 from collections.abc import Iterable
 from typing import Any
@@ -60,6 +61,9 @@ def _measurement(
         "samples": kept,
         "spread": {n: [min(x for x in v if x is not None), max(x for x in v if x is not None)] for n, v in kept.items()},
         "requests": [t.request_id for t in traces],
+        "completions": {
+            t.request_id: hashlib.sha256(t.text.encode()).hexdigest()[:16] for t in traces if t.text is not None
+        },
         "errors": [t.error for t in traces if t.error],
         "engine_timings": [t.engine_timings for t in traces if t.engine_timings] or None,
     }

@@ -51,18 +51,32 @@ def make_cell(spec: ExperimentSpec) -> Cell:
     return Cell(
         spec=canonical,
         run_id=_digest(canonical, exclude={"experiment"}),
-        server_key=_digest(canonical, include={"hardware", "model", "quantization", "runtime",
-                                               "drafter", "k", "draft_model", "seed", "gpu_shared"}),
+        server_key=_server_key(canonical),
         skip_reason=_meaningless(canonical),
         note=note,
     )
 
 
+def _server_key(spec: ExperimentSpec) -> str:
+    """Equal for cells one started server can serve: everything its argv depends on."""
+    fields = {"hardware", "model", "quantization", "runtime", "drafter", "k", "draft_model", "seed", "gpu_shared"}
+    data = spec.model_dump(mode="json", include=fields)
+    data["slots"] = max(spec.workload.concurrency)
+    blob = json.dumps(data, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
 def _meaningless(spec: ExperimentSpec) -> str | None:
     if spec.drafter.requires_mtp_head and spec.model.mtp is None:
         return f"drafter={spec.drafter.name} needs an MTP head and model={spec.model.name} has none"
-    if spec.drafter.cost.uses_draft_model and spec.draft_model is None:
-        return "drafter=draft_model needs draft_model=MODEL (a model id from conf/model/)"
+    if spec.drafter.cost.uses_draft_model:
+        if spec.draft_model is None:
+            return "drafter=draft_model needs draft_model=MODEL (a model id from conf/model/)"
+        if spec.draft_model.vocab_size != spec.model.vocab_size:
+            return (
+                f"draft model {spec.draft_model.name} (vocabulary {spec.draft_model.vocab_size:,}) cannot draft "
+                f"for {spec.model.name} (vocabulary {spec.model.vocab_size:,}): a draft model shares the target's vocabulary"
+            )
     return None
 
 
@@ -98,5 +112,6 @@ def make_plan(cells: Sequence[Cell]) -> Plan:
     first_seen: dict[str, int] = {}
     for position, (_, cell) in enumerate(run):
         first_seen.setdefault(cell.server_key, position)
-    run.sort(key=lambda item: (first_seen[item[1].server_key], item[0]))
+    # Baselines first, so that every drafter's outputs can be compared with them as it finishes.
+    run.sort(key=lambda item: (item[1].spec.drafter.kind != "none", first_seen[item[1].server_key], item[0]))
     return Plan(run=run, skipped=skipped)

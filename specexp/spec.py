@@ -55,6 +55,15 @@ class MtpSpec(_Spec):
     """Draft positions the head was trained for; deeper drafts reuse it recursively."""
 
 
+class GeneratedGguf(_Spec):
+    """A tiny random-weight GGUF that specexp writes itself (specexp.models.tiny_gguf)."""
+
+    seed: int = 0
+    noise: float = Field(default=0.0, ge=0)
+    """Relative gaussian noise on the seed's weights: 0 is an exact copy (a draft that accepts
+    everything); more noise, lower acceptance."""
+
+
 class ModelSpec(_Spec):
     """A target model, in the field names of a Hugging Face config.json."""
 
@@ -80,6 +89,8 @@ class ModelSpec(_Spec):
     linear_conv_kernel_dim: int | None = None
     mtp: MtpSpec | None = None
     """The model's own multi-token-prediction head, if it ships one."""
+    generated_gguf: GeneratedGguf | None = None
+    """specexp writes this model's weights itself (no download), for real llama-server runs."""
 
 
 class QuantizationSpec(_Spec):
@@ -112,6 +123,13 @@ class RuntimeSpec(_Spec):
     request_timeout_s: float = Field(default=600.0, gt=0)
     executable: str | None = None
     """Path of the server binary; None means the runtime's default."""
+    model_path: str | None = None
+    """What the server loads: a local path or an engine model id; None means model.hf_id
+    (or the GGUF specexp writes for a generated model)."""
+    draft_model_path: str | None = None
+    """The drafter's weights where the engine needs them (draft model, DFlash, DSpark, EAGLE-3)."""
+    served_model_name: str | None = None
+    """The model name requests carry; None means what the server was started with."""
     extra_args: list[str] = []
     """Extra argv appended to the server command, verbatim (a list, never a shell string)."""
     api_key_env: str | None = None
@@ -133,6 +151,8 @@ class DrafterCost(_Spec):
     """Drafter weight bytes; None means the checkpoint's (quantization.drafter_bytes_per_weight)."""
     uses_draft_model: bool = False
     """k passes of the separate draft model named by the top-level `draft_model`."""
+    default_draft_model: str | None = None
+    """The draft model (a conf/model/ id) used when the top-level `draft_model` is null."""
     overhead_ms: float = Field(default=0.0, ge=0)
     """Fixed cost per drafting step (CPU lookup, extra launches), ms."""
 
@@ -169,6 +189,9 @@ class WorkloadSpec(_Spec):
     """Predictability class: which acceptance model of the drafter applies."""
     prompt: str = ""
     """The instruction; builders add the material (source file, padding) around it."""
+    material: Literal["none", "source_file", "filler"] = "none"
+    """What fills the prompt up to prompt_tokens: nothing (the instruction alone), the generated
+    45-dataclass source file, or unique prose."""
     prompt_tokens: int = Field(default=64, ge=1)
     """Prompt length in the target model's tokens (re-measured by real servers)."""
     prompt_lengths: list[int] | None = None

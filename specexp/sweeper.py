@@ -28,6 +28,7 @@ from specexp.errors import SpecError, exit_on_spec_error
 from specexp.job import skipped_result
 from specexp.plan import Cell, make_cell, make_plan
 from specexp.record import write_result
+from specexp.runtimes import pool
 from specexp.summary import write_sweep_outputs
 
 log = logging.getLogger(__name__)
@@ -100,6 +101,7 @@ class Sweeper(HydraSweeper):
             for r in returns:
                 _ = r.return_value
         finally:
+            pool.release()
             written = write_sweep_outputs(sweep_dir)
             print(f"sweep: {sweep_dir}\n" + "\n".join(f"  {p}" for p in written), flush=True)
         return [returns]

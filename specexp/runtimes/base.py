@@ -18,6 +18,11 @@ RUNTIMES: Registry[type[Runtime]] = Registry("runtime")
 # dependencies out of the others' way.
 _MODULES = {
     "sim": "specexp.runtimes.sim",
+    "llamacpp": "specexp.runtimes.llamacpp",
+    "vllm": "specexp.runtimes.vllm",
+    "sglang": "specexp.runtimes.sglang",
+    "ollama": "specexp.runtimes.ollama",
+    "openai": "specexp.runtimes.openai",
 }
 
 
@@ -43,6 +48,8 @@ class Runtime(ABC):
 
     name: ClassVar[str]
     source: ClassVar[Literal["measured", "simulated"]]
+    reusable: ClassVar[bool] = False
+    """A started server may serve the next job of the same server configuration."""
 
     def __init__(self, spec: ExperimentSpec, job_dir: Path) -> None:
         self.spec = spec
@@ -63,6 +70,14 @@ class Runtime(ABC):
     def reset_prefix_cache(self) -> bool:
         """Empty the engine's prefix cache; True when the engine confirmed it."""
         return False
+
+    def tokenize(self, text: str) -> list[int] | None:
+        """The server's own token ids of `text` (None: this engine cannot say)."""
+        return None
+
+    def detokenize(self, tokens: list[int]) -> str | None:
+        """Text of `tokens` by the server's tokenizer (None: this engine cannot say)."""
+        return None
 
     def server_argv(self) -> list[str] | None:
         """The argv this runtime starts its server with (None: nothing is started)."""

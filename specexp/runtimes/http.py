@@ -1,0 +1,144 @@
+"""What every HTTP runtime shares: reach or start the server, stream windows, read counters.
+
+An engine module subclasses `HttpRuntime` and says only what is specific to it: the argv that
+starts it, its readiness probe, where its version is, how its counters map onto the
+engine-neutral ones, its request extras, its prefix-cache reset and its tokenizer endpoint.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import httpx
+
+from specexp.events import Counters, EngineInfo, Request, RequestTrace
+from specexp.runtimes import promtext
+from specexp.runtimes.base import Runtime, RuntimeFailure
+from specexp.runtimes.client import RawStream, stream_all, to_trace
+from specexp.runtimes.process import ServerProcess, free_port
+
+PROBE_TIMEOUT_S = 5.0
+
+
+class HttpRuntime(Runtime):
+    """An OpenAI-compatible server, started by specexp or already running at `runtime.url`."""
+
+    source = "measured"
+    reusable = True
+    default_port: ClassVar[int] = 8000
+    health_path: ClassVar[str] = "/health"
+    metrics_path: ClassVar[str | None] = "/metrics"
+    chat_path: ClassVar[str] = "/v1/chat/completions"
+    completion_path: ClassVar[str] = "/v1/completions"
+
+    process: ServerProcess | None = None
+    port: int | None = None
+
+    # -- what an engine module says -------------------------------------------------------
+    def build_argv(self, port: int) -> list[str] | None:
+        """The argv that starts this engine's server on 127.0.0.1:`port` (None: cannot start)."""
+        return None
+
+    def served_model(self) -> str:
+        """The model name requests carry."""
+        return self.spec.model.hf_id or self.spec.model.name
+
+    def request_extras(self, request: Request) -> dict[str, Any]:
+        """Engine-specific body fields (per-chunk usage, timings, meta info, thinking switch)."""
+        return {"stream_options": {"include_usage": True}}
+
+    def map_counters(self, samples: list[promtext.Sample]) -> Counters:
+        """Engine metric samples -> engine-neutral counters."""
+        return Counters()
+
+    def engine_info(self, client: httpx.Client) -> EngineInfo:
+        return EngineInfo(runtime=self.name, version=None)
+
+    def stream_details(self, raw: RawStream) -> dict[str, Any]:
+        """Token counts and timings an engine puts somewhere other than usage/timings."""
+        return {}
+
+    # -- shared behaviour ----------------------------------------------------------------
+    @property
+    def base_url(self) -> str:
+        if self.spec.runtime.url:
+            return self.spec.runtime.url.rstrip("/")
+        return f"http://127.0.0.1:{self.port}"
+
+    def headers(self) -> dict[str, str]:
+        name = self.spec.runtime.api_key_env
+        key = os.environ.get(name) if name else None
+        return {"Authorization": f"Bearer {key}"} if key else {}
+
+    def server_argv(self) -> list[str] | None:
+        if self.spec.runtime.url:
+            return None
+        return self.build_argv(self.port or self.default_port)
+
+    def start(self) -> EngineInfo:
+        if not self.spec.runtime.url:
+            self.port = free_port()
+            argv = self.build_argv(self.port)
+            if argv is None:
+                raise RuntimeFailure("refused", "not_startable", f"runtime={self.name} needs runtime.url=http://...")
+            self.process = ServerProcess(argv, self.job_dir / "server.log")
+            self.process.wait_ready(self.is_ready, self.spec.runtime.start_timeout_s)
+        elif not self.is_ready():
+            raise RuntimeFailure("refused", "unreachable", f"no ready server at {self.base_url}{self.health_path}")
+        with self.sync_client() as client:
+            return self.engine_info(client)
+
+    def sync_client(self) -> httpx.Client:
+        return httpx.Client(base_url=self.base_url, headers=self.headers(), timeout=PROBE_TIMEOUT_S)
+
+    def is_ready(self) -> bool:
+        try:
+            with self.sync_client() as client:
+                return client.get(self.health_path).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def body(self, request: Request) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.served_model(),
+            "max_tokens": request.max_tokens,
+            "temperature": request.temperature,
+            "stream": True,
+        }
+        if request.ignore_eos:
+            body["ignore_eos"] = True
+        if request.chat:
+            body["messages"] = [{"role": "user", "content": request.prompt}]
+        else:
+            body["prompt"] = request.prompt
+        body.update(self.request_extras(request))
+        return body
+
+    def run_window(self, requests: Sequence[Request]) -> list[RequestTrace]:
+        bodies = [
+            (self.chat_path if r.chat else self.completion_path, r.request_id, self.body(r)) for r in requests
+        ]
+        raws = asyncio.run(stream_all(self.base_url, bodies, self.spec.runtime.request_timeout_s, self.headers()))
+        traces = [to_trace(r.request_id, raw, self.stream_details) for r, raw in zip(requests, raws)]
+        if self.process is not None and not self.process.alive:
+            raise RuntimeFailure("failed", "server_died", "the server exited while measuring", self.process.tail())
+        return traces
+
+    def counters(self) -> Counters:
+        if self.metrics_path is None:
+            return Counters()
+        try:
+            with self.sync_client() as client:
+                response = client.get(self.metrics_path)
+            if response.status_code != 200:
+                return Counters()
+            return self.map_counters(promtext.parse(response.text))
+        except (httpx.HTTPError, ValueError):
+            return Counters()
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.stop()

@@ -1,0 +1,116 @@
+"""The life of a server process specexp starts: argv list, log file, readiness, stop.
+
+Every process started here is registered so that it is stopped at exit, on Ctrl-C and on
+errors. Servers bind to 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from specexp.runtimes.base import RuntimeFailure
+
+_RUNNING: set[subprocess.Popen[bytes]] = set()
+LOG_TAIL_LINES = 40
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+class ServerProcess:
+    """A started server: its argv, its log, and a way to stop it."""
+
+    def __init__(self, argv: Sequence[str], log_path: Path, env: dict[str, str] | None = None) -> None:
+        self.argv = [str(a) for a in argv]
+        self.log_path = log_path
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log = open(log_path, "ab")  # noqa: SIM115 - closed in stop()
+        try:
+            self.proc: subprocess.Popen[bytes] = subprocess.Popen(
+                self.argv, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                env={**os.environ, **(env or {})}, start_new_session=True,
+            )
+        except OSError as err:
+            self._log.close()
+            raise RuntimeFailure("refused", "start_failed", f"cannot start {self.argv[0]}: {err}") from None
+        _RUNNING.add(self.proc)
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def tail(self) -> str:
+        self._log.flush()
+        return log_tail(self.log_path)
+
+    def wait_ready(self, ready: Callable[[], bool], timeout_s: float, poll_s: float = 0.05) -> float:
+        """Poll `ready` until it is True; return seconds waited. Raise RuntimeFailure (refused)
+        when the process exits first or the timeout passes."""
+        start = time.monotonic()
+        while True:
+            if not self.alive:
+                raise RuntimeFailure(
+                    "refused", "server_exited",
+                    f"{Path(self.argv[0]).name} exited with status {self.proc.returncode} before it was ready",
+                    self.tail(),
+                )
+            if ready():
+                return time.monotonic() - start
+            if time.monotonic() - start > timeout_s:
+                self.stop()
+                raise RuntimeFailure(
+                    "refused", "start_timeout", f"not ready after {timeout_s:g} s", self.tail()
+                )
+            time.sleep(poll_s)
+
+    def stop(self, grace_s: float = 10.0) -> None:
+        """SIGTERM, then SIGKILL after `grace_s`. Safe to call twice."""
+        if self.alive:
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+                self.proc.wait(grace_s)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                try:
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                self.proc.wait()
+        _RUNNING.discard(self.proc)
+        if not self._log.closed:
+            self._log.close()
+
+
+def stop_all() -> None:
+    """Stop every server this process started (at exit, on Ctrl-C)."""
+    for proc in list(_RUNNING):
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(10)
+        except (ProcessLookupError, subprocess.TimeoutExpired, OSError):
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, OSError):
+                pass
+        _RUNNING.discard(proc)
+
+
+atexit.register(stop_all)

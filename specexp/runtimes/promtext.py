@@ -1,0 +1,48 @@
+"""Prometheus text exposition -> samples, with prometheus_client's own parser."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from prometheus_client.parser import text_string_to_metric_families
+
+
+@dataclass(frozen=True)
+class Sample:
+    name: str
+    labels: dict[str, str]
+    value: float
+
+
+def parse(text: str) -> list[Sample]:
+    """Every sample of an exposition. Raises ValueError on text that is not an exposition."""
+    samples = []
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            samples.append(Sample(s.name, dict(s.labels), float(s.value)))
+    return samples
+
+
+def total(samples: Iterable[Sample], name: str) -> float | None:
+    """Sum of every sample named `name` over all label sets (engines, DP ranks); None if absent."""
+    values = [s.value for s in samples if s.name == name]
+    return sum(values) if values else None
+
+
+def by_label(samples: Iterable[Sample], name: str, label: str) -> dict[str, float]:
+    """Samples named `name` summed per value of `label` (e.g. position -> count)."""
+    out: dict[str, float] = {}
+    for s in samples:
+        if s.name == name and label in s.labels:
+            out[s.labels[label]] = out.get(s.labels[label], 0.0) + s.value
+    return out
+
+
+def positions(samples: Iterable[Sample], name: str) -> tuple[float, ...] | None:
+    """A per-position counter (label position = "0".."k-1") as a tuple in position order."""
+    per = by_label(samples, name, "position")
+    if not per:
+        return None
+    ordered = sorted(per.items(), key=lambda kv: int(kv[0]))
+    return tuple(v for _, v in ordered)

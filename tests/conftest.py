@@ -1,0 +1,117 @@
+"""Shared fixtures: compose configs the way the CLI does, build specs, run the CLI.
+
+Every helper here goes through public entry points (Hydra's compose API plus
+`specexp.compose.to_spec`, or `python -m specexp` in a subprocess), so the tests pin
+what a user sees, not how the pieces are wired inside.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+PYTHON = sys.executable
+
+# The 23 condition keys of vocabulary.md section 1, in its order. Copied here (not read from
+# the code) so that a key dropped or renamed in specexp fails the tests.
+CONDITION_KEYS = (
+    "hardware", "gpu_count", "gpu_shared", "gpu_memory_utilization", "model", "quantization",
+    "kv_cache_dtype", "runtime", "runtime_version", "drafter", "k", "drafter_config", "workload",
+    "prompt_tokens", "output_tokens", "ignore_eos", "concurrency", "cache", "prefix_caching",
+    "thinking", "temperature", "repeats", "source",
+)
+
+
+def compose_config(overrides: Sequence[str] = ()) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(resolved config, Hydra's group choices) for `overrides`, as `python -m specexp` composes them."""
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    import specexp.sweeper  # noqa: F401  (registers hydra/sweeper=specexp, named in conf/config.yaml)
+    from specexp import experiments, paths
+    from specexp.compose import resolved_config
+
+    experiments.register()
+    with initialize_config_dir(config_dir=str(paths.conf_dir()), version_base="1.3"):
+        cfg = compose("config", overrides=list(overrides), return_hydra_config=True)
+    choices = OmegaConf.to_container(cfg.hydra.runtime.choices)
+    assert isinstance(choices, dict)
+    return resolved_config(cfg), choices
+
+
+def spec_from(overrides: Sequence[str] = ()) -> Any:
+    """A validated ExperimentSpec for `overrides`."""
+    from specexp.compose import to_spec
+
+    data, choices = compose_config(overrides)
+    return to_spec(data, choices, list(overrides))
+
+
+@pytest.fixture(scope="session")
+def make_spec() -> Callable[..., Any]:
+    """`make_spec("drafter=mtp", "k=3")` -> ExperimentSpec."""
+    return lambda *overrides: spec_from(overrides)
+
+
+@pytest.fixture(scope="session")
+def compose_cfg() -> Callable[..., tuple[dict[str, Any], dict[str, Any]]]:
+    """`compose_cfg("drafter=mtp")` -> (resolved config, choices)."""
+    return lambda *overrides: compose_config(overrides)
+
+
+def run_specexp(
+    *args: str,
+    cwd: Path = REPO,
+    env: dict[str, str] | None = None,
+    python: str = PYTHON,
+    timeout: float = 180,
+) -> subprocess.CompletedProcess[str]:
+    """`python -m specexp ARGS` in a subprocess; output captured as text."""
+    full_env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "HYDRA_FULL_ERROR")}
+    full_env.update(env or {})
+    return subprocess.run(
+        [python, "-m", "specexp", *args],
+        cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout, check=False,
+    )
+
+
+@pytest.fixture(scope="session")
+def specexp_cli() -> Callable[..., subprocess.CompletedProcess[str]]:
+    return run_specexp
+
+
+def results_under(root: Path) -> list[dict[str, Any]]:
+    """Every result.json under `root`, parsed, in path order."""
+    return [json.loads(p.read_text(encoding="utf-8")) for p in sorted(root.rglob("result.json"))]
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+@pytest.fixture(scope="session")
+def read_results() -> Callable[[Path], list[dict[str, Any]]]:
+    return results_under
+
+
+@pytest.fixture(scope="session")
+def jsonl() -> Callable[[Path], list[dict[str, Any]]]:
+    return read_jsonl
+
+
+@pytest.fixture(scope="session")
+def condition_keys() -> tuple[str, ...]:
+    return CONDITION_KEYS
+
+
+@pytest.fixture(scope="session")
+def repo() -> Path:
+    return REPO

@@ -1,0 +1,317 @@
+"""`python -m specexp`, end to end in a subprocess: bad input stops with one line and exit 2
+before anything is written; good input leaves result.json, results.jsonl and measurements.md."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+Cli = Callable[..., subprocess.CompletedProcess[str]]
+SPEC_COLUMNS = ("`decode_tps`", "`e2e_tps`", "`ttft_s`", "`acceptance_rate`", "`acceptance_by_position`",
+                "`tokens_per_pass`")
+
+
+def _one_line_exit_2(proc: subprocess.CompletedProcess[str], sweep: Path) -> str:
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("specexp: ")
+    assert not sweep.exists() or not any(sweep.iterdir()), sorted(sweep.rglob("*"))
+    return lines[0]
+
+
+# --- validation -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "fragments"),
+    [
+        (["drafter=mtpp"], ["override drafter=mtpp", "drafter:", "accepted:", "did you mean 'mtp'?"]),
+        (["drafter=mtp,mtpp", "k=3"], ["override drafter=mtp,mtpp", "did you mean 'mtp'?"]),
+        (["workload.output_tokenz=5"], ["override workload.output_tokenz=5", "workload.output_tokenz",
+                                        "accepted:", "did you mean 'output_tokens'?"]),
+        (["k=abc"], ["override k=abc", "k:", "integer", "'abc'"]),
+        (["k=3,abc"], ["override k=abc", "integer"]),
+        (["runtime.name=vlm"], ["override runtime.name=vlm", "runtime.name", "accepted: sim, vllm",
+                                "did you mean 'vllm'?"]),
+        (["workload.concurrency=[1,x]"], ["override workload.concurrency=[1,x]", "workload.concurrency",
+                                          "integer"]),
+        (["+experiment=no_such_study"], ["override +experiment=no_such_study", "experiment",
+                                         "no experiment named 'no_such_study'"]),
+    ],
+    ids=lambda v: " ".join(v) if isinstance(v, list) and v and "=" in v[0] else None,
+)
+def test_bad_input_exits_2_with_one_line_and_writes_nothing(
+    args: list[str], fragments: list[str], specexp_cli: Cli, tmp_path: Path
+) -> None:
+    sweep = tmp_path / "sweep"
+    proc = specexp_cli("-m", *args, f"hydra.sweep.dir={sweep}")
+    line = _one_line_exit_2(proc, sweep)
+    for fragment in fragments:
+        assert fragment in line
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: compose.check_overrides does not check keys below the first level of a group; "
+    "Hydra then fails with exit 1 and a 7-line 'Could not override' message",
+)
+def test_nested_key_typo_exits_2_with_one_line(specexp_cli: Cli, tmp_path: Path) -> None:
+    sweep = tmp_path / "sweep"
+    proc = specexp_cli("-m", "hardware.achieved.bandwith=0.5", f"hydra.sweep.dir={sweep}")
+    line = _one_line_exit_2(proc, sweep)
+    assert "did you mean 'bandwidth'?" in line
+
+
+def test_single_run_with_bad_input_writes_no_result(specexp_cli: Cli, tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    proc = specexp_cli("k=abc", f"hydra.run.dir={run}")
+    assert proc.returncode == 2
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert not list(run.rglob("result.json"))
+
+
+@pytest.fixture(scope="module")
+def conf_copy(tmp_path_factory: pytest.TempPathFactory, repo: Path) -> Callable[[], Path]:
+    """A private copy of the package and its conf/, so that broken conf files can be tried
+    without touching the clone's."""
+
+    def make() -> Path:
+        root = tmp_path_factory.mktemp("clone")
+        for name in ("specexp", "hydra_plugins", "conf", "templates", "experiments"):
+            shutil.copytree(repo / name, root / name, ignore=shutil.ignore_patterns("__pycache__"))
+        return root
+
+    return make
+
+
+def _run_copy(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = str(root)
+    return subprocess.run([sys.executable, "-m", "specexp", *args], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_bad_literal_in_a_conf_file_names_the_file(conf_copy: Callable[[], Path], tmp_path: Path) -> None:
+    root = conf_copy()
+    sim = root / "conf" / "runtime" / "sim.yaml"
+    sim.write_text(sim.read_text().replace("name: sim", "name: vlm"))
+    sweep = tmp_path / "sweep"
+    line = _one_line_exit_2(_run_copy(root, "-m", f"hydra.sweep.dir={sweep}"), sweep)
+    assert "conf/runtime/sim.yaml: runtime.name:" in line
+    assert "accepted: sim, vllm" in line and "did you mean 'vllm'?" in line
+
+
+def test_extra_key_in_a_conf_file_names_the_file(conf_copy: Callable[[], Path], tmp_path: Path) -> None:
+    root = conf_copy()
+    workload = root / "conf" / "workload" / "fresh_generation.yaml"
+    workload.write_text(workload.read_text() + "output_tokenz: 5\n")
+    sweep = tmp_path / "sweep"
+    line = _one_line_exit_2(_run_copy(root, "-m", f"hydra.sweep.dir={sweep}"), sweep)
+    assert "conf/workload/fresh_generation.yaml: workload.output_tokenz: unknown key" in line
+    assert "did you mean 'output_tokens'?" in line
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: compose._where blames the override `drafter=typo` for an error inside "
+    "conf/drafter/typo.yaml, so the user is not told which file to fix",
+)
+def test_extra_key_in_a_file_chosen_on_the_command_line_names_the_file(
+    conf_copy: Callable[[], Path], tmp_path: Path
+) -> None:
+    root = conf_copy()
+    text = (root / "conf" / "drafter" / "mtp.yaml").read_text()  # `name` must stay a known drafter
+    (root / "conf" / "drafter" / "typo.yaml").write_text(text + "acceptance_tial: 0.5\n")
+    sweep = tmp_path / "sweep"
+    line = _one_line_exit_2(_run_copy(root, "-m", "drafter=typo", f"hydra.sweep.dir={sweep}"), sweep)
+    assert "conf/drafter/typo.yaml: drafter.acceptance_tial: unknown key" in line
+
+
+# --- end to end -------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def mtp_dspark_sweep(tmp_path_factory: pytest.TempPathFactory, specexp_cli: Cli) -> tuple[Path, Any]:
+    sweep = tmp_path_factory.mktemp("e2e") / "sweep"
+    proc = specexp_cli("-m", "drafter=mtp,dspark", "k=3,8,15", f"hydra.sweep.dir={sweep}")
+    assert proc.returncode == 0, proc.stderr
+    return sweep, proc
+
+
+def test_sweep_writes_one_result_per_cell(
+    mtp_dspark_sweep: tuple[Path, Any], read_results: Callable[[Path], list[dict[str, Any]]]
+) -> None:
+    sweep, _ = mtp_dspark_sweep
+    results = read_results(sweep)
+    assert len(results) == 6
+    assert {r["status"] for r in results} == {"ok"}
+    cells = {(r["conditions"]["drafter"], r["conditions"]["k"]) for r in results}
+    assert cells == {(d, k) for d in ("mtp", "dspark") for k in (3, 8, 15)}
+    assert len({r["run_id"] for r in results}) == 6
+    for r in results:
+        assert r["conditions"]["source"] == "simulated"
+        for m in r["measurements"]:
+            assert m["conditions"]["source"] == "simulated"
+
+
+def test_sweep_writes_results_jsonl(
+    mtp_dspark_sweep: tuple[Path, Any], jsonl: Callable[[Path], list[dict[str, Any]]],
+    read_results: Callable[[Path], list[dict[str, Any]]],
+) -> None:
+    sweep, _ = mtp_dspark_sweep
+    lines = jsonl(sweep / "results.jsonl")
+    assert len(lines) == sum(len(r["measurements"]) for r in read_results(sweep)) == 6
+    for line in lines:
+        assert set(line) == {"run_id", "status", "conditions", "metrics"}
+
+
+def _table_rows(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.startswith("|") and re.search(r"`[0-9a-f]{12}` \|$", line)]
+
+
+def test_sweep_writes_measurements_md(
+    mtp_dspark_sweep: tuple[Path, Any], read_results: Callable[[Path], list[dict[str, Any]]]
+) -> None:
+    sweep, _ = mtp_dspark_sweep
+    text = (sweep / "measurements.md").read_text(encoding="utf-8")
+    banner = [line for line in text.splitlines() if "simulated" in line.lower()]
+    assert any("simulator" in line.lower() for line in banner), "no line says the figures are simulated"
+    headers = [line for line in text.splitlines() if line.startswith("| drafter | k |")]
+    assert len(headers) == 1
+    for column in SPEC_COLUMNS:
+        assert column in headers[0]
+    rows = _table_rows(text)
+    assert len(rows) == 6
+    run_ids = {r["run_id"] for r in read_results(sweep)}
+    assert {re.search(r"`([0-9a-f]{12})` \|$", row).group(1) for row in rows} == run_ids  # type: ignore[union-attr]
+    for row in rows:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert len(cells) == len(headers[0].strip("|").split("|"))
+        assert cells[0] in ("mtp", "dspark") and cells[1] in ("3", "8", "15")
+        assert "%" in row  # acceptance columns are filled
+
+
+def test_single_run_writes_the_same_three_files(
+    specexp_cli: Cli, tmp_path: Path, read_results: Callable[[Path], list[dict[str, Any]]]
+) -> None:
+    run = tmp_path / "run"
+    proc = specexp_cli(f"hydra.run.dir={run}", "workload.output_tokens=32")
+    assert proc.returncode == 0, proc.stderr
+    assert (run / "result.json").is_file()
+    assert (run / "results.jsonl").is_file()
+    assert (run / "measurements.md").is_file()
+    [result] = read_results(run)
+    assert result["status"] == "ok"
+    assert f"job {result['run_id']}: ok" in proc.stdout
+
+
+def test_cfg_job_prints_the_composed_config(specexp_cli: Cli, tmp_path: Path) -> None:
+    proc = specexp_cli("--cfg", "job", "drafter=mtp", f"hydra.run.dir={tmp_path / 'run'}")
+    assert proc.returncode == 0, proc.stderr
+    assert re.search(r"^drafter:$", proc.stdout, re.M)
+    assert re.search(r"^workload:$", proc.stdout, re.M)
+    assert re.search(r"^  name: mtp$", proc.stdout, re.M)
+    assert not (tmp_path / "run").exists()
+
+
+def test_concurrency_list_gives_one_measurement_per_level(
+    specexp_cli: Cli, tmp_path: Path, read_results: Callable[[Path], list[dict[str, Any]]],
+    jsonl: Callable[[Path], list[dict[str, Any]]],
+) -> None:
+    run = tmp_path / "run"
+    proc = specexp_cli(f"hydra.run.dir={run}", "workload.concurrency=[1,4,16]", "workload.output_tokens=32")
+    assert proc.returncode == 0, proc.stderr
+    [result] = read_results(run)
+    assert [m["conditions"]["concurrency"] for m in result["measurements"]] == [1, 4, 16]
+    assert len(jsonl(run / "results.jsonl")) == 3
+
+
+def test_output_tokens_override_is_recorded_as_a_condition(
+    specexp_cli: Cli, tmp_path: Path, read_results: Callable[[Path], list[dict[str, Any]]],
+    jsonl: Callable[[Path], list[dict[str, Any]]],
+) -> None:
+    run = tmp_path / "run"
+    proc = specexp_cli(f"hydra.run.dir={run}", "workload.output_tokens=800")
+    assert proc.returncode == 0, proc.stderr
+    [result] = read_results(run)
+    assert result["conditions"]["output_tokens"] == 800
+    assert [m["conditions"]["output_tokens"] for m in result["measurements"]] == [800]
+    assert [line["conditions"]["output_tokens"] for line in jsonl(run / "results.jsonl")] == [800]
+    assert "workload.output_tokens=800" in result["provenance"]["overrides"]
+
+
+# --- the installed wheel ----------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def wheel_site(tmp_path_factory: pytest.TempPathFactory, repo: Path) -> Path:
+    """specexp's wheel, built from this tree and installed (without deps) into a bare folder."""
+    out = tmp_path_factory.mktemp("wheel")
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out / "dist"), str(repo)],
+                   check=True, capture_output=True, timeout=300)
+    [wheel] = (out / "dist").glob("specexp-*.whl")
+    site = out / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(site), str(wheel)],
+                   check=True, capture_output=True, timeout=300)
+    return site
+
+
+def _run_installed(site: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = str(site)
+    return subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=180, check=False)
+
+
+@pytest.mark.slow
+def test_wheel_finds_its_own_conf(wheel_site: Path, tmp_path: Path) -> None:
+    probe = _run_installed(
+        wheel_site, tmp_path, "-c",
+        "import specexp, specexp.paths as p; print(specexp.__file__); print(p.conf_dir()); "
+        "print(p.experiments_dir()); print(sorted(p.options('drafter')))",
+    )
+    assert probe.returncode == 0, probe.stderr
+    module, conf, experiments, drafters = probe.stdout.splitlines()
+    assert Path(module).is_relative_to(wheel_site)
+    assert Path(conf) == wheel_site / "specexp" / "_data" / "conf"
+    assert Path(experiments) == wheel_site / "specexp" / "_data" / "experiments"
+    assert "mtp" in drafters and "none" in drafters
+
+
+@pytest.mark.slow
+def test_wheel_runs_a_job_outside_the_clone(
+    wheel_site: Path, tmp_path: Path, read_results: Callable[[Path], list[dict[str, Any]]]
+) -> None:
+    run = tmp_path / "run"
+    proc = _run_installed(wheel_site, tmp_path, "-m", "specexp", f"hydra.run.dir={run}", "drafter=mtp",
+                          "workload.output_tokens=16")
+    [result] = read_results(run)
+    assert result["status"] == "ok", proc.stderr
+    assert result["conditions"]["drafter"] == "mtp"
+    assert result["provenance"]["git_sha"] is None  # no clone around it
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: pyproject.toml force-includes conf/ and experiments/ in the wheel but not templates/, "
+    "so an installed specexp crashes (TemplateNotFound) writing measurements.md",
+)
+def test_wheel_writes_measurements_md(wheel_site: Path, tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    proc = _run_installed(wheel_site, tmp_path, "-m", "specexp", f"hydra.run.dir={run}",
+                          "workload.output_tokens=16")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert (run / "measurements.md").is_file()
