@@ -122,11 +122,14 @@ def _model_at(model: type[BaseModel], loc: list[str]) -> type[BaseModel]:
 
 
 def _where(key: str, file: tuple[str | None, str | None] | None, overrides: Sequence[str]) -> str:
-    """The override that set `key`, else the file it came from."""
+    """The most specific override that set `key`, else the file it came from."""
+    matches = []
     for override in overrides:
         name = override.lstrip("+~").split("=", 1)[0]
         if name == key or key.startswith(name + "."):
-            return f"override {override}"
+            matches.append((len(name), override))
+    if matches:
+        return f"override {max(matches)[1]}"
     if file and file[0]:
         return f"conf/{file[0]}/{file[1]}.yaml"
     return "config"

@@ -93,6 +93,8 @@ def run_job(
     except RuntimeFailure as failure:
         result["status"] = failure.status
         result["error"] = {"kind": failure.kind, "message": failure.message, "log_tail": failure.log_tail}
+        if failure.argv is not None:
+            result["provenance"]["server_argv"] = failure.argv
         if runtime is not None:
             pool.discard(runtime)
     finally:

@@ -6,9 +6,9 @@ them. Unknown keys and values of the wrong type are errors (``extra="forbid"``).
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 Dtype = Literal["bf16", "fp8", "fp4", "int4"]
 Component = Literal["mlp", "attention", "embeddings"]
@@ -130,7 +130,7 @@ class RuntimeSpec(_Spec):
     """The drafter's weights where the engine needs them (draft model, DFlash, DSpark, EAGLE-3)."""
     served_model_name: str | None = None
     """The model name requests carry; None means what the server was started with."""
-    extra_args: list[str] = []
+    extra_args: list[Annotated[str, BeforeValidator(str)]] = []
     """Extra argv appended to the server command, verbatim (a list, never a shell string)."""
     api_key_env: str | None = None
     """Name of the environment variable holding an API key; the key itself is never recorded."""

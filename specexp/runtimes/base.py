@@ -37,6 +37,8 @@ class RuntimeFailure(Exception):
         log_tail: str = "",
     ) -> None:
         super().__init__(message)
+        self.argv: list[str] | None = None
+        """The argv of the server that failed, when one was started."""
         self.status = status
         self.kind = kind
         self.message = message

@@ -84,8 +84,12 @@ class HttpRuntime(Runtime):
             argv = self.build_argv(self.port)
             if argv is None:
                 raise RuntimeFailure("refused", "not_startable", f"runtime={self.name} needs runtime.url=http://...")
-            self.process = ServerProcess(argv, self.job_dir / "server.log")
-            self.process.wait_ready(self.is_ready, self.spec.runtime.start_timeout_s)
+            try:
+                self.process = ServerProcess(argv, self.job_dir / "server.log")
+                self.process.wait_ready(self.is_ready, self.spec.runtime.start_timeout_s)
+            except RuntimeFailure as failure:
+                failure.argv = argv
+                raise
         elif not self.is_ready():
             raise RuntimeFailure("refused", "unreachable", f"no ready server at {self.base_url}{self.health_path}")
         with self.sync_client() as client:

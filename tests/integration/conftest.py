@@ -1,0 +1,42 @@
+"""Real llama-server tests: they need the binary scripts/build-llama-server.sh builds and caches.
+
+scripts/test builds it (once) and exports SPECEXP_LLAMA_SERVER; these tests are marked `slow`
+and are skipped with a reason when no binary is there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from specexp.runtimes.llamacpp import default_executable
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="session")
+def llama_server() -> Path:
+    binary = default_executable()
+    if not binary.is_file() or not os.access(binary, os.X_OK):
+        pytest.skip(f"no llama-server at {binary}: run scripts/build-llama-server.sh (scripts/test does)")
+    return binary
+
+
+def run_specexp(sweep_dir: Path, *overrides: str) -> subprocess.CompletedProcess[str]:
+    """`python -m specexp -m ...` into `sweep_dir`, as a user runs it."""
+    argv = [sys.executable, "-m", "specexp", "-m", *overrides, f"hydra.sweep.dir={sweep_dir}"]
+    return subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=600, check=False)
+
+
+def results(sweep_dir: Path) -> list[dict[str, Any]]:
+    return [json.loads(p.read_text()) for p in sorted(sweep_dir.glob("*/result.json"))]
+
+
+def by_drafter(sweep_dir: Path) -> dict[str, dict[str, Any]]:
+    return {r["conditions"]["drafter"]: r for r in results(sweep_dir)}

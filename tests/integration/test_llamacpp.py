@@ -1,0 +1,105 @@
+"""Sweeps against a real llama-server on the CPU with specexp's own tiny GGUF models."""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+import pytest
+
+from tests.integration.conftest import by_drafter, results, run_specexp
+
+pytestmark = pytest.mark.slow
+
+TINY = ("runtime=llamacpp", "model=tiny", "quantization=f32", "hardware=cpu", "workload.output_tokens=48",
+        "workload.prompt_tokens=64", "runtime.extra_args=[-t,2]")
+
+
+@pytest.fixture(scope="module")
+def draft_sweep(llama_server: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """drafter=none vs a noisy draft model, at concurrency 1 and 4, two repeats each."""
+    out = tmp_path_factory.mktemp("draft-sweep")
+    done = run_specexp(out, *TINY, "drafter=none,draft_model", "draft_model=tiny-draft-noisy", "k=4",
+                       "workload.concurrency=[1,4]", "workload.repeats=2")
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+def test_sweep_records_every_job_ok_with_the_engine_version(draft_sweep: Path) -> None:
+    records = results(draft_sweep)
+    assert sorted(r["conditions"]["drafter"] for r in records) == ["draft_model", "none"]
+    for r in records:
+        assert r["status"] == "ok", r["error"]
+        assert r["conditions"]["source"] == "measured"
+        assert r["conditions"]["runtime_version"].startswith("b")  # llama-server build_info, e.g. b1-0c1e570
+        assert [m["conditions"]["concurrency"] for m in r["measurements"]] == [1, 4]
+        assert (draft_sweep / "measurements.md").is_file() and (draft_sweep / "results.jsonl").is_file()
+
+
+def test_acceptance_counters_and_positions_come_from_the_server(draft_sweep: Path) -> None:
+    drafted = by_drafter(draft_sweep)["draft_model"]
+    assert "--spec-type" in drafted["provenance"]["server_argv"]
+    for m in drafted["measurements"]:
+        metrics = m["metrics"]
+        assert 0.0 < metrics["acceptance_rate"] < 1.0  # a noisy draft accepts part of its tokens
+        positions = metrics["acceptance_by_position"]
+        assert len(positions) == 4
+        assert all(a >= b for a, b in zip(positions, positions[1:]))  # position i needs i - 1 accepted
+        assert metrics["tokens_per_pass"] == pytest.approx(1 + sum(positions), rel=1e-9)
+        # the engine's own per-request timings are kept beside the client's figures
+        assert all("draft_n" in t for t in m["engine_timings"])
+    baseline = by_drafter(draft_sweep)["none"]
+    assert all(m["metrics"]["acceptance_rate"] is None for m in baseline["measurements"])
+
+
+def test_temperature_zero_output_is_identical_with_and_without_the_drafter(draft_sweep: Path) -> None:
+    drafted = by_drafter(draft_sweep)["draft_model"]
+    single = next(m for m in drafted["measurements"] if m["conditions"]["concurrency"] == 1)
+    assert single["metrics"]["output_identical"] is True
+
+
+def test_an_exact_copy_draft_accepts_every_token(llama_server: Path, tmp_path: Path) -> None:
+    done = run_specexp(tmp_path, *TINY, "drafter=draft_model", "draft_model=tiny-draft-copy", "k=3")
+    assert done.returncode == 0, done.stderr
+    (record,) = results(tmp_path)
+    metrics = record["measurements"][0]["metrics"]
+    assert metrics["acceptance_rate"] == pytest.approx(1.0)
+    # by definition per draft: the last drafts of a request are shorter (fewer tokens remain),
+    # so deep positions can sit a little below 1 even though every drafted token is accepted
+    positions = metrics["acceptance_by_position"]
+    assert positions[0] == pytest.approx(1.0) and min(positions) > 0.8
+
+
+def test_client_timing_agrees_with_llama_server_timings(llama_server: Path, tmp_path: Path) -> None:
+    """`small` decodes slowly enough on a CPU that HTTP overhead is small beside a token."""
+    done = run_specexp(tmp_path, "runtime=llamacpp", "model=small", "quantization=f32", "hardware=cpu",
+                       "workload.output_tokens=96", "workload.repeats=3", "runtime.extra_args=[-t,2]")
+    assert done.returncode == 0, done.stderr
+    (record,) = results(tmp_path)
+    m = record["measurements"][0]
+    server_decode = statistics.median(t["predicted_per_second"] for t in m["engine_timings"])
+    assert m["metrics"]["decode_tps"] == pytest.approx(server_decode, rel=0.25)
+    server_prefill_s = statistics.median(t["prompt_ms"] for t in m["engine_timings"]) / 1e3
+    assert server_prefill_s <= m["metrics"]["ttft_s"] <= server_prefill_s + 0.25
+
+
+def test_a_server_given_a_bad_flag_is_recorded_as_refused_and_the_sweep_goes_on(
+    llama_server: Path, tmp_path: Path
+) -> None:
+    # --draft-max was removed from llama-server: it exits at start with a message saying so.
+    done = run_specexp(tmp_path, *TINY[:-1], "runtime.extra_args=[--draft-max,8],[-t,2]")
+    assert done.returncode == 0, done.stderr
+    records = {tuple(r["provenance"]["server_argv"][-2:]): r for r in results(tmp_path)}
+    refused = records[("--draft-max", "8")]
+    assert refused["status"] == "refused"
+    assert refused["error"]["kind"] == "server_exited"
+    assert "draft-max" in refused["error"]["log_tail"]
+    assert records[("-t", "2")]["status"] == "ok"
+    assert "refused" in (tmp_path / "measurements.md").read_text()
+
+
+def test_jobs_of_one_server_configuration_share_one_server(llama_server: Path, tmp_path: Path) -> None:
+    done = run_specexp(tmp_path, *TINY, "workload.output_tokens=16,24")
+    assert done.returncode == 0, done.stderr
+    reused = sorted(r["provenance"]["engine_info"]["reused_server"] for r in results(tmp_path))
+    assert reused == [False, True]
