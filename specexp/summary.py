@@ -4,12 +4,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from specexp.record import find_results, write_results_jsonl
-from specexp.report.markdown import write_measurements
+from specexp.record import atomic_write, find_results, write_results_jsonl
+from specexp.report.build import build_report
+from specexp.report.markdown import render_markdown
+from specexp.report.render import write_charts, write_html
 
 
 def write_sweep_outputs(root: Path) -> list[Path]:
-    """Rebuild results.jsonl and measurements.md of `root` from its result.json files."""
-    if not find_results([root]):
+    """Rebuild results.jsonl, measurements.md (with charts/) and report.html of `root`."""
+    found = find_results([root])
+    if not found:
         return []
-    return [write_results_jsonl(root), write_measurements([root], root / "measurements.md")]
+    report = build_report(found, root)
+    write_charts(report, root / "charts")
+    atomic_write(root / "measurements.md", render_markdown(report))
+    return [write_results_jsonl(root), root / "measurements.md", write_html(report, root / "report.html")]

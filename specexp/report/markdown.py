@@ -1,94 +1,74 @@
-"""measurements.md from result records, through the Jinja2 template templates/measurements.md.j2."""
+"""measurements.md from result records, through templates/measurements.md.j2."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import jinja2
 
 from specexp import paths
-from specexp.metrics import METRICS
 from specexp.record import atomic_write, find_results
-from specexp.report.tables import Row, fixed_conditions, rows_of, tables
+from specexp.report.blocks import Chart, CodeBlock, Heading, Paragraph, TableBlock
+from specexp.report.build import Report, build_report
+from specexp.report.format import code
 
-SPEC_METRICS = ("decode_tps", "e2e_tps", "ttft_s", "acceptance_rate", "acceptance_by_position", "tokens_per_pass")
-PREFILL_METRICS = ("ttft_s", "prefill_tps", "cached_prompt_tokens")
-CONCURRENCY_METRICS = ("aggregate_tps", "per_stream_tps", "ttft_s", "acceptance_rate", "tokens_per_pass")
-
-
-def fmt(value: Any, metric: str | None = None) -> str:
-    """A number as a person would write it in a measurements table."""
-    if value is None:
-        return "—"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, list):
-        return " / ".join(fmt(v, metric) for v in value)
-    if isinstance(value, float):
-        unit = METRICS[metric].unit if metric in METRICS else ""
-        if unit.startswith("ratio"):
-            return f"{value * 100:.1f} %"
-        if unit == "s":
-            return f"{value:.3f}" if value < 10 else f"{value:.1f}"
-        return f"{value:,.1f}" if abs(value) < 1000 else f"{value:,.0f}"
-    if isinstance(value, int):
-        return f"{value:,}"
-    return str(value)
+KINDS = {Heading: "heading", Paragraph: "paragraph", TableBlock: "table", Chart: "chart", CodeBlock: "code"}
 
 
-def header(metric: str) -> str:
-    m = METRICS[metric]
-    arrow = {"higher": " ↑", "lower": " ↓"}.get(m.better, "")
-    unit = "%" if m.unit.startswith("ratio") else m.unit
-    return f"{m.label} ({unit}){arrow} `{m.name}`"
-
-
-def metrics_for(rows: Sequence[Row]) -> list[str]:
-    """The metric columns a table needs: prefill tables, concurrency tables, or decode tables."""
-    if all(r.conditions.get("output_tokens") == 1 for r in rows):
-        return list(PREFILL_METRICS)
-    names = list(SPEC_METRICS)
-    if any((r.conditions.get("concurrency") or 1) > 1 for r in rows):
-        names = list(CONCURRENCY_METRICS)
-    if all(r.conditions.get("drafter") == "none" for r in rows):
-        names = [n for n in names if n not in ("acceptance_rate", "acceptance_by_position", "tokens_per_pass")]
-    return names
-
-
-def render_measurements(results: Sequence[dict[str, Any]]) -> str:
-    rows, failures = rows_of(results)
-    env = jinja2.Environment(
+def environment() -> jinja2.Environment:
+    return jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(paths.templates_dir())),
-        autoescape=False,
+        autoescape=False,  # Markdown: text from servers is escaped by specexp.report.format
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
-    env.filters["fmt"] = fmt
-    sources = sorted({str(r.conditions.get("source")) for r in rows} | {str((f.conditions or {}).get("source")) for f in failures})
-    return env.get_template("measurements.md.j2").render(
-        rows=rows,
-        failures=failures,
-        fixed=fixed_conditions(rows) if rows else {},
-        tables=[(t, metrics_for(t.rows)) for t in tables(rows)],
-        header=header,
-        metrics=METRICS,
-        simulated="simulated" in sources,
-        measured="measured" in sources,
-        run_count=len(results),
-        escape_cell=escape_cell,
-    )
 
 
-def escape_cell(text: Any) -> str:
-    """Text from a server or a log, safe inside a Markdown table cell."""
-    s = str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").replace("<", "&lt;").replace(">", "&gt;")
-    return s.replace("`", "\\`")
+def _view(report: Report) -> dict[str, Any]:
+    blocks = []
+    for block in report.blocks:
+        data = asdict(block)
+        data["kind"] = KINDS[type(block)]
+        if isinstance(block, CodeBlock):
+            data["text"] = code(block.text)
+        if isinstance(block, TableBlock):
+            align = list(block.align) or ["l"] * len(block.headers)
+            keep = _kept_columns(block)
+            data["headers"] = [block.headers[i] for i in keep]
+            data["rows"] = [[r[i] for i in keep] for r in block.rows]
+            data["align"] = [align[i] for i in keep]
+        blocks.append(data)
+    return {"banner": report.banner, "title": report.title, "blocks": blocks}
 
 
-def write_measurements(roots: Sequence[Path], out: Path) -> Path:
-    results = [r for _, r in find_results(roots)]
-    atomic_write(out, render_measurements(results))
+OPTIONAL_COLUMNS = ("identical",)
+"""Columns left out of a table when no row has a value in them."""
+
+
+def _kept_columns(table: TableBlock) -> list[int]:
+    return [
+        i for i, h in enumerate(table.headers)
+        if h not in OPTIONAL_COLUMNS or any(r[i] != "—" for r in table.rows)
+    ]
+
+
+def render_markdown(report: Report) -> str:
+    text = environment().get_template("measurements.md.j2").render(report=_view(report))
+    while "\n\n\n" in text:
+        text = text.replace("\n\n\n", "\n\n")
+    return text
+
+
+def write_measurements(roots: Sequence[Path], out: Path, charts: bool = True) -> Path:
+    """Render measurements.md (and its chart SVGs under charts/) for the records under `roots`."""
+    from specexp.report.render import write_charts
+
+    report = build_report(find_results(roots), out.parent)
+    if charts:
+        write_charts(report, out.parent / "charts")
+    atomic_write(out, render_markdown(report))
     return out

@@ -1,22 +1,24 @@
-"""Records -> comparable tables: rows whose unshown conditions are all equal.
+"""Records -> rows, and rows -> groups whose unshown conditions are all equal.
 
-A table holds the measurements of one group (by default one workload). Conditions equal in
-every row of the whole report are stated once in the method section; conditions that vary
-inside a table become its columns; speedups compare a row with the drafter=none row that
-shares every other condition.
+A table holds rows that agree on every condition it does not show as a column; a speedup
+compares a row with the drafter=none row that shares every other condition.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import os
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from specexp.conditions import CONDITIONS
 
 DRAFTER_KEYS = ("drafter", "k", "drafter_config")
 """Conditions a speedup varies: everything else must match the baseline row."""
-SAMPLE_KEYS = ("repeats",)
+NOT_COMPARED = ("runtime_version", "repeats", "prompt_tokens")
+"""Conditions that may differ between a row and its baseline without making them incomparable:
+the engine build of one server, the repeat count, and the server's own count of the same prompt."""
 
 
 @dataclass(frozen=True)
@@ -25,16 +27,11 @@ class Row:
     conditions: dict[str, Any]
     metrics: dict[str, Any]
     spread: dict[str, list[float]] = field(default_factory=dict)
+    link: str = ""
+    """Relative path from the report to the run's result.json."""
 
-
-@dataclass(frozen=True)
-class Table:
-    title: str
-    columns: list[str]
-    """Conditions that vary within this table, in vocabulary order."""
-    rows: list[Row]
-    baselines: dict[int, Row | None]
-    """Row index -> the drafter=none row with every other condition equal."""
+    def get(self, key: str) -> Any:
+        return self.conditions.get(key)
 
 
 @dataclass(frozen=True)
@@ -43,74 +40,78 @@ class Failure:
     status: str
     conditions: dict[str, Any]
     error: dict[str, Any]
+    link: str = ""
 
 
-def rows_of(results: Iterable[dict[str, Any]]) -> tuple[list[Row], list[Failure]]:
-    """Measurements of every result as rows; refused, failed and skipped runs as failures."""
+def rows_of(found: Iterable[tuple[Path, dict[str, Any]]], report_dir: Path) -> tuple[list[Row], list[Failure]]:
+    """Measurements of every record as rows; refused, failed and skipped runs as failures."""
     rows: list[Row] = []
     failures: list[Failure] = []
-    for result in results:
-        status = result.get("status")
+    for path, result in found:
+        link = os.path.relpath(path, report_dir)
+        status = str(result.get("status"))
+        run_id = str(result.get("run_id", "?"))
         if status != "ok":
-            failures.append(Failure(result.get("run_id", "?"), str(status), result.get("conditions") or {},
-                                    result.get("error") or {}))
+            failures.append(Failure(run_id, status, result.get("conditions") or {}, result.get("error") or {}, link))
         for m in result.get("measurements") or []:
             if status == "ok" or m.get("partial"):
-                rows.append(Row(result.get("run_id", "?"), m.get("conditions") or {}, m.get("metrics") or {},
-                                m.get("spread") or {}))
+                rows.append(Row(run_id, m.get("conditions") or {}, m.get("metrics") or {}, m.get("spread") or {}, link))
     return rows, failures
+
+
+def key(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
 
 
 def fixed_conditions(rows: Sequence[Row]) -> dict[str, Any]:
     """Conditions with one value across all rows."""
-    fixed = {}
-    for key in CONDITIONS:
-        values = {_key(r.conditions.get(key)) for r in rows}
-        if len(values) == 1:
-            fixed[key] = rows[0].conditions.get(key)
-    return fixed
+    if not rows:
+        return {}
+    return {c: rows[0].get(c) for c in CONDITIONS if len({key(r.get(c)) for r in rows}) == 1}
 
 
-def tables(rows: Sequence[Row], group_by: str = "workload") -> list[Table]:
-    """One table per value of `group_by`, rows sorted by their varying conditions."""
-    groups: dict[Any, list[Row]] = {}
+def varying(rows: Sequence[Row], exclude: Iterable[str] = ()) -> list[str]:
+    """Conditions that take more than one value among `rows`, in vocabulary order."""
+    skip = set(exclude)
+    return [c for c in CONDITIONS if c not in skip and len({key(r.get(c)) for r in rows}) > 1]
+
+
+def group(rows: Sequence[Row], shown: Iterable[str]) -> list[tuple[dict[str, Any], list[Row]]]:
+    """Split rows so that, within a group, every condition not in `shown` is equal.
+
+    Returns (the conditions that define the group, its rows), in first-seen order.
+    """
+    shown = set(shown)
+    hidden = [c for c in CONDITIONS if c not in shown]
+    groups: dict[tuple[Any, ...], list[Row]] = {}
     for row in rows:
-        groups.setdefault(_key(row.conditions.get(group_by)), []).append(row)
-    out = []
-    for key, members in groups.items():
-        columns = [c for c in CONDITIONS if c != group_by and len({_key(r.conditions.get(c)) for r in members}) > 1]
-        columns = [c for c in columns if c not in ("prompt_tokens",)] + (
-            ["prompt_tokens"] if "prompt_tokens" in columns else []
-        )
-        ordered = sorted(members, key=lambda r: tuple(_sortable(r.conditions.get(c)) for c in columns))
-        baselines = {i: baseline(r, members) for i, r in enumerate(ordered)}
-        out.append(Table(title=str(key), columns=columns, rows=ordered, baselines=baselines))
-    return out
+        groups.setdefault(tuple(key(row.get(c)) for c in hidden), []).append(row)
+    return [({c: members[0].get(c) for c in hidden}, members) for members in groups.values()]
 
 
 def baseline(row: Row, candidates: Sequence[Row]) -> Row | None:
     """The drafter=none row whose other conditions all equal `row`'s."""
-    if row.conditions.get("drafter") == "none":
+    if row.get("drafter") == "none":
         return None
     for other in candidates:
-        if other.conditions.get("drafter") != "none":
-            continue
-        if all(
-            _key(other.conditions.get(c)) == _key(row.conditions.get(c))
-            for c in CONDITIONS
-            if c not in DRAFTER_KEYS and c != "runtime_version"
+        if other.get("drafter") == "none" and all(
+            key(other.get(c)) == key(row.get(c)) for c in CONDITIONS if c not in DRAFTER_KEYS + NOT_COMPARED
         ):
             return other
     return None
 
 
-def _key(value: Any) -> Any:
-    return tuple(value) if isinstance(value, list) else value
+def sort_rows(rows: Sequence[Row], columns: Sequence[str]) -> list[Row]:
+    """Baseline first, then by the shown columns."""
+    def order(value: Any) -> tuple[int, Any]:
+        if value is None or value == "none":
+            return (0, "")
+        if isinstance(value, (int, float)):
+            return (1, value)
+        return (2, str(value))
+
+    return sorted(rows, key=lambda r: tuple(order(r.get(c)) for c in columns))
 
 
-def _sortable(value: Any) -> tuple[int, Any]:
-    if value is None:
-        return (0, "")
-    if isinstance(value, (int, float)):
-        return (1, value)
-    return (2, str(value))
+def select(rows: Sequence[Row], predicate: Callable[[Row], bool]) -> list[Row]:
+    return [r for r in rows if predicate(r)]

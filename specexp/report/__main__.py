@@ -1,0 +1,47 @@
+"""`python -m specexp.report DIR [DIR ...] [-o measurements.md] [--html report.html]`
+
+Renders any set of result folders (several sweeps, several machines) into one report. Reads
+records only: no server, no GPU, nothing under specexp.runtimes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from specexp.record import atomic_write, find_results
+from specexp.report.build import build_report
+from specexp.report.markdown import render_markdown
+from specexp.report.render import write_charts, write_html
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m specexp.report", description=__doc__.split("\n\n")[1])
+    parser.add_argument("dirs", nargs="+", type=Path, help="result folders (searched for result.json)")
+    parser.add_argument("-o", "--output", type=Path, default=Path("measurements.md"), help="Markdown report")
+    parser.add_argument("--html", type=Path, default=None, help="also write this HTML report")
+    parser.add_argument("--title", default="Measurements")
+    args = parser.parse_args(argv)
+    missing = [d for d in args.dirs if not d.exists()]
+    if missing:
+        print(f"specexp.report: {missing[0]}: no such folder", file=sys.stderr)
+        return 2
+    found = find_results(args.dirs)
+    if not found:
+        print(f"specexp.report: no result.json under {', '.join(map(str, args.dirs))}", file=sys.stderr)
+        return 2
+    report = build_report(found, args.output.resolve().parent, title=args.title)
+    write_charts(report, args.output.resolve().parent / "charts")
+    atomic_write(args.output, render_markdown(report))
+    print(args.output)
+    if args.html is not None:
+        html_report = build_report(found, args.html.resolve().parent, title=args.title)
+        write_html(html_report, args.html)
+        print(args.html)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

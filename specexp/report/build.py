@@ -1,0 +1,99 @@
+"""Records -> the report's blocks. Reads result records only; never an engine."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from specexp.metrics import METRICS
+from specexp.report.blocks import Block, Chart, Heading, Paragraph, TableBlock
+from specexp.report.format import cell, code_span
+from specexp.report.method import method_section
+from specexp.report.sections import (
+    classify,
+    concurrency_section,
+    decode_section,
+    failures_section,
+    prefill_section,
+    prefix_cache_section,
+)
+from specexp.report.tables import Failure, Row, fixed_conditions, rows_of
+
+
+@dataclass(frozen=True)
+class Report:
+    banner: str | None
+    """The first line: whether the figures are simulated."""
+    title: str
+    blocks: list[Block]
+
+    @property
+    def charts(self) -> list[Chart]:
+        return [b for b in self.blocks if isinstance(b, Chart)]
+
+
+def banner(rows: Sequence[Row]) -> str | None:
+    sources = {r.get("source") for r in rows}
+    if sources == {"simulated"}:
+        return ("**Simulated.** Every figure on this page comes from specexp's simulator (`runtime=sim`): "
+                "a roofline model of the hardware and a calibrated acceptance model of each drafter, "
+                "not a measurement on a GPU.")
+    if "simulated" in sources:
+        return ("**Partly simulated.** Rows whose `source` is `simulated` come from specexp's simulator; "
+                "rows whose `source` is `measured` come from a real server.")
+    return None
+
+
+def build_report(found: Sequence[tuple[Path, dict[str, Any]]], report_dir: Path, title: str = "Measurements") -> Report:
+    results = [r for _, r in found]
+    rows, failures = rows_of(found, report_dir)
+    sections = classify(rows)
+    fixed = fixed_conditions(rows)
+    blocks: list[Block] = [Paragraph(f"{len(rows)} measurement(s) from {len(results)} run(s).")]
+    blocks += method_section(rows, results)
+    blocks += decode_section(sections["decode"], fixed)
+    blocks += concurrency_section(sections["concurrency"], fixed)
+    blocks += prefill_section(sections["prefill"], fixed)
+    blocks += prefix_cache_section(sections["prefix_cache"], fixed)
+    blocks += failures_section(failures)
+    blocks += definitions(rows)
+    blocks += runs_appendix(results, found, report_dir, failures)
+    return Report(banner=banner(rows), title=title, blocks=_number_charts(blocks))
+
+
+def _number_charts(blocks: list[Block]) -> list[Block]:
+    """Short, stable chart file names: their order in the report and their kind."""
+    out: list[Block] = []
+    n = 0
+    for block in blocks:
+        if isinstance(block, Chart):
+            n += 1
+            block = replace(block, name=f"{n:02d}-{block.name.split('-')[0]}")
+        out.append(block)
+    return out
+
+
+def definitions(rows: Sequence[Row]) -> list[Block]:
+    used = [m for m in METRICS if any(r.metrics.get(m) is not None for r in rows)]
+    if not used:
+        return []
+    lines = [f"- `{m}` ({METRICS[m].unit}, {METRICS[m].better or 'no direction'}): {METRICS[m].definition}." for m in used]
+    return [Heading("Metric definitions"), Paragraph("\n".join(lines))]
+
+
+def runs_appendix(results: Sequence[dict[str, Any]], found: Sequence[tuple[Path, dict[str, Any]]], report_dir: Path,
+                  failures: Sequence[Failure]) -> list[Block]:
+    """Every run id, its status and its record, so each cell traces back to its run."""
+    import os
+
+    body = []
+    for path, r in found:
+        c = r.get("conditions") or {}
+        body.append([code_span(r.get("run_id")), cell(r.get("status")), cell(c.get("workload")), cell(c.get("drafter")),
+                     cell(c.get("k") if c.get("k") is not None else "—"),
+                     f"[{cell(os.path.relpath(path, report_dir))}]({os.path.relpath(path, report_dir)})"])
+    return [Heading("Runs"), Paragraph("Every `run` cell above links to the `result.json` behind it; "
+                                       "`results.jsonl` beside it holds every figure with all its conditions."),
+            TableBlock(["run", "status", "workload", "drafter", "k", "record"], body)]

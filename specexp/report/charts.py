@@ -1,0 +1,100 @@
+"""Charts as Vega-Lite specs (Altair), rendered to SVG files for Markdown and by vega-embed in HTML."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import altair as alt
+
+from specexp.report.blocks import Chart
+from specexp.report.tables import Row
+
+WIDTH = 260
+HEIGHT = 180
+
+
+def _name(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")[:120]
+
+
+def _arm(row: Row) -> str:
+    k = row.get("k")
+    return f"{row.get('drafter')} k={k}" if k is not None else str(row.get("drafter"))
+
+
+def _spec(chart: alt.TopLevelMixin) -> dict[str, Any]:
+    return chart.to_dict()  # type: ignore[no-any-return]
+
+
+def tps_vs_k(rows: Sequence[Row], name: str) -> list[Chart]:
+    """Decode tok/s against k per drafter, one panel per workload; no drafter at k = 0."""
+    data = [{"workload": r.get("workload"), "drafter": r.get("drafter"), "k": r.get("k") or 0,
+             "decode_tps": r.metrics.get("decode_tps")} for r in rows if r.metrics.get("decode_tps")]
+    if len({(d["drafter"], d["k"]) for d in data}) < 2:
+        return []
+    chart = alt.Chart(alt.Data(values=data)).mark_line(point=True).encode(
+        x=alt.X("k:Q", title="k (draft tokens per step; 0 = no drafter)"),
+        y=alt.Y("decode_tps:Q", title="decode_tps (tok/s)"),
+        color=alt.Color("drafter:N"),
+    ).properties(width=WIDTH, height=HEIGHT).facet(column=alt.Column("workload:N"))
+    return [Chart(_name(name), "Decode tok/s vs k", _spec(chart))]
+
+
+def acceptance_by_position(rows: Sequence[Row], name: str) -> list[Chart]:
+    """Share of drafts accepted at each draft position, per drafter and k."""
+    data = [{"workload": r.get("workload"), "arm": _arm(r), "position": i + 1, "accepted": v}
+            for r in rows for i, v in enumerate(r.metrics.get("acceptance_by_position") or [])]
+    if not data:
+        return []
+    chart = alt.Chart(alt.Data(values=data)).mark_line(point=True).encode(
+        x=alt.X("position:O", title="draft position"),
+        y=alt.Y("accepted:Q", title="acceptance_by_position", axis=alt.Axis(format="%"), scale=alt.Scale(domain=[0, 1])),
+        color=alt.Color("arm:N", title="drafter"),
+    ).properties(width=WIDTH, height=HEIGHT).facet(column=alt.Column("workload:N"))
+    return [Chart(_name(name), "Acceptance by draft position", _spec(chart))]
+
+
+def concurrency_scaling(rows: Sequence[Row], name: str) -> list[Chart]:
+    """Aggregate and per-stream tok/s against concurrency, per drafter arm."""
+    data = [{"arm": _arm(r), "concurrency": r.get("concurrency"), "metric": metric, "tok/s": r.metrics.get(metric)}
+            for r in rows for metric in ("aggregate_tps", "per_stream_tps") if r.metrics.get(metric)]
+    if not data:
+        return []
+    chart = alt.Chart(alt.Data(values=data)).mark_line(point=True).encode(
+        x=alt.X("concurrency:Q", scale=alt.Scale(type="log", base=2), title="concurrency"),
+        y=alt.Y("tok/s:Q", title="tok/s"),
+        color=alt.Color("arm:N", title="drafter"),
+    ).properties(width=WIDTH, height=HEIGHT).facet(column=alt.Column("metric:N", title=None))
+    return [Chart(_name(name), "Throughput vs concurrency", _spec(chart))]
+
+
+def prefill_by_length(rows: Sequence[Row], name: str) -> list[Chart]:
+    """Prefill tok/s against prompt length, one line per hardware/quantization/runtime."""
+    data = [{"prompt_tokens": r.get("prompt_tokens"), "prefill_tps": r.metrics.get("prefill_tps"),
+             "setup": f"{r.get('hardware')} · {r.get('quantization')} · {r.get('runtime')}"}
+            for r in rows if r.metrics.get("prefill_tps")]
+    if not data:
+        return []
+    chart = alt.Chart(alt.Data(values=data)).mark_line(point=True).encode(
+        x=alt.X("prompt_tokens:Q", title="prompt tokens"),
+        y=alt.Y("prefill_tps:Q", title="prefill_tps (tok/s)"),
+        color=alt.Color("setup:N"),
+    ).properties(width=WIDTH * 2, height=HEIGHT)
+    return [Chart(_name(name), "Prefill tok/s by prompt length", _spec(chart))]
+
+
+def cold_warm_ttft(rows: Sequence[Row], name: str) -> list[Chart]:
+    """TTFT against prefix length, cold and warm."""
+    data = [{"prompt_tokens": r.get("prompt_tokens"), "ttft_s": r.metrics.get("ttft_s"), "cache": r.get("cache"),
+             "setup": f"{r.get('hardware')} · {r.get('quantization')}"} for r in rows if r.metrics.get("ttft_s")]
+    if not data:
+        return []
+    chart = alt.Chart(alt.Data(values=data)).mark_line(point=True).encode(
+        x=alt.X("prompt_tokens:Q", title="prompt tokens (shared prefix + suffix)"),
+        y=alt.Y("ttft_s:Q", title="ttft_s (s)"),
+        color=alt.Color("cache:N"),
+        strokeDash=alt.StrokeDash("setup:N"),
+    ).properties(width=WIDTH * 2, height=HEIGHT)
+    return [Chart(_name(name), "TTFT cold vs warm by prefix length", _spec(chart))]

@@ -1,0 +1,64 @@
+"""How numbers, conditions and server text are written in reports."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from specexp.metrics import METRICS
+
+
+def number(value: Any, metric: str | None = None) -> str:
+    """A value as a person would write it in a measurements table."""
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, list):
+        return " / ".join(number(v, metric) for v in value)
+    if isinstance(value, float):
+        unit = METRICS[metric].unit if metric in METRICS else ""
+        if unit.startswith("ratio"):
+            return f"{value * 100:.1f} %"
+        if unit == "s":
+            return f"{value:.3f}" if value < 10 else f"{value:.1f}"
+        if unit == "tok" and abs(value) < 100:
+            return f"{value:.2f}"
+        return f"{value:,.1f}" if abs(value) < 1000 else f"{value:,.0f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def with_spread(value: Any, spread: list[float] | None, metric: str) -> str:
+    """Median with (min–max) when the figure has several samples."""
+    text = number(value, metric)
+    if value is None or not spread or spread[0] == spread[1]:
+        return text
+    return f"{text} ({number(spread[0], metric)}–{number(spread[1], metric)})"
+
+
+def header(metric: str) -> str:
+    """Column header: label, unit, direction, and the definition's name."""
+    m = METRICS[metric]
+    arrow = {"higher": " ↑", "lower": " ↓"}.get(m.better, "")
+    unit = "%" if m.unit.startswith("ratio") else m.unit
+    return f"{m.label} ({unit}){arrow} `{m.name}`"
+
+
+def cell(text: Any) -> str:
+    """Text from a server, a log or a config, safe inside a Markdown table cell or paragraph:
+    it cannot end the cell, open a link, an image, a code span or raw HTML."""
+    s = str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+    for ch in "`[]<>*":
+        s = s.replace(ch, "\\" + ch)
+    return s
+
+
+def code_span(text: Any) -> str:
+    """`text` as an inline code span (backticks and pipes cannot escape it)."""
+    return "`" + str(text).replace("`", "'").replace("|", "/").replace("\n", " ") + "`"
+
+
+def code(text: Any) -> str:
+    """Text for a fenced code block: the fence itself cannot be closed from inside."""
+    return str(text).replace("```", "'''")

@@ -1,0 +1,88 @@
+"""The method section, written from the records' conditions and provenance."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from specexp.report.blocks import Block, Heading, Paragraph, TableBlock
+from specexp.report.format import cell, code_span, number
+from specexp.report.tables import Row, fixed_conditions
+
+
+def _config(results: Sequence[dict[str, Any]], group: str, name: Any) -> dict[str, Any]:
+    for r in results:
+        config = (r.get("provenance") or {}).get("config") or {}
+        node = config.get(group) or {}
+        if isinstance(node, dict) and node.get("name") == name:
+            return node
+    return {}
+
+
+def _values(rows: Sequence[Row], key: str) -> list[Any]:
+    seen: list[Any] = []
+    for r in rows:
+        if r.get(key) not in seen:
+            seen.append(r.get(key))
+    return seen
+
+
+def method_section(rows: Sequence[Row], results: Sequence[dict[str, Any]]) -> list[Block]:
+    if not rows:
+        return [Heading("Method"), Paragraph("No run produced a measurement.")]
+    lines = []
+    for hw in _values(rows, "hardware"):
+        desc = _config(results, "hardware", hw).get("description")
+        lines.append(f"- **Hardware**: {code_span(hw)}" + (f" ({cell(desc)})" if desc else ""))
+    for model in _values(rows, "model"):
+        hf = _config(results, "model", model).get("hf_id")
+        lines.append(f"- **Model**: {code_span(model)}" + (f" ({cell(hf)})" if hf else ""))
+    for q in _values(rows, "quantization"):
+        desc = _config(results, "quantization", q).get("description")
+        lines.append(f"- **Weights**: {code_span(q)}" + (f": {cell(desc)}" if desc else ""))
+    runtimes = {(r.get("runtime"), r.get("runtime_version")) for r in rows}
+    lines.append("- **Runtime**: " + ", ".join(f"{code_span(n)} {cell(v or 'version unknown')}" for n, v in sorted(runtimes, key=str)))
+    arms: dict[str, list[Any]] = {}
+    for r in rows:
+        arms.setdefault(str(r.get("drafter")), [])
+        if r.get("k") is not None and r.get("k") not in arms[str(r.get("drafter"))]:
+            arms[str(r.get("drafter"))].append(r.get("k"))
+    lines.append("- **Drafters**: " + "; ".join(
+        f"`{d}`" + (f" k = {', '.join(str(k) for k in sorted(ks))}" if ks else "") for d, ks in sorted(arms.items())))
+    for w in _values(rows, "workload"):
+        members = [r for r in rows if r.get("workload") == w]
+        prompts = sorted({r.get("prompt_tokens") for r in members if r.get("prompt_tokens") is not None})
+        outputs = sorted({r.get("output_tokens") for r in members if r.get("output_tokens") is not None})
+        conc = sorted({r.get("concurrency") for r in members if r.get("concurrency") is not None})
+        caches = _values(members, "cache")
+        eos = "forced (`ignore_eos`)" if all(r.get("ignore_eos") for r in members) else "to EOS or the limit"
+        lines.append(
+            f"- **Workload** {code_span(w)}: prompt {_span(prompts)} tokens (as the server counts them), "
+            f"output {_span(outputs)} tokens {eos}, concurrency {_span(conc)}, cache {', '.join(str(c) for c in caches)}"
+        )
+    temps = _values(rows, "temperature")
+    thinking = _values(rows, "thinking")
+    repeats = sorted({r.get("repeats") for r in rows if r.get("repeats") is not None})
+    lines.append(f"- **Sampling**: temperature {', '.join(number(t) for t in temps)}; thinking "
+                 f"{', '.join('on' if t else 'off' for t in thinking)}; repeats {_span(repeats)} per figure")
+    simulated = sum(1 for r in rows if r.get("source") == "simulated")
+    if simulated == len(rows):
+        lines.append("- **Source**: every figure is **simulated** by specexp's simulator, not measured.")
+    elif simulated:
+        lines.append(f"- **Source**: {simulated} of {len(rows)} figures are **simulated** (their `source` column says so); "
+                     "the others were measured.")
+    else:
+        lines.append("- **Source**: every figure was measured on a real server.")
+    fixed = fixed_conditions(rows)
+    table = TableBlock(["condition", "value"], [[f"`{k}`", cell(number(v))] for k, v in fixed.items()],
+                       caption="Conditions shared by every figure on this page")
+    return [Heading("Method"), Paragraph("\n".join(lines)),
+            Paragraph("Conditions shared by every figure on this page (the tables show only what varies):"), table]
+
+
+def _span(values: Sequence[Any]) -> str:
+    if not values:
+        return "—"
+    if len(values) <= 4:
+        return ", ".join(number(v) for v in values)
+    return f"{number(values[0])}–{number(values[-1])} ({len(values)} values)"

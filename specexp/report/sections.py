@@ -1,0 +1,217 @@
+"""The report's sections, built from rows: each a list of blocks.
+
+Rows are sorted into the studies' sections by what the run measured: decode speed by drafter
+(single stream), throughput under concurrency, prefill by prompt length, and prefix-cache
+reuse (cold then warm). Whatever fits none of them still gets a table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from specexp.report import charts
+from specexp.report.blocks import Block, Chart, Heading, Paragraph, TableBlock
+from specexp.report.format import cell, header, number, with_spread
+from specexp.report.tables import DRAFTER_KEYS, Row, baseline, group, sort_rows, varying
+
+SPEC_KEYS = (*DRAFTER_KEYS, "prompt_tokens")
+
+
+def classify(rows: Sequence[Row]) -> dict[str, list[Row]]:
+    """Rows by section: decode, concurrency, prefill, prefix_cache."""
+    caches: dict[str, set[str]] = {}
+    concurrencies: dict[str, set[int]] = {}
+    for r in rows:
+        caches.setdefault(r.run_id, set()).add(str(r.get("cache")))
+        concurrencies.setdefault(r.run_id, set()).add(int(r.get("concurrency") or 1))
+    out: dict[str, list[Row]] = {"decode": [], "concurrency": [], "prefill": [], "prefix_cache": []}
+    for r in rows:
+        if {"cold", "warm"} <= caches[r.run_id] or "warm" in caches[r.run_id]:
+            out["prefix_cache"].append(r)
+        elif r.get("output_tokens") == 1:
+            out["prefill"].append(r)
+        elif max(concurrencies[r.run_id]) > 1:
+            out["concurrency"].append(r)
+        else:
+            out["decode"].append(r)
+    return out
+
+
+def _label(conditions: dict[str, Any], report_fixed: dict[str, Any], skip: Sequence[str] = ()) -> str:
+    """The conditions that set a group apart from the rest of the report."""
+    parts = [f"{k} {number(v)}" for k, v in conditions.items() if k not in report_fixed and k not in skip]
+    return " · ".join(parts)
+
+
+def _speedup(row: Row, base: Row | None, metric: str) -> str:
+    if row.get("drafter") == "none":
+        return "baseline"
+    if base is None or not base.metrics.get(metric) or not row.metrics.get(metric):
+        return "no baseline"
+    ratio = row.metrics[metric] / base.metrics[metric]
+    ours, theirs = row.spread.get(metric), base.spread.get(metric)
+    if ours and theirs and ours[0] <= theirs[1] and theirs[0] <= ours[1]:
+        return f"{ratio:.2f}× (within noise)"
+    return f"{ratio:.2f}×"
+
+
+def _run(row: Row) -> str:
+    return f"[`{row.run_id}`]({row.link})" if row.link else f"`{row.run_id}`"
+
+
+def decode_section(rows: Sequence[Row], fixed: dict[str, Any]) -> list[Block]:
+    """Per workload and drafter: decode and e2e tok/s, speedup, acceptance, tokens per pass."""
+    if not rows:
+        return []
+    blocks: list[Block] = [
+        Heading("Decode speed by drafter"),
+        Paragraph("Single stream on an otherwise idle server. Speedup is `decode_tps` ÷ the `drafter=none` "
+                  "row with every other condition equal; with repeats, figures are medians with (min–max), "
+                  "and a speedup whose spread overlaps the baseline's is marked *within noise* rather than ranked."),
+    ]
+    metrics = ["decode_tps", "e2e_tps", "ttft_s", "acceptance_rate", "acceptance_by_position", "tokens_per_pass"]
+    for conditions, members in group(rows, SPEC_KEYS):
+        columns = varying(members, exclude=("runtime_version", "repeats")) or ["drafter"]
+        if "drafter" not in columns:
+            columns = ["drafter", *columns]
+        label = _label(conditions, fixed, skip=("prompt_tokens",))
+        blocks.append(Heading(label or "All runs", 3))
+        headers = [*columns, *(header(m) for m in metrics), "speedup vs none", "identical", "run"]
+        body = []
+        for r in sort_rows(members, columns):
+            body.append([number(r.get(c)) for c in columns]
+                        + [with_spread(r.metrics.get(m), r.spread.get(m), m) for m in metrics]
+                        + [_speedup(r, baseline(r, members), "decode_tps"),
+                           number(r.metrics.get("output_identical")), _run(r)])
+        blocks.append(TableBlock(headers, body, align=["l"] * len(columns) + ["r"] * (len(metrics) + 1) + ["l", "l"]))
+    for conditions, members in group(rows, (*SPEC_KEYS, "workload", "output_tokens", "ignore_eos", "thinking")):
+        name = "-".join(str(v) for v in conditions.values() if v not in (None, False, True))
+        blocks += charts.tps_vs_k(members, f"tps-vs-k-{name}")
+        blocks += charts.acceptance_by_position(members, f"acceptance-{name}")
+    return blocks
+
+
+def concurrency_section(rows: Sequence[Row], fixed: dict[str, Any]) -> list[Block]:
+    """Aggregate and per-stream throughput vs concurrency, speedup at each level, crossover."""
+    if not rows:
+        return []
+    blocks: list[Block] = [
+        Heading("Throughput under concurrency"),
+        Paragraph("`concurrency` distinct requests sent at once. Speedup is `aggregate_tps` ÷ the `drafter=none` "
+                  "row at the same concurrency; the crossover is the first concurrency at which a drafter stops paying."),
+    ]
+    metrics = ["aggregate_tps", "per_stream_tps", "ttft_s", "acceptance_rate", "tokens_per_pass"]
+    keys = (*SPEC_KEYS, "concurrency")
+    for conditions, members in group(rows, keys):
+        columns = [c for c in ("drafter", "k", "concurrency") if c in varying(members) or c == "drafter"]
+        blocks.append(Heading(_label(conditions, fixed, skip=("prompt_tokens",)) or "All runs", 3))
+        body = []
+        for r in sort_rows(members, ["drafter", "k", "concurrency"]):
+            body.append([number(r.get(c)) for c in columns]
+                        + [with_spread(r.metrics.get(m), r.spread.get(m), m) for m in metrics]
+                        + [_speedup(r, baseline(r, members), "aggregate_tps"), _run(r)])
+        blocks.append(TableBlock([*columns, *(header(m) for m in metrics), "speedup vs none", "run"], body,
+                                 align=["l"] * len(columns) + ["r"] * (len(metrics) + 1) + ["l"]))
+        blocks += _crossovers(members)
+        name = "-".join(str(v) for v in conditions.values() if v not in (None, False, True))
+        blocks += charts.concurrency_scaling(members, f"concurrency-{name}")
+    return blocks
+
+
+def _crossovers(rows: Sequence[Row]) -> list[Block]:
+    """For each drafter arm: up to which concurrency it beats no drafter, and where it stops."""
+    arms: dict[tuple[str, Any], list[Row]] = {}
+    for r in rows:
+        if r.get("drafter") != "none":
+            arms.setdefault((str(r.get("drafter")), r.get("k")), []).append(r)
+    lines = []
+    for (drafter, k), members in sorted(arms.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0)):
+        verdicts = []
+        for r in sorted(members, key=lambda r: r.get("concurrency") or 1):
+            base = baseline(r, rows)
+            if base and base.metrics.get("aggregate_tps") and r.metrics.get("aggregate_tps"):
+                verdicts.append((r.get("concurrency"), r.metrics["aggregate_tps"] > base.metrics["aggregate_tps"]))
+        if not verdicts:
+            continue
+        arm = f"`{drafter}` k={number(k)}"
+        first_loss = next((c for c, pays in verdicts if not pays), None)
+        if first_loss is None:
+            lines.append(f"- {arm} pays at every concurrency measured (up to {verdicts[-1][0]}).")
+        elif first_loss == verdicts[0][0]:
+            lines.append(f"- {arm} is slower than no drafter from the lowest concurrency measured ({first_loss}).")
+        else:
+            lines.append(f"- {arm} pays up to concurrency {max(c for c, p in verdicts if p and c < first_loss)}; "
+                         f"at concurrency {first_loss} it is slower than no drafter.")
+    return [Paragraph("Crossover:\n\n" + "\n".join(lines))] if lines else []
+
+
+def prefill_section(rows: Sequence[Row], fixed: dict[str, Any]) -> list[Block]:
+    """Prefill throughput and TTFT by prompt length (max_tokens = 1, unique prompts)."""
+    if not rows:
+        return []
+    blocks: list[Block] = [Heading("Prefill by prompt length"),
+                           Paragraph("Unique prompts with `max_tokens = 1`, so no cache can serve them: "
+                                     "`prefill_tps` = (prompt tokens − cached) ÷ `ttft_s`.")]
+    metrics = ["ttft_s", "prefill_tps", "cached_prompt_tokens"]
+    for conditions, members in group(rows, ("prompt_tokens", *DRAFTER_KEYS)):
+        blocks.append(Heading(_label(conditions, fixed) or "All runs", 3))
+        body = [[number(r.get("prompt_tokens"))] + [with_spread(r.metrics.get(m), r.spread.get(m), m) for m in metrics]
+                + [_run(r)] for r in sort_rows(members, ["prompt_tokens"])]
+        blocks.append(TableBlock(["prompt_tokens", *(header(m) for m in metrics), "run"], body,
+                                 align=["r"] * (len(metrics) + 1) + ["l"]))
+    blocks += charts.prefill_by_length(rows, "prefill-by-length")
+    return blocks
+
+
+def prefix_cache_section(rows: Sequence[Row], fixed: dict[str, Any]) -> list[Block]:
+    """Cold vs warm TTFT by prefix length, and the gain."""
+    if not rows:
+        return []
+    blocks: list[Block] = [Heading("Prefix cache: cold vs warm"),
+                           Paragraph("A shared prefix sent cold, then re-sent with a new suffix (warm), `max_tokens = 1`. "
+                                     "Gain = cold `ttft_s` ÷ warm `ttft_s`.")]
+    for conditions, members in group(rows, ("prompt_tokens", "cache", *DRAFTER_KEYS)):
+        blocks.append(Heading(_label(conditions, fixed) or "All runs", 3))
+        by_len: dict[Any, dict[str, Row]] = {}
+        for r in members:
+            by_len.setdefault(r.get("prompt_tokens"), {})[str(r.get("cache"))] = r
+        body = []
+        for length in sorted(by_len, key=lambda x: x or 0):
+            cold, warm = by_len[length].get("cold"), by_len[length].get("warm")
+            gain = "—"
+            if cold and warm and cold.metrics.get("ttft_s") and warm.metrics.get("ttft_s"):
+                gain = f"{cold.metrics['ttft_s'] / warm.metrics['ttft_s']:.2f}×"
+            body.append([number(length),
+                         with_spread(cold.metrics.get("ttft_s"), cold.spread.get("ttft_s"), "ttft_s") if cold else "—",
+                         with_spread(warm.metrics.get("ttft_s"), warm.spread.get("ttft_s"), "ttft_s") if warm else "—",
+                         gain, number(warm.metrics.get("cached_prompt_tokens")) if warm else "—",
+                         _run(cold or warm)])  # type: ignore[arg-type]
+        blocks.append(TableBlock(["prompt_tokens", "cold " + header("ttft_s"), "warm " + header("ttft_s"), "gain",
+                                  "warm " + header("cached_prompt_tokens"), "run"], body, align=["r"] * 5 + ["l"]))
+    blocks += charts.cold_warm_ttft(rows, "prefix-cache-ttft")
+    return blocks
+
+
+def failures_section(failures: Sequence[Any]) -> list[Block]:
+    """Every refused, failed or skipped configuration with its cause and log tail."""
+    if not failures:
+        return []
+    from specexp.report.blocks import CodeBlock
+
+    blocks: list[Block] = [Heading("Runs that did not complete"),
+                           Paragraph("Refused servers, failures while measuring, and cells left out as meaningless.")]
+    body = [[f"[`{f.run_id}`]({f.link})" if f.link else f"`{f.run_id}`", f.status,
+             cell(f.conditions.get("hardware")), cell(f.conditions.get("quantization")),
+             cell(f.conditions.get("drafter")), number(f.conditions.get("k")), cell(f.conditions.get("workload")),
+             cell(f.error.get("kind", "")), cell(f.error.get("message", ""))] for f in failures]
+    blocks.append(TableBlock(["run", "status", "hardware", "quantization", "drafter", "k", "workload", "cause",
+                              "message"], body))
+    for f in failures:
+        if f.error.get("log_tail"):
+            blocks += [Paragraph(f"Log tail of `{f.run_id}`:"), CodeBlock(f.error["log_tail"])]
+    return blocks
+
+
+def chart_blocks(blocks: Sequence[Block]) -> list[Chart]:
+    return [b for b in blocks if isinstance(b, Chart)]
