@@ -22,7 +22,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("dirs", nargs="+", type=Path, help="result folders (searched for result.json)")
     parser.add_argument("-o", "--output", type=Path, default=Path("measurements.md"), help="Markdown report")
     parser.add_argument("--html", type=Path, default=None, help="also write this HTML report")
-    parser.add_argument("--title", default="Measurements")
+    parser.add_argument("--title", default=None, help="default: the experiment name, if all runs share one")
     args = parser.parse_args(argv)
     missing = [d for d in args.dirs if not d.exists()]
     if missing:

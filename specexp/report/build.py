@@ -34,6 +34,14 @@ class Report:
         return [b for b in self.blocks if isinstance(b, Chart)]
 
 
+def default_title(results: Sequence[dict[str, Any]]) -> str:
+    """The experiment's name when every record came from the same one."""
+    names = {((r.get("provenance") or {}).get("config") or {}).get("experiment") for r in results}
+    if len(names) == 1 and None not in names:
+        return f"Measurements: {names.pop()}"
+    return "Measurements"
+
+
 def banner(rows: Sequence[Row]) -> str | None:
     sources = {r.get("source") for r in rows}
     if sources == {"simulated"}:
@@ -46,8 +54,9 @@ def banner(rows: Sequence[Row]) -> str | None:
     return None
 
 
-def build_report(found: Sequence[tuple[Path, dict[str, Any]]], report_dir: Path, title: str = "Measurements") -> Report:
+def build_report(found: Sequence[tuple[Path, dict[str, Any]]], report_dir: Path, title: str | None = None) -> Report:
     results = [r for _, r in found]
+    title = title or default_title(results)
     rows, failures = rows_of(found, report_dir)
     sections = classify(rows)
     fixed = fixed_conditions(rows)

@@ -53,7 +53,7 @@ class Delivery:
     scheduled: float
     """Server clock (time.perf_counter) at which the chunk is due: t0 + sim_t / speed."""
     sent: float | None = None
-    """Server clock right after the chunk was handed to the socket (None: not streamed)."""
+    """Server clock right before the chunk was written to the socket (None: not streamed)."""
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -166,7 +166,17 @@ class RealTimeEngine:
 
     # -- the loop ----------------------------------------------------------------------
     async def run(self) -> None:
-        """Step forever (cancel the task to stop)."""
+        """Step forever (cancel the task to stop). If a step raises, every waiting request
+        gets the exception instead of hanging."""
+        try:
+            await self._loop()
+        except Exception as err:
+            for job in [*self._arrivals, *self.waiting, *self.running]:
+                if job.finished is not None and not job.finished.done():
+                    job.finished.set_exception(err)
+            raise
+
+    async def _loop(self) -> None:
         self._wakeup = asyncio.Event()
         sim = self.sim
         while True:

@@ -76,7 +76,8 @@ def block_hashes(units: Sequence[Any]) -> list[int]:
 
 
 class BlockCache:
-    """The prefix cache: block hashes, least recently used evicted past `capacity_blocks`."""
+    """The prefix cache: block hashes, least recently used evicted past `capacity_blocks`
+    (the KV cache's capacity in blocks)."""
 
     def __init__(self, capacity_blocks: int) -> None:
         self.capacity = max(capacity_blocks, 0)
@@ -88,16 +89,21 @@ class BlockCache:
         for h in hashes:
             if h not in self._blocks:
                 break
-            self._blocks.move_to_end(h)
             n += 1
+        self._touch(hashes[:n])
         return n
 
     def insert(self, hashes: Sequence[int]) -> None:
-        for h in hashes:
-            self._blocks[h] = None
-            self._blocks.move_to_end(h)
+        self._touch(hashes)
         while len(self._blocks) > self.capacity:
             self._blocks.popitem(last=False)
+
+    def _touch(self, hashes: Sequence[int]) -> None:
+        # Tail blocks first, so that a prefix's leading blocks are the last to be evicted
+        # (vLLM frees a request's blocks in reverse order for the same reason).
+        for h in reversed(hashes):
+            self._blocks[h] = None
+            self._blocks.move_to_end(h)
 
     def clear(self) -> None:
         self._blocks.clear()

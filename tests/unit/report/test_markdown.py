@@ -50,19 +50,40 @@ def render(tmp_path: Path, results: list[dict[str, Any]]) -> str:
     return out.read_text(encoding="utf-8")
 
 
-def rows(text: str) -> dict[str, list[str]]:
-    """Table rows by the run id in their last cell."""
-    found = {}
-    for line in text.splitlines():
-        m = re.search(r"`([0-9a-z]{6,})` \|\s*$", line)
-        if line.startswith("|") and m:
-            found[m.group(1)] = [c.strip() for c in line.strip().strip("|").split("|")]
+def split_cells(line: str) -> list[str]:
+    """Cells of a Markdown table line; an escaped pipe (\\|) stays inside its cell."""
+    inner = line.strip()[1:-1] if line.strip().endswith("|") else line.strip()[1:]
+    return [c.strip() for c in re.split(r"(?<!\\)\|", inner)]
+
+
+def md_tables(text: str) -> list[tuple[list[str], list[list[str]]]]:
+    """Every Markdown table: (header cells, row cells); the separator line is dropped."""
+    found, block = [], []
+    for line in [*text.splitlines(), ""]:
+        if line.startswith("|"):
+            block.append(line)
+            continue
+        if len(block) >= 2:
+            found.append((split_cells(block[0]), [split_cells(x) for x in block[2:]]))
+        block = []
     return found
 
 
-def header_of(text: str, first: str) -> list[str]:
-    line = next(x for x in text.splitlines() if x.startswith(f"| {first} |"))
-    return [c.strip() for c in line.strip().strip("|").split("|")]
+def run_id(cell: str) -> str:
+    m = re.search(r"`([0-9a-z]+)`", cell)
+    assert m, cell
+    return m.group(1)
+
+
+def decode_table(text: str) -> tuple[list[str], dict[str, dict[str, str]]]:
+    """The table with a decode_tps column: its header and its rows by run id, cells by header."""
+    [(header, body)] = [t for t in md_tables(text) if any("`decode_tps`" in h for h in t[0])]
+    assert header[-1] == "run"
+    return header, {run_id(r[-1]): dict(zip(header, r, strict=True)) for r in body}
+
+
+def column(header: list[str], name: str) -> str:
+    return next(h for h in header if f"`{name}`" in h or h.startswith(name))
 
 
 SPEC_COLUMNS = ("decode_tps", "e2e_tps", "ttft_s", "acceptance_rate", "acceptance_by_position", "tokens_per_pass")
@@ -76,41 +97,47 @@ def test_simulated_figures_say_so(tmp_path: Path) -> None:
 def test_one_row_per_configuration_with_the_speculation_columns(tmp_path: Path) -> None:
     results = [result("base0001"), result("mtp00003", "mtp", 3, 20.0), result("mtp00008", "mtp", 8, 25.0),
                result("dsp00007", "dspark", 7, 22.0)]
-    text = render(tmp_path, results)
-    table = rows(text)
+    header, table = decode_table(render(tmp_path, results))
     assert set(table) == {"base0001", "mtp00003", "mtp00008", "dsp00007"}
-    header = header_of(text, "drafter")
     for metric in SPEC_COLUMNS:
         assert any(f"`{metric}`" in cell for cell in header), metric
-    assert all(len(cells) == len(header) for cells in table.values())
-    assert table["mtp00003"][:2] == ["mtp", "3"]
+    assert (table["mtp00003"]["drafter"], table["mtp00003"]["k"]) == ("mtp", "3")
+    assert table["mtp00008"][column(header, "decode_tps")] == "25.0"
 
 
 def test_acceptance_is_printed_as_percent_by_position(tmp_path: Path) -> None:
-    text = render(tmp_path, [result("base0001"), result("mtp00003", "mtp", 3, 20.0)])
-    row = " | ".join(rows(text)["mtp00003"])
-    assert "79.0 %" in row
-    assert "90.0 % / 79.0 % / 68.0 %" in row
+    header, table = decode_table(render(tmp_path, [result("base0001"), result("mtp00003", "mtp", 3, 20.0)]))
+    row = table["mtp00003"]
+    assert row[column(header, "acceptance_rate")] == "79.0 %"
+    assert row[column(header, "acceptance_by_position")] == "90.0 % / 79.0 % / 68.0 %"
+    assert float(row[column(header, "tokens_per_pass")]) == pytest.approx(3.37, abs=0.05)
 
 
 def test_speedup_against_the_matching_drafter_none_row(tmp_path: Path) -> None:
-    text = render(tmp_path, [result("base0001", decode=10.0), result("mtp00003", "mtp", 3, 25.0)])
-    table = rows(text)
-    assert any("2.50" in cell for cell in table["mtp00003"])
-    assert any("baseline" in cell for cell in table["base0001"])
+    header, table = decode_table(render(tmp_path, [result("base0001", decode=10.0),
+                                                   result("mtp00003", "mtp", 3, 25.0)]))
+    speedup = column(header, "speedup")
+    assert table["mtp00003"][speedup].startswith("2.50×")
+    assert table["base0001"][speedup] == "baseline"
 
 
 def test_no_speedup_without_a_matching_baseline(tmp_path: Path) -> None:
-    text = render(tmp_path, [result("mtp00003", "mtp", 3, 25.0), result("dsp00007", "dspark", 7, 20.0)])
-    assert "×" not in "".join(" ".join(c) for c in rows(text).values())
-    assert "drafter=none" in text  # says how to get one
+    # The baseline ran another workload: it shares no conditions with the MTP row.
+    results = [result("base0001", workload="edit_heavy@1"), result("mtp00003", "mtp", 3, 25.0)]
+    text = render(tmp_path, results)
+    assert any("mtp00003" in c for _, body in md_tables(text) for r in body for c in r)
+    for header, body in md_tables(text):
+        if any(h.startswith("speedup") for h in header):
+            for cells in body:
+                assert "×" not in cells[header.index(column(header, "speedup"))], cells
 
 
 def test_conditions_shared_by_every_row_are_stated_once(tmp_path: Path) -> None:
     text = render(tmp_path, [result("base0001"), result("mtp00003", "mtp", 3, 20.0)])
-    for key, value in (("hardware", "dgx_spark"), ("quantization", "fp8"), ("source", "simulated")):
-        assert re.search(rf"`{key}`.*{value}", text), key
-    header = header_of(text, "drafter")
+    shared = {r[0].strip("`"): r[1] for h, body in md_tables(text) if h[:2] == ["condition", "value"] for r in body}
+    assert shared["hardware"] == "dgx_spark" and shared["quantization"] == "fp8"
+    assert shared["source"] == "simulated" and shared["output_tokens"] == "400"
+    header, _ = decode_table(text)
     assert "hardware" not in header and "quantization" not in header
 
 
@@ -120,15 +147,16 @@ def test_runs_that_did_not_complete_are_listed_with_their_cause(tmp_path: Path, 
     bad = result("bad00001", "mtp", 8, status=status,
                  error={"kind": "out_of_memory", "message": message, "log_tail": ""})
     text = render(tmp_path, [result("base0001"), bad])
-    lines = [x for x in text.splitlines() if "bad00001" in x]
-    assert len(lines) == 1, "one table row per incomplete run, even when its message has a newline"
-    line = lines[0]
-    assert status in line and "out_of_memory" in line
-    assert "40.2 GiB" in line and "12.0 GiB free" in line
-    assert "<b>" not in line
-    header = next(x for x in text.splitlines() if x.startswith("| run | status"))
-    unescaped = re.split(r"(?<!\\)\|", line.strip())
-    assert len(unescaped) == len(header.strip().split("|")), "a '|' in the message broke the table"
+    _, table = decode_table(text)
+    assert "bad00001" not in table
+    listed = [(h, r) for h, body in md_tables(text) for r in body
+              if "out_of_memory" in r and any("bad00001" in c for c in r)]
+    assert len(listed) == 1, "the incomplete run and its cause are listed once"
+    header, cells = listed[0]
+    assert len(cells) == len(header), "text from the server broke the table"
+    assert status in cells
+    [shown] = [c for c in cells if "40.2 GiB" in c]
+    assert "12.0 GiB free" in shown and "second line" in shown and "<b>" not in shown
 
 
 def test_mixed_sources_are_flagged(tmp_path: Path) -> None:

@@ -1,0 +1,303 @@
+"""runtime=sglang: SGLang 0.5.23's server (facts from engines.md section 2).
+
+Starts `python -m sglang.launch_server --model-path MODEL --host 127.0.0.1 --port P` with
+`--mem-fraction-static`, `--enable-metrics` (no /metrics without it, 2.2) and `--enable-cache-report`
+(usage.prompt_tokens_details.cached_tokens, 2.3), plus the drafter's `--speculative-*` flags (2.1).
+The version and the resolved drafter shape come from `GET /server_info` (2.4); counters from
+`sglang:*` series; per-request speculative details from `sglext.spec_tokens_details`; the radix
+cache is emptied with `/flush_cache`.
+
+Acceptance is INFERRED: SGLang has no drafts/accepted counters, only `sglang:spec_verify_calls_total`
+and `sglang:generation_tokens_total` (2.2). One request yields completion = 1 + verify calls +
+accepted drafts (the first token comes from prefill, not from a verify pass; `meta_info` identities
+`spec_accept_length = completion / spec_verify_ct` and `spec_num_proposed_drafts = spec_verify_ct x
+(num_draft_tokens - 1)`, 2.3). So over a window
+  drafts = Δspec_verify_calls, accepted = Δgeneration_tokens - Δspec_verify_calls - Δnum_requests,
+  draft_tokens = drafts x k,
+which reproduces the per-request `spec_num_correct_drafts` / `spec_accept_rate`. Without the
+Δnum_requests term accepted would count each request's prefill token as an accepted draft (and a
+max_tokens=1 request as one accepted draft with no draft at all). These counters move only when a
+request finishes, so a window must wait for its requests to end (run_window does).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from specexp.events import Counters, EngineInfo, Request
+from specexp.plan import effective_k
+from specexp.runtimes import promtext
+from specexp.runtimes.base import RUNTIMES, RuntimeFailure
+from specexp.runtimes.client import RawStream
+from specexp.runtimes.http import HttpRuntime
+
+ALGORITHMS = {
+    "mtp": "NEXTN",          # an alias of EAGLE using the checkpoint's own MTP/NextN head
+    "eagle": "EAGLE",
+    "eagle3": "EAGLE3",
+    "draft_model": "STANDALONE",
+    "dflash": "DFLASH",
+    "dspark": "DSPARK",
+    "ngram": "NGRAM",
+}
+"""drafter -> `--speculative-algorithm` (engines.md 2.1 builtins). SGLang 0.5.23 has no suffix decoding."""
+
+NEEDS_DRAFT = {"eagle", "eagle3", "dflash", "draft_model"}
+"""`--speculative-draft-model-path` is required: DFLASH says so (2.1), EAGLE/EAGLE3 heads and a
+STANDALONE model are separate checkpoints. NEXTN reads the target's own head and DSPARK may be
+bundled in the target checkpoint (2.1), so for them the path is passed only when set."""
+
+CHAIN = {"mtp", "eagle", "eagle3", "draft_model"}
+"""Drafters sized by steps/topk/draft-tokens: a chain of k (topk 1, so num_draft_tokens = k + 1)."""
+
+
+@RUNTIMES.register("sglang")
+class SglangRuntime(HttpRuntime):
+    name = "sglang"
+    default_port = 30000  # engines.md 2 (serving.py L66)
+    _server_drafter_config: str | None = None
+    _discovered_model: str | None = None
+
+    # -- the server --------------------------------------------------------------------------
+    def model_ref(self) -> str:
+        ref = self.spec.runtime.model_path or self.spec.model.hf_id
+        if not ref:
+            raise RuntimeFailure(
+                "refused", "missing_model",
+                f"model={self.spec.model.name} has no hf_id: set runtime.model_path=/path/or/hf-id",
+            )
+        return ref
+
+    def build_argv(self, port: int) -> list[str]:
+        spec, rt = self.spec, self.spec.runtime
+        argv = [
+            rt.executable or "python", "-m", "sglang.launch_server", "--model-path", self.model_ref(),
+            "--host", "127.0.0.1", "--port", str(port),
+            "--mem-fraction-static", str(rt.gpu_memory_utilization),
+            "--enable-metrics", "--enable-cache-report",
+        ]
+        if rt.max_model_len is not None:
+            argv += ["--context-length", str(rt.max_model_len)]
+        if rt.kv_cache_dtype != "auto":
+            argv += ["--kv-cache-dtype", rt.kv_cache_dtype]
+        quantization = spec.quantization.engine_names.get("sglang")
+        if quantization:
+            argv += ["--quantization", quantization]
+        if not rt.prefix_caching:
+            argv.append("--disable-radix-cache")  # the radix cache is on by default (2.4)
+        if rt.served_model_name:
+            argv += ["--served-model-name", rt.served_model_name]
+        argv += self._speculative_args()
+        return argv + list(rt.extra_args)
+
+    def _speculative_args(self) -> list[str]:
+        spec = self.spec
+        drafter = spec.drafter.name
+        k = effective_k(spec)
+        if drafter == "none" or k is None:
+            return []
+        if drafter not in ALGORITHMS:
+            raise RuntimeFailure("refused", "unsupported_drafter", f"SGLang has no drafter '{drafter}'; "
+                                 f"accepted: {', '.join(sorted(ALGORITHMS))}")
+        args = ["--speculative-algorithm", ALGORITHMS[drafter]]
+        draft = spec.runtime.draft_model_path
+        if drafter == "draft_model" and draft is None and spec.draft_model is not None:
+            draft = spec.draft_model.hf_id
+        if drafter in NEEDS_DRAFT and draft is None:
+            raise RuntimeFailure("refused", "missing_model", f"drafter={drafter} on SGLang needs runtime.draft_model_path")
+        if draft is not None and drafter != "ngram":
+            args += ["--speculative-draft-model-path", draft]
+        if drafter in CHAIN:
+            # topk 1: SGLang forces num_draft_tokens = num_steps + 1 (2.1, "3/1/4" for k = 3).
+            args += ["--speculative-num-steps", str(k), "--speculative-eagle-topk", "1",
+                     "--speculative-num-draft-tokens", str(k + 1)]
+        elif drafter == "dflash":
+            # Steps and topk are forced to 1; the block (verify window) is num_draft_tokens and
+            # includes the anchor slot, so k drafted tokens = block k + 1 (2.1, section 5).
+            args += ["--speculative-num-draft-tokens", str(k + 1)]
+        elif drafter == "dspark":
+            # --speculative-dspark-block-size is gamma, the drafted tokens: num_draft_tokens = k + 1 (2.1).
+            args += ["--speculative-dspark-block-size", str(k)]
+        elif drafter == "ngram":
+            # A chain like the other engines' ngram: breadth 1 (default 10 builds a tree of
+            # branches, where k would not be the draft length), k + 1 draft tokens (2.1).
+            args += ["--speculative-num-draft-tokens", str(k + 1), "--speculative-ngram-max-bfs-breadth", "1"]
+        return args
+
+    def planned_drafter_config(self) -> str | None:
+        """steps/topk/draft-tokens as this config asks for them (engines.md 2.1)."""
+        drafter, k = self.spec.drafter.name, effective_k(self.spec)
+        if drafter == "none" or k is None or drafter not in ALGORITHMS:
+            return None
+        if drafter == "ngram":
+            return f"{k + 1}/1/{k + 1}"  # num_steps = num_draft_tokens // topk (2.1, _handle_ngram)
+        if drafter in CHAIN:
+            return f"{k}/1/{k + 1}"
+        return f"1/1/{k + 1}"  # DFLASH, DSPARK force steps = topk = 1
+
+    def drafter_config(self) -> str | None:
+        """The `drafter_config` condition, "steps/topk/draft_tokens" (vocabulary.md section 1):
+        as the server resolved it (`/server_info`, read at start), else as planned."""
+        return self._server_drafter_config or self.planned_drafter_config()
+
+    # -- requests -------------------------------------------------------------------------------
+    def served_model(self) -> str:
+        rt = self.spec.runtime
+        if rt.served_model_name:
+            return rt.served_model_name
+        if self._discovered_model:
+            return self._discovered_model
+        return rt.model_path or self.spec.model.hf_id or self.spec.model.name
+
+    def request_extras(self, request: Request) -> dict[str, Any]:
+        """Per-chunk usage, and `return_spec_tokens_details`: its `sglext.spec_tokens_details`
+        chunk is the streaming form of meta_info's spec fields (2.3). `return_meta_info` itself is
+        refused with HTTP 400 when stream is true (tests/fixtures/engines/sglang/
+        stream_return_meta_info_error.json; serving_chat.py `_convert_to_internal_request`)."""
+        extras: dict[str, Any] = {"stream_options": {"include_usage": True, "continuous_usage_stats": True}}
+        if self.spec.drafter.name != "none":
+            extras["return_spec_tokens_details"] = True
+        if request.chat:
+            extras["chat_template_kwargs"] = {"enable_thinking": request.thinking}
+        return extras
+
+    def stream_details(self, raw: RawStream) -> dict[str, Any]:
+        """`sglext.spec_tokens_details` (streaming) and `meta_info` (non-streaming, or
+        `choices[].meta_info`) kept as engine timings; token counts from meta_info where it has them."""
+        timings: dict[str, Any] = {}
+        for _, chunk in raw.chunks:
+            ext = chunk.get("sglext")
+            if isinstance(ext, dict):
+                if isinstance(ext.get("spec_tokens_details"), dict):
+                    timings.update(ext["spec_tokens_details"])
+                if isinstance(ext.get("cached_tokens_details"), dict):
+                    timings["cached_tokens_details"] = ext["cached_tokens_details"]
+            metas = [chunk.get("meta_info")] + [c.get("meta_info") for c in chunk.get("choices") or [] if isinstance(c, dict)]
+            for meta in metas:
+                if isinstance(meta, dict):
+                    timings.update(meta)
+        out: dict[str, Any] = {}
+        for key in ("completion_tokens", "prompt_tokens", "cached_tokens"):
+            if isinstance(timings.get(key), int) and not isinstance(timings.get(key), bool):
+                out[key] = timings[key]
+        if timings:
+            out["engine_timings"] = timings
+        return out
+
+    # -- counters and engine facts ---------------------------------------------------------------
+    def map_counters(self, samples: list[promtext.Sample]) -> Counters:
+        """`sglang:*` series (2.2) summed over their labels (is_streaming, ranks); acceptance
+        inferred as in the module docstring; the spec gauges (refreshed only every
+        --decode-log-interval batches, so never a window's figure) kept in `extra`."""
+        t = lambda name: promtext.total(samples, f"sglang:{name}")  # noqa: E731
+        generation = t("generation_tokens_total")
+        verify = t("spec_verify_calls_total")
+        k = effective_k(self.spec)
+        drafts = draft_tokens = accepted = None
+        if self.spec.drafter.name != "none" and k is not None and verify is not None and generation is not None:
+            drafts = verify
+            draft_tokens = verify * k
+            accepted = generation - verify - (t("num_requests_total") or 0.0)
+        extra = {
+            key: value for key, value in (
+                ("spec_accept_length", _mean(samples, "sglang:spec_accept_length")),
+                ("spec_accept_rate", _mean(samples, "sglang:spec_accept_rate")),
+                ("spec_num_steps", _mean(samples, "sglang:spec_num_steps")),
+                ("spec_num_draft_tokens", _mean(samples, "sglang:spec_num_draft_tokens")),
+                ("cache_hit_rate", _mean(samples, "sglang:cache_hit_rate")),
+            ) if value is not None
+        }
+        return Counters(
+            drafts=drafts,
+            draft_tokens=draft_tokens,
+            accepted=accepted,
+            accepted_per_position=None,  # SGLang has no per-position counters (README, 2.2)
+            prompt_tokens=t("prompt_tokens_total"),
+            cached_prompt_tokens=cached_tokens(samples),
+            generation_tokens=generation,
+            extra=extra,
+        )
+
+    def engine_info(self, client: httpx.Client) -> EngineInfo:
+        info = _json(_get(client, "/server_info"))
+        if not isinstance(info, dict):
+            info = _json(_get(client, "/get_server_info"))  # deprecated, still served (2.4)
+        info = info if isinstance(info, dict) else {}
+        self._server_drafter_config = resolved_drafter_config(info)
+        if self.spec.runtime.url and not self.spec.runtime.served_model_name:
+            models = _json(_get(client, "/v1/models"))
+            cards = models.get("data") if isinstance(models, dict) else None
+            if isinstance(cards, list) and cards and isinstance(cards[0], dict) and cards[0].get("id"):
+                self._discovered_model = str(cards[0]["id"])
+        states = info.get("internal_states")
+        state = states[0] if isinstance(states, list) and states and isinstance(states[0], dict) else {}
+        keys = ("speculative_algorithm", "mem_fraction_static", "context_length", "page_size",
+                "disable_radix_cache", "enable_cache_report", "kv_cache_dtype", "quantization")
+        details = {key: info.get(key) for key in keys if key in info}
+        details["drafter_config"] = self.drafter_config()
+        details["served_model"] = self.served_model()
+        if "avg_spec_accept_length" in state:
+            details["avg_spec_accept_length"] = state["avg_spec_accept_length"]
+        capacity = info.get("max_total_num_tokens")
+        reported = info.get("version")
+        return EngineInfo(
+            runtime=self.name,
+            version=str(reported) if reported else self.spec.runtime.version,
+            kv_cache_tokens=int(capacity) if isinstance(capacity, (int, float)) and capacity else None,
+            details=details,
+        )
+
+    def reset_prefix_cache(self) -> bool:
+        """`POST /flush_cache` (2.4): 200 when the radix cache was flushed. SGLang answers non-200
+        and keeps the cache while requests are pending."""
+        try:
+            with self.sync_client() as client:
+                return client.post("/flush_cache").status_code == 200
+        except httpx.HTTPError:
+            return False
+
+
+def cached_tokens(samples: list[promtext.Sample]) -> float | None:
+    """`sglang:cached_tokens_total{cache_source="total"}`, else the sum of its sources
+    (device, host, storage; engines.md 2.2)."""
+    per = promtext.by_label(samples, "sglang:cached_tokens_total", "cache_source")
+    if not per:
+        return None
+    if "total" in per:
+        return per["total"]
+    return sum(per.values())
+
+
+def resolved_drafter_config(info: dict[str, Any]) -> str | None:
+    """steps/topk/draft_tokens from `/server_info`'s resolved server args; None without an algorithm."""
+    algorithm = info.get("speculative_algorithm")
+    if not algorithm or str(algorithm).upper() == "NONE":
+        return None
+    parts = [info.get(k) for k in ("speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens")]
+    if any(not isinstance(p, int) or isinstance(p, bool) for p in parts):
+        return None
+    return "/".join(str(p) for p in parts)
+
+
+def _mean(samples: list[promtext.Sample], name: str) -> float | None:
+    """A gauge over its label sets (TP/DP ranks report the same figure): the mean, not the sum."""
+    values = [s.value for s in samples if s.name == name]
+    return sum(values) / len(values) if values else None
+
+
+def _get(client: httpx.Client, path: str) -> httpx.Response | None:
+    try:
+        return client.get(path)
+    except httpx.HTTPError:
+        return None
+
+
+def _json(response: httpx.Response | None) -> Any:
+    if response is None or response.status_code != 200:
+        return None
+    try:
+        return response.json()
+    except ValueError:
+        return None

@@ -1,0 +1,29 @@
+"""reports/ holds the committed output of every study on the simulator; it must be current."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.slow
+def test_committed_study_reports_are_up_to_date() -> None:
+    done = subprocess.run(
+        ["bash", str(REPO / "scripts" / "regenerate-reports"), "--check"],
+        cwd=REPO, env={**os.environ, "PYTHON": sys.executable}, capture_output=True, text=True, timeout=600, check=False,
+    )
+    assert done.returncode == 0, done.stderr
+
+
+def test_every_experiment_has_a_committed_report_marked_simulated() -> None:
+    for experiment in sorted((REPO / "experiments").glob("*.yaml")):
+        report = REPO / "reports" / experiment.stem / "measurements.md"
+        assert report.is_file(), f"no {report}: run scripts/regenerate-reports"
+        assert report.read_text().startswith("> **Simulated.**")
+        assert (report.parent / "report.html").is_file()

@@ -1,0 +1,143 @@
+"""The HTML report: server text arrives escaped, and every chart renders offline in Chromium."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import shutil
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from specexp.record import find_results
+from specexp.report.build import build_report
+from specexp.report.markdown import render_markdown
+from specexp.report.render import render_html, write_charts, write_html
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "records"
+HOSTILE = '<script>alert("x")</script> | `tick` [click](javascript:alert(1)) <img src=x onerror=alert(2)>'
+
+
+def _records_with_hostile_server_text(tmp_path: Path) -> Path:
+    shutil.copytree(FIXTURES / "refused", tmp_path / "refused")
+    path = next((tmp_path / "refused").rglob("result.json"))
+    record = json.loads(path.read_text())
+    record["error"] = {"kind": "server_exited", "message": HOSTILE, "log_tail": HOSTILE + "\n```\n</script>"}
+    record["conditions"]["runtime_version"] = HOSTILE
+    path.write_text(json.dumps(record))
+    shutil.copytree(FIXTURES / "simulated", tmp_path / "simulated")
+    return tmp_path
+
+
+def test_server_text_is_escaped_in_html(tmp_path: Path) -> None:
+    root = _records_with_hostile_server_text(tmp_path)
+    html = render_html(build_report(find_results([root]), root))
+    body = html.split("<body>", 1)[1].split("<script>", 1)[0]  # the page before specexp's own scripts
+    assert "<script" not in body and "<img" not in body and "javascript:" not in body.replace("javascript:alert", "")
+    assert "&lt;script&gt;alert" in body
+    assert 'href="javascript:' not in html
+
+
+def test_server_text_cannot_break_a_markdown_table(tmp_path: Path) -> None:
+    root = _records_with_hostile_server_text(tmp_path)
+    text = render_markdown(build_report(find_results([root]), root))
+    header = next(line for line in text.splitlines() if line.startswith("| run | status |"))
+    row = next(line for line in text.splitlines() if "server_exited" in line and line.startswith("|"))
+    unescaped = lambda line: len(re.findall(r"(?<!\\)\|", line))  # noqa: E731
+    assert unescaped(row) == unescaped(header)
+    # the log tail stays inside its fence: a ``` from the server cannot close it
+    fence = text.split("```text\n", 1)[1].split("\n```", 1)[0]
+    assert "</script>" in fence and "```" not in fence
+
+
+class _Charts(HTMLParser):
+    """Collects, for every chart container, whether an <svg> was drawn inside it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stack: list[str | None] = []
+        self.drawn: dict[str, bool] = {}
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        ident = dict(attrs).get("id") or ""
+        current = ident if ident.startswith("chart-") else (self.stack[-1] if self.stack else None)
+        if ident.startswith("chart-"):
+            self.drawn.setdefault(ident, False)
+        if tag == "svg" and current:
+            self.drawn[current] = True
+        if tag not in {"img", "br", "hr", "meta", "link", "input", "path", "rect", "line", "circle"}:
+            self.stack.append(current)
+
+    def handle_endtag(self, tag: str) -> None:
+        if self.stack and tag not in {"img", "br", "hr", "meta", "link", "input"}:
+            self.stack.pop()
+
+
+@pytest.mark.slow
+def test_every_chart_renders_in_headless_chromium_without_network(tmp_path: Path) -> None:
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        pytest.skip("Debian's chromium is not installed (scripts/test installs it)")
+    root = tmp_path / "records"
+    for folder in ("simulated", "measured"):
+        shutil.copytree(FIXTURES / folder, root / folder)
+    report = build_report(find_results([root]), tmp_path)
+    assert len(report.charts) >= 3
+    page = write_html(report, tmp_path / "report.html")
+    dom = subprocess.run(
+        [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync",
+         "--disable-background-networking", "--disable-component-update", "--disable-quic",
+         "--proxy-server=http://127.0.0.1:9", "--proxy-bypass-list=<-loopback>",  # no network at all
+         f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=10000", "--dump-dom", page.as_uri()],
+        capture_output=True, text=True, timeout=120, check=True,
+    ).stdout
+    parser = _Charts()
+    parser.feed(dom)
+    assert parser.drawn == {f"chart-{c.name}": True for c in report.charts}
+
+
+def test_markdown_charts_are_svg_files_written_offline(tmp_path: Path) -> None:
+    shutil.copytree(FIXTURES / "simulated", tmp_path / "simulated")
+    report = build_report(find_results([tmp_path]), tmp_path)
+    paths = write_charts(report, tmp_path / "charts")
+    assert paths and all(p.read_text().lstrip().startswith("<svg") for p in paths)
+    text = render_markdown(report)
+    assert all(f"](charts/{p.name})" in text for p in paths)
+
+
+def test_report_reads_records_only(tmp_path: Path) -> None:
+    """Rendering imports nothing that starts or reaches an engine."""
+    code = (
+        "import sys, specexp.report.__main__, specexp.report.render;"
+        "bad = [m for m in sys.modules if m.startswith('specexp.runtimes')];"
+        "print(bad); raise SystemExit(1 if bad else 0)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False,
+                          cwd=Path(__file__).resolve().parents[3])
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_report_cli_renders_several_folders(tmp_path: Path) -> None:
+    from specexp.report.__main__ import main
+
+    for folder in ("simulated", "measured", "refused"):
+        shutil.copytree(FIXTURES / folder, tmp_path / folder)
+    out = tmp_path / "out" / "measurements.md"
+    assert main([str(tmp_path / "simulated"), str(tmp_path / "measured"), str(tmp_path / "refused"),
+                 "-o", str(out), "--html", str(tmp_path / "out" / "report.html")]) == 0
+    text = out.read_text()
+    assert text.startswith("> **Partly simulated.**")
+    assert "refused" in text and (tmp_path / "out" / "report.html").is_file()
+    assert main([str(tmp_path / "nowhere")]) == 2
+
+
+def test_records_are_not_changed_by_rendering(tmp_path: Path) -> None:
+    shutil.copytree(FIXTURES / "simulated", tmp_path / "simulated")
+    before = {p: p.read_bytes() for p in tmp_path.rglob("result.json")}
+    render_markdown(build_report(find_results([tmp_path]), tmp_path))
+    assert before == {p: p.read_bytes() for p in tmp_path.rglob("result.json")}
+    assert copy.deepcopy(before) == before
