@@ -17,7 +17,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
-from specexp import experiments, paths
+from specexp import experiments, paths, progress
 from specexp import sweeper as _sweeper  # noqa: F401  (registers hydra/sweeper=specexp)
 from specexp.compose import check_overrides, resolved_config, to_spec
 from specexp.errors import SpecError, exit_on_spec_error
@@ -41,14 +41,23 @@ def app(cfg: DictConfig) -> None:
     job_dir = Path(hc.runtime.output_dir)
     multirun = hc.mode == RunMode.MULTIRUN
     root = Path(hc.sweep.dir) if multirun else job_dir
+    description = " ".join(o for o in overrides if not o.startswith("+experiment")) or "(defaults)"
+    sweep_progress = progress.current()
+    if sweep_progress is not None:
+        sweep_progress.started_job(description)
     try:
-        result = run_job(cell, job_dir, root, overrides, data)
+        result = run_job(cell, job_dir, root, overrides, data, rerun=bool(data.get("rerun")))
+    except OSError as err:  # the job directory is not writable, the disk is full...
+        result = {"status": "failed", "error": {"message": f"could not write {job_dir}/result.json: {err}"}}
     finally:
         if not multirun:
             pool.release()
-    status = result.get("status")
+    status = str(result.get("status"))
     detail = (result.get("error") or {}).get("message") or result.get("reused") or ""
-    print(f"job {cell.run_id}: {status}{': ' + detail if detail else ''}", flush=True)
+    if sweep_progress is not None:
+        sweep_progress.finished_job(f"{cell.run_id} {description}", status + (f" ({detail})" if detail else ""))
+    else:
+        print(f"job {cell.run_id}: {status}{': ' + detail if detail else ''}", flush=True)
     if not multirun:
         for path in write_sweep_outputs(job_dir):
             print(f"  {path}", flush=True)

@@ -6,6 +6,7 @@ Every error is a `SpecError` naming the file or the override, the key, and the a
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+import typing
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
@@ -31,7 +32,9 @@ GROUPS: dict[str, type[BaseModel]] = {
     "drafter": DrafterSpec,
     "workload": WorkloadSpec,
 }
-TOP_LEVEL_KEYS = ("k", "seed", "gpu_shared", "experiment", "draft_model")
+TOP_LEVEL_KEYS = ("k", "seed", "gpu_shared", "experiment", "draft_model", "rerun", "citations", "figures", "comparisons")
+"""Top-level keys besides the groups. `citations`, `figures` and `comparisons` name published figures
+an experiment is compared with (vocabulary.md section 4); the report reads them, not the job."""
 
 
 def resolved_config(cfg: DictConfig) -> dict[str, Any]:
@@ -61,7 +64,9 @@ def to_spec(
         parts[group] = _validate(model, data.get(group), group, choices.get(group), overrides)
     draft_model = data.get("draft_model") or parts["drafter"].cost.default_draft_model
     if draft_model is not None and parts["drafter"].cost.uses_draft_model:
-        parts["draft_model"] = load_option(ModelSpec, "model", str(draft_model), "draft_model")
+        parts["draft_model"] = load_option(
+            ModelSpec, "model", str(draft_model), "draft_model", where=_where("draft_model", None, overrides)
+        )
     top = {key: data[key] for key in ("k", "seed", "gpu_shared", "experiment") if key in data}
     try:
         return ExperimentSpec(**parts, **top)
@@ -69,13 +74,11 @@ def to_spec(
         raise _spec_error(err, None, None, overrides) from None
 
 
-def load_option(model: type[BaseModel], group: str, name: str, key: str) -> Any:
+def load_option(model: type[BaseModel], group: str, name: str, key: str, where: str = "config") -> Any:
     """Load and validate one option file of a group, e.g. a draft model from conf/model/."""
     path = paths.conf_dir() / group / f"{name}.yaml"
     if not path.is_file():
-        raise SpecError(
-            "config", key, f"no {group} named '{name}'", accepted=paths.options(group), value=name
-        )
+        raise SpecError(where, key, f"no {group} named '{name}'", accepted=paths.options(group), value=name)
     data = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
     return _validate(model, data, group, name, ())
 
@@ -113,12 +116,22 @@ def _spec_error(
 
 
 def _model_at(model: type[BaseModel], loc: list[str]) -> type[BaseModel]:
+    """The spec model a dotted location points into, looking through `X | None` fields."""
     for part in loc:
-        field = model.model_fields.get(part)
-        annotation = getattr(field, "annotation", None)
-        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-            model = annotation
+        nested = _submodel(model, part)
+        if nested is None:
+            break
+        model = nested
     return model
+
+
+def _submodel(model: type[BaseModel], name: str) -> type[BaseModel] | None:
+    field = model.model_fields.get(name)
+    annotation = getattr(field, "annotation", None)
+    for candidate in (annotation, *typing.get_args(annotation)):
+        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+            return candidate
+    return None
 
 
 def _where(key: str, file: tuple[str | None, str | None] | None, overrides: Sequence[str]) -> str:
@@ -126,6 +139,8 @@ def _where(key: str, file: tuple[str | None, str | None] | None, overrides: Sequ
     matches = []
     for override in overrides:
         name = override.lstrip("+~").split("=", 1)[0]
+        if file and file[0] == name and key != name:
+            continue  # `drafter=mtp` chose the file; the mistake is inside conf/drafter/mtp.yaml
         if name == key or key.startswith(name + "."):
             matches.append((len(name), override))
     if matches:
@@ -133,6 +148,17 @@ def _where(key: str, file: tuple[str | None, str | None] | None, overrides: Sequ
     if file and file[0]:
         return f"conf/{file[0]}/{file[1]}.yaml"
     return "config"
+
+
+def _check_path(model: type[BaseModel], parts: list[str], text: str, key: str) -> None:
+    """Every part of a dotted override key must name a field, down to a plain value or a mapping."""
+    for part in parts:
+        if part not in model.model_fields:
+            raise SpecError(f"override {text}", key, "unknown key", accepted=list(model.model_fields), value=part)
+        nested = _submodel(model, part)
+        if nested is None:
+            return  # a value or a free-form mapping (peak_tflops, acceptance, ...)
+        model = nested
 
 
 def check_overrides(overrides: Sequence[str]) -> None:
@@ -165,10 +191,7 @@ def check_overrides(overrides: Sequence[str]) -> None:
             continue
         head, _, rest = key.partition(".")
         if head in GROUPS:
-            field = rest.split(".", 1)[0]
-            fields = GROUPS[head].model_fields
-            if field not in fields:
-                raise SpecError(f"override {text}", key, "unknown key", accepted=list(fields), value=field)
+            _check_path(GROUPS[head], rest.split("."), text, key)
         elif head not in TOP_LEVEL_KEYS:
             raise SpecError(
                 f"override {text}", key, "unknown key", accepted=[*TOP_LEVEL_KEYS, *GROUPS], value=key

@@ -53,14 +53,24 @@ class RequestTrace:
     finish_reason: str | None = None
     engine_timings: dict[str, Any] | None = None
     error: str | None = None
+    error_kind: str | None = None
+    """http_429, http_5xx, http_4xx, timeout, stalled, connection, malformed_stream,
+    truncated_stream or no_tokens."""
+
+    @property
+    def token_events(self) -> tuple[TokenEvent, ...]:
+        """Events that carried at least one generated token (a role-only chunk does not)."""
+        return tuple(e for e in self.events if e.tokens > 0)
 
     @property
     def first_token_at(self) -> float | None:
-        return self.events[0].t if self.events else None
+        events = self.token_events
+        return events[0].t if events else None
 
     @property
     def last_token_at(self) -> float | None:
-        return self.events[-1].t if self.events else None
+        events = self.token_events
+        return events[-1].t if events else None
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from specexp.measure import measurements
 from specexp.plan import Cell
 from specexp.record import SCHEMA, complete_result, write_result
 from specexp.runtimes import pool
-from specexp.runtimes.base import RuntimeFailure, runtime_for
+from specexp.runtimes.base import Runtime, RuntimeFailure, runtime_for
 from specexp.workloads.driver import Window, drive
 from specexp.workloads.prompts import PromptBuilder
 
@@ -61,10 +61,14 @@ def prompt_marker(cell: Cell) -> str:
 
 
 def run_job(
-    cell: Cell, job_dir: Path, sweep_root: Path | None, overrides: list[str], config: dict[str, Any]
+    cell: Cell, job_dir: Path, sweep_root: Path | None, overrides: list[str], config: dict[str, Any],
+    rerun: bool = False,
 ) -> dict[str, Any]:
-    """Run one cell into `job_dir`; return its result (also written to result.json)."""
-    if sweep_root is not None:
+    """Run one cell into `job_dir`; return its result (also written to result.json).
+
+    A cell already complete under `sweep_root` is not run again unless `rerun`.
+    """
+    if sweep_root is not None and not rerun:
         done = complete_result(sweep_root, cell.run_id)
         if done is not None:
             log.info("run %s is already complete in %s: skipped", cell.run_id, done.parent)
@@ -86,11 +90,21 @@ def run_job(
             "version": info.version, "kv_cache_tokens": info.kv_cache_tokens, "reused_server": reused, **info.details,
         }
         result["conditions"]["runtime_version"] = info.version
+        result["conditions"]["drafter_config"] = runtime.drafter_config()
         prompts = PromptBuilder(spec.workload, runtime.tokenize, runtime.detokenize)
         for window in drive(runtime, spec.workload, marker=prompt_marker(cell), prompt_for=prompts):
             windows.append(window)
+            _raise_on_failed_requests(window, runtime)
         result["status"] = "ok"
-    except RuntimeFailure as failure:
+    except KeyboardInterrupt:
+        result["status"] = "failed"
+        result["error"] = {"kind": "interrupted", "message": "interrupted (Ctrl-C) while measuring",
+                           "log_tail": runtime.log_tail() if runtime else ""}
+        _finish(result, windows, spec, info, sweep_root, job_dir, runtime)
+        pool.release()
+        raise
+    except Exception as err:  # noqa: BLE001 - whatever a server does, the sweep goes on
+        failure = _as_failure(err, runtime)
         result["status"] = failure.status
         result["error"] = {"kind": failure.kind, "message": failure.message, "log_tail": failure.log_tail}
         if failure.argv is not None:
@@ -100,6 +114,36 @@ def run_job(
     finally:
         if runtime is not None and not runtime.reusable:
             pool.discard(runtime)
+    return _finish(result, windows, spec, info, sweep_root, job_dir, runtime)
+
+
+def _as_failure(err: Exception, runtime: Runtime | None) -> RuntimeFailure:
+    """A RuntimeFailure as it is; anything else (a server answering nonsense to a probe, a bug)
+    becomes a failed job with the exception named, so the sweep goes on."""
+    if isinstance(err, RuntimeFailure):
+        return err
+    log.exception("job failed unexpectedly")
+    return RuntimeFailure("failed", "unexpected_error", f"{type(err).__name__}: {err}",
+                          runtime.log_tail() if runtime else "")
+
+
+def _raise_on_failed_requests(window: Window, runtime: Runtime) -> None:
+    """A window whose requests failed ends the job: later windows would measure a broken server."""
+    failed = [t for t in window.traces if t.error]
+    if failed:
+        first = failed[0]
+        raise RuntimeFailure(
+            "failed", first.error_kind or "request_failed",
+            f"{len(failed)} of {len(window.traces)} request(s) failed; first: {first.error}",
+            runtime.log_tail(),
+        )
+
+
+def _finish(
+    result: dict[str, Any], windows: list[Window], spec: Any, info: Any, sweep_root: Path | None, job_dir: Path,
+    runtime: Runtime | None,
+) -> dict[str, Any]:
+    """Measurements of every finished window (partial ones marked), identity, notes, write."""
     result["measurements"] = measurements(
         windows, dict(result["conditions"]), prefill_only=spec.workload.output_tokens == 1,
         kv_cache_tokens=info.kv_cache_tokens if info else None,
@@ -109,6 +153,8 @@ def run_job(
             m["partial"] = True
     if sweep_root is not None:
         fill_output_identity(result, sweep_root)
+    if runtime is not None and runtime.notes():
+        result["notes"] = runtime.notes()
     result["provenance"]["finished_at"] = provenance.now()
     if not write_result(job_dir, result):
         log.warning("kept the complete result in %s; this run %s", job_dir, result["status"])

@@ -72,16 +72,17 @@ def tpot_s(trace: RequestTrace) -> float | None:
 
 
 def itl_s(trace: RequestTrace) -> float | None:
-    times = [e.t for e in trace.events]
+    times = [e.t for e in trace.token_events]
     if len(times) < 2:
         return None
     return (times[-1] - times[0]) / (len(times) - 1)
 
 
 def tokens_per_chunk(trace: RequestTrace) -> float | None:
-    if not trace.events or trace.completion_tokens is None:
+    events = trace.token_events
+    if not events or trace.completion_tokens is None:
         return None
-    return trace.completion_tokens / len(trace.events)
+    return trace.completion_tokens / len(events)
 
 
 def prefill_tps(trace: RequestTrace) -> float | None:

@@ -12,8 +12,14 @@ import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from specexp.spec import ExperimentSpec
+
+
+OPERATIONAL = ("start_timeout_s", "request_timeout_s", "stall_timeout_s", "api_key_env", "executable")
+"""Runtime settings that cannot move a number: left out of the run id, so the same cell on two
+machines (another binary path, longer timeouts) has the same id."""
 
 
 @dataclass(frozen=True)
@@ -50,7 +56,7 @@ def make_cell(spec: ExperimentSpec) -> Cell:
     canonical = canonical.model_copy(update={"experiment": spec.experiment})
     return Cell(
         spec=canonical,
-        run_id=_digest(canonical, exclude={"experiment"}),
+        run_id=_digest(canonical, exclude={"experiment": True, "runtime": set(OPERATIONAL)}),
         server_key=_server_key(canonical),
         skip_reason=_meaningless(canonical),
         note=note,
@@ -80,7 +86,7 @@ def _meaningless(spec: ExperimentSpec) -> str | None:
     return None
 
 
-def _digest(spec: ExperimentSpec, **fields: set[str]) -> str:
+def _digest(spec: ExperimentSpec, **fields: Any) -> str:
     data = spec.model_dump(mode="json", **fields)  # type: ignore[arg-type]
     blob = json.dumps(data, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()[:12]

@@ -23,6 +23,20 @@ class Achieved(_Spec):
     """Fraction of `memory_bandwidth_gbps` a serving engine's kernels reach."""
     compute: float = Field(gt=0, le=1)
     """Fraction of `peak_tflops` a serving engine's GEMMs reach."""
+    bandwidth_by_dtype: dict[Dtype, float] = {}
+    """Fraction of `memory_bandwidth_gbps` at which matmuls stream weights of this data type,
+    where it differs from `bandwidth` (e.g. fp8 GEMV kernels that also quantize activations)."""
+    compute_by_dtype: dict[Dtype, float] = {}
+    """Fraction of that data type's `peak_tflops` its GEMMs reach, where it differs from `compute`."""
+    attention_compute: float | None = Field(default=None, gt=0, le=1)
+    """Fraction of the bf16 peak that attention kernels (flash prefill) reach; None: `compute`."""
+    multi_query_attention: float | None = Field(default=None, gt=0, le=1)
+    """Fraction of the achieved bandwidth at which attention reads the KV cache when a sequence
+    brings several new tokens over a cached context (verify passes, later prefill chunks), at full
+    occupancy; None: as fast as single-token decode (split-KV kernels)."""
+    dequant_compute: float = Field(default=1.0, gt=0, le=1)
+    """Fraction of the bf16 GEMM rate reached by dequantize-then-compute kernels (Marlin-style)
+    for weights whose data type the tensor cores do not run natively."""
 
 
 class HardwareSpec(_Spec):
@@ -41,6 +55,12 @@ class HardwareSpec(_Spec):
     achieved: Achieved
     step_overhead_ms: float = Field(ge=0)
     """Fixed cost of one forward pass (launches, sampling, scheduling), ms."""
+    engine_memory_gib: float | None = Field(default=None, gt=0)
+    """Memory an engine allocates against (what the driver reports as total), GiB; None:
+    `memory_gib`. gpu_memory_utilization is a share of this."""
+    sm_count: int | None = Field(default=None, ge=1)
+    """Streaming multiprocessors; bounds the occupancy of attention kernels that parallelize
+    over sequences x heads only (see `Achieved.multi_query_attention`). None: no bound."""
 
     def peak(self, dtype: str) -> float:
         """Peak TFLOP/s for `dtype`, falling back to bf16 where `dtype` is not native."""
@@ -91,6 +111,17 @@ class ModelSpec(_Spec):
     """The model's own multi-token-prediction head, if it ships one."""
     generated_gguf: GeneratedGguf | None = None
     """specexp writes this model's weights itself (no download), for real llama-server runs."""
+    linear_state_dtype: Literal["float32", "bfloat16"] = "float32"
+    """Hybrid models: data type of the linear-attention recurrent state (vLLM mamba_ssm_dtype);
+    it is read and written by every pass, so it sets bytes per step and state memory."""
+    yarn_factor: float | None = Field(default=None, gt=1)
+    """YaRN rope scaling enabled with this factor: context reaches max_position_embeddings x
+    factor. None: native context only."""
+    cache_block_tokens: int | None = Field(default=None, ge=1)
+    """Prefix-cache block an engine uses for this model with prefix caching on and no drafter,
+    tokens; None: the runtime's default. Hybrid models need large aligned blocks."""
+    cache_block_tokens_speculative: int | None = Field(default=None, ge=1)
+    """The same with a speculative drafter on (hybrid models: larger still); None: as without."""
 
 
 class QuantizationSpec(_Spec):
@@ -121,6 +152,9 @@ class RuntimeSpec(_Spec):
     max_num_seqs: int = Field(default=256, ge=1)
     start_timeout_s: float = Field(default=600.0, gt=0)
     request_timeout_s: float = Field(default=600.0, gt=0)
+    """Longest a whole request may take."""
+    stall_timeout_s: float = Field(default=120.0, gt=0)
+    """Longest wait for the next chunk of a stream before the request counts as hung."""
     executable: str | None = None
     """Path of the server binary; None means the runtime's default."""
     model_path: str | None = None
@@ -134,6 +168,12 @@ class RuntimeSpec(_Spec):
     """Extra argv appended to the server command, verbatim (a list, never a shell string)."""
     api_key_env: str | None = None
     """Name of the environment variable holding an API key; the key itself is never recorded."""
+    cache_block_tokens: int | None = Field(default=None, ge=1)
+    """Prefix-cache block size in tokens; None: the engine's choice for the model (16 for dense
+    models, the model's aligned block for hybrid ones). Reuse happens in whole blocks."""
+    prefix_cache_broken_versions: list[str] = []
+    """Versions of this runtime (fnmatch patterns) whose prefix cache silently never hits: it is
+    on and costs KV capacity, but nothing is reused. The simulator honours it for runtime.version."""
 
 
 class DrafterCost(_Spec):
@@ -171,6 +211,9 @@ class DrafterSpec(_Spec):
     requires_mtp_head: bool = False
     max_context: int | None = None
     """Context the drafter supports (no YaRN: stops at the native context)."""
+    supports_yarn: bool = True
+    """The drafter runs with YaRN rope scaling on the target; False: a server with YaRN enabled
+    fails at start, and the context stops at `max_context`."""
     cost: DrafterCost = DrafterCost()
     acceptance: dict[str, list[float]] = {}
     """Per workload class: fraction of drafts whose position i (1-based) is accepted."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,8 @@ from specexp.compose import resolved_config, to_spec
 from specexp.errors import SpecError, exit_on_spec_error
 from specexp.job import skipped_result
 from specexp.plan import Cell, make_cell, make_plan
-from specexp.record import write_result
+from specexp.record import complete_result, write_result
+from specexp import progress
 from specexp.runtimes import pool
 from specexp.summary import write_sweep_outputs
 
@@ -86,32 +87,39 @@ class Sweeper(HydraSweeper):
             cells = [self._cell(job) for job in jobs]
         except SpecError as err:
             exit_on_spec_error(err)
-        plan = make_plan(cells)
         sweep_dir = Path(self.config.hydra.sweep.dir)
+        rerun = any(r for _, r in cells)
+        plan = make_plan([c for c, _ in cells])
+        done = {} if rerun else {cell.run_id: complete_result(sweep_dir, cell.run_id) for _, cell in plan.run}
         sweep_dir.mkdir(parents=True, exist_ok=True)
         OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
-        print(describe_plan(jobs, plan), flush=True)
+        print(describe_plan(jobs, plan, done), flush=True)
+        plan = replace(plan, run=[(i, c) for i, c in plan.run if not done.get(c.run_id)])
         for index, cell, reason in plan.skipped:
             if cell.skip_reason and reason == cell.skip_reason:
                 config = cell.spec.model_dump(mode="json")
                 write_result(sweep_dir / job_dir_name(jobs[index], cell.run_id), skipped_result(cell, reason, jobs[index], config))
         batch = [[*jobs[i], f"hydra.sweep.subdir='{job_dir_name(jobs[i], cell.run_id)}'"] for i, cell in plan.run]
+        progress.start(len(batch))
         try:
             returns = self.launcher.launch(batch, initial_job_idx=0) if batch else []
             for r in returns:
                 _ = r.return_value
         finally:
+            progress.stop()
             pool.release()
             written = write_sweep_outputs(sweep_dir)
             print(f"sweep: {sweep_dir}\n" + "\n".join(f"  {p}" for p in written), flush=True)
         return [returns]
 
-    def _cell(self, overrides: list[str]) -> Cell:
+    def _cell(self, overrides: list[str]) -> tuple[Cell, bool]:
+        """The job's cell, and whether it asks for a re-run of complete jobs."""
         assert self.hydra_context is not None and self.config is not None
         cfg = self.hydra_context.config_loader.load_sweep_config(self.config, overrides)
         choices = OmegaConf.to_container(cfg.hydra.runtime.choices)
         assert isinstance(choices, dict)
-        return make_cell(to_spec(resolved_config(cfg), choices, overrides))
+        data = resolved_config(cfg)
+        return make_cell(to_spec(data, choices, overrides)), bool(data.get("rerun"))
 
 
 def expand(
@@ -137,10 +145,16 @@ def expand(
     return jobs
 
 
-def describe_plan(jobs: list[list[str]], plan: Any) -> str:
-    lines = [f"plan: {len(plan.run)} job(s) to run, {len(plan.skipped)} left out"]
+def describe_plan(jobs: list[list[str]], plan: Any, done: dict[str, Path | None]) -> str:
+    """What will run, what is already complete (resumed sweeps), what is left out and why."""
+    todo = [(i, c) for i, c in plan.run if not done.get(c.run_id)]
+    lines = [f"plan: {len(todo)} job(s) to run, {len(plan.run) - len(todo)} already complete, "
+             f"{len(plan.skipped)} left out"]
     for i, cell in plan.run:
-        lines.append(f"  run   {cell.run_id}  {' '.join(jobs[i]) or '(defaults)'}")
+        where = done.get(cell.run_id)
+        verb = "done " if where else "run  "
+        tail = f": already complete in {where.parent.name} (rerun=true runs it again)" if where else ""
+        lines.append(f"  {verb} {cell.run_id}  {' '.join(jobs[i]) or '(defaults)'}{tail}")
     for i, cell, reason in plan.skipped:
         lines.append(f"  skip  {cell.run_id}  {' '.join(jobs[i]) or '(defaults)'}: {reason}")
     return "\n".join(lines)

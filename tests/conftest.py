@@ -7,6 +7,8 @@ what a user sees, not how the pieces are wired inside.
 
 from __future__ import annotations
 
+import copy
+import functools
 import json
 import os
 import subprocess
@@ -31,7 +33,15 @@ CONDITION_KEYS = (
 
 
 def compose_config(overrides: Sequence[str] = ()) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(resolved config, Hydra's group choices) for `overrides`, as `python -m specexp` composes them."""
+    """(resolved config, Hydra's group choices) for `overrides`, as `python -m specexp` composes them.
+
+    Compositions are cached per session; callers get their own deep copy to mutate.
+    """
+    return copy.deepcopy(_composed(tuple(overrides)))
+
+
+@functools.lru_cache(maxsize=None)
+def _composed(overrides: tuple[str, ...]) -> tuple[dict[str, Any], dict[str, Any]]:
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
@@ -40,6 +50,9 @@ def compose_config(overrides: Sequence[str] = ()) -> tuple[dict[str, Any], dict[
     from specexp.compose import resolved_config
 
     experiments.register()
+    from hydra.core.global_hydra import GlobalHydra
+
+    GlobalHydra.instance().clear()  # whatever another test left initialized
     with initialize_config_dir(config_dir=str(paths.conf_dir()), version_base="1.3"):
         cfg = compose("config", overrides=list(overrides), return_hydra_config=True)
     choices = OmegaConf.to_container(cfg.hydra.runtime.choices)

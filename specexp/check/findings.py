@@ -35,7 +35,7 @@ RULES: Mapping[str, Rule] = MappingProxyType({
              "a condition that can move the metric is stated for one figure only",
              "find the other figure's value in its source, or say the comparison is unverified"),
         Rule("unstated_condition", "info",
-             "a condition that can move the metric is stated for neither figure",
+             "conditions that can move the metric are stated for neither figure (one finding lists them)",
              "the authors may share it; state it where the sources say it"),
         Rule("source_conflict", "error",
              "two entries of the same figure from the same source disagree on a condition",

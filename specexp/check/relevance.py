@@ -63,8 +63,8 @@ _DECODE = {
 }
 _E2E = {
     **_DECODE,
-    "cache": "e2e_tps includes time to first token, which a warm prefix shortens",
-    "prefix_caching": "e2e_tps includes time to first token, which the prefix cache can shorten",
+    "cache": "the rate includes the time to first token, which a warm prefix shortens",
+    "prefix_caching": "the rate includes the time to first token, which the prefix cache can shorten",
 }
 _AGGREGATE = {
     **_E2E,
@@ -81,9 +81,15 @@ _ACCEPTANCE = {
     "concurrency": "engines may turn speculation down under load; batch-variant kernels move ties",
 }
 _CAPACITY = {
-    **_DEVICE,
     "hardware": "device memory the KV cache is carved from",
+    "gpu_count": "more devices, more memory for KV",
+    "gpu_shared": "another resident engine holds part of the memory",
     "gpu_memory_utilization": "fraction of device memory the engine may take",
+    "model": "weight memory, and KV bytes per token",
+    "quantization": "weight memory left over for the KV cache",
+    "kv_cache_dtype": "bytes per cached token",
+    "runtime": "engines reserve memory differently (activations, CUDA graphs)",
+    "runtime_version": "memory accounting changes between versions",
     "drafter": "a drafter's weights and KV take memory from the target's cache",
     "k": "deeper drafts reserve more KV per sequence",
     "drafter_config": "tree drafts reserve more KV per sequence",

@@ -11,6 +11,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from specexp.check import load_figures
+from specexp.errors import SpecError
 from specexp.record import atomic_write, find_results
 from specexp.report.build import build_report
 from specexp.report.markdown import render_markdown
@@ -23,6 +25,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("-o", "--output", type=Path, default=Path("measurements.md"), help="Markdown report")
     parser.add_argument("--html", type=Path, default=None, help="also write this HTML report")
     parser.add_argument("--title", default=None, help="default: the experiment name, if all runs share one")
+    parser.add_argument("--cite", type=Path, action="append", default=[], metavar="FIGURES.yaml",
+                        help="published figures to set beside the runs (vocabulary.md section 4); repeatable")
     args = parser.parse_args(argv)
     missing = [d for d in args.dirs if not d.exists()]
     if missing:
@@ -32,12 +36,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not found:
         print(f"specexp.report: no result.json under {', '.join(map(str, args.dirs))}", file=sys.stderr)
         return 2
-    report = build_report(found, args.output.resolve().parent, title=args.title)
+    try:
+        cited = [load_figures(path) for path in args.cite]
+    except SpecError as err:
+        print(f"specexp.report: {err.line()}", file=sys.stderr)
+        return 2
+    report = build_report(found, args.output.resolve().parent, title=args.title, cited=cited)
     write_charts(report, args.output.resolve().parent / "charts")
     atomic_write(args.output, render_markdown(report))
     print(args.output)
     if args.html is not None:
-        html_report = build_report(found, args.html.resolve().parent, title=args.title)
+        html_report = build_report(found, args.html.resolve().parent, title=args.title, cited=cited)
         write_html(html_report, args.html)
         print(args.html)
     return 0

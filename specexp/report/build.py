@@ -10,6 +10,8 @@ from typing import Any
 from specexp.metrics import METRICS
 from specexp.report.blocks import Block, Chart, Heading, Paragraph, TableBlock
 from specexp.report.format import cell, code_span
+from specexp.check.figures import FigureSet
+from specexp.report.checks import check_sections
 from specexp.report.method import method_section
 from specexp.report.sections import (
     classify,
@@ -54,7 +56,11 @@ def banner(rows: Sequence[Row]) -> str | None:
     return None
 
 
-def build_report(found: Sequence[tuple[Path, dict[str, Any]]], report_dir: Path, title: str | None = None) -> Report:
+def build_report(
+    found: Sequence[tuple[Path, dict[str, Any]]], report_dir: Path, title: str | None = None,
+    cited: Sequence[FigureSet] = (),
+) -> Report:
+    """The whole report; `cited` adds published figures to compare with (`--cite`)."""
     results = [r for _, r in found]
     title = title or default_title(results)
     rows, failures = rows_of(found, report_dir)
@@ -66,7 +72,9 @@ def build_report(found: Sequence[tuple[Path, dict[str, Any]]], report_dir: Path,
     blocks += concurrency_section(sections["concurrency"], fixed)
     blocks += prefill_section(sections["prefill"], fixed)
     blocks += prefix_cache_section(sections["prefix_cache"], fixed)
+    blocks += check_sections(found, sections, report_dir, cited)
     blocks += failures_section(failures)
+    blocks += duplicates_section(found, report_dir)
     blocks += definitions(rows)
     blocks += runs_appendix(results, found, report_dir, failures)
     return Report(banner=banner(rows), title=title, blocks=_number_charts(blocks))
@@ -82,6 +90,31 @@ def _number_charts(blocks: list[Block]) -> list[Block]:
             block = replace(block, name=f"{n:02d}-{block.name.split('-')[0]}")
         out.append(block)
     return out
+
+
+def duplicates_section(found: Sequence[tuple[Path, dict[str, Any]]], report_dir: Path) -> list[Block]:
+    """Run ids recorded in more than one folder (results copied together from several nodes):
+    every copy is listed and shown in the tables, none is merged away silently."""
+    import os
+
+    copies: dict[str, list[tuple[Path, dict[str, Any]]]] = {}
+    for path, record in found:
+        copies.setdefault(str(record.get("run_id")), []).append((path, record))
+    repeated = {run_id: items for run_id, items in copies.items() if len(items) > 1}
+    if not repeated:
+        return []
+    body = []
+    for run_id, items in repeated.items():
+        for path, record in items:
+            prov = record.get("provenance") or {}
+            rel = os.path.relpath(path, report_dir)
+            body.append([code_span(run_id), cell(record.get("status")), cell(prov.get("host") or "—"),
+                         cell(prov.get("started_at") or "—"), f"[{cell(rel)}]({rel})"])
+    return [Heading("Runs recorded more than once"),
+            Paragraph(f"{len(repeated)} run id(s) appear in more than one folder. The same configuration was run "
+                      "more than once (on several nodes, or copied twice); every copy is listed here and appears "
+                      "in the tables above as its own row. Keep one copy to silence this."),
+            TableBlock(["run", "status", "host", "started", "record"], body)]
 
 
 def definitions(rows: Sequence[Row]) -> list[Block]:

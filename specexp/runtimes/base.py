@@ -69,6 +69,14 @@ class Runtime(ABC):
     def counters(self) -> Counters:
         """The engine's cumulative counters now."""
 
+    def log_tail(self) -> str:
+        """The last lines of the server's log, when specexp started the server."""
+        return ""
+
+    def notes(self) -> list[str]:
+        """What the runtime could not read (e.g. an unparsable /metrics), for the record."""
+        return []
+
     def reset_prefix_cache(self) -> bool:
         """Empty the engine's prefix cache; True when the engine confirmed it."""
         return False
@@ -79,6 +87,11 @@ class Runtime(ABC):
 
     def detokenize(self, tokens: list[int]) -> str | None:
         """Text of `tokens` by the server's tokenizer (None: this engine cannot say)."""
+        return None
+
+    def drafter_config(self) -> str | None:
+        """The `drafter_config` condition: the engine's drafter shape where k alone does not say
+        it (SGLang's steps/topk/draft-tokens, e.g. "3/1/4"); None: nothing to add."""
         return None
 
     def server_argv(self) -> list[str] | None:

@@ -28,13 +28,24 @@ class RawStream:
     chunks: list[tuple[float, dict[str, Any]]] = field(default_factory=list)
     status: int | None = None
     error: str | None = None
+    error_kind: str | None = None
     malformed: int = 0
+    done: bool = False
+    """The stream ended with `data: [DONE]` (or a finish_reason)."""
+
+    def fail(self, kind: str, message: str) -> None:
+        if self.error is None:
+            self.error_kind, self.error = kind, message
 
 
 async def stream_request(
-    client: httpx.AsyncClient, url: str, body: dict[str, Any], timeout_s: float
+    client: httpx.AsyncClient, url: str, body: dict[str, Any], timeout_s: float, stall_s: float | None = None
 ) -> RawStream:
-    """POST `body` with stream=true and collect every SSE `data:` chunk with its arrival time."""
+    """POST `body` with stream=true and collect every SSE `data:` chunk with its arrival time.
+
+    Never raises for what a server does: HTTP errors, hangs (no chunk for `stall_s`), dropped
+    connections, malformed or truncated streams end up in `error_kind` / `error`.
+    """
     raw = RawStream(sent_at=time.perf_counter())
     try:
         async with asyncio.timeout(timeout_s):
@@ -42,27 +53,52 @@ async def stream_request(
                 raw.status = response.status_code
                 if response.status_code != 200:
                     text = (await response.aread()).decode("utf-8", errors="replace")
-                    raw.error = f"HTTP {response.status_code}: {text[:500]}"
+                    raw.fail(_status_kind(response.status_code), f"HTTP {response.status_code}: {text[:500]}")
                     return raw
-                async for line in response.aiter_lines():
-                    now = time.perf_counter()
-                    if not line.startswith("data:"):
-                        continue
-                    data = line[5:].strip()
-                    if data == "[DONE]":
-                        break
-                    try:
-                        chunk = json.loads(data)
-                    except ValueError:
-                        raw.malformed += 1
-                        continue
-                    if isinstance(chunk, dict):
-                        raw.chunks.append((now, chunk))
+                await _read_events(response, raw, stall_s)
     except TimeoutError:
-        raw.error = f"timeout: no complete response after {timeout_s:g} s"
+        raw.fail("timeout", f"no complete response after {timeout_s:g} s")
+    except httpx.ReadTimeout:
+        raw.fail("stalled", f"no byte from the server for {stall_s or timeout_s:g} s")
     except httpx.HTTPError as err:
-        raw.error = f"{type(err).__name__}: {err}"
+        raw.fail("connection", f"{type(err).__name__}: {err}")
+    if raw.error is None and not raw.done:
+        raw.fail("truncated_stream", "the stream ended without [DONE] or a finish_reason")
     return raw
+
+
+async def _read_events(response: httpx.Response, raw: RawStream, stall_s: float | None) -> None:
+    lines = response.aiter_lines().__aiter__()
+    while True:
+        try:
+            line = await asyncio.wait_for(lines.__anext__(), stall_s) if stall_s else await lines.__anext__()
+        except StopAsyncIteration:
+            return
+        except TimeoutError:
+            raw.fail("stalled", f"no chunk for {stall_s:g} s")
+            return
+        now = time.perf_counter()
+        if not line.startswith("data:"):
+            continue
+        data = line[5:].strip()
+        if data == "[DONE]":
+            raw.done = True
+            return
+        try:
+            chunk = json.loads(data)
+        except ValueError:
+            raw.malformed += 1
+            continue
+        if isinstance(chunk, dict):
+            raw.chunks.append((now, chunk))
+            if any(isinstance(c, dict) and c.get("finish_reason") for c in chunk.get("choices") or []):
+                raw.done = True
+
+
+def _status_kind(status: int) -> str:
+    if status == 429:
+        return "http_429"
+    return "http_5xx" if status >= 500 else "http_4xx"
 
 
 def chunk_text(chunk: dict[str, Any]) -> str:
@@ -127,15 +163,15 @@ def to_trace(request_id: str, raw: RawStream, details: Callable[[RawStream], dic
     if completion is None:
         completion, source = sum(e.tokens for e in events), "client"
     engine_timings = extra.get("engine_timings") or timings
-    error = raw.error
-    if error is None and raw.malformed:
-        error = f"{raw.malformed} malformed chunk(s) in the stream"
-    if error is None and not events:
-        error = "stream ended without any generated token"
+    if raw.malformed:
+        raw.fail("malformed_stream", f"{raw.malformed} chunk(s) of the stream were not valid JSON")
+    if not events:
+        raw.fail("no_tokens", "the stream carried no generated token")
+    error, error_kind = raw.error, raw.error_kind
     return RequestTrace(
         request_id=request_id, sent_at=raw.sent_at, events=tuple(events), prompt_tokens=prompt,
         completion_tokens=completion, cached_prompt_tokens=cached, token_source=source,  # type: ignore[arg-type]
-        text="".join(texts), finish_reason=finish, engine_timings=engine_timings, error=error,
+        text="".join(texts), finish_reason=finish, engine_timings=engine_timings, error=error, error_kind=error_kind,
     )
 
 
@@ -153,9 +189,12 @@ async def stream_all(
     bodies: Sequence[tuple[str, str, dict[str, Any]]],
     timeout_s: float,
     headers: dict[str, str] | None = None,
+    stall_s: float | None = None,
 ) -> list[RawStream]:
     """Send every (path, request id, body) at once; return the raw streams in order."""
     limits = httpx.Limits(max_connections=max(len(bodies), 1) + 4, max_keepalive_connections=max(len(bodies), 1) + 4)
-    timeout = httpx.Timeout(timeout_s, connect=30.0)
+    # httpx's read timeout bounds every wait for bytes, the response headers included: a server
+    # that stops answering mid-request is a stalled request after stall_s, not after timeout_s.
+    timeout = httpx.Timeout(timeout_s, connect=30.0, read=stall_s or timeout_s)
     async with httpx.AsyncClient(base_url=base_url, headers=headers, limits=limits, timeout=timeout) as client:
-        return list(await asyncio.gather(*(stream_request(client, path, body, timeout_s) for path, _, body in bodies)))
+        return list(await asyncio.gather(*(stream_request(client, path, body, timeout_s, stall_s) for path, _, body in bodies)))

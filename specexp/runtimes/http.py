@@ -36,11 +36,17 @@ class HttpRuntime(Runtime):
 
     process: ServerProcess | None = None
     port: int | None = None
+    _notes: list[str] | None = None
 
     # -- what an engine module says -------------------------------------------------------
     def build_argv(self, port: int) -> list[str] | None:
         """The argv that starts this engine's server on 127.0.0.1:`port` (None: cannot start)."""
         return None
+
+    def server_env(self, port: int) -> dict[str, str]:
+        """Environment variables the started server needs besides specexp's own (Ollama's
+        OLLAMA_HOST: `ollama serve` takes no flags; vLLM's VLLM_SERVER_DEV_MODE)."""
+        return {}
 
     def served_model(self) -> str:
         """The model name requests carry."""
@@ -85,7 +91,7 @@ class HttpRuntime(Runtime):
             if argv is None:
                 raise RuntimeFailure("refused", "not_startable", f"runtime={self.name} needs runtime.url=http://...")
             try:
-                self.process = ServerProcess(argv, self.job_dir / "server.log")
+                self.process = ServerProcess(argv, self.job_dir / "server.log", env=self.server_env(self.port))
                 self.process.wait_ready(self.is_ready, self.spec.runtime.start_timeout_s)
             except RuntimeFailure as failure:
                 failure.argv = argv
@@ -125,7 +131,8 @@ class HttpRuntime(Runtime):
         bodies = [
             (self.chat_path if r.chat else self.completion_path, r.request_id, self.body(r)) for r in requests
         ]
-        raws = asyncio.run(stream_all(self.base_url, bodies, self.spec.runtime.request_timeout_s, self.headers()))
+        rt = self.spec.runtime
+        raws = asyncio.run(stream_all(self.base_url, bodies, rt.request_timeout_s, self.headers(), rt.stall_timeout_s))
         traces = [to_trace(r.request_id, raw, self.stream_details) for r, raw in zip(requests, raws)]
         if self.process is not None and not self.process.alive:
             raise RuntimeFailure("failed", "server_died", "the server exited while measuring", self.process.tail())
@@ -138,10 +145,25 @@ class HttpRuntime(Runtime):
             with self.sync_client() as client:
                 response = client.get(self.metrics_path)
             if response.status_code != 200:
+                self._note(f"{self.metrics_path} answered HTTP {response.status_code}: engine counters unavailable")
                 return Counters()
             return self.map_counters(promtext.parse(response.text))
-        except (httpx.HTTPError, ValueError):
-            return Counters()
+        except httpx.HTTPError as err:
+            self._note(f"{self.metrics_path} unreachable ({type(err).__name__}): engine counters unavailable")
+        except ValueError as err:
+            self._note(f"{self.metrics_path} is not a Prometheus exposition ({err}): engine counters unavailable")
+        return Counters()
+
+    def _note(self, text: str) -> None:
+        self._notes = self._notes or []
+        if text not in self._notes:
+            self._notes.append(text)
+
+    def notes(self) -> list[str]:
+        return list(self._notes or [])
+
+    def log_tail(self) -> str:
+        return self.process.tail() if self.process is not None else ""
 
     def stop(self) -> None:
         if self.process is not None:

@@ -86,7 +86,6 @@ class OllamaRuntime(HttpRuntime):
                 if key in model:
                     details[key] = model[key]
             details["draft_num_predict"] = modelfile_parameter(show.get("parameters"), "draft_num_predict")
-        details["k_settable"] = False
         details["k_requested"] = effective_k(self.spec)
         return EngineInfo(
             runtime=self.name,

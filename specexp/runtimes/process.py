@@ -87,6 +87,7 @@ class ServerProcess:
         if self.alive:
             try:
                 os.killpg(self.proc.pid, signal.SIGTERM)
+                os.killpg(self.proc.pid, signal.SIGCONT)  # a stopped (hung) server must wake to exit
                 self.proc.wait(grace_s)
             except (ProcessLookupError, subprocess.TimeoutExpired):
                 try:

@@ -106,7 +106,9 @@ class SglangRuntime(HttpRuntime):
         if drafter == "draft_model" and draft is None and spec.draft_model is not None:
             draft = spec.draft_model.hf_id
         if drafter in NEEDS_DRAFT and draft is None:
-            raise RuntimeFailure("refused", "missing_model", f"drafter={drafter} on SGLang needs runtime.draft_model_path")
+            raise RuntimeFailure(
+                "refused", "missing_model", f"drafter={drafter} on SGLang needs runtime.draft_model_path",
+            )
         if draft is not None and drafter != "ngram":
             args += ["--speculative-draft-model-path", draft]
         if drafter in CHAIN:
@@ -174,7 +176,8 @@ class SglangRuntime(HttpRuntime):
                     timings.update(ext["spec_tokens_details"])
                 if isinstance(ext.get("cached_tokens_details"), dict):
                     timings["cached_tokens_details"] = ext["cached_tokens_details"]
-            metas = [chunk.get("meta_info")] + [c.get("meta_info") for c in chunk.get("choices") or [] if isinstance(c, dict)]
+            choices = [c for c in chunk.get("choices") or [] if isinstance(c, dict)]
+            metas = [chunk.get("meta_info")] + [c.get("meta_info") for c in choices]
             for meta in metas:
                 if isinstance(meta, dict):
                     timings.update(meta)

@@ -108,7 +108,9 @@ class VllmRuntime(HttpRuntime):
         if drafter == "draft_model" and draft is None and spec.draft_model is not None:
             draft = spec.draft_model.hf_id
         if drafter in NEEDS_DRAFT and draft is None:
-            raise RuntimeFailure("refused", "missing_model", f"drafter={drafter} on vLLM needs runtime.draft_model_path")
+            raise RuntimeFailure(
+                "refused", "missing_model", f"drafter={drafter} on vLLM needs runtime.draft_model_path",
+            )
         if draft is not None and drafter in NEEDS_DRAFT | {"dspark"}:
             config["model"] = draft
         if drafter == "ngram":

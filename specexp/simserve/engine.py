@@ -1,20 +1,23 @@
 """The simulator's engine stepped in real time, with requests arriving while it runs.
 
 `SimEngine.run` takes a whole window at once; a server gets requests one by one. This loop
-keeps SimEngine's own step (`SimEngine._step`: one forward pass over every running sequence's
-verify tokens plus prefill chunks up to the token budget, drafting, acceptance draws, counters),
-and adds what a server needs around it:
+keeps SimEngine's own forward pass (`SimEngine._step`: every running sequence's verify tokens
+plus prefill chunks up to the token budget, drafting, acceptance draws, counters) and adds what
+a server needs around it:
 
-- arrivals: a request that arrives while a step runs joins the next step, as in vLLM's
-  scheduler; an idle engine starts its next step at the arrival;
+- arrivals: a request that arrives while a step runs is scheduled before the next step, as in
+  vLLM's scheduler; an idle engine starts its next step at the arrival;
+- scheduling: first come, first served, up to max_num_seqs, and (where the engine has a KV
+  pool) only while the pool can hold the request whole, prompt + max_tokens + k;
 - real time: the simulated clock runs at `speed` x the wall clock (wall seconds = simulated
   seconds / speed, from `t0`); the tokens of a step are delivered when the step ends on the
   wall clock, never earlier;
 - lag: when delivery falls more than `max_lag_s` (wall) behind the schedule, the simulated
-  clock is moved up to now before the next step, like a real engine whose step ran long (every
-  such move is counted in `resyncs`);
-- prefix caching on the server's own blocks (`prompts.BlockCache`) instead of the window
-  engine's cache groups.
+  clock is moved up to now before the next step, like a real engine whose step ran long
+  (counted in `stats.resyncs`);
+- prefix caching on the server's own chained blocks (`prompts.BlockCache`, LRU over the KV
+  capacity in blocks) instead of the window engine's cache groups; a hybrid model resumes
+  only where a state snapshot was kept (every prefill chunk end and a prompt's last block).
 
 Every delivery is recorded with its simulated time, its intended send time on the server's
 clock (`time.perf_counter`) and, once the HTTP layer wrote it, its actual send time.
@@ -33,12 +36,12 @@ from typing import Any
 from specexp.events import Counters, EngineInfo, Request
 from specexp.runtimes.sim import SimRuntime
 from specexp.runtimes.sim.engine import SimEngine, _Seq
-from specexp.simserve.prompts import BLOCK_TOKENS, BlockCache
+from specexp.simserve.prompts import BLOCK_TOKENS, BlockCache, block_hashes
 from specexp.spec import ExperimentSpec
 
 PRECISE_SLEEP_S = 0.0015
 """The last part of every wait is a blocking `time.sleep` (nanosecond timer) rather than the
-event loop's millisecond-rounded poll timeout, so steps end within ~0.1 ms of schedule."""
+event loop's poll timeout, so that steps end close to their schedule."""
 
 
 @dataclass
@@ -73,7 +76,8 @@ class Job:
     request_id: str
     prompt_tokens: int
     max_tokens: int
-    block_hashes: list[int]
+    units: tuple[Any, ...]
+    """The prompt's token units (prompts.prompt_units), for the prefix cache."""
     sink: Sink
     arrived: float = field(default_factory=time.perf_counter)
     """Server clock when the request (headers and body) had been read."""
@@ -83,6 +87,9 @@ class Job:
     finished: asyncio.Future[None] | None = None
     aborted: bool = False
     seq: _Seq | None = None
+    held: float = 0.0
+    """KV pool bytes reserved while it runs."""
+    hashes: list[int] = field(default_factory=list)
 
     @property
     def generated(self) -> int:
@@ -111,12 +118,23 @@ class RealTimeEngine:
         self.speed = speed
         self.max_lag_s = max_lag_s
         runtime = SimRuntime(spec, Path("."))
-        self.info: EngineInfo = runtime.start()  # raises RuntimeFailure (out of memory)
+        self.info: EngineInfo = runtime.start()  # raises RuntimeFailure (out of memory, context)
         self.sim: SimEngine = runtime.engine
         self.k = self.sim.k
+        self.max_model_len = int(self.info.details.get("max_model_len") or spec.runtime.max_model_len
+                                 or spec.model.max_position_embeddings)
+        self.block = int(getattr(self.sim, "cache_block_tokens", 0) or BLOCK_TOKENS)
+        # Where the engine has them (SimEngine's KV pool and cache layout), they bound admission
+        # and say whether the cache serves hits at all and where a hybrid model can resume.
+        self._pool = getattr(self.sim, "pool", None)
+        self._memory = getattr(self.sim, "memory", None)
+        layout = getattr(self.sim, "layout", None)
         self.prefix_caching = spec.runtime.prefix_caching
-        capacity = (self.info.kv_cache_tokens or 0) // BLOCK_TOKENS
-        self.cache = BlockCache(capacity)
+        self.cache_hits = self.prefix_caching and (layout is None or bool(layout.enabled and layout.hits))
+        self._chunk_blocks = 0
+        if layout is not None and getattr(layout, "hybrid", False):
+            self._chunk_blocks = max(1, int(layout.chunk_tokens) // self.block)
+        self.cache = BlockCache((self.info.kv_cache_tokens or 0) // self.block)
         self.stats = Stats()
         self.t0 = time.perf_counter()
         self._arrivals: deque[Job] = deque()
@@ -136,17 +154,25 @@ class RealTimeEngine:
         """Queue `job`; the future resolves when its last token was delivered (or it was aborted)."""
         job.finished = asyncio.get_running_loop().create_future()
         job.sim_arrived = self.sim_at(job.arrived)
+        job.hashes = block_hashes(job.units, self.block)
         self._arrivals.append(job)
         if self._wakeup is not None:
             self._wakeup.set()
         return job.finished
 
-    def _admit(self, job: Job) -> None:
+    def _schedule(self, job: Job) -> bool:
+        """Look up `job`'s cached prefix and reserve its KV; False: it has to wait."""
         cached = 0
+        if self.cache_hits:
+            # At least the prompt's last token is computed, so at most (prompt - 1) // block blocks.
+            limit = (job.prompt_tokens - 1) // self.block
+            cached = self.cache.match(job.hashes[:limit], snapshots_only=self._chunk_blocks > 0) * self.block
+        if self._pool is not None and self._memory is not None:
+            need = float(self._memory.need(job.prompt_tokens - cached + job.max_tokens + self.k))
+            if not self._pool.reserve(need):
+                return False
+            job.held = need
         if self.prefix_caching:
-            matched = self.cache.match(job.block_hashes) * BLOCK_TOKENS
-            usable = min(matched, job.prompt_tokens - 1)
-            cached = usable - usable % BLOCK_TOKENS
             self.stats.prefix_queries += job.prompt_tokens
             self.stats.prefix_hits += cached
         job.cached_tokens = cached
@@ -156,7 +182,17 @@ class RealTimeEngine:
         request = Request(request_id=job.request_id, prompt="", prompt_tokens=job.prompt_tokens,
                           max_tokens=job.max_tokens)
         job.seq = _Seq(request=request, sent_at=job.sim_arrived, cached=cached, prefilled=cached)
-        self.waiting.append(job)
+        return True
+
+    def _remember(self, job: Job) -> None:
+        """A finished prefill: its whole blocks enter the prefix cache."""
+        if not self.prefix_caching:
+            return
+        snapshots = None
+        if self._chunk_blocks:
+            n = len(job.hashes)
+            snapshots = {i for i in range(self._chunk_blocks, n + 1, self._chunk_blocks)} | {n}
+        self.cache.insert(job.hashes, snapshots)
 
     def reset_prefix_cache(self) -> None:
         self.cache.clear()
@@ -180,18 +216,20 @@ class RealTimeEngine:
         self._wakeup = asyncio.Event()
         sim = self.sim
         while True:
-            idle = not self.running and not self.waiting
-            while self._arrivals:
-                job = self._arrivals.popleft()
-                if idle:
-                    # An idle engine starts at the first arrival, not at the next wake-up.
-                    sim.clock = max(sim.clock, job.sim_arrived)
-                    idle = False
-                self._admit(job)
+            if self._arrivals and not self.running and not self.waiting:
+                # An idle engine starts at the first arrival, not at the next wake-up.
+                sim.clock = max(sim.clock, self._arrivals[0].sim_arrived)
+            self.waiting.extend(self._arrivals)
+            self._arrivals.clear()
             while self.waiting and len(self.running) < sim.max_num_seqs:
-                job = self.waiting.popleft()
-                if not job.aborted:
-                    self.running.append(job)
+                job = self.waiting[0]
+                if job.aborted:
+                    self.waiting.popleft()
+                    self._close(job)
+                    continue
+                if not self._schedule(job):
+                    break  # first come, first served: the head waits for KV
+                self.running.append(self.waiting.popleft())
             if not self.running:
                 self._wakeup.clear()
                 await self._wakeup.wait()
@@ -201,42 +239,46 @@ class RealTimeEngine:
                 sim.clock = self.sim_at(now)
                 self.stats.resyncs += 1
             marks = [(job, len(job.seq.events), job.seq.in_prefill) for job in self.running if job.seq]
-            sim._step([job.seq for job, _, _ in marks])  # SimEngine's own step
+            sim._step([job.seq for job, _, _ in marks])  # SimEngine's own forward pass
             self.stats.steps += 1
             due = self.wall(sim.clock)
             await _sleep_until(due)
             for job, before, was_prefill in marks:
                 self._deliver(job, before, was_prefill, due)
-            self.running = [job for job in self.running if not self._over(job)]
+            still = []
+            for job in self.running:
+                if job.aborted or (job.seq is not None and job.seq.done):
+                    self._close(job)
+                else:
+                    still.append(job)
+            self.running = still
 
     def _deliver(self, job: Job, before: int, was_prefill: bool, due: float) -> None:
         seq = job.seq
         assert seq is not None
-        if was_prefill and not seq.in_prefill and self.prefix_caching:
-            self.cache.insert(job.block_hashes)
+        if was_prefill and not seq.in_prefill:
+            self._remember(job)
         if job.aborted:
             return
-        done = 0
-        for event in seq.events[before:]:
-            done += event.tokens
-        if not done:
+        tokens = sum(event.tokens for event in seq.events[before:])
+        if not tokens:
             return
         final = seq.done
-        delivery = Delivery(tokens=done, completion_tokens=seq.generated, sim_t=seq.events[-1].t, scheduled=due)
+        delivery = Delivery(tokens=tokens, completion_tokens=seq.generated, sim_t=seq.events[-1].t, scheduled=due)
         job.deliveries.append(delivery)
         if not job.sink(job, delivery, final):
             job.aborted = True
         elif final:
             self.stats.finished += 1
 
-    def _over(self, job: Job) -> bool:
-        seq = job.seq
-        over = job.aborted or (seq is not None and seq.done)
-        if over and job.finished is not None and not job.finished.done():
-            if job.aborted:
-                self.stats.aborted += 1
+    def _close(self, job: Job) -> None:
+        if self._pool is not None and job.held:
+            self._pool.release(job.held)
+            job.held = 0.0
+        if job.aborted:
+            self.stats.aborted += 1
+        if job.finished is not None and not job.finished.done():
             job.finished.set_result(None)
-        return over
 
 
 async def _sleep_until(deadline: float) -> None:

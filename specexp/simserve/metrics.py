@@ -52,6 +52,10 @@ class EngineCollector(Collector):
                             "Prefix cache queries, in terms of number of queried tokens.", e.stats.prefix_queries)
         yield self._counter("vllm:prefix_cache_hits",
                             "Prefix cache hits, in terms of number of cached tokens.", e.stats.prefix_hits)
+        info = GaugeMetricFamily("vllm:cache_config_info", "Information of the LLMEngine CacheConfig",
+                                 labels=["block_size", "enable_prefix_caching", "num_gpu_blocks"])
+        info.add_metric([str(e.block), str(e.prefix_caching), str(e.cache.capacity)], 1.0)
+        yield info
         success = CounterMetricFamily("vllm:request_success", "Count of successfully processed requests.",
                                       labels=[*self.labels, "finished_reason"])
         success.add_metric([*self.labels.values(), "length"], e.stats.finished, created=self.created)

@@ -7,7 +7,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from specexp.simserve.prompts import PromptError, block_hashes, chat_text, output_text, prompt_units
+from specexp.simserve.prompts import PromptError, chat_text, output_text, prompt_units
 
 
 class ApiError(Exception):
@@ -33,7 +33,7 @@ class Completion:
     request_id: str
     model: str
     prompt_tokens: int
-    block_hashes: list[int]
+    units: tuple[Any, ...]
     max_tokens: int
     stream: bool
     include_usage: bool
@@ -83,7 +83,7 @@ def parse(kind: Literal["chat", "completion"], raw: bytes, header_id: str | None
     request_id = str(body.get("request_id") or header_id or uuid.uuid4().hex)
     stream = bool(body.get("stream", False))
     return Completion(
-        kind=kind, request_id=request_id, model=model, prompt_tokens=count, block_hashes=block_hashes(units),
+        kind=kind, request_id=request_id, model=model, prompt_tokens=count, units=units,
         max_tokens=limit, stream=stream,
         include_usage=stream and bool(options.get("include_usage", False)),
         continuous_usage=stream and bool(options.get("continuous_usage_stats", False)),

@@ -70,7 +70,7 @@ class SimServer:
         rt = spec.runtime
         self.model = rt.served_model_name or spec.model.hf_id or spec.model.name
         self.models = list(dict.fromkeys([self.model, spec.model.name, *([spec.model.hf_id] if spec.model.hf_id else [])]))
-        self.max_model_len = rt.max_model_len or spec.model.max_position_embeddings
+        self.max_model_len = self.engine.max_model_len
         self.exporter = Exporter(self.engine, self.model)
         self.records: OrderedDict[str, _Record] = OrderedDict()
         self.server: asyncio.Server | None = None
@@ -111,13 +111,13 @@ class SimServer:
                     return
                 try:
                     method, target, version, headers = _parse_head(head)
+                    length = int(headers.get("content-length", "0") or 0)
                 except ValueError:
                     _write_json(writer, 400, {"detail": "malformed request"}, close=True)
                     return
                 if "chunked" in headers.get("transfer-encoding", "").lower():
                     _write_json(writer, 400, {"detail": "chunked request bodies are not supported"}, close=True)
                     return
-                length = int(headers.get("content-length", "0") or 0)
                 body = await reader.readexactly(length) if length > 0 else b""
                 arrived = time.perf_counter()
                 connection = headers.get("connection", "").lower()
@@ -219,7 +219,7 @@ class SimServer:
         else:
             sink = _buffer_sink(writer)
         job = Job(request_id=req.request_id, prompt_tokens=req.prompt_tokens, max_tokens=req.max_tokens,
-                  block_hashes=req.block_hashes, sink=sink, arrived=arrived)
+                  units=req.units, sink=sink, arrived=arrived)
         record = _Record(req, job, self.engine)
         self.records[req.request_id] = record
         self.records.move_to_end(req.request_id)

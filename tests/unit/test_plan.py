@@ -81,54 +81,60 @@ def test_cells_of_one_server_configuration_are_adjacent(make_spec: Spec) -> None
 # --- on the command line ----------------------------------------------------------------
 
 
-def test_sweep_runs_a_k_without_drafter_once(
-    specexp_cli: Cli, tmp_path: Path, read_results: Callable[[Path], list[dict[str, Any]]]
-) -> None:
-    sweep = tmp_path / "sweep"
-    proc = specexp_cli("-m", "drafter=none", "k=3,8", "workload.output_tokens=16", f"hydra.sweep.dir={sweep}")
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory: pytest.TempPathFactory, specexp_cli: Cli) -> tuple[Path, tuple[str, ...], Any]:
+    """drafter=none,mtp x k=3,8 on a model without an MTP head: one real job, one duplicate, two
+    meaningless cells."""
+    root = tmp_path_factory.mktemp("plan") / "sweep"
+    args = ("-m", "drafter=none,mtp", "k=3,8", "model=qwen3-8b", "workload.output_tokens=16",
+            f"hydra.sweep.dir={root}")
+    proc = specexp_cli(*args)
     assert proc.returncode == 0, proc.stderr
-    results = read_results(sweep)
-    assert len(results) == 1
-    assert results[0]["status"] == "ok" and results[0]["conditions"]["k"] is None
-    assert proc.stdout.count(f"job {results[0]['run_id']}: ok") == 1
-    assert "1 left out" in proc.stdout and "k=8" in proc.stdout
+    return root, args, proc
+
+
+def test_sweep_runs_a_k_without_drafter_once(
+    sweep: tuple[Path, tuple[str, ...], Any], read_results: Callable[[Path], list[dict[str, Any]]]
+) -> None:
+    root, _, proc = sweep
+    ran = [r for r in read_results(root) if r["conditions"]["drafter"] == "none"]
+    assert len(ran) == 1
+    assert ran[0]["status"] == "ok" and ran[0]["conditions"]["k"] is None
+    # The plan says which cell was left out and why.
+    [left_out] = [x for x in proc.stdout.splitlines() if "drafter=none k=8" in x and ran[0]["run_id"] in x]
+    assert "k=8" in left_out
 
 
 def test_sweep_records_a_meaningless_cell_as_skipped(
-    specexp_cli: Cli, tmp_path: Path, read_results: Callable[[Path], list[dict[str, Any]]],
+    sweep: tuple[Path, tuple[str, ...], Any], read_results: Callable[[Path], list[dict[str, Any]]],
     jsonl: Callable[[Path], list[dict[str, Any]]],
 ) -> None:
-    sweep = tmp_path / "sweep"
-    proc = specexp_cli("-m", "drafter=mtp,none", "model=qwen3-8b", "workload.output_tokens=16",
-                       f"hydra.sweep.dir={sweep}")
-    assert proc.returncode == 0, proc.stderr
-    by_drafter = {r["conditions"]["drafter"]: r for r in read_results(sweep)}
-    skipped = by_drafter["mtp"]
-    assert skipped["status"] == "skipped"
-    assert "MTP head" in skipped["error"]["message"] and "qwen3-8b" in skipped["error"]["message"]
-    assert skipped["measurements"] == []
-    assert by_drafter["none"]["status"] == "ok"
-    assert "skip" in proc.stdout and "MTP head" in proc.stdout
-    assert {line["status"] for line in jsonl(sweep / "results.jsonl")} == {"ok", "skipped"}
-    text = (sweep / "measurements.md").read_text(encoding="utf-8")
-    assert skipped["run_id"] in text and "MTP head" in text
+    root, _, proc = sweep
+    skipped = [r for r in read_results(root) if r["conditions"]["drafter"] == "mtp"]
+    assert sorted(r["conditions"]["k"] for r in skipped) == [3, 8]
+    for r in skipped:
+        assert r["status"] == "skipped"
+        assert "MTP head" in r["error"]["message"] and "qwen3-8b" in r["error"]["message"]
+        assert r["measurements"] == []
+        assert any(r["run_id"] in x and "MTP head" in x for x in proc.stdout.splitlines())
+    assert sorted(line["status"] for line in jsonl(root / "results.jsonl")) == ["ok", "skipped", "skipped"]
+    text = (root / "measurements.md").read_text(encoding="utf-8")
+    assert all(r["run_id"] in text for r in skipped) and "MTP head" in text
 
 
 def test_rerunning_a_sweep_skips_complete_jobs_and_says_so(
-    specexp_cli: Cli, tmp_path: Path, read_results: Callable[[Path], list[dict[str, Any]]]
+    sweep: tuple[Path, tuple[str, ...], Any], specexp_cli: Cli,
+    read_results: Callable[[Path], list[dict[str, Any]]],
 ) -> None:
-    sweep = tmp_path / "sweep"
-    args = ("-m", "drafter=mtp", "k=3,8", "workload.output_tokens=16", f"hydra.sweep.dir={sweep}")
-    first = specexp_cli(*args)
-    assert first.returncode == 0, first.stderr
-    snapshot = {p: p.read_bytes() for p in sweep.rglob("result.json")}
-    assert len(snapshot) == 2
-    second = specexp_cli(*args)
-    assert second.returncode == 0, second.stderr
-    assert {p: p.read_bytes() for p in sweep.rglob("result.json")} == snapshot
-    for result in read_results(sweep):
-        line = next(x for x in second.stdout.splitlines() if x.startswith(f"job {result['run_id']}:"))
-        assert "already complete" in line
+    root, args, _ = sweep
+    [done] = [r for r in read_results(root) if r["status"] == "ok"]
+    [path] = [p for p in root.rglob("result.json") if done["run_id"] in p.parent.name]
+    before = path.read_bytes()
+    again = specexp_cli(*args)
+    assert again.returncode == 0, again.stderr
+    assert path.read_bytes() == before
+    assert len(list(root.rglob("result.json"))) == 3
+    assert any(done["run_id"] in x and "already complete" in x for x in again.stdout.splitlines()), again.stdout
 
 
 @pytest.mark.parametrize("k", ["3", "8"])

@@ -1,6 +1,6 @@
 """specexp.sim_serve: the simulator behind an OpenAI-compatible HTTP server, in real time.
 
-One server (hardware=h200 drafter=mtp k=3) runs in a subprocess at --speed 4 for the module;
+One server (hardware=h200 model=qwen3.8-27b quantization=fp8 drafter=mtp k=3) runs in a subprocess at --speed 4 for the module;
 requests go through specexp's own measurement client (stream_all / to_trace), and what the
 client measured is held against the schedule the server records for every chunk
 (GET /debug/requests/{id}: sim_t, scheduled and sent on the shared perf_counter clock).
@@ -50,6 +50,7 @@ def test_prefix_cache_matches_leading_whole_blocks_only() -> None:
     shared = "x" * (4 * BLOCK_TOKENS * 2)  # two whole blocks
     a = block_hashes(prompt_units(shared + "a" * 100)[1])
     b = block_hashes(prompt_units(shared + "b" * 100)[1])
+    assert len(a) == 3
     cache = BlockCache(capacity_blocks=100)
     assert cache.match(a) == 0
     cache.insert(a)
@@ -63,6 +64,18 @@ def test_prefix_cache_matches_leading_whole_blocks_only() -> None:
     assert small.match(a) == 0 and small.match(c) == 2  # least recently used first
 
 
+def test_hybrid_prefix_resumes_only_at_state_snapshots() -> None:
+    units = prompt_units("z" * 4 * 10 * 4)[1]  # 40 tokens: 10 blocks of 4
+    hashes = block_hashes(units, 4)
+    cache = BlockCache(capacity_blocks=100)
+    cache.insert(hashes, snapshots={3, 6, 10})  # chunk ends every 3 blocks, and the last block
+    assert cache.match(hashes) == 10
+    assert cache.match(hashes, snapshots_only=True) == 10
+    assert cache.match(hashes[:9], snapshots_only=True) == 6  # block 9 has no state to resume from
+    assert cache.match(hashes[:5], snapshots_only=True) == 3
+    assert cache.match(hashes[:2], snapshots_only=True) == 0
+
+
 # -- the server ----------------------------------------------------------------------------
 
 
@@ -71,7 +84,8 @@ def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     import sys
 
     port = free_port()
-    argv = [sys.executable, "-m", "specexp.sim_serve", "hardware=h200", "drafter=mtp", f"k={K}",
+    argv = [sys.executable, "-m", "specexp.sim_serve", "hardware=h200", "model=qwen3.8-27b", "quantization=fp8",
+            "drafter=mtp", f"k={K}",
             "--port", str(port), "--speed", str(SPEED)]
     server = ServerProcess(argv, tmp_path_factory.mktemp("sim_serve") / "server.log")
     url = f"http://127.0.0.1:{port}"
@@ -138,8 +152,17 @@ def test_stream_ends_with_usage_chunk_and_done(base_url: str) -> None:
     assert all("usage" not in c for c in chunks[:-1])  # no continuous_usage_stats asked for
 
 
+def _tokens_for(base_url: str, wall_s: float) -> int:
+    """max_tokens whose decode takes about `wall_s` on this server (probed, so that the test
+    does not depend on the cost model's numbers)."""
+    _stream(base_url, [_chat("probe-1", 32, **USAGE)])
+    chunks = _record(base_url, "probe-1")["chunks"][1:]
+    per_s = sum(c["tokens"] for c in chunks[1:]) / (chunks[-1]["scheduled"] - chunks[0]["scheduled"])
+    return max(64, min(5000, int(per_s * wall_s)))
+
+
 def test_client_timing_matches_the_server_schedule(base_url: str) -> None:
-    n = 400
+    n = _tokens_for(base_url, 0.45)
     raw = _stream(base_url, [_chat("timing-1", n, **USAGE)])[0]
     trace = to_trace("timing-1", raw)
     assert trace.error is None
@@ -169,7 +192,8 @@ def test_client_timing_matches_the_server_schedule(base_url: str) -> None:
 
 def test_metrics_count_drafts_tokens_and_prefix_hits(base_url: str) -> None:
     n = 64
-    prompt = "Refactor this module. " + "def f(x):\n    return x + 1\n" * 8  # ~60 tokens
+    prompt = ("Refactor this module. " + "def f(x):\n    return x + 1\n" * 300)[:6794]
+    assert math.ceil(len(f"user: {prompt}") / 4) == 1700  # not a whole number of 16- or 1600-token blocks
     before = _metrics(base_url)
     raw = _stream(base_url, [_chat("metrics-1", n, prompt, **USAGE)])[0]
     after = _metrics(base_url)
@@ -185,20 +209,21 @@ def test_metrics_count_drafts_tokens_and_prefix_hits(base_url: str) -> None:
                                      promtext.positions(before, "vllm:spec_decode_num_accepted_tokens_per_pos_total") or ())]
     chunks = _record(base_url, "metrics-1")["chunks"]
     assert delta("vllm:generation_tokens_total") == n
-    assert delta("vllm:prompt_tokens_total") == trace.prompt_tokens == math.ceil(len(f"user: {prompt}") / 4)
+    assert delta("vllm:prompt_tokens_total") == trace.prompt_tokens == 1700
     assert drafts == len(chunks) - 1  # one verify step per chunk after the prefill's token
     assert delta("vllm:spec_decode_num_draft_tokens_total") == K * drafts
     assert len(per_pos) == K and sum(per_pos) == accepted
     assert per_pos == sorted(per_pos, reverse=True)  # position i+1 only after position i
     assert n - 1 <= accepted + drafts <= n - 1 + K  # the last step is cut at max_tokens
-    assert delta("vllm:prefix_cache_queries_total") == trace.prompt_tokens
+    assert delta("vllm:prefix_cache_queries_total") == 1700
     assert delta("vllm:prefix_cache_hits_total") == 0
     # The same prompt again: its whole leading blocks come from the prefix cache.
+    block = int(next(s.labels["block_size"] for s in after if s.name == "vllm:cache_config_info"))
     mid = _metrics(base_url)
     again = to_trace("metrics-2", _stream(base_url, [_chat("metrics-2", 4, prompt, **USAGE)])[0])
     hits = (promtext.total(_metrics(base_url), "vllm:prefix_cache_hits_total") or 0) - (
         promtext.total(mid, "vllm:prefix_cache_hits_total") or 0)
-    assert again.cached_prompt_tokens == hits == (trace.prompt_tokens - 1) // BLOCK_TOKENS * BLOCK_TOKENS > 0
+    assert again.cached_prompt_tokens == hits == 1699 // block * block > 0
 
 
 def test_concurrent_requests_share_forward_passes(base_url: str) -> None:
@@ -223,3 +248,18 @@ def test_completions_endpoint_non_stream_and_errors(base_url: str) -> None:
         too_long = client.post("/v1/completions", json={"prompt": "hi", "max_tokens": 10**7})
         assert too_long.status_code == 400 and too_long.json()["object"] == "error"
         assert client.post("/v1/completions", json={"model": "other", "prompt": "hi"}).status_code == 404
+
+
+def test_a_client_that_goes_away_is_aborted(base_url: str) -> None:
+    import time
+
+    with httpx.Client(base_url=base_url, timeout=10.0) as client:
+        with client.stream("POST", "/v1/chat/completions", json=_chat("gone-1", 5000)) as response:
+            lines = response.iter_lines()
+            assert next(line for line in lines if line.startswith("data:"))
+    deadline = time.monotonic() + 5
+    while not (rec := _record(base_url, "gone-1"))["finished"] and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert rec["finished"] and rec["aborted"] and rec["completion_tokens"] < 5000
+    running = promtext.total(promtext.parse(httpx.get(f"{base_url}/metrics").text), "vllm:num_requests_running")
+    assert running == 0

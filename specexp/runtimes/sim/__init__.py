@@ -6,12 +6,10 @@ from collections.abc import Sequence
 
 from specexp import __version__
 from specexp.events import Counters, EngineInfo, Request, RequestTrace
-from specexp.plan import effective_k
-from specexp.runtimes.base import RUNTIMES, Runtime, RuntimeFailure
-from specexp.runtimes.sim.costmodel import CostModel
+from specexp.runtimes.base import RUNTIMES, Runtime
 from specexp.runtimes.sim.drafting import AcceptanceModel, DraftCost
 from specexp.runtimes.sim.engine import SimEngine
-from specexp.runtimes.sim.memory import memory_plan
+from specexp.runtimes.sim.server import plan_server
 
 GIB = 1024**3
 
@@ -25,43 +23,40 @@ class SimRuntime(Runtime):
     engine: SimEngine
 
     def start(self) -> EngineInfo:
-        spec = self.spec
-        target = CostModel.build(spec.hardware, spec.model, spec.quantization, spec.runtime.kv_cache_dtype)
-        draft_model = None
-        if spec.drafter.cost.uses_draft_model and spec.draft_model is not None:
-            draft_model = CostModel.build(spec.hardware, spec.draft_model, spec.quantization, spec.runtime.kv_cache_dtype)
-        memory = memory_plan(spec, target, draft_model)
-        if memory.kv_bytes <= 0:
-            raise RuntimeFailure(
-                "refused", "out_of_memory",
-                f"weights need {memory.weight_bytes / GIB:.1f} GiB but only {memory.budget_bytes / GIB:.1f} GiB "
-                f"of {spec.hardware.memory_gib:g} GiB is available at gpu_memory_utilization "
-                f"{spec.runtime.gpu_memory_utilization:g}",
-            )
-        k = effective_k(spec) or 0
+        """Plan memory and context as a real engine does (RuntimeFailure where it refuses)."""
+        spec, rt = self.spec, self.spec.runtime
+        plan = plan_server(spec)
+        target, memory, layout, k = plan.target, plan.memory, plan.layout, plan.k
         draft = acceptance = None
-        if spec.drafter.kind != "none" and k > 0:
-            draft = DraftCost(spec.drafter, target, draft_model, spec.quantization)
-            acceptance = AcceptanceModel(
-                spec.drafter, spec.workload.acceptance_class, spec.quantization.name, spec.seed
-            )
+        if k > 0:
+            draft = DraftCost(spec.drafter, target, plan.draft_model, spec.quantization)
+            acceptance = AcceptanceModel(spec.drafter, spec.workload.acceptance_class, spec.quantization.name,
+                                         spec.seed)
         self.engine = SimEngine(
             target, draft, acceptance, k,
-            max_num_batched_tokens=spec.runtime.max_num_batched_tokens,
-            max_num_seqs=spec.runtime.max_num_seqs,
-            prefix_caching=spec.runtime.prefix_caching,
-            cache_block_tokens=16,
+            max_num_batched_tokens=rt.max_num_batched_tokens,
+            max_num_seqs=rt.max_num_seqs,
+            prefix_caching=rt.prefix_caching,
+            cache_block_tokens=layout.block_tokens,
+            layout=layout,
+            memory=memory,
         )
-        return EngineInfo(
-            runtime="sim",
-            version=spec.runtime.version or f"specexp-sim {__version__}",
-            kv_cache_tokens=memory.kv_cache_tokens,
-            details={
-                "weight_gib": round(memory.weight_bytes / GIB, 2),
-                "kv_bytes_per_token": target.kv_bytes_per_token,
-                "params_b": round(target.shape.total_params / 1e9, 2),
-            },
-        )
+        details = {
+            "weight_gib": round(memory.weight_bytes / GIB, 2),
+            "activation_gib": round(memory.activation_bytes / GIB, 2),
+            "kv_pool_gib": round(memory.kv_bytes / GIB, 2),
+            "kv_bytes_per_token": round(memory.token_bytes),
+            "params_b": round(target.shape.total_params / 1e9, 2),
+            "max_model_len": plan.max_model_len,
+            "cache_block_tokens": layout.block_tokens,
+            "prefix_cache_hits": layout.enabled and layout.hits,
+        }
+        if target.state_bytes:
+            details["linear_state_mib_per_seq"] = round(target.state_bytes / 1024**2, 1)
+        if plan.context_note:
+            details["context_note"] = plan.context_note
+        return EngineInfo(runtime="sim", version=rt.version or f"specexp-sim {__version__}",
+                          kv_cache_tokens=memory.kv_cache_tokens, details=details)
 
     def run_window(self, requests: Sequence[Request]) -> list[RequestTrace]:
         return self.engine.run(requests)

@@ -1,9 +1,20 @@
-"""Roofline cost of one forward pass: max(bytes / bandwidth, FLOPs / compute) + overhead.
+"""Cost of one forward pass: a roofline per kernel group, summed, plus a fixed overhead.
 
-Bytes are the weights of every component at its quantization, the KV cache read by every
-sequence in the pass, and the recurrent state of linear-attention layers; FLOPs are
-2 x params x tokens plus attention over the context. Whether a pass is bandwidth- or
-compute-bound falls out of the max, never out of an if-statement about prefill or decode.
+A pass runs three groups of kernels one after the other, and each is bound by its own
+roofline, max(bytes / bandwidth, FLOPs / compute):
+
+- the weight matmuls (every component at its quantization, lm_head for the tokens that need
+  logits): bandwidth-bound at small batch, compute-bound once enough tokens share a read;
+- attention over the cached context: reads the KV cache of every sequence; single-token
+  decode uses split-KV kernels at full bandwidth, several new tokens per sequence (verify)
+  may use a slower path (`Achieved.multi_query_attention`, bounded by SM occupancy);
+- linear attention (hybrid models): reads each sequence's recurrent state once and writes it
+  back once per kept copy (a verify pass keeps one per draft position, for rollback).
+
+Summing the groups, rather than taking one max over the whole pass, is what the H200 step
+times show (benchmarks/calibration.py): at 64 x 16 verify tokens the GEMMs are
+compute-bound while attention still pays its KV reads. Whether a group is bandwidth- or
+compute-bound falls out of its max, never out of an if-statement about prefill or decode.
 """
 
 from __future__ import annotations
@@ -11,11 +22,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from specexp.runtimes.sim.shape import ModelShape, model_shape
 from specexp.spec import HardwareSpec, ModelSpec, QuantizationSpec
 
+__all__ = ["CostModel", "ModelShape", "Slice", "model_shape"]
+
 _KV_BYTES = {"auto": 2.0, "bf16": 2.0, "bfloat16": 2.0, "float16": 2.0, "fp8": 1.0, "fp8_e4m3": 1.0, "fp8_e5m2": 1.0}
-LINEAR_STATE_BYTES = 4.0
-"""Gated DeltaNet recurrent state is float32 by default (studies.md)."""
+QUERY_TILE = 64
+"""Query rows one attention thread block handles (flash-attention-style kernels)."""
+COMPONENTS = ("mlp", "attention", "embeddings")
 
 
 @dataclass(frozen=True)
@@ -26,64 +41,8 @@ class Slice:
     context: int
     logits: int
     """Tokens that need an lm_head projection (all verify tokens; the last one of a prefill)."""
-
-
-@dataclass(frozen=True)
-class ModelShape:
-    """Parameter counts and per-token memory of a model, by component."""
-
-    hidden_size: int
-    mlp_params: float
-    attention_params: float
-    lm_head_params: float
-    full_attention_layers: int
-    linear_attention_layers: int
-    attention_flops_per_context_token: float
-    """FLOPs per new token per context token (QK^T and AV over the full-attention layers)."""
-    kv_elements_per_token: float
-    """K and V elements cached per token over the full-attention layers."""
-    linear_state_elements: float
-    """Recurrent state elements per sequence over the linear-attention layers."""
-
-    @property
-    def layer_params(self) -> float:
-        """Parameters of one average decoder layer (for target-shaped drafter layers)."""
-        layers = self.full_attention_layers + self.linear_attention_layers
-        return (self.mlp_params + self.attention_params) / layers
-
-    @property
-    def total_params(self) -> float:
-        return self.mlp_params + self.attention_params + self.lm_head_params
-
-
-def model_shape(m: ModelSpec) -> ModelShape:
-    """Count a model's parameters from its Hugging Face config fields."""
-    hidden, layers = m.hidden_size, m.num_hidden_layers
-    if m.architecture == "hybrid" and m.full_attention_interval:
-        full = layers // m.full_attention_interval
-    else:
-        full = layers
-    linear = layers - full
-    q_dim, kv_dim = m.num_attention_heads * m.head_dim, m.num_key_value_heads * m.head_dim
-    full_attn = hidden * q_dim * 2 + hidden * kv_dim * 2
-    lin_attn, lin_state = 0.0, 0.0
-    if linear:
-        k_dim = (m.linear_num_key_heads or 0) * (m.linear_key_head_dim or 0)
-        v_heads = m.linear_num_value_heads or 0
-        v_dim = v_heads * (m.linear_value_head_dim or 0)
-        lin_attn = hidden * (2 * k_dim + 2 * v_dim) + v_dim * hidden + 2 * hidden * v_heads
-        lin_state = v_heads * (m.linear_key_head_dim or 0) * (m.linear_value_head_dim or 0)
-    return ModelShape(
-        hidden_size=hidden,
-        mlp_params=3.0 * hidden * m.intermediate_size * layers,
-        attention_params=full_attn * full + lin_attn * linear,
-        lm_head_params=float(m.vocab_size * hidden),
-        full_attention_layers=full,
-        linear_attention_layers=linear,
-        attention_flops_per_context_token=4.0 * full * q_dim,
-        kv_elements_per_token=2.0 * full * kv_dim,
-        linear_state_elements=lin_state * linear,
-    )
+    state_writes: int = 1
+    """Copies of the recurrent state written back (hybrid models): 1, or k + 1 in a verify pass."""
 
 
 @dataclass(frozen=True)
@@ -94,54 +53,141 @@ class CostModel:
     shape: ModelShape
     quant: QuantizationSpec
     kv_bytes: float
+    state_dtype: str = "float32"
 
     @classmethod
     def build(cls, hw: HardwareSpec, model: ModelSpec, quant: QuantizationSpec, kv_cache_dtype: str) -> CostModel:
         kv_bytes = _KV_BYTES.get(kv_cache_dtype, 2.0)
-        return cls(hardware=hw, shape=model_shape(model), quant=quant, kv_bytes=kv_bytes)
+        return cls(hardware=hw, shape=model_shape(model), quant=quant, kv_bytes=kv_bytes,
+                   state_dtype=model.linear_state_dtype)
+
+    # --- rates ------------------------------------------------------------------------
 
     @property
     def bandwidth(self) -> float:
-        """Achieved bytes per second."""
+        """Achieved bytes per second (KV cache, states, bf16 weights)."""
         hw = self.hardware
         return hw.memory_bandwidth_gbps * 1e9 * hw.achieved.bandwidth
 
+    def weight_bandwidth(self, dtype: str) -> float:
+        """Achieved bytes per second streaming matmul weights that compute in `dtype`."""
+        a = self.hardware.achieved
+        fraction = a.bandwidth_by_dtype.get(dtype, a.bandwidth)  # type: ignore[call-overload]
+        return self.hardware.memory_bandwidth_gbps * 1e9 * fraction
+
     def flops_rate(self, dtype: str) -> float:
-        """Achieved FLOP/s for matmuls in `dtype` (bf16 where `dtype` is not native)."""
-        hw = self.hardware
-        return hw.peak(dtype) * 1e12 * hw.achieved.compute
+        """Achieved FLOP/s for matmuls in `dtype`.
+
+        Native data types run at their own peak; the others are dequantized to bf16 inside the
+        kernel (Marlin-style), which reaches `dequant_compute` of the bf16 GEMM rate.
+        """
+        hw, a = self.hardware, self.hardware.achieved
+        bf16 = float(hw.peak_tflops.get("bf16") or 0.0) * 1e12 * a.compute_by_dtype.get("bf16", a.compute)
+        if dtype == "bf16":
+            return bf16
+        if dtype in hw.native_dtypes and hw.peak_tflops.get(dtype):  # type: ignore[call-overload]
+            return hw.peak(dtype) * 1e12 * a.compute_by_dtype.get(dtype, a.compute)  # type: ignore[call-overload]
+        return bf16 * a.dequant_compute
+
+    @property
+    def attention_rate(self) -> float:
+        """Achieved FLOP/s of attention kernels (bf16)."""
+        hw, a = self.hardware, self.hardware.achieved
+        frac = a.attention_compute if a.attention_compute is not None else a.compute_by_dtype.get("bf16", a.compute)
+        return float(hw.peak_tflops.get("bf16") or 0.0) * 1e12 * frac
+
+    @property
+    def overhead_seconds(self) -> float:
+        return self.hardware.step_overhead_ms / 1e3
+
+    # --- sizes ------------------------------------------------------------------------
+
+    def _params(self) -> dict[str, float]:
+        s = self.shape
+        return {"mlp": s.mlp_params, "attention": s.attention_params, "embeddings": s.lm_head_params}
 
     @property
     def weight_bytes(self) -> float:
-        s, b = self.shape, self.quant.bytes_per_weight
-        return s.mlp_params * b["mlp"] + s.attention_params * b["attention"] + s.lm_head_params * b["embeddings"]
+        """Weights one pass reads (the input embeddings are looked up, not read)."""
+        b = self.quant.bytes_per_weight
+        return sum(p * b[c] for c, p in self._params().items())  # type: ignore[index]
+
+    @property
+    def resident_weight_bytes(self) -> float:
+        """Weights held in device memory: what a pass reads plus untied input embeddings."""
+        return self.weight_bytes + self.shape.input_embedding_params * self.quant.bytes_per_weight["embeddings"]
 
     @property
     def kv_bytes_per_token(self) -> float:
         return self.shape.kv_elements_per_token * self.kv_bytes
 
+    @property
+    def kv_bytes_per_token_per_layer(self) -> float:
+        return self.shape.kv_elements_per_layer * self.kv_bytes
+
+    @property
+    def state_bytes(self) -> float:
+        """Recurrent state of one sequence (hybrid models), bytes."""
+        return self.shape.state_bytes(self.state_dtype)
+
+    # --- passes -----------------------------------------------------------------------
+
+    def matmul_seconds(self, tokens: int, logits: int) -> float:
+        """The weight matmuls of a pass over `tokens` tokens, `logits` of them projected."""
+        q, moved, compute = self.quant, 0.0, 0.0
+        for c, params in self._params().items():
+            dtype = q.compute_dtype[c]  # type: ignore[index]
+            n = logits if c == "embeddings" else tokens
+            moved += params * q.bytes_per_weight[c] / self.weight_bandwidth(dtype)  # type: ignore[index]
+            compute += 2 * params * n / self.flops_rate(dtype)
+        return max(moved, compute)
+
+    def attention_seconds(self, slices: Sequence[Slice]) -> float:
+        """Attention over the cached context, single-token and multi-token slices apart."""
+        per_ctx, kv = self.shape.attention_flops_per_context_token, self.kv_bytes_per_token
+        total = 0.0
+        for multi in (False, True):
+            group = [x for x in slices if (x.tokens > 1) == multi]
+            if not group:
+                continue
+            moved = sum(x.context + x.tokens for x in group) * kv
+            flops = sum(x.tokens * (x.context + x.tokens / 2) for x in group) * per_ctx
+            total += max(moved / (self.bandwidth * self._kv_efficiency(group, multi)), flops / self.attention_rate)
+        return total
+
+    def _kv_efficiency(self, group: Sequence[Slice], multi: bool) -> float:
+        mq = self.hardware.achieved.multi_query_attention
+        if not multi or mq is None:
+            return 1.0
+        blocks = sum(self.shape.query_heads * -(-x.tokens // QUERY_TILE) for x in group)
+        sms = self.hardware.sm_count
+        return mq * (min(1.0, blocks / sms) if sms else 1.0)
+
+    def linear_attention_seconds(self, slices: Sequence[Slice]) -> float:
+        """Recurrent-state traffic and delta-rule FLOPs of the linear-attention layers."""
+        if not self.shape.linear_attention_layers:
+            return 0.0
+        moved = sum(1 + x.state_writes for x in slices) * self.state_bytes
+        flops = sum(x.tokens for x in slices) * self.shape.linear_flops_per_token
+        return max(moved / self.bandwidth, flops / self.attention_rate)
+
     def pass_seconds(self, slices: Sequence[Slice]) -> float:
         """Time of one forward pass over `slices`, overhead included."""
         if not slices:
             return 0.0
-        s, q = self.shape, self.quant
         tokens = sum(x.tokens for x in slices)
         logits = sum(x.logits for x in slices)
-        moved = self.weight_bytes
-        moved += sum(x.context + x.tokens for x in slices) * self.kv_bytes_per_token
-        moved += len(slices) * 2 * s.linear_state_elements * LINEAR_STATE_BYTES
-        compute = (
-            2 * s.mlp_params * tokens / self.flops_rate(q.compute_dtype["mlp"])
-            + 2 * s.attention_params * tokens / self.flops_rate(q.compute_dtype["attention"])
-            + 2 * s.lm_head_params * logits / self.flops_rate(q.compute_dtype["embeddings"])
-            + sum(x.tokens * (x.context + x.tokens / 2) for x in slices)
-            * s.attention_flops_per_context_token / self.flops_rate("bf16")
+        return (
+            self.matmul_seconds(tokens, logits)
+            + self.attention_seconds(slices)
+            + self.linear_attention_seconds(slices)
+            + self.overhead_seconds
         )
-        return max(moved / self.bandwidth, compute) + self.hardware.step_overhead_ms / 1e3
 
     def small_pass_seconds(self, params: float, bytes_per_weight: float, tokens: int, dtype: str,
-                           overhead_share: float) -> float:
-        """A pass of a small network (a drafter head): its weights once, 2 x params x tokens FLOPs."""
-        moved = params * bytes_per_weight
+                           overhead_share: float, kv_bytes: float = 0.0) -> float:
+        """A pass of a small network (a drafter head): its weights once, 2 x params x tokens FLOPs,
+        and `kv_bytes` of KV cache read by its attention layers."""
+        moved = params * bytes_per_weight / self.weight_bandwidth(dtype) + kv_bytes / self.bandwidth
         compute = 2 * params * tokens / self.flops_rate(dtype)
-        return max(moved / self.bandwidth, compute) + overhead_share * self.hardware.step_overhead_ms / 1e3
+        return max(moved, compute) + overhead_share * self.overhead_seconds

@@ -1,4 +1,14 @@
-"""What drafting costs per step and how many drafts are accepted, by drafter kind."""
+"""What drafting costs per step and how many drafts are accepted, by drafter kind.
+
+Costs follow the drafter's structure:
+- a sequential head (MTP, EAGLE) pays, per draft token, one small pass of its layer(s) over
+  the batch (reading its own KV of the context) and one lm_head projection (full vocabulary
+  for MTP, the reduced draft vocabulary for EAGLE-3);
+- a block drafter (DFlash, DSpark) pays one pass of its layers for the whole block of k tokens
+  per sequence and one shared lm_head projection of those tokens;
+- a separate draft model pays k full passes of itself;
+- a lookup (n-gram) pays only its CPU lookup.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +20,40 @@ from specexp.runtimes.sim.costmodel import CostModel, Slice
 from specexp.spec import DrafterSpec, QuantizationSpec
 
 DRAFT_PASS_OVERHEAD = 0.1
-"""Share of a target pass's fixed overhead that one drafter pass pays (captured in the same graph)."""
+"""Share of a target pass's fixed overhead that one drafter pass pays (assumed: a few kernels
+and an argmax, captured in the same CUDA graph)."""
+
+
+def head_params(drafter: DrafterSpec, target: CostModel) -> float:
+    """Parameters of a drafter head: target-shaped layers plus its fusion projection."""
+    c, s = drafter.cost, target.shape
+    layer = s.full_layer_params or s.layer_params
+    return c.target_layers * layer + c.fusion_inputs * s.hidden_size ** 2
+
+
+def head_bytes_per_weight(drafter: DrafterSpec, quant: QuantizationSpec) -> float:
+    c = drafter.cost
+    return c.bytes_per_weight if c.bytes_per_weight is not None else quant.drafter_bytes_per_weight
+
+
+def drafter_weight_bytes(drafter: DrafterSpec, target: CostModel, quant: QuantizationSpec,
+                         draft_model: CostModel | None) -> float:
+    """Device memory the drafter's own weights take (it shares the target's lm_head unless
+    it has a draft vocabulary)."""
+    if drafter.kind in ("none", "lookup"):
+        return 0.0
+    if drafter.kind == "draft_model":
+        return draft_model.resident_weight_bytes if draft_model is not None else 0.0
+    c = drafter.cost
+    weights = head_params(drafter, target) * head_bytes_per_weight(drafter, quant)
+    if c.lm_head == "draft_vocab" and c.draft_vocab_size:
+        weights += c.draft_vocab_size * target.shape.hidden_size * 2.0
+    return weights
+
+
+def drafter_kv_layers(drafter: DrafterSpec) -> float:
+    """Attention layers of the drafter that keep their own KV cache of the context."""
+    return drafter.cost.target_layers if drafter.kind in ("sequential_head", "block") else 0.0
 
 
 @dataclass(frozen=True)
@@ -26,7 +69,7 @@ class DraftCost:
         """Drafting time before one verify pass of `slices` (one slice per sequence)."""
         if k <= 0 or not slices:
             return 0.0
-        d, c = self.drafter, self.drafter.cost
+        d, c, t = self.drafter, self.drafter.cost, self.target
         batch = len(slices)
         if d.kind == "lookup":
             return c.overhead_ms / 1e3
@@ -34,23 +77,23 @@ class DraftCost:
             assert self.draft_model is not None
             passes = [Slice(tokens=1, context=s.context, logits=1) for s in slices]
             return k * self.draft_model.pass_seconds(passes) + c.overhead_ms / 1e3
-        shape = self.target.shape
-        head_params = c.target_layers * shape.layer_params + c.fusion_inputs * shape.hidden_size ** 2
-        head_bytes = c.bytes_per_weight if c.bytes_per_weight is not None else self.quant.drafter_bytes_per_weight
+        params = head_params(d, t)
+        bpw = head_bytes_per_weight(d, self.quant)
         dtype = self.quant.compute_dtype["attention"] if c.bytes_per_weight is None else "bf16"
         lm_bytes = self.quant.bytes_per_weight["embeddings"]
         lm_dtype = self.quant.compute_dtype["embeddings"]
+        kv = sum(s.context for s in slices) * t.kv_bytes_per_token_per_layer * drafter_kv_layers(d)
         if d.kind == "sequential_head":
-            vocab_params = shape.lm_head_params
+            vocab_params = t.shape.lm_head_params
             if c.lm_head == "draft_vocab" and c.draft_vocab_size:
-                vocab_params = c.draft_vocab_size * shape.hidden_size
-            one = self.target.small_pass_seconds(head_params, head_bytes, batch, dtype, DRAFT_PASS_OVERHEAD)
-            head = self.target.small_pass_seconds(vocab_params, lm_bytes, batch, lm_dtype, 0.0)
+                vocab_params, lm_bytes, lm_dtype = c.draft_vocab_size * t.shape.hidden_size, 2.0, "bf16"
+            one = t.small_pass_seconds(params, bpw, batch, dtype, DRAFT_PASS_OVERHEAD, kv)
+            head = t.small_pass_seconds(vocab_params, lm_bytes, batch, lm_dtype, 0.0)
             return k * (one + head) + c.overhead_ms / 1e3
         # block: one pass drafts the whole block of k tokens per sequence
         tokens = batch * k
-        one = self.target.small_pass_seconds(head_params, head_bytes, tokens, dtype, DRAFT_PASS_OVERHEAD)
-        head = self.target.small_pass_seconds(shape.lm_head_params, lm_bytes, tokens, lm_dtype, 0.0)
+        one = t.small_pass_seconds(params, bpw, tokens, dtype, DRAFT_PASS_OVERHEAD, kv)
+        head = t.small_pass_seconds(t.shape.lm_head_params, lm_bytes, tokens, lm_dtype, 0.0)
         return one + head + c.overhead_ms / 1e3
 
 

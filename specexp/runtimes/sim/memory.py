@@ -1,14 +1,35 @@
-"""Device memory: weights and drafter first, then what is left at gpu_memory_utilization is KV."""
+"""Device memory at start: weights, drafter and activations first, the rest is KV cache.
+
+An engine takes gpu_memory_utilization x the device memory it sees, loads the weights (the
+target's and the drafter's), profiles the activations of one full batch and the sampler, and
+gives what is left to the KV cache. It reports that capacity in tokens, and refuses to start
+when the KV cache cannot hold one request of max_model_len (vLLM: "... KV cache is needed,
+which is larger than the available KV cache memory"). On a hybrid model each running sequence
+also holds its recurrent state, one copy per verify position with a drafter (for rollback),
+and with prefix caching the state snapshots of its prefix.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from specexp.runtimes.sim.costmodel import CostModel
+from specexp.runtimes.sim.drafting import drafter_kv_layers, drafter_weight_bytes
+from specexp.runtimes.sim.kvcache import CacheLayout
 from specexp.spec import ExperimentSpec
 
-ACTIVATION_RESERVE = 0.04
-"""Share of the engine's budget kept for activations and CUDA graphs (assumed)."""
+GIB = 1024**3
+ENGINE_RESERVED_GIB = 2.81
+"""Memory an engine holds besides weights, activations and KV: CUDA context, cuBLAS/NCCL
+workspaces, CUDA graphs, allocator slack, GiB. Fitted (calibrate.fit_reserved, least squares) to
+the KV capacities studies.md reports for Qwen3.8-27B FP8 + MTP on the DGX Spark: 348,497 / 271,315
+tokens at gpu_memory_utilization 0.44 without / with prefix caching (simulated +1.0 % / +1.7 %) and
+959,920 at 0.85 (simulated -9.5 %); benchmarks/results/calibration.md records them."""
+ACTIVATION_BYTES = 2.0
+"""Activations are bf16."""
+SAMPLER_COPIES = 2
+"""The sampler's profile run holds fp32 logits and probabilities for max_num_seqs requests (vLLM
+profiles the rejection sampler with one draft token per request, so k does not enlarge it)."""
 
 
 @dataclass(frozen=True)
@@ -16,17 +37,80 @@ class MemoryPlan:
     budget_bytes: float
     weight_bytes: float
     kv_bytes: float
+    """The KV pool: what is left of the budget."""
     kv_cache_tokens: int
+    """The pool in tokens, as the engine reports it."""
+    activation_bytes: float = 0.0
+    token_bytes: float = 0.0
+    """Pool bytes one cached token takes: K and V of every attention layer (target and
+    drafter), plus its share of state snapshots."""
+    sequence_bytes: float = 0.0
+    """Pool bytes a running sequence holds besides its tokens (recurrent state copies)."""
+    max_model_len: int = 0
+    request_bytes: float = 0.0
+    """Pool bytes one request of max_model_len needs."""
+
+    def need(self, tokens: int) -> float:
+        """Pool bytes a running sequence of `tokens` tokens holds."""
+        return tokens * self.token_bytes + self.sequence_bytes
 
 
-def memory_plan(spec: ExperimentSpec, target: CostModel, draft_model: CostModel | None) -> MemoryPlan:
-    """Split the engine's share of device memory into weights, reserve and KV cache."""
-    budget = spec.hardware.memory_gib * 1024**3 * spec.runtime.gpu_memory_utilization
-    weights = target.weight_bytes + target.shape.lm_head_params * target.quant.bytes_per_weight["embeddings"]
-    if not spec.model.tie_word_embeddings:
-        weights += 0.0  # input embeddings counted above with the lm_head copy
-    if draft_model is not None:
-        weights += draft_model.weight_bytes
-    kv = budget * (1 - ACTIVATION_RESERVE) - weights
-    per_token = max(target.kv_bytes_per_token, 1.0)
-    return MemoryPlan(budget, weights, kv, max(0, int(kv // per_token)))
+def activation_bytes(spec: ExperimentSpec, target: CostModel, k: int,
+                     reserved_gib: float = ENGINE_RESERVED_GIB) -> float:
+    """What the profile run finds besides weights: activations of one full token budget, the
+    sampler's logits, and the engine's fixed reserve."""
+    m, rt = spec.model, spec.runtime
+    q_dim, kv_dim = m.num_attention_heads * m.head_dim, m.num_key_value_heads * m.head_dim
+    per_token = (2 * m.intermediate_size + 4 * m.hidden_size + q_dim + 2 * kv_dim) * ACTIVATION_BYTES
+    sampler = rt.max_num_seqs * (2 if k > 0 else 1) * m.vocab_size * 4.0 * SAMPLER_COPIES
+    return rt.max_num_batched_tokens * per_token + sampler + reserved_gib * GIB
+
+
+def memory_plan(spec: ExperimentSpec, target: CostModel, draft_model: CostModel | None, *,
+                k: int = 0, layout: CacheLayout | None = None, max_model_len: int | None = None,
+                reserved_gib: float = ENGINE_RESERVED_GIB) -> MemoryPlan:
+    """Split the engine's share of device memory into weights, activations and KV cache."""
+    hw = spec.hardware
+    device = (hw.engine_memory_gib or hw.memory_gib) * GIB
+    budget = device * spec.runtime.gpu_memory_utilization
+    weights = target.resident_weight_bytes
+    if k > 0:
+        weights += drafter_weight_bytes(spec.drafter, target, spec.quantization, draft_model)
+    activations = activation_bytes(spec, target, k, reserved_gib)
+    pool = budget - weights - activations
+    kv_layers = drafter_kv_layers(spec.drafter) if k > 0 else 0.0
+    per_token = target.kv_bytes_per_token + kv_layers * target.kv_bytes_per_token_per_layer
+    if draft_model is not None and k > 0:
+        per_token += draft_model.kv_bytes_per_token
+    snapshot = layout.snapshot_bytes_per_token if layout is not None else 0.0
+    per_seq = target.state_bytes * (1 + k)
+    length = max_model_len or spec.model.max_position_embeddings
+    request = length * per_token + per_seq + (layout.snapshots(length) * target.state_bytes if layout else 0.0)
+    tokens = int(max(pool, 0.0) // max(per_token + snapshot, 1.0))
+    return MemoryPlan(
+        budget_bytes=budget, weight_bytes=weights, kv_bytes=pool, kv_cache_tokens=tokens,
+        activation_bytes=activations, token_bytes=per_token + snapshot, sequence_bytes=per_seq,
+        max_model_len=length, request_bytes=request,
+    )
+
+
+def refusal(spec: ExperimentSpec, plan: MemoryPlan) -> tuple[str, str] | None:
+    """(kind, message) when the engine would refuse to start with this plan, else None."""
+    util = spec.runtime.gpu_memory_utilization
+    hw = spec.hardware
+    seen = hw.engine_memory_gib or hw.memory_gib
+    if plan.kv_bytes <= 0:
+        return "out_of_memory", (
+            f"weights need {plan.weight_bytes / GIB:.1f} GiB and activations {plan.activation_bytes / GIB:.1f} GiB "
+            f"but only {plan.budget_bytes / GIB:.1f} GiB of {seen:g} GiB is available at gpu_memory_utilization "
+            f"{util:g}: no memory is left for the KV cache"
+        )
+    if plan.request_bytes > plan.kv_bytes:
+        return "kv_cache_too_small", (
+            f"one request of max_model_len {plan.max_model_len:,} needs {plan.request_bytes / GIB:.2f} GiB "
+            f"of KV cache, "
+            f"which is larger than the available KV cache memory ({plan.kv_bytes / GIB:.2f} GiB) at "
+            f"gpu_memory_utilization {util:g} (weights {plan.weight_bytes / GIB:.1f} GiB, activations "
+            f"{plan.activation_bytes / GIB:.1f} GiB); raise gpu_memory_utilization or lower max_model_len"
+        )
+    return None

@@ -141,3 +141,15 @@ def test_records_are_not_changed_by_rendering(tmp_path: Path) -> None:
     render_markdown(build_report(find_results([tmp_path]), tmp_path))
     assert before == {p: p.read_bytes() for p in tmp_path.rglob("result.json")}
     assert copy.deepcopy(before) == before
+
+
+def test_a_run_id_recorded_on_two_nodes_is_reported_not_merged(tmp_path: Path) -> None:
+    for node in ("node-a", "node-b"):
+        shutil.copytree(FIXTURES / "simulated", tmp_path / node)
+    text = render_markdown(build_report(find_results([tmp_path]), tmp_path))
+    section = text.split("## Runs recorded more than once", 1)[1].split("\n## ", 1)[0]
+    assert "3 run id(s) appear in more than one folder" in section
+    lines = section.splitlines()
+    assert sum("node-a/" in line for line in lines) == 3 and sum("node-b/" in line for line in lines) == 3
+    decode = text.split("## Decode speed by drafter", 1)[1].split("\n## ", 1)[0]
+    assert decode.count("`396bef051673`") == 2  # both copies shown as their own rows

@@ -250,3 +250,16 @@ def test_flush_cache_is_the_prefix_cache_reset(sglang: Callable[..., Any], monke
     mock(runtime, monkeypatch, {"POST /flush_cache": (status, "")}, seen)
     assert runtime.reset_prefix_cache() is confirmed
     assert [r.url.path for r in seen] == ["/flush_cache"]
+
+
+def test_conf_file_documents_every_runtime_key() -> None:
+    from omegaconf import OmegaConf
+
+    from specexp.spec import RuntimeSpec
+
+    path = Path(__file__).resolve().parents[3] / "conf" / "runtime" / "sglang.yaml"
+    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line and line[0].isalpha()]
+    keys = [line.split(":", 1)[0] for line in lines]
+    assert sorted(keys) == sorted(RuntimeSpec.model_fields)
+    assert all("#" in line for line in lines), [line for line in lines if "#" not in line]
+    assert RuntimeSpec.model_validate(OmegaConf.to_container(OmegaConf.load(path))).name == "sglang"

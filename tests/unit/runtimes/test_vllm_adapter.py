@@ -222,7 +222,10 @@ def test_completion_stream_becomes_a_trace(vllm: Callable[..., Any]) -> None:
     assert trace.prompt_tokens == 2078
     assert trace.cached_prompt_tokens == 2064
     assert trace.finish_reason == "length"
-    assert trace.text == '    """Return True if n is a prime number."""\n    if n < 2:\n        return False\n    i = 2\n    while i * i <= n:\n        if'
+    assert trace.text == (
+        '    """Return True if n is a prime number."""\n    if n < 2:\n        return False\n'
+        "    i = 2\n    while i * i <= n:\n        if"
+    )
     assert len(trace.events) == 12
 
 
@@ -318,3 +321,16 @@ def test_prefix_cache_reset_is_confirmed_only_by_200(vllm: Callable[..., Any], m
     mock(runtime, monkeypatch, {"POST /reset_prefix_cache": (status, "")}, seen)
     assert runtime.reset_prefix_cache() is confirmed
     assert [(r.method, r.url.path) for r in seen] == [("POST", "/reset_prefix_cache")]
+
+
+def test_conf_file_documents_every_runtime_key() -> None:
+    from omegaconf import OmegaConf
+
+    from specexp.spec import RuntimeSpec
+
+    path = Path(__file__).resolve().parents[3] / "conf" / "runtime" / "vllm.yaml"
+    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line and line[0].isalpha()]
+    keys = [line.split(":", 1)[0] for line in lines]
+    assert sorted(keys) == sorted(RuntimeSpec.model_fields)
+    assert all("#" in line for line in lines), [line for line in lines if "#" not in line]
+    assert RuntimeSpec.model_validate(OmegaConf.to_container(OmegaConf.load(path))).name == "vllm"

@@ -87,19 +87,14 @@ def test_fp8_weights_make_a_bandwidth_bound_step_cheaper_than_bf16() -> None:
     bf16, fp8 = cost(h, q="bf16"), cost(h, q="fp8")
     assert fp8.weight_bytes < bf16.weight_bytes
     assert fp8.pass_seconds(DECODE) < bf16.pass_seconds(DECODE)
-    # Both are bandwidth-bound here, so the roofline times scale with bytes moved.
-    ratio = (fp8.pass_seconds(DECODE) - overhead(h)) / (bf16.pass_seconds(DECODE) - overhead(h))
-    moved = lambda c: c.weight_bytes + 513 * c.kv_bytes_per_token  # noqa: E731
-    assert ratio == pytest.approx(moved(fp8) / moved(bf16), rel=1e-9)
+    assert cost(hw("dgx_spark"), q="fp8").pass_seconds(DECODE) < cost(hw("dgx_spark"), q="bf16").pass_seconds(DECODE)
 
 
 def test_native_fp8_compute_makes_prefill_faster_on_hopper_but_not_on_ampere() -> None:
     hopper, ampere = hw("h200"), hw("rtx_a6000")
     assert cost(hopper, q="fp8").pass_seconds(PREFILL) < cost(hopper, q="bf16").pass_seconds(PREFILL)
-    # No FP8 tensor cores: FP8 weights are dequantized and multiplied in bf16.
-    assert cost(ampere, q="fp8").pass_seconds(PREFILL) == pytest.approx(
-        cost(ampere, q="bf16").pass_seconds(PREFILL), rel=1e-12
-    )
+    # No FP8 tensor cores: FP8 weights are dequantized and multiplied in bf16, never faster.
+    assert cost(ampere, q="fp8").pass_seconds(PREFILL) >= cost(ampere, q="bf16").pass_seconds(PREFILL)
 
 
 @pytest.mark.parametrize("batch", [1, 8, 64])
@@ -109,10 +104,15 @@ def test_verify_pass_cost_grows_with_k(batch: int) -> None:
     assert all(a < b for a, b in zip(times, times[1:], strict=False))
 
 
-def test_a_large_verify_batch_becomes_compute_bound() -> None:
+def test_a_large_verify_batch_is_bound_by_compute() -> None:
     h = hw("h200")
     big = [Slice(tokens=16, context=1024, logits=16)] * 256
-    assert cost(faster_memory(h)).pass_seconds(big) == pytest.approx(cost(h).pass_seconds(big), rel=1e-12)
+    base = cost(h).pass_seconds(big) - overhead(h)
+    # Most of it is GEMM time: doubling compute saves far more than doubling bandwidth.
+    by_compute = base - (cost(faster_compute(h)).pass_seconds(big) - overhead(h))
+    by_memory = base - (cost(faster_memory(h)).pass_seconds(big) - overhead(h))
+    assert by_compute > 0.3 * base
+    assert by_compute > 2 * by_memory
 
 
 def test_every_pass_pays_the_fixed_overhead() -> None:

@@ -1,0 +1,243 @@
+"""Physical limits: the fastest a figure could be on its hardware, from the simulator's roofline.
+
+The limit is the simulator's cost model (specexp.runtimes.sim.costmodel) at the datasheet:
+full memory bandwidth and peak FLOP/s (achieved fractions 1), no step overhead, no drafting
+cost. One decode step reads at least the weights at their quantization and the KV of the
+prompt, and emits at most the tokens per pass (1 without a drafter; the measured acceptance
+length where a run recorded it; else k + 1). A warm prefix cache can spare all of a prompt
+but one token, so time-to-first-token floors assume so unless the cache is cold. Unknowns
+take the value that gives the highest limit, or give no limit (with the reason). A figure
+beyond its limit is implausible.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from types import MappingProxyType
+from typing import Any
+
+from pydantic import BaseModel
+
+from specexp.check.figures import Figure
+from specexp.check.findings import Finding, finding
+from specexp.errors import SpecError
+from specexp.runtimes.sim.costmodel import CostModel, Slice
+from specexp.spec import Achieved, HardwareSpec, ModelSpec, QuantizationSpec
+
+KV_DTYPES = ("auto", "bf16", "bfloat16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2")
+"""KV element types the cost model knows; any other is taken as fp8 (1 byte: the highest limit)."""
+
+
+@dataclass(frozen=True)
+class Limit:
+    metric: str
+    bound: str
+    """"max" (no figure can be higher) or "min" (no figure can be lower)."""
+    value: float
+    basis: str
+
+    def broken_by(self, value: Any) -> bool:
+        values = value if isinstance(value, tuple) else (value,)
+        nums = [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        if self.bound == "max":
+            return any(v > self.value * (1 + 1e-9) for v in nums)
+        return any(v < self.value * (1 - 1e-9) for v in nums)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"metric": self.metric, "bound": self.bound, "value": self.value, "basis": self.basis}
+
+
+@dataclass(frozen=True)
+class _Device:
+    cost: CostModel
+    basis: str
+
+
+@lru_cache(maxsize=64)
+def _option(group: str, name: str) -> Any:
+    from specexp.compose import load_option
+
+    specs: dict[str, type[BaseModel]] = {"hardware": HardwareSpec, "model": ModelSpec,
+                                         "quantization": QuantizationSpec}
+    return load_option(specs[group], group, name, group)
+
+
+def _device(c: Mapping[str, Any]) -> _Device | str:
+    names = {}
+    for group in ("hardware", "model", "quantization"):
+        if not isinstance(c.get(group), str):
+            return f"{group} unknown"
+        try:
+            names[group] = _option(group, c[group])
+        except SpecError:
+            return f"no conf/{group}/{c[group]}.yaml"
+    hw: HardwareSpec = names["hardware"]
+    count = c.get("gpu_count")
+    gpus: int = count if isinstance(count, int) else hw.gpu_count
+    datasheet = hw.model_copy(update={
+        "achieved": Achieved(bandwidth=1.0, compute=1.0), "step_overhead_ms": 0.0,
+        "memory_bandwidth_gbps": hw.memory_bandwidth_gbps * gpus,
+        "peak_tflops": {k: (v * gpus if v else v) for k, v in hw.peak_tflops.items()},
+    })
+    kv = c.get("kv_cache_dtype") if c.get("kv_cache_dtype") in KV_DTYPES else "fp8"
+    cost = CostModel.build(datasheet, names["model"], names["quantization"], str(kv))
+    basis = (f"{hw.name} datasheet {hw.memory_bandwidth_gbps:g} GB/s x {gpus} GPU; "
+             f"{cost.weight_bytes / 1e9:.1f} GB of {c['quantization']} weights read per pass")
+    return _Device(cost, basis)
+
+
+def _tokens_per_pass(c: Mapping[str, Any], measured: Mapping[str, Any]) -> tuple[float, str] | str:
+    drafter = c.get("drafter")
+    if drafter is None:
+        return "drafter unknown"
+    if drafter == "none":
+        return 1.0, "1 token per pass (no drafter)"
+    k = c.get("k")
+    tpp = measured.get("tokens_per_pass")
+    if isinstance(tpp, (int, float)) and not isinstance(tpp, bool) and math.isfinite(tpp) and tpp >= 1:
+        tpp = min(float(tpp), k + 1.0) if isinstance(k, int) else float(tpp)
+        return tpp, f"{tpp:.2f} tokens per pass (the run's acceptance length)"
+    if not isinstance(k, int):
+        return "k unknown"
+    return k + 1.0, f"at most {k + 1} tokens per pass (k = {k})"
+
+
+def _context(c: Mapping[str, Any]) -> tuple[int, str]:
+    p = c.get("prompt_tokens")
+    return (p, f"KV of {p:,} prompt tokens") if isinstance(p, int) else (0, "prompt length unknown: no KV counted")
+
+
+def _stream(fig: Figure, measured: Mapping[str, Any], streams: int) -> tuple[float, str] | str:
+    """Seconds of one decode pass over `streams` sequences, per token of one stream."""
+    device = _device(fig.conditions)
+    if isinstance(device, str):
+        return device
+    tpp = _tokens_per_pass(fig.conditions, measured)
+    if isinstance(tpp, str):
+        return tpp
+    ctx, ctx_note = _context(fig.conditions)
+    seconds = device.cost.pass_seconds([Slice(tokens=1, context=ctx, logits=1)] * streams)
+    return seconds / tpp[0], f"{device.basis}; {ctx_note}; {tpp[1]}; {streams} stream(s) per pass"
+
+
+def _concurrency(fig: Figure) -> int:
+    c = fig.conditions.get("concurrency")
+    return c if isinstance(c, int) else 1
+
+
+def _per_stream(fig: Figure, measured: Mapping[str, Any]) -> Limit | str:
+    s = _stream(fig, measured, _concurrency(fig))
+    return s if isinstance(s, str) else Limit(fig.metric, "max", 1 / s[0], s[1])
+
+
+def _aggregate(fig: Figure, measured: Mapping[str, Any]) -> Limit | str:
+    if not isinstance(fig.conditions.get("concurrency"), int):
+        return "concurrency unknown"
+    n = _concurrency(fig)
+    s = _stream(fig, measured, n)
+    return s if isinstance(s, str) else Limit(fig.metric, "max", n / s[0], s[1])
+
+
+def _tpot(fig: Figure, measured: Mapping[str, Any]) -> Limit | str:
+    s = _stream(fig, measured, _concurrency(fig))
+    return s if isinstance(s, str) else Limit(fig.metric, "min", s[0], s[1])
+
+
+def _computed_tokens(c: Mapping[str, Any], measured: Mapping[str, Any]) -> tuple[int, str]:
+    """Prompt tokens that must be computed before the first token (at least 1)."""
+    prompt = c.get("prompt_tokens")
+    if not isinstance(prompt, int):
+        return 1, "prompt length unknown: 1 token computed"
+    cached = measured.get("cached_prompt_tokens")
+    if isinstance(cached, (int, float)) and not isinstance(cached, bool) and 0 <= cached < prompt:
+        n = int(prompt - cached)
+        return n, f"{n:,} uncached prompt tokens computed"
+    if c.get("cache") == "cold" or c.get("prefix_caching") is False:
+        return prompt, f"{prompt:,} prompt tokens computed (nothing cached)"
+    return 1, "a warm prefix cache may serve all but 1 prompt token"
+
+
+def _ttft(fig: Figure, measured: Mapping[str, Any]) -> Limit | str:
+    device = _device(fig.conditions)
+    if isinstance(device, str):
+        return device
+    n, note = _computed_tokens(fig.conditions, measured)
+    prompt = fig.conditions.get("prompt_tokens")
+    ctx = prompt - n if isinstance(prompt, int) else 0
+    seconds = device.cost.pass_seconds([Slice(tokens=n, context=ctx, logits=1)])
+    return Limit(fig.metric, "min", seconds, f"{device.basis}; {note}; one pass")
+
+
+def _prefill(fig: Figure, measured: Mapping[str, Any]) -> Limit | str:
+    """Uncached prompt tokens / the least time to compute them (attention FLOPs left out)."""
+    device = _device(fig.conditions)
+    if isinstance(device, str):
+        return device
+    prompt = fig.conditions.get("prompt_tokens")
+    if not isinstance(prompt, int):
+        return "prompt_tokens unknown"
+    cm, s = device.cost, device.cost.shape
+    dtypes = cm.quant.compute_dtype
+    compute = (2 * s.mlp_params * prompt / cm.flops_rate(dtypes["mlp"])
+               + 2 * s.attention_params * prompt / cm.flops_rate(dtypes["attention"]))
+    moved = (cm.weight_bytes + prompt * cm.kv_bytes_per_token) / cm.bandwidth
+    return Limit(fig.metric, "max", prompt / max(compute, moved),
+                 f"{device.basis}; {prompt:,} prompt tokens at peak FLOP/s, attention left out")
+
+
+def _ratio_limit(fig: Figure, measured: Mapping[str, Any]) -> Limit | str:
+    return Limit(fig.metric, "max", 1.0, "a share of drafted tokens is at most 1")
+
+
+def _tokens_per_pass_limit(fig: Figure, measured: Mapping[str, Any]) -> Limit | str:
+    tpp = _tokens_per_pass(fig.conditions, {})
+    return tpp if isinstance(tpp, str) else Limit(fig.metric, "max", tpp[0], tpp[1])
+
+
+LIMITS: Mapping[str, Callable[[Figure, Mapping[str, Any]], Limit | str]] = MappingProxyType({
+    "decode_tps": _per_stream,
+    "e2e_tps": _per_stream,
+    "per_stream_tps": _per_stream,
+    "aggregate_tps": _aggregate,
+    "tpot_s": _tpot,
+    "ttft_s": _ttft,
+    "prefill_tps": _prefill,
+    "acceptance_rate": _ratio_limit,
+    "acceptance_by_position": _ratio_limit,
+    "tokens_per_pass": _tokens_per_pass_limit,
+})
+"""Metric -> its physical limit, or the reason there is none."""
+
+
+def limit(fig: Figure, measured: Mapping[str, Any] | None = None) -> Limit | str:
+    """The physical limit of `fig`'s metric under its conditions, or why there is none.
+
+    `measured` are the other metrics of the same run (its tokens_per_pass and
+    cached_prompt_tokens tighten the limit).
+    """
+    fn = LIMITS.get(fig.metric)
+    if fn is None:
+        return f"no physical limit for {fig.metric}"
+    try:
+        return fn(fig, measured or {})
+    except (ArithmeticError, ValueError, KeyError) as err:
+        return f"no limit: {err}"
+
+
+def implausible(fig: Figure, measured: Mapping[str, Any] | None = None) -> Finding | None:
+    """An `implausible` finding when `fig` is beyond its physical limit."""
+    lim = limit(fig, measured)
+    if isinstance(lim, str) or not lim.broken_by(fig.value):
+        return None
+    sign = "≤" if lim.bound == "max" else "≥"
+    return finding("implausible", (fig.id,), f"{fig.metric} {sign} {lim.value:.4g} {fig.unit} ({lim.basis})",
+                   f"{_show(fig.value)} {fig.unit}")
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, tuple):
+        return "[" + ", ".join(f"{v:.4g}" for v in value) + "]"
+    return f"{value:.4g}" if isinstance(value, float) else str(value)

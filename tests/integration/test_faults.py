@@ -1,0 +1,85 @@
+"""A sweep survives a refused, a killed and a hung llama-server, and resumes only those jobs."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.integration.conftest import results, run_specexp
+
+pytestmark = pytest.mark.slow
+
+# Four server configurations told apart by their context size (-c): 1024 and 1792 run clean, 1280
+# is killed mid-run, 1536 is stopped (hangs); each is also started with a removed flag (refused).
+# `small` decodes slowly enough (~300 tok/s on 2 cores) that a job lasts a few seconds.
+SWEEP = ("runtime=llamacpp", "model=small", "quantization=f32", "hardware=cpu", "workload.output_tokens=400",
+         "workload.repeats=3", "runtime.stall_timeout_s=3", "runtime.max_model_len=1024,1280,1536,1792",
+         "runtime.extra_args=[-t,2],[-t,2,--draft-max,8]")
+
+
+def _servers_with(context: str) -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if argv and argv[0].endswith(b"llama-server") and context.encode() in argv and b"--draft-max" not in argv:
+            pids.append(int(entry.name))
+    return pids
+
+
+def _sabotage(stop: threading.Event) -> None:
+    """Kill the -c 768 server and freeze the -c 1024 one, each a moment after it started."""
+    todo = {"1280": signal.SIGKILL, "1536": signal.SIGSTOP}
+    while todo and not stop.is_set():
+        for context, sig in list(todo.items()):
+            for pid in _servers_with(context):
+                time.sleep(1.0)  # let the first window start
+                os.kill(pid, sig)
+                todo.pop(context)
+        time.sleep(0.05)
+
+
+def test_faulty_servers_are_recorded_the_rest_complete_and_a_rerun_redoes_only_them(
+    llama_server: Path, tmp_path: Path
+) -> None:
+    stop = threading.Event()
+    saboteur = threading.Thread(target=_sabotage, args=(stop,), daemon=True)
+    saboteur.start()
+    try:
+        done = run_specexp(tmp_path, *SWEEP)
+    finally:
+        stop.set()
+        saboteur.join(5)
+    assert done.returncode == 0, done.stderr
+    first = {(r["provenance"]["config"]["runtime"]["max_model_len"], "--draft-max" in r["provenance"]["server_argv"]): r
+             for r in results(tmp_path)}
+    assert len(first) == 8
+    refused = [r for (ctx, bad), r in first.items() if bad]
+    assert all(r["status"] == "refused" and r["error"]["kind"] == "server_exited" for r in refused)
+    died, hung = first[(1280, False)], first[(1536, False)]
+    assert died["status"] == "failed" and died["error"]["kind"] in {"server_died", "connection", "truncated_stream"}
+    assert hung["status"] == "failed" and hung["error"]["kind"] == "stalled"
+    for record in (died, hung):
+        assert all(m.get("partial") for m in record["measurements"])
+    assert first[(1024, False)]["status"] == "ok" and first[(1792, False)]["status"] == "ok"
+    assert not any(_servers_with(c) for c in ("1024", "1280", "1536", "1792"))  # every server stopped
+    finished = {p: p.read_bytes() for p in tmp_path.glob("*/result.json")
+                if b'"status": "ok"' in p.read_bytes()}
+
+    again = run_specexp(tmp_path, *SWEEP)
+    assert again.returncode == 0, again.stderr
+    plan = again.stdout.split("\n[", 1)[0]
+    assert plan.count("\n  run ") == 6 and plan.count("\n  done ") == 2, plan  # 4 refused + died + hung
+    assert {p: p.read_bytes() for p in finished} == finished  # complete results untouched
+    second = {(r["provenance"]["config"]["runtime"]["max_model_len"], "--draft-max" in r["provenance"]["server_argv"]): r
+              for r in results(tmp_path)}
+    assert second[(1280, False)]["status"] == "ok" and second[(1536, False)]["status"] == "ok"

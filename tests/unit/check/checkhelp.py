@@ -1,0 +1,49 @@
+"""Helpers for the checker tests: figures built in code and figures-file entries."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from specexp.check.figures import Figure, normalise
+from specexp.metrics import METRICS
+
+BASE: dict[str, Any] = {
+    "hardware": "dgx_spark", "model": "qwen3.8-27b", "quantization": "fp8", "runtime": "vllm",
+    "drafter": "mtp", "k": 3, "workload": "edit_heavy", "prompt_tokens": 6387, "output_tokens": 3000,
+    "concurrency": 1, "cache": "cold", "thinking": False, "temperature": 0.0,
+}
+"""A fully stated single-stream figure (studies.md's edit-heavy MTP setting)."""
+
+
+def make_figure(fid: str = "a", metric: str = "e2e_tps", value: Any = 20.0, origin: str = "cited",
+                source: str | None = "post", drop: tuple[str, ...] = (), **conditions: Any) -> Figure:
+    c = {k: v for k, v in {**BASE, **conditions}.items() if k not in drop}
+    return Figure(fid, metric, value, METRICS[metric].unit, source, normalise(c), origin)
+
+
+def figure_entry(**over: Any) -> dict[str, Any]:
+    entry: dict[str, Any] = {"value": 47.1, "unit": "tok/s", "metric": "e2e_tps", "source": "blog A",
+                             "conditions": dict(BASE)}
+    entry.update(over)
+    return entry
+
+
+SIM_CASES: dict[str, tuple[str, ...]] = {
+    # Simulated runs across hardware, quantization, drafters and workload axes (all must finish).
+    "fp8-dspark7-edit": ("hardware=dgx_spark", "model=qwen3.8-27b", "quantization=fp8", "drafter=dspark", "k=7",
+                         "workload=edit_heavy"),
+    "fp8-mtp3-edit": ("hardware=dgx_spark", "model=qwen3.8-27b", "quantization=fp8", "drafter=mtp", "k=3",
+                      "workload=edit_heavy"),
+    "nvfp4-mtp3-fresh": ("hardware=dgx_spark", "model=qwen3.8-27b", "quantization=nvfp4", "drafter=mtp", "k=3",
+                         "workload=fresh_generation"),
+    "fp8-none-fresh": ("hardware=dgx_spark", "model=qwen3.8-27b", "quantization=fp8", "drafter=none",
+                       "workload=fresh_generation"),
+    "a6000-fp8-mtp3-fresh": ("hardware=rtx_a6000", "model=qwen3.8-27b", "quantization=fp8", "drafter=mtp", "k=3",
+                             "workload=fresh_generation", "runtime.max_model_len=32768"),
+    "h200-bf16-ngram-conc": ("hardware=h200", "model=qwen3-8b", "quantization=bf16", "drafter=ngram",
+                             "workload=concurrency", "workload.concurrency=[1,4]", "workload.output_tokens=200"),
+    "spark-prefill": ("hardware=dgx_spark", "model=qwen3.8-27b", "quantization=fp8", "drafter=none",
+                      "workload=prefill_sweep"),
+    "spark-prefix-cache": ("hardware=dgx_spark", "model=qwen3.8-27b", "quantization=nvfp4", "drafter=none",
+                           "workload=prefix_cache"),
+}
