@@ -123,3 +123,24 @@ class EngineInfo:
     version: str | None
     kv_cache_tokens: int | None = None
     details: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Point:
+    """A measurement point: prompt length, concurrency and cache state."""
+
+    prompt_tokens: int
+    concurrency: int
+    cache: str
+
+
+@dataclass(frozen=True)
+class Window:
+    """The requests of one repeat at one point, with the counter delta around them."""
+
+    point: Point
+    traces: list[RequestTrace]
+    delta: Counters
+    cache_reset: bool | None = None
+    """Before a cold window of a cache-reuse workload: whether the engine confirmed that it
+    emptied its prefix cache (None: not asked)."""

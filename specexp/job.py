@@ -19,7 +19,8 @@ from specexp.plan import Cell
 from specexp.record import SCHEMA, complete_result, write_result
 from specexp.runtimes import pool
 from specexp.runtimes.base import Runtime, RuntimeFailure, runtime_for
-from specexp.workloads.driver import Window, drive
+from specexp.events import Window
+from specexp.workloads.driver import drive
 from specexp.workloads.prompts import PromptBuilder
 
 log = logging.getLogger(__name__)

@@ -7,9 +7,8 @@ import statistics
 from collections.abc import Iterable
 from typing import Any
 
-from specexp.events import Counters
+from specexp.events import Counters, Point, Window
 from specexp.metrics import acceptance_by_position, acceptance_rate, tokens_per_pass, window_metrics
-from specexp.workloads.driver import Point, Window
 
 POOLED = ("acceptance_rate", "acceptance_by_position", "tokens_per_pass")
 """Acceptance metrics pool the counters of every repeat instead of taking a median."""
@@ -66,7 +65,14 @@ def _measurement(
         },
         "errors": [t.error for t in traces if t.error],
         "engine_timings": [t.engine_timings for t in traces if t.engine_timings] or None,
+        **_reset(windows),
     }
+
+
+def _reset(windows: list[Window]) -> dict[str, Any]:
+    """`prefix_cache_reset`: whether the engine confirmed emptying its cache before every cold window."""
+    asked = [w.cache_reset for w in windows if w.cache_reset is not None]
+    return {"prefix_cache_reset": all(asked)} if asked else {}
 
 
 def _sum_deltas(deltas: list[Counters]) -> Counters:

@@ -31,9 +31,13 @@ class Achieved(_Spec):
     attention_compute: float | None = Field(default=None, gt=0, le=1)
     """Fraction of the bf16 peak that attention kernels (flash prefill) reach; None: `compute`."""
     multi_query_attention: float | None = Field(default=None, gt=0, le=1)
-    """Fraction of the achieved bandwidth at which attention reads the KV cache when a sequence
-    brings several new tokens over a cached context (verify passes, later prefill chunks), at full
-    occupancy; None: as fast as single-token decode (split-KV kernels)."""
+    """A slower attention path for sequences that bring several new tokens over a cached context
+    (verify passes, later prefill chunks): every query head reads its own copy of its group's K/V,
+    at this fraction of the achieved bandwidth at full occupancy. None: such passes read the KV
+    cache once, as fast as single-token decode (split-KV kernels)."""
+    multi_query_blocks: float | None = Field(default=None, gt=0)
+    """Thread blocks (sequences x query heads x query tiles) that path needs to reach that rate;
+    with fewer, as at batch 1, it reads proportionally slower (no split over the context)."""
     dequant_compute: float = Field(default=1.0, gt=0, le=1)
     """Fraction of the bf16 GEMM rate reached by dequantize-then-compute kernels (Marlin-style)
     for weights whose data type the tensor cores do not run natively."""
@@ -55,12 +59,12 @@ class HardwareSpec(_Spec):
     achieved: Achieved
     step_overhead_ms: float = Field(ge=0)
     """Fixed cost of one forward pass (launches, sampling, scheduling), ms."""
+    layer_overhead_us: float = Field(default=0.0, ge=0)
+    """Fixed cost per decoder layer of one forward pass (launch gaps between its small kernels), us;
+    a pass pays step_overhead_ms + layers x layer_overhead_us."""
     engine_memory_gib: float | None = Field(default=None, gt=0)
     """Memory an engine allocates against (what the driver reports as total), GiB; None:
     `memory_gib`. gpu_memory_utilization is a share of this."""
-    sm_count: int | None = Field(default=None, ge=1)
-    """Streaming multiprocessors; bounds the occupancy of attention kernels that parallelize
-    over sequences x heads only (see `Achieved.multi_query_attention`). None: no bound."""
 
     def peak(self, dtype: str) -> float:
         """Peak TFLOP/s for `dtype`, falling back to bf16 where `dtype` is not native."""

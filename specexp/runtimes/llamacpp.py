@@ -80,7 +80,13 @@ class LlamaCppRuntime(HttpRuntime):
             "--host", "127.0.0.1", "--port", str(port),
             "--metrics", "-np", str(slots), "-c", str(context * slots),
         ]
-        if not rt.prefix_caching:
+        if rt.prefix_caching:
+            # POST /slots/{id}?action=erase (the prefix-cache reset) answers 501 unless slot actions
+            # are enabled, and --slot-save-path is what enables them (checked on a real llama-server)
+            slots_dir = self.job_dir / "slots"
+            slots_dir.mkdir(parents=True, exist_ok=True)
+            argv += ["--slot-save-path", str(slots_dir)]
+        else:
             argv.append("--no-cache-prompt")
         if rt.served_model_name:
             argv += ["--alias", rt.served_model_name]
@@ -97,6 +103,10 @@ class LlamaCppRuntime(HttpRuntime):
             raise RuntimeFailure("refused", "unsupported_drafter", f"llama.cpp has no drafter '{drafter}'; "
                                  f"accepted: {', '.join(sorted(SPEC_TYPES))}")
         args = ["--spec-type", SPEC_TYPES[drafter], "--spec-draft-n-max", str(k)]
+        if drafter == "ngram":
+            # ngram-simple drafts the m tokens after the matched n-gram: m is its k (checked against
+            # a real llama-server: drafts then carry exactly k positions). n stays llama.cpp's default.
+            args += ["--spec-ngram-simple-size-m", str(k)]
         if drafter in NEEDS_DRAFT_FILE:
             draft = spec.runtime.draft_model_path
             if draft is None and spec.draft_model is not None:

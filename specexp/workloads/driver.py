@@ -10,27 +10,10 @@ carries a unique marker so no cache can serve it.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 
-from specexp.events import Counters, Request, RequestTrace
+from specexp.events import Point, Request, Window
 from specexp.runtimes.base import Runtime
 from specexp.spec import WorkloadSpec
-
-
-@dataclass(frozen=True)
-class Point:
-    prompt_tokens: int
-    concurrency: int
-    cache: str
-
-
-@dataclass(frozen=True)
-class Window:
-    """The requests of one repeat at one point, with the counter delta around them."""
-
-    point: Point
-    traces: list[RequestTrace]
-    delta: Counters
 
 
 PromptFor = Callable[[str, int, str | None, int], str]
@@ -82,7 +65,10 @@ def drive(
                     runtime.run_window([request(f"{tag}-prime-{i}", tokens, g) for i, g in enumerate(groups)])
                 for cache in workload.cache:
                     requests = [request(f"{tag}-{cache}-{i}", tokens, g) for i, g in enumerate(groups)]
+                    # the prefix is new to the engine anyway; emptying the cache too makes "cold" certain,
+                    # and whether the engine confirmed it is recorded
+                    reset = runtime.reset_prefix_cache() if workload.shared_prefix and cache == "cold" else None
                     before = runtime.counters()
                     traces = runtime.run_window(requests)
                     delta = runtime.counters().delta(before)
-                    yield Window(Point(tokens, concurrency, cache), traces, delta)
+                    yield Window(Point(tokens, concurrency, cache), traces, delta, reset)

@@ -83,3 +83,27 @@ def test_faulty_servers_are_recorded_the_rest_complete_and_a_rerun_redoes_only_t
     second = {(r["provenance"]["config"]["runtime"]["max_model_len"], "--draft-max" in r["provenance"]["server_argv"]): r
               for r in results(tmp_path)}
     assert second[(1280, False)]["status"] == "ok" and second[(1536, False)]["status"] == "ok"
+
+
+def test_ctrl_c_records_the_interrupted_job_and_stops_its_server(llama_server: Path, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from tests.integration.conftest import REPO
+
+    argv = [sys.executable, "-m", "specexp", "-m", "runtime=llamacpp", "model=small", "quantization=f32",
+            "hardware=cpu", "workload.output_tokens=400", "workload.repeats=5", "runtime.max_model_len=1000,1100",
+            "runtime.extra_args=[-t,2]", f"hydra.sweep.dir={tmp_path}"]
+    sweep = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not _servers_with("1000") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(4.5)  # past the warm-up and a window or two of the first job (~1.3 s a request)
+    sweep.send_signal(signal.SIGINT)
+    sweep.communicate(timeout=60)
+    assert sweep.returncode != 0
+    (record,) = results(tmp_path)  # the second job never started
+    assert record["status"] == "failed" and record["error"]["kind"] == "interrupted"
+    assert record["measurements"] and all(m["partial"] for m in record["measurements"])
+    assert not _servers_with("1000") and not _servers_with("1100")
+    assert (tmp_path / "measurements.md").is_file()

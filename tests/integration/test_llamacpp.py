@@ -103,3 +103,31 @@ def test_jobs_of_one_server_configuration_share_one_server(llama_server: Path, t
     assert done.returncode == 0, done.stderr
     reused = sorted(r["provenance"]["engine_info"]["reused_server"] for r in results(tmp_path))
     assert reused == [False, True]
+
+
+def test_ngram_lookup_drafts_k_positions(llama_server: Path, tmp_path: Path) -> None:
+    # a short n-gram so the tiny model's own repetitions give something to look up
+    done = run_specexp(tmp_path, *TINY[:-1], "drafter=ngram", "k=4", "workload.output_tokens=256",
+                       "runtime.extra_args=[-t,2,--spec-ngram-simple-size-n,3]")
+    assert done.returncode == 0, done.stderr
+    (record,) = results(tmp_path)
+    argv = record["provenance"]["server_argv"]
+    assert argv[argv.index("--spec-type") + 1] == "ngram-simple"
+    assert argv[argv.index("--spec-ngram-simple-size-m") + 1] == "4"
+    metrics = record["measurements"][0]["metrics"]
+    assert len(metrics["acceptance_by_position"]) == 4
+    assert metrics["acceptance_rate"] is not None and 0.0 <= metrics["acceptance_rate"] <= 1.0
+
+
+def test_prefix_cache_cold_then_warm(llama_server: Path, tmp_path: Path) -> None:
+    done = run_specexp(tmp_path, *TINY[:4], "workload=prefix_cache", "workload.prompt_lengths=[1500]",
+                       "workload.repeats=2", "runtime.extra_args=[-t,2]")
+    assert done.returncode == 0, done.stderr
+    (record,) = results(tmp_path)
+    by_cache = {m["conditions"]["cache"]: m for m in record["measurements"]}
+    cold, warm = by_cache["cold"], by_cache["warm"]
+    assert cold["prefix_cache_reset"] is True  # llama-server confirmed erasing its slots
+    assert cold["metrics"]["cached_prompt_tokens"] == 0
+    # the shared prefix (all but the per-request suffix) comes from the cache the second time
+    assert warm["metrics"]["cached_prompt_tokens"] >= 0.8 * warm["conditions"]["prompt_tokens"]
+    assert warm["metrics"]["ttft_s"] < cold["metrics"]["ttft_s"]

@@ -125,8 +125,13 @@ def fault_server() -> Iterator[str]:
     try:
         yield f"http://127.0.0.1:{holder['port']}"
     finally:
-        loop.call_soon_threadsafe(holder["server"].close)  # type: ignore[attr-defined]
-        thread.join(5)
+        def shutdown() -> None:
+            for task in asyncio.all_tasks(loop):
+                task.cancel()
+
+        loop.call_soon_threadsafe(shutdown)
+        thread.join(10)
+        loop.close()
 
 
 async def _guard(coro: object) -> None:
@@ -134,3 +139,6 @@ async def _guard(coro: object) -> None:
         await coro  # type: ignore[misc]
     except asyncio.CancelledError:
         pass
+    finally:  # let cancelled handlers (a held `hang` stream) finish before the loop closes
+        others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        await asyncio.gather(*others, return_exceptions=True)

@@ -8,7 +8,7 @@ import pytest
 
 from specexp.events import Counters, RequestTrace, TokenEvent
 from specexp.measure import measurements
-from specexp.workloads.driver import Point, Window
+from specexp.events import Point, Window
 
 RUN: dict[str, Any] = {"hardware": "h200", "drafter": "mtp", "k": 2, "prompt_tokens": None, "concurrency": None,
                        "cache": None, "repeats": 1, "source": "simulated"}

@@ -51,8 +51,8 @@ QUANT = {
         compute_dtype={"mlp": "fp8", "attention": "fp8", "embeddings": "bf16"},
     ),
 }
-PARAMS = ("step_overhead_ms", "bandwidth", "bandwidth_fp8", "compute", "compute_fp8", "attention_compute",
-          "multi_query_attention")
+PARAMS = ("step_overhead_ms", "layer_overhead_us", "bandwidth", "bandwidth_fp8", "compute", "compute_fp8",
+          "attention_compute", "multi_query_attention", "multi_query_blocks")
 """The fitted figures, in the order of the parameter vector."""
 
 
@@ -121,15 +121,19 @@ def with_params(hw: HardwareSpec, p: Sequence[float]) -> HardwareSpec:
         bandwidth=v["bandwidth"], compute=v["compute"],
         bandwidth_by_dtype={"fp8": v["bandwidth_fp8"]}, compute_by_dtype={"fp8": v["compute_fp8"]},
         attention_compute=v["attention_compute"], multi_query_attention=v["multi_query_attention"],
+        multi_query_blocks=v["multi_query_blocks"],
         dequant_compute=hw.achieved.dequant_compute,
     )
-    return hw.model_copy(update={"achieved": achieved, "step_overhead_ms": v["step_overhead_ms"]})
+    return hw.model_copy(update={"achieved": achieved, "step_overhead_ms": v["step_overhead_ms"],
+                                 "layer_overhead_us": v["layer_overhead_us"]})
 
 
 def current_params(hw: HardwareSpec) -> list[float]:
     a = hw.achieved
-    return [hw.step_overhead_ms, a.bandwidth, a.bandwidth_by_dtype.get("fp8", a.bandwidth), a.compute,
-            a.compute_by_dtype.get("fp8", a.compute), a.attention_compute or a.compute, a.multi_query_attention or 1.0]
+    return [hw.step_overhead_ms, hw.layer_overhead_us, a.bandwidth, a.bandwidth_by_dtype.get("fp8", a.bandwidth),
+            a.compute,
+            a.compute_by_dtype.get("fp8", a.compute), a.attention_compute or a.compute, a.multi_query_attention or 1.0,
+            a.multi_query_blocks or 32.0]
 
 
 def _lm(residual: Callable[[np.ndarray], np.ndarray], p0: np.ndarray, upper: np.ndarray,
@@ -169,20 +173,22 @@ def kv_bandwidth(hw: HardwareSpec, rows: Sequence[Row]) -> float:
     return float(1.0 / slope / (hw.memory_bandwidth_gbps * 1e9))
 
 
-def fit(hw: HardwareSpec, rows: Sequence[Row]) -> dict[str, float]:
+def fit(hw: HardwareSpec, rows: Sequence[Row], hold: dict[str, float] | None = None) -> dict[str, float]:
     """Least-squares figures for `hw` from `rows` (relative error), with the fit's rms and max.
 
     Two stages: the bandwidth from the KV slope of the decode rows (`kv_bandwidth`), then every
     other figure by Levenberg-Marquardt over all rows with that bandwidth held. (Fitting the
     bandwidth jointly trades it against the overhead and lands on the datasheet's 4.8 TB/s,
-    which the measured ~4.3 TB/s copy ceiling and the KV slope both contradict.)
+    which the measured ~4.3 TB/s copy ceiling and the KV slope both contradict.) `hold` keeps
+    other figures fixed: rows of one shape cannot tell per-step from per-layer overhead apart.
     """
-    bandwidth = kv_bandwidth(hw, rows)
-    free = [i for i, name in enumerate(PARAMS) if name != "bandwidth"]
+    held = {"bandwidth": kv_bandwidth(hw, rows), **(hold or {})}
+    free = [i for i, name in enumerate(PARAMS) if name not in held]
 
     def full(q: np.ndarray) -> np.ndarray:
         p = np.empty(len(PARAMS))
-        p[PARAMS.index("bandwidth")] = bandwidth
+        for name, value in held.items():
+            p[PARAMS.index(name)] = value
         p[free] = q
         return p
 
@@ -190,8 +196,9 @@ def fit(hw: HardwareSpec, rows: Sequence[Row]) -> dict[str, float]:
         trial = with_params(hw, full(q))
         return np.array([np.log(predict_ms(trial, row) / row.ms) for row in rows])
 
-    upper = np.array([np.inf] + [1.0] * (len(PARAMS) - 1))[free]
-    q = _lm(residual, np.array(current_params(hw))[free], upper)
+    upper = np.array([np.inf, np.inf] + [1.0] * (len(PARAMS) - 3) + [np.inf])[free]
+    start = np.maximum(np.array(current_params(hw)), 1e-2)[free]
+    q = _lm(residual, start, upper)
     err = np.expm1(residual(q))
     out = dict(zip(PARAMS, (float(x) for x in full(q)), strict=True))
     out.update(rms_error=float(np.sqrt(np.mean(err**2))), max_error=float(np.max(np.abs(err))))

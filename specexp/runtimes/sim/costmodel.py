@@ -98,7 +98,10 @@ class CostModel:
 
     @property
     def overhead_seconds(self) -> float:
-        return self.hardware.step_overhead_ms / 1e3
+        """Fixed cost of one pass: per step, and per decoder layer."""
+        hw, s = self.hardware, self.shape
+        layers = s.full_attention_layers + s.linear_attention_layers
+        return hw.step_overhead_ms / 1e3 + layers * hw.layer_overhead_us / 1e6
 
     # --- sizes ------------------------------------------------------------------------
 
@@ -156,12 +159,18 @@ class CostModel:
         return total
 
     def _kv_efficiency(self, group: Sequence[Slice], multi: bool) -> float:
-        mq = self.hardware.achieved.multi_query_attention
-        if not multi or mq is None:
+        """KV bytes read per second over the achieved bandwidth: 1 for split-KV decode. On the
+        multi-token path each query head re-reads its group's K/V (so / group size), at
+        `multi_query_attention`, scaled down when too few thread blocks (sequences x query heads
+        x query tiles) run."""
+        a, s = self.hardware.achieved, self.shape
+        if not multi or a.multi_query_attention is None:
             return 1.0
-        blocks = sum(self.shape.query_heads * -(-x.tokens // QUERY_TILE) for x in group)
-        sms = self.hardware.sm_count
-        return mq * (min(1.0, blocks / sms) if sms else 1.0)
+        group_size = max(s.query_heads / max(s.kv_heads, 1), 1.0)
+        blocks = sum(s.query_heads * -(-x.tokens // QUERY_TILE) for x in group)
+        saturation = a.multi_query_blocks
+        occupancy = min(1.0, blocks / saturation) if saturation else 1.0
+        return a.multi_query_attention * occupancy / group_size
 
     def linear_attention_seconds(self, slices: Sequence[Slice]) -> float:
         """Recurrent-state traffic and delta-rule FLOPs of the linear-attention layers."""
@@ -185,9 +194,11 @@ class CostModel:
         )
 
     def small_pass_seconds(self, params: float, bytes_per_weight: float, tokens: int, dtype: str,
-                           overhead_share: float, kv_bytes: float = 0.0) -> float:
+                           overhead_share: float, kv_bytes: float = 0.0, layers: float = 0.0) -> float:
         """A pass of a small network (a drafter head): its weights once, 2 x params x tokens FLOPs,
-        and `kv_bytes` of KV cache read by its attention layers."""
+        `kv_bytes` of KV cache read by its attention layers, `overhead_share` of the per-step
+        overhead and the per-layer overhead of its `layers`."""
         moved = params * bytes_per_weight / self.weight_bandwidth(dtype) + kv_bytes / self.bandwidth
         compute = 2 * params * tokens / self.flops_rate(dtype)
-        return max(moved, compute) + overhead_share * self.overhead_seconds
+        hw = self.hardware
+        return max(moved, compute) + overhead_share * hw.step_overhead_ms / 1e3 + layers * hw.layer_overhead_us / 1e6

@@ -20,8 +20,9 @@ from specexp.runtimes.sim.costmodel import CostModel, Slice
 from specexp.spec import DrafterSpec, QuantizationSpec
 
 DRAFT_PASS_OVERHEAD = 0.1
-"""Share of a target pass's fixed overhead that one drafter pass pays (assumed: a few kernels
-and an argmax, captured in the same CUDA graph)."""
+"""Share of a target pass's per-step overhead that one drafter pass pays (assumed: its input
+preparation and argmax, captured in the same CUDA graph); it also pays the per-layer overhead
+of its own layers."""
 
 
 def head_params(drafter: DrafterSpec, target: CostModel) -> float:
@@ -87,12 +88,12 @@ class DraftCost:
             vocab_params = t.shape.lm_head_params
             if c.lm_head == "draft_vocab" and c.draft_vocab_size:
                 vocab_params, lm_bytes, lm_dtype = c.draft_vocab_size * t.shape.hidden_size, 2.0, "bf16"
-            one = t.small_pass_seconds(params, bpw, batch, dtype, DRAFT_PASS_OVERHEAD, kv)
+            one = t.small_pass_seconds(params, bpw, batch, dtype, DRAFT_PASS_OVERHEAD, kv, c.target_layers)
             head = t.small_pass_seconds(vocab_params, lm_bytes, batch, lm_dtype, 0.0)
             return k * (one + head) + c.overhead_ms / 1e3
         # block: one pass drafts the whole block of k tokens per sequence
         tokens = batch * k
-        one = t.small_pass_seconds(params, bpw, tokens, dtype, DRAFT_PASS_OVERHEAD, kv)
+        one = t.small_pass_seconds(params, bpw, tokens, dtype, DRAFT_PASS_OVERHEAD, kv, c.target_layers)
         head = t.small_pass_seconds(t.shape.lm_head_params, lm_bytes, tokens, lm_dtype, 0.0)
         return one + head + c.overhead_ms / 1e3
 

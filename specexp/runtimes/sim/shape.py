@@ -36,7 +36,9 @@ class ModelShape:
     linear_state_elements: float
     """Recurrent state elements per sequence over the linear-attention layers."""
     query_heads: int = 1
-    """Query heads of a full-attention layer (the parallelism of an attention kernel)."""
+    """Query heads of a full-attention layer."""
+    kv_heads: int = 1
+    """K/V heads of a full-attention layer."""
     full_layer_params: float = 0.0
     """One full-attention decoder layer with its MLP (the shape of an MTP / EAGLE layer)."""
     conv_state_elements: float = 0.0
@@ -101,6 +103,7 @@ def model_shape(m: ModelSpec) -> ModelShape:
         kv_elements_per_token=2.0 * full * kv_dim,
         linear_state_elements=lin_state * linear,
         query_heads=m.num_attention_heads,
+        kv_heads=m.num_key_value_heads,
         full_layer_params=full_attn + mlp_layer,
         conv_state_elements=lin_conv * linear,
         linear_flops_per_token=lin_flops * linear,
