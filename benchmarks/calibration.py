@@ -189,9 +189,13 @@ def check(paths: Sequence[str], hw: HardwareSpec) -> None:
           "method re-implemented (its verify-pass masking unknown), for the dense-8b shape again and for the "
           "Qwen3-14B and Qwen3-1.7B layouts. **Transfer**: figures fitted on this harness's dense-8b rows only, "
           "simulating every shape. **Kept**: conf/hardware/h200.yaml's figures (fitted on the data's harness).\n")
-    print("| figure | fitted on this harness's dense-8b rows |\n|---|---:|")
+    joint = calibrate.fit(hw, rows)
+    print("| figure | fitted on this harness's dense-8b rows | fitted on all its shapes, per-step overhead free |")
+    print("|---|---:|---:|")
     for name in calibrate.PARAMS:
-        print(f"| `{name}` | {own[name]:.4f} |")
+        print(f"| `{name}` | {own[name]:.4f} | {joint[name]:.4f} |")
+    print(f"| fit error (rms, max) | {100 * own['rms_error']:.1f} %, {100 * own['max_error']:.1f} % | "
+          f"{100 * joint['rms_error']:.1f} %, {100 * joint['max_error']:.1f} % |")
     print("\n| shape | dtype | row | measured (ms) | transfer (ms) | error | kept (ms) | error |")
     print("|---|---|---|---:|---:|---:|---:|---:|")
     errors: dict[tuple[str, str], tuple[list[float], list[float]]] = {}
@@ -230,8 +234,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     hw = load_option(HardwareSpec, "hardware", "h200", "hardware")
     a = hw.achieved
     print("# Simulator calibration: H200 step times\n")
-    print(f"Recorded {datetime.date.today().isoformat()} with "
-          f"`.venv/bin/python benchmarks/calibration.py{' --fit' if args.fit else ''}`; data `{path.name}` "
+    command = " ".join(["benchmarks/calibration.py", *(argv if argv is not None else sys.argv[1:])])
+    print(f"Recorded {datetime.date.today().isoformat()} with `.venv/bin/python {command}`; data `{path.name}` "
           f"({len(rows)} rows), hardware `conf/hardware/h200.yaml`.\n")
     print("Figures used (fractions of the datasheet's 4.8 TB/s, 989 bf16 / 1979 fp8 TFLOP/s):\n")
     print("| figure | value |\n|---|---:|")

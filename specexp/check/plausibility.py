@@ -1,6 +1,6 @@
 """Physical limits: the fastest a figure could be on its hardware, from the simulator's roofline.
 
-The limit is the simulator's cost model (specexp.runtimes.sim.costmodel) at the datasheet:
+The limit is the simulator's cost model (specexp.roofline.costmodel) at the datasheet:
 full memory bandwidth and peak FLOP/s (achieved fractions 1), no step overhead, no drafting
 cost. One decode step reads at least the weights at their quantization and the KV of the
 prompt, and emits at most the tokens per pass (1 without a drafter; the measured acceptance
@@ -24,7 +24,7 @@ from pydantic import BaseModel
 from specexp.check.figures import Figure
 from specexp.check.findings import Finding, finding
 from specexp.errors import SpecError
-from specexp.runtimes.sim.costmodel import CostModel, Slice
+from specexp.roofline.costmodel import CostModel, Slice
 from specexp.spec import Achieved, HardwareSpec, ModelSpec, QuantizationSpec
 
 KV_DTYPES = ("auto", "bf16", "bfloat16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2")
@@ -78,7 +78,7 @@ def _device(c: Mapping[str, Any]) -> _Device | str:
     count = c.get("gpu_count")
     gpus: int = count if isinstance(count, int) else hw.gpu_count
     datasheet = hw.model_copy(update={
-        "achieved": Achieved(bandwidth=1.0, compute=1.0), "step_overhead_ms": 0.0,
+        "achieved": Achieved(bandwidth=1.0, compute=1.0), "step_overhead_ms": 0.0, "layer_overhead_us": 0.0,
         "memory_bandwidth_gbps": hw.memory_bandwidth_gbps * gpus,
         "peak_tflops": {k: (v * gpus if v else v) for k, v in hw.peak_tflops.items()},
     })

@@ -15,6 +15,8 @@ def number(value: Any, metric: str | None = None) -> str:
         return "yes" if value else "no"
     if isinstance(value, list):
         return " / ".join(number(v, metric) for v in value)
+    if isinstance(value, float) and metric is None:
+        return f"{value:g}"  # a condition (gpu_memory_utilization 0.44, temperature 0.7): as given
     if isinstance(value, float):
         unit = METRICS[metric].unit if metric in METRICS else ""
         if unit.startswith("ratio"):

@@ -65,6 +65,9 @@ def method_section(rows: Sequence[Row], results: Sequence[dict[str, Any]]) -> li
     repeats = sorted({r.get("repeats") for r in rows if r.get("repeats") is not None})
     lines.append(f"- **Sampling**: temperature {', '.join(number(t) for t in temps)}; thinking "
                  f"{', '.join('on' if t else 'off' for t in thinking)}; repeats {_span(repeats)} per figure")
+    kv = sorted({int(r.metrics["kv_cache_tokens"]) for r in rows if r.metrics.get("kv_cache_tokens")})
+    if kv:
+        lines.append(f"- **KV cache capacity** (`kv_cache_tokens`, as the engine reported it at start): {_span(kv)} tokens")
     simulated = sum(1 for r in rows if r.get("source") == "simulated")
     if simulated == len(rows):
         lines.append("- **Source**: every figure is **simulated** by specexp's simulator, not measured.")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, ClassVar
 
 import httpx
@@ -21,6 +21,24 @@ from specexp.runtimes.client import RawStream, stream_all, to_trace
 from specexp.runtimes.process import ServerProcess, free_port
 
 PROBE_TIMEOUT_S = 5.0
+
+
+def get(client: httpx.Client, path: str) -> httpx.Response | None:
+    """GET `path`; None when the server cannot be reached."""
+    try:
+        return client.get(path)
+    except httpx.HTTPError:
+        return None
+
+
+def json_of(response: httpx.Response | None) -> Any:
+    """The JSON body of a 200 response; None for anything else (an error, HTML, nothing)."""
+    if response is None or response.status_code != 200:
+        return None
+    try:
+        return response.json()
+    except ValueError:
+        return None
 
 
 class HttpRuntime(Runtime):
@@ -68,6 +86,27 @@ class HttpRuntime(Runtime):
         return {}
 
     # -- shared behaviour ----------------------------------------------------------------
+    def model_ref(self) -> str:
+        """What the server loads: runtime.model_path, else the model's Hugging Face id."""
+        ref = self.spec.runtime.model_path or self.spec.model.hf_id
+        if not ref:
+            raise RuntimeFailure(
+                "refused", "missing_model",
+                f"model={self.spec.model.name} has no hf_id: set runtime.model_path=/path/or/hf-id",
+            )
+        return ref
+
+    def engine_drafter(self, table: Mapping[str, str] | Collection[str], engine: str) -> str | None:
+        """The engine's own name for this job's drafter (None without one); refuse a drafter the
+        engine does not have, naming the ones it does."""
+        drafter = self.spec.drafter.name
+        if drafter == "none":
+            return None
+        if drafter not in table:
+            raise RuntimeFailure("refused", "unsupported_drafter",
+                                 f"{engine} has no drafter '{drafter}'; accepted: {', '.join(sorted(table))}")
+        return table[drafter] if isinstance(table, Mapping) else drafter
+
     @property
     def base_url(self) -> str:
         if self.spec.runtime.url:

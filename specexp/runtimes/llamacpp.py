@@ -21,7 +21,7 @@ from specexp.paths_cache import cache_dir
 from specexp.plan import effective_k
 from specexp.runtimes import promtext
 from specexp.runtimes.base import RUNTIMES, RuntimeFailure
-from specexp.runtimes.http import HttpRuntime
+from specexp.runtimes.http import HttpRuntime, json_of
 from specexp.spec import ModelSpec
 
 LLAMA_CPP_PYTHON_VERSION = "0.3.36"
@@ -97,12 +97,10 @@ class LlamaCppRuntime(HttpRuntime):
         spec = self.spec
         drafter = spec.drafter.name
         k = effective_k(spec)
-        if drafter == "none" or k is None:
+        spec_type = self.engine_drafter(SPEC_TYPES, "llama.cpp")
+        if spec_type is None or k is None:
             return []
-        if drafter not in SPEC_TYPES:
-            raise RuntimeFailure("refused", "unsupported_drafter", f"llama.cpp has no drafter '{drafter}'; "
-                                 f"accepted: {', '.join(sorted(SPEC_TYPES))}")
-        args = ["--spec-type", SPEC_TYPES[drafter], "--spec-draft-n-max", str(k)]
+        args = ["--spec-type", spec_type, "--spec-draft-n-max", str(k)]
         if drafter == "ngram":
             # ngram-simple drafts the m tokens after the matched n-gram: m is its k (checked against
             # a real llama-server: drafts then carry exactly k positions). n stays llama.cpp's default.
@@ -145,8 +143,8 @@ class LlamaCppRuntime(HttpRuntime):
         return tuple(found) + (0.0,) * max(0, k - len(found))
 
     def engine_info(self, client: httpx.Client) -> EngineInfo:
-        props = _json(client.get("/props"))
-        slots = _json(client.get("/slots"))
+        props = json_of(client.get("/props"))
+        slots = json_of(client.get("/slots"))
         n_ctx = sum(int(s.get("n_ctx") or 0) for s in slots) if isinstance(slots, list) else None
         speculative = any(bool(s.get("speculative")) for s in slots) if isinstance(slots, list) else None
         return EngineInfo(
@@ -163,27 +161,20 @@ class LlamaCppRuntime(HttpRuntime):
     def tokenize(self, text: str) -> list[int] | None:
         with self.sync_client() as client:
             response = client.post("/tokenize", json={"content": text, "add_special": False})
-        data = _json(response)
+        data = json_of(response)
         return [int(t) for t in data["tokens"]] if isinstance(data, dict) and "tokens" in data else None
 
     def detokenize(self, tokens: list[int]) -> str | None:
         with self.sync_client() as client:
             response = client.post("/detokenize", json={"tokens": tokens})
-        data = _json(response)
+        data = json_of(response)
         return str(data["content"]) if isinstance(data, dict) and "content" in data else None
 
     def reset_prefix_cache(self) -> bool:
         """Erase every slot's cache (`POST /slots/{id}?action=erase`); True when all said so."""
         with self.sync_client() as client:
-            slots = _json(client.get("/slots"))
+            slots = json_of(client.get("/slots"))
             if not isinstance(slots, list):
                 return False
             ok = [client.post(f"/slots/{s['id']}", params={"action": "erase"}).status_code == 200 for s in slots]
         return all(ok)
-
-
-def _json(response: httpx.Response) -> Any:
-    try:
-        return response.json() if response.status_code == 200 else None
-    except ValueError:
-        return None

@@ -28,8 +28,8 @@ import httpx
 
 from specexp.events import EngineInfo, Request
 from specexp.plan import effective_k
-from specexp.runtimes.base import RUNTIMES, RuntimeFailure
-from specexp.runtimes.http import HttpRuntime
+from specexp.runtimes.base import RUNTIMES
+from specexp.runtimes.http import HttpRuntime, get, json_of
 
 DRAFTERS = {"none", "mtp", "dflash", "draft_model"}
 """What Ollama's llama-server runner wires up: draft-mtp, draft-dflash, and an external draft model
@@ -44,10 +44,7 @@ class OllamaRuntime(HttpRuntime):
     metrics_path = None  # no Prometheus endpoint in server/ (engines.md 4)
 
     def build_argv(self, port: int) -> list[str]:
-        drafter = self.spec.drafter.name
-        if drafter not in DRAFTERS:
-            raise RuntimeFailure("refused", "unsupported_drafter", f"Ollama has no drafter '{drafter}'; "
-                                 f"accepted: {', '.join(sorted(DRAFTERS))}")
+        self.engine_drafter(DRAFTERS, "Ollama")  # refuses a drafter Ollama does not have
         # `ollama serve` takes no flags: its settings are environment variables (server_env).
         return [self.spec.runtime.executable or "ollama", "serve", *self.spec.runtime.extra_args]
 
@@ -73,11 +70,11 @@ class OllamaRuntime(HttpRuntime):
         return extras
 
     def engine_info(self, client: httpx.Client) -> EngineInfo:
-        version = _json(_get(client, "/api/version"))
+        version = json_of(get(client, "/api/version"))
         reported = version.get("version") if isinstance(version, dict) else None
         details: dict[str, Any] = {"served_model": self.served_model()}
         try:
-            show = _json(client.post("/api/show", json={"model": self.served_model()}))
+            show = json_of(client.post("/api/show", json={"model": self.served_model()}))
         except httpx.HTTPError:
             show = None
         if isinstance(show, dict):
@@ -103,19 +100,3 @@ def modelfile_parameter(parameters: Any, key: str) -> str | None:
         if len(parts) == 2 and parts[0] == key:
             return parts[1].strip().strip('"')
     return None
-
-
-def _get(client: httpx.Client, path: str) -> httpx.Response | None:
-    try:
-        return client.get(path)
-    except httpx.HTTPError:
-        return None
-
-
-def _json(response: httpx.Response | None) -> Any:
-    if response is None or response.status_code != 200:
-        return None
-    try:
-        return response.json()
-    except ValueError:
-        return None

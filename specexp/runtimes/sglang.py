@@ -31,7 +31,7 @@ from specexp.plan import effective_k
 from specexp.runtimes import promtext
 from specexp.runtimes.base import RUNTIMES, RuntimeFailure
 from specexp.runtimes.client import RawStream
-from specexp.runtimes.http import HttpRuntime
+from specexp.runtimes.http import HttpRuntime, get, json_of
 
 ALGORITHMS = {
     "mtp": "NEXTN",          # an alias of EAGLE using the checkpoint's own MTP/NextN head
@@ -61,15 +61,6 @@ class SglangRuntime(HttpRuntime):
     _discovered_model: str | None = None
 
     # -- the server --------------------------------------------------------------------------
-    def model_ref(self) -> str:
-        ref = self.spec.runtime.model_path or self.spec.model.hf_id
-        if not ref:
-            raise RuntimeFailure(
-                "refused", "missing_model",
-                f"model={self.spec.model.name} has no hf_id: set runtime.model_path=/path/or/hf-id",
-            )
-        return ref
-
     def build_argv(self, port: int) -> list[str]:
         spec, rt = self.spec, self.spec.runtime
         argv = [
@@ -96,12 +87,10 @@ class SglangRuntime(HttpRuntime):
         spec = self.spec
         drafter = spec.drafter.name
         k = effective_k(spec)
-        if drafter == "none" or k is None:
+        algorithm = self.engine_drafter(ALGORITHMS, "SGLang")
+        if algorithm is None or k is None:
             return []
-        if drafter not in ALGORITHMS:
-            raise RuntimeFailure("refused", "unsupported_drafter", f"SGLang has no drafter '{drafter}'; "
-                                 f"accepted: {', '.join(sorted(ALGORITHMS))}")
-        args = ["--speculative-algorithm", ALGORITHMS[drafter]]
+        args = ["--speculative-algorithm", algorithm]
         draft = spec.runtime.draft_model_path
         if drafter == "draft_model" and draft is None and spec.draft_model is not None:
             draft = spec.draft_model.hf_id
@@ -224,13 +213,13 @@ class SglangRuntime(HttpRuntime):
         )
 
     def engine_info(self, client: httpx.Client) -> EngineInfo:
-        info = _json(_get(client, "/server_info"))
+        info = json_of(get(client, "/server_info"))
         if not isinstance(info, dict):
-            info = _json(_get(client, "/get_server_info"))  # deprecated, still served (2.4)
+            info = json_of(get(client, "/get_server_info"))  # deprecated, still served (2.4)
         info = info if isinstance(info, dict) else {}
         self._server_drafter_config = resolved_drafter_config(info)
         if self.spec.runtime.url and not self.spec.runtime.served_model_name:
-            models = _json(_get(client, "/v1/models"))
+            models = json_of(get(client, "/v1/models"))
             cards = models.get("data") if isinstance(models, dict) else None
             if isinstance(cards, list) and cards and isinstance(cards[0], dict) and cards[0].get("id"):
                 self._discovered_model = str(cards[0]["id"])
@@ -288,19 +277,3 @@ def _mean(samples: list[promtext.Sample], name: str) -> float | None:
     """A gauge over its label sets (TP/DP ranks report the same figure): the mean, not the sum."""
     values = [s.value for s in samples if s.name == name]
     return sum(values) / len(values) if values else None
-
-
-def _get(client: httpx.Client, path: str) -> httpx.Response | None:
-    try:
-        return client.get(path)
-    except httpx.HTTPError:
-        return None
-
-
-def _json(response: httpx.Response | None) -> Any:
-    if response is None or response.status_code != 200:
-        return None
-    try:
-        return response.json()
-    except ValueError:
-        return None

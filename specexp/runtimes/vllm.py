@@ -21,7 +21,7 @@ from specexp.plan import effective_k
 from specexp.runtimes import promtext
 from specexp.runtimes.base import RUNTIMES, RuntimeFailure
 from specexp.runtimes.client import RawStream
-from specexp.runtimes.http import HttpRuntime
+from specexp.runtimes.http import HttpRuntime, get, json_of
 
 METHODS = {
     "mtp": "mtp",
@@ -57,16 +57,6 @@ class VllmRuntime(HttpRuntime):
     _discovered_model: str | None = None
 
     # -- the server --------------------------------------------------------------------------
-    def model_ref(self) -> str:
-        """What `vllm serve` loads: runtime.model_path, else the model's Hugging Face id."""
-        ref = self.spec.runtime.model_path or self.spec.model.hf_id
-        if not ref:
-            raise RuntimeFailure(
-                "refused", "missing_model",
-                f"model={self.spec.model.name} has no hf_id: set runtime.model_path=/path/or/hf-id",
-            )
-        return ref
-
     def build_argv(self, port: int) -> list[str]:
         spec, rt = self.spec, self.spec.runtime
         argv = [
@@ -98,12 +88,10 @@ class VllmRuntime(HttpRuntime):
         spec = self.spec
         drafter = spec.drafter.name
         k = effective_k(spec)
-        if drafter == "none" or k is None:
+        method = self.engine_drafter(METHODS, "vLLM")
+        if method is None or k is None:
             return None
-        if drafter not in METHODS:
-            raise RuntimeFailure("refused", "unsupported_drafter", f"vLLM has no drafter '{drafter}'; "
-                                 f"accepted: {', '.join(sorted(METHODS))}")
-        config: dict[str, Any] = {"method": METHODS[drafter], "num_speculative_tokens": k}
+        config: dict[str, Any] = {"method": method, "num_speculative_tokens": k}
         draft = spec.runtime.draft_model_path
         if drafter == "draft_model" and draft is None and spec.draft_model is not None:
             draft = spec.draft_model.hf_id
@@ -190,15 +178,15 @@ class VllmRuntime(HttpRuntime):
         return tuple(found) + (0.0,) * max(0, k - len(found))
 
     def engine_info(self, client: httpx.Client) -> EngineInfo:
-        version = _json(_get(client, "/version"))
-        models = _json(_get(client, "/v1/models"))
+        version = json_of(get(client, "/version"))
+        models = json_of(get(client, "/v1/models"))
         cards = models.get("data") if isinstance(models, dict) else None
         card = cards[0] if isinstance(cards, list) and cards and isinstance(cards[0], dict) else {}
         if self.spec.runtime.url and not self.spec.runtime.served_model_name and card.get("id"):
             self._discovered_model = str(card["id"])
         details: dict[str, Any] = {"served_model": self.served_model(), "max_model_len": card.get("max_model_len")}
         kv_tokens = None
-        metrics = _get(client, self.metrics_path or "/metrics")
+        metrics = get(client, self.metrics_path or "/metrics")
         if metrics is not None and metrics.status_code == 200:
             try:
                 samples = promtext.parse(metrics.text)
@@ -244,7 +232,7 @@ class VllmRuntime(HttpRuntime):
     def _post(self, path: str, body: dict[str, Any]) -> Any:
         try:
             with self.sync_client() as client:
-                return _json(client.post(path, json=body))
+                return json_of(client.post(path, json=body))
         except httpx.HTTPError:
             return None
 
@@ -277,21 +265,5 @@ def _mean(samples: list[promtext.Sample], name: str) -> float | None:
 def _int(value: str | None) -> int | None:
     try:
         return int(value) if value is not None else None
-    except ValueError:
-        return None
-
-
-def _get(client: httpx.Client, path: str) -> httpx.Response | None:
-    try:
-        return client.get(path)
-    except httpx.HTTPError:
-        return None
-
-
-def _json(response: httpx.Response | None) -> Any:
-    if response is None or response.status_code != 200:
-        return None
-    try:
-        return response.json()
     except ValueError:
         return None

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from specexp.runtimes.sim.costmodel import CostModel, Slice
+from specexp.roofline.costmodel import CostModel, Slice
 from specexp.spec import (
     Achieved,
     DrafterSpec,
@@ -162,12 +162,15 @@ def _lm(residual: Callable[[np.ndarray], np.ndarray], p0: np.ndarray, upper: np.
 
 def kv_bandwidth(hw: HardwareSpec, rows: Sequence[Row]) -> float:
     """Achieved bandwidth fraction from the single-sequence decode rows across context lengths:
-    ms = intercept (per weight dtype) + KV bytes / bandwidth, a linear least squares. The slope
-    is a pure streaming read, free of the fixed overhead and of the weights' kernels."""
+    ms = intercept (per shape and weight dtype) + KV bytes / bandwidth, a linear least squares.
+    The slope is a pure streaming read, free of the fixed overhead and of the weights' kernels."""
     picked = [r for r in rows if r.kind == "step" and r.b == 1 and r.t == 1]
-    dtypes = sorted({r.wdtype for r in picked})
-    kv = CostModel.build(hw, DENSE_8B, QUANT["bf16"], "auto").kv_bytes_per_token
-    a = np.array([[(r.ctx + 1) * kv] + [float(r.wdtype == d) for d in dtypes] for r in picked])
+    groups = sorted({(r.model.name, r.wdtype) for r in picked})
+
+    def kv(r: Row) -> float:
+        return CostModel.build(hw, r.model, QUANT["bf16"], "auto").kv_bytes_per_token
+
+    a = np.array([[(r.ctx + 1) * kv(r)] + [float((r.model.name, r.wdtype) == g) for g in groups] for r in picked])
     y = np.array([r.ms / 1e3 for r in picked])
     slope = np.linalg.lstsq(a, y, rcond=None)[0][0]
     return float(1.0 / slope / (hw.memory_bandwidth_gbps * 1e9))

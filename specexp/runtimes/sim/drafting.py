@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from specexp.runtimes.sim.costmodel import CostModel, Slice
+from specexp.roofline.costmodel import CostModel, Slice
 from specexp.spec import DrafterSpec, QuantizationSpec
 
 DRAFT_PASS_OVERHEAD = 0.1

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from specexp.events import Counters, Request, RequestTrace, TokenEvent
-from specexp.runtimes.sim.costmodel import CostModel, Slice
+from specexp.roofline.costmodel import CostModel, Slice
 from specexp.runtimes.sim.drafting import AcceptanceModel, DraftCost
 from specexp.runtimes.sim.kvcache import CacheLayout, KvPool
 from specexp.runtimes.sim.memory import MemoryPlan

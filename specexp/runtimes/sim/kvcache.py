@@ -6,8 +6,9 @@ Hybrid models must also restore the linear-attention state where the reuse start
 engine keeps that state only at block-aligned points: at the end of every prefill chunk (the
 chunk is cut on a block boundary) and at the last full block of each prompt. Every kept state
 occupies pool memory, which is the KV capacity prefix caching costs a hybrid model; dense
-models pay nothing. A runtime version whose cache never hits keeps the cache (and its cost)
-but serves nothing from it.
+models pay nothing. (Qwen3.8-27B: 144 MiB of float32 state per 8,000-token chunk next to 64 KiB
+of K/V per token costs 22 % of the capacity, as studies.md reports: 348,497 -> 271,315 tokens.)
+A runtime version whose cache never hits keeps the cache (and its cost) but serves nothing.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from specexp.runtimes.sim.costmodel import CostModel
+from specexp.roofline.costmodel import CostModel
 from specexp.runtimes.sim.drafting import drafter_kv_layers, drafter_weight_bytes
 from specexp.runtimes.sim.kvcache import CacheLayout
 from specexp.spec import ExperimentSpec

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from specexp.plan import effective_k
 from specexp.runtimes.base import RuntimeFailure
 from specexp.runtimes.sim.context import context_limit
-from specexp.runtimes.sim.costmodel import CostModel
+from specexp.roofline.costmodel import CostModel
 from specexp.runtimes.sim.kvcache import CacheLayout, block_tokens, cache_hits
 from specexp.runtimes.sim.memory import ENGINE_RESERVED_GIB, MemoryPlan, memory_plan, refusal
 from specexp.spec import ExperimentSpec

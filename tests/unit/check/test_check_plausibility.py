@@ -14,7 +14,7 @@ from specexp.check.plausibility import LIMITS, Limit, implausible, limit
 from specexp.check.runs import runs_of
 from specexp.compose import load_option
 from specexp.metrics import METRICS
-from specexp.runtimes.sim.costmodel import CostModel
+from specexp.roofline.costmodel import CostModel
 from specexp.spec import HardwareSpec, ModelSpec, QuantizationSpec
 
 

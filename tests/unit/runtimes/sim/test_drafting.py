@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from specexp.compose import load_option
-from specexp.runtimes.sim.costmodel import CostModel, Slice
+from specexp.roofline.costmodel import CostModel, Slice
 from specexp.runtimes.sim.drafting import AcceptanceModel, DraftCost
 from specexp.spec import DrafterSpec, HardwareSpec, ModelSpec, QuantizationSpec
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from specexp.compose import load_option
-from specexp.runtimes.sim.costmodel import CostModel, Slice
+from specexp.roofline.costmodel import CostModel, Slice
 from specexp.spec import HardwareSpec, ModelSpec, QuantizationSpec
 
 

@@ -1,0 +1,206 @@
+"""Cost of one forward pass: a roofline per kernel group, summed, plus a fixed overhead
+(per step, and per decoder layer: the launch gaps of its small kernels).
+
+A pass runs three groups of kernels one after the other, and each is bound by its own
+roofline, max(bytes / bandwidth, FLOPs / compute):
+
+- the weight matmuls (every component at its quantization, lm_head for the tokens that need
+  logits): bandwidth-bound at small batch, compute-bound once enough tokens share a read;
+- attention over the cached context: reads the KV cache of every sequence; single-token
+  decode uses split-KV kernels at full bandwidth, several new tokens per sequence (verify)
+  may use a slower path (`Achieved.multi_query_attention`: every query head re-reads its
+  K/V, and too few thread blocks at small batch leave the GPU idle);
+- linear attention (hybrid models): reads each sequence's recurrent state once and writes it
+  back once per kept copy (a verify pass keeps one per draft position, for rollback).
+
+Summing the groups, rather than taking one max over the whole pass, is what the H200 step
+times show (benchmarks/calibration.py): at 64 x 16 verify tokens the GEMMs are
+compute-bound while attention still pays its KV reads. Whether a group is bandwidth- or
+compute-bound falls out of its max, never out of an if-statement about prefill or decode.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from specexp.roofline.shape import ModelShape, model_shape
+from specexp.spec import HardwareSpec, ModelSpec, QuantizationSpec
+
+__all__ = ["CostModel", "ModelShape", "Slice", "model_shape"]
+
+_KV_BYTES = {"auto": 2.0, "bf16": 2.0, "bfloat16": 2.0, "float16": 2.0, "fp8": 1.0, "fp8_e4m3": 1.0, "fp8_e5m2": 1.0}
+QUERY_TILE = 64
+"""Query rows one attention thread block handles (flash-attention-style kernels)."""
+COMPONENTS = ("mlp", "attention", "embeddings")
+
+
+@dataclass(frozen=True)
+class Slice:
+    """One sequence's share of a forward pass: `tokens` new tokens over `context` cached ones."""
+
+    tokens: int
+    context: int
+    logits: int
+    """Tokens that need an lm_head projection (all verify tokens; the last one of a prefill)."""
+    state_writes: int = 1
+    """Copies of the recurrent state written back (hybrid models): 1, or k + 1 in a verify pass."""
+
+
+@dataclass(frozen=True)
+class CostModel:
+    """Forward-pass times of one model at one quantization on one device."""
+
+    hardware: HardwareSpec
+    shape: ModelShape
+    quant: QuantizationSpec
+    kv_bytes: float
+    state_dtype: str = "float32"
+
+    @classmethod
+    def build(cls, hw: HardwareSpec, model: ModelSpec, quant: QuantizationSpec, kv_cache_dtype: str) -> CostModel:
+        kv_bytes = _KV_BYTES.get(kv_cache_dtype, 2.0)
+        return cls(hardware=hw, shape=model_shape(model), quant=quant, kv_bytes=kv_bytes,
+                   state_dtype=model.linear_state_dtype)
+
+    # --- rates ------------------------------------------------------------------------
+
+    @property
+    def bandwidth(self) -> float:
+        """Achieved bytes per second (KV cache, states, bf16 weights)."""
+        hw = self.hardware
+        return hw.memory_bandwidth_gbps * 1e9 * hw.achieved.bandwidth
+
+    def weight_bandwidth(self, dtype: str) -> float:
+        """Achieved bytes per second streaming matmul weights that compute in `dtype`."""
+        a = self.hardware.achieved
+        fraction = a.bandwidth_by_dtype.get(dtype, a.bandwidth)  # type: ignore[call-overload]
+        return self.hardware.memory_bandwidth_gbps * 1e9 * fraction
+
+    def flops_rate(self, dtype: str) -> float:
+        """Achieved FLOP/s for matmuls in `dtype`.
+
+        Native data types run at their own peak; the others are dequantized to bf16 inside the
+        kernel (Marlin-style), which reaches `dequant_compute` of the bf16 GEMM rate.
+        """
+        hw, a = self.hardware, self.hardware.achieved
+        bf16 = float(hw.peak_tflops.get("bf16") or 0.0) * 1e12 * a.compute_by_dtype.get("bf16", a.compute)
+        if dtype == "bf16":
+            return bf16
+        if dtype in hw.native_dtypes and hw.peak_tflops.get(dtype):  # type: ignore[call-overload]
+            return hw.peak(dtype) * 1e12 * a.compute_by_dtype.get(dtype, a.compute)  # type: ignore[call-overload]
+        return bf16 * a.dequant_compute
+
+    @property
+    def attention_rate(self) -> float:
+        """Achieved FLOP/s of attention kernels (bf16)."""
+        hw, a = self.hardware, self.hardware.achieved
+        frac = a.attention_compute if a.attention_compute is not None else a.compute_by_dtype.get("bf16", a.compute)
+        return float(hw.peak_tflops.get("bf16") or 0.0) * 1e12 * frac
+
+    @property
+    def overhead_seconds(self) -> float:
+        """Fixed cost of one pass: per step, and per decoder layer."""
+        hw, s = self.hardware, self.shape
+        layers = s.full_attention_layers + s.linear_attention_layers
+        return hw.step_overhead_ms / 1e3 + layers * hw.layer_overhead_us / 1e6
+
+    # --- sizes ------------------------------------------------------------------------
+
+    def _params(self) -> dict[str, float]:
+        s = self.shape
+        return {"mlp": s.mlp_params, "attention": s.attention_params, "embeddings": s.lm_head_params}
+
+    @property
+    def weight_bytes(self) -> float:
+        """Weights one pass reads (the input embeddings are looked up, not read)."""
+        b = self.quant.bytes_per_weight
+        return sum(p * b[c] for c, p in self._params().items())  # type: ignore[index]
+
+    @property
+    def resident_weight_bytes(self) -> float:
+        """Weights held in device memory: what a pass reads plus untied input embeddings."""
+        return self.weight_bytes + self.shape.input_embedding_params * self.quant.bytes_per_weight["embeddings"]
+
+    @property
+    def kv_bytes_per_token(self) -> float:
+        return self.shape.kv_elements_per_token * self.kv_bytes
+
+    @property
+    def kv_bytes_per_token_per_layer(self) -> float:
+        return self.shape.kv_elements_per_layer * self.kv_bytes
+
+    @property
+    def state_bytes(self) -> float:
+        """Recurrent state of one sequence (hybrid models), bytes."""
+        return self.shape.state_bytes(self.state_dtype)
+
+    # --- passes -----------------------------------------------------------------------
+
+    def matmul_seconds(self, tokens: int, logits: int) -> float:
+        """The weight matmuls of a pass over `tokens` tokens, `logits` of them projected."""
+        q, moved, compute = self.quant, 0.0, 0.0
+        for c, params in self._params().items():
+            dtype = q.compute_dtype[c]  # type: ignore[index]
+            n = logits if c == "embeddings" else tokens
+            moved += params * q.bytes_per_weight[c] / self.weight_bandwidth(dtype)  # type: ignore[index]
+            compute += 2 * params * n / self.flops_rate(dtype)
+        return max(moved, compute)
+
+    def attention_seconds(self, slices: Sequence[Slice]) -> float:
+        """Attention over the cached context, single-token and multi-token slices apart."""
+        per_ctx, kv = self.shape.attention_flops_per_context_token, self.kv_bytes_per_token
+        total = 0.0
+        for multi in (False, True):
+            group = [x for x in slices if (x.tokens > 1) == multi]
+            if not group:
+                continue
+            moved = sum(x.context + x.tokens for x in group) * kv
+            flops = sum(x.tokens * (x.context + x.tokens / 2) for x in group) * per_ctx
+            total += max(moved / (self.bandwidth * self._kv_efficiency(group, multi)), flops / self.attention_rate)
+        return total
+
+    def _kv_efficiency(self, group: Sequence[Slice], multi: bool) -> float:
+        """KV bytes read per second over the achieved bandwidth: 1 for split-KV decode. On the
+        multi-token path each query head re-reads its group's K/V (so / group size), at
+        `multi_query_attention`, scaled down when too few thread blocks (sequences x query heads
+        x query tiles) run."""
+        a, s = self.hardware.achieved, self.shape
+        if not multi or a.multi_query_attention is None:
+            return 1.0
+        group_size = max(s.query_heads / max(s.kv_heads, 1), 1.0)
+        blocks = sum(s.query_heads * -(-x.tokens // QUERY_TILE) for x in group)
+        saturation = a.multi_query_blocks
+        occupancy = min(1.0, blocks / saturation) if saturation else 1.0
+        return a.multi_query_attention * occupancy / group_size
+
+    def linear_attention_seconds(self, slices: Sequence[Slice]) -> float:
+        """Recurrent-state traffic and delta-rule FLOPs of the linear-attention layers."""
+        if not self.shape.linear_attention_layers:
+            return 0.0
+        moved = sum(1 + x.state_writes for x in slices) * self.state_bytes
+        flops = sum(x.tokens for x in slices) * self.shape.linear_flops_per_token
+        return max(moved / self.bandwidth, flops / self.attention_rate)
+
+    def pass_seconds(self, slices: Sequence[Slice]) -> float:
+        """Time of one forward pass over `slices`, overhead included."""
+        if not slices:
+            return 0.0
+        tokens = sum(x.tokens for x in slices)
+        logits = sum(x.logits for x in slices)
+        return (
+            self.matmul_seconds(tokens, logits)
+            + self.attention_seconds(slices)
+            + self.linear_attention_seconds(slices)
+            + self.overhead_seconds
+        )
+
+    def small_pass_seconds(self, params: float, bytes_per_weight: float, tokens: int, dtype: str,
+                           overhead_share: float, kv_bytes: float = 0.0, layers: float = 0.0) -> float:
+        """A pass of a small network (a drafter head): its weights once, 2 x params x tokens FLOPs,
+        `kv_bytes` of KV cache read by its attention layers, `overhead_share` of the per-step
+        overhead and the per-layer overhead of its `layers`."""
+        moved = params * bytes_per_weight / self.weight_bandwidth(dtype) + kv_bytes / self.bandwidth
+        compute = 2 * params * tokens / self.flops_rate(dtype)
+        hw = self.hardware
+        return max(moved, compute) + overhead_share * hw.step_overhead_ms / 1e3 + layers * hw.layer_overhead_us / 1e6
