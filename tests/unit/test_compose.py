@@ -71,8 +71,18 @@ def _sweep_values(name: str) -> list[str]:
         cfg = compose("config", overrides=[f"+experiment={name}"], return_hydra_config=True)
     sweeper = OmegaConf.to_container(cfg.hydra.sweeper, resolve=False)
     assert isinstance(sweeper, dict)
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parser = OverridesParser.create()
     entries = [sweeper.get("params") or {}, *(sweeper.get("grid") or [])]
-    return sorted({f"{k}={v.strip()}" for e in entries for k, vs in e.items() for v in str(vs).split(",")})
+    values = set()
+    for entry in entries:
+        for key, sweep in entry.items():
+            override = parser.parse_override(f"{key}={sweep}")  # as the sweeper splits it: [1,4] is one value
+            options = override.sweep_string_iterator() if override.is_sweep_override() else [
+                override.get_value_element_as_str()]
+            values.update(f"{key}={v}" for v in options)
+    return sorted(values)
 
 
 @pytest.mark.parametrize("name", _experiments())
