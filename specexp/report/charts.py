@@ -28,7 +28,7 @@ def _spec(chart: alt.TopLevelMixin) -> dict[str, Any]:
     return chart.to_dict()  # type: ignore[no-any-return]
 
 
-def tps_vs_k(rows: Sequence[Row], name: str) -> list[Chart]:
+def tps_vs_k(rows: Sequence[Row], name: str, label: str = "") -> list[Chart]:
     """Decode tok/s against k per drafter, one panel per workload; no drafter at k = 0."""
     data = [{"workload": r.get("workload"), "drafter": r.get("drafter"), "k": r.get("k") or 0,
              "decode_tps": r.metrics.get("decode_tps")} for r in rows if r.metrics.get("decode_tps")]
@@ -38,11 +38,11 @@ def tps_vs_k(rows: Sequence[Row], name: str) -> list[Chart]:
         x=alt.X("k:Q", title="k (draft tokens per step; 0 = no drafter)"),
         y=alt.Y("decode_tps:Q", title="decode_tps (tok/s)"),
         color=alt.Color("drafter:N"),
-    ).properties(width=WIDTH, height=HEIGHT).facet(column=alt.Column("workload:N"))
+    ).properties(width=WIDTH, height=HEIGHT).facet(column=alt.Column("workload:N")).properties(title=label)
     return [Chart(_name(name), "Decode tok/s vs k", _spec(chart))]
 
 
-def acceptance_by_position(rows: Sequence[Row], name: str) -> list[Chart]:
+def acceptance_by_position(rows: Sequence[Row], name: str, label: str = "") -> list[Chart]:
     """Share of drafts accepted at each draft position, per drafter and k."""
     data = [{"workload": r.get("workload"), "arm": _arm(r), "position": i + 1, "accepted": v}
             for r in rows for i, v in enumerate(r.metrics.get("acceptance_by_position") or [])]
@@ -52,11 +52,11 @@ def acceptance_by_position(rows: Sequence[Row], name: str) -> list[Chart]:
         x=alt.X("position:O", title="draft position"),
         y=alt.Y("accepted:Q", title="acceptance_by_position", axis=alt.Axis(format="%"), scale=alt.Scale(domain=[0, 1])),
         color=alt.Color("arm:N", title="drafter"),
-    ).properties(width=WIDTH, height=HEIGHT).facet(column=alt.Column("workload:N"))
+    ).properties(width=WIDTH, height=HEIGHT).facet(column=alt.Column("workload:N")).properties(title=label)
     return [Chart(_name(name), "Acceptance by draft position", _spec(chart))]
 
 
-def concurrency_scaling(rows: Sequence[Row], name: str) -> list[Chart]:
+def concurrency_scaling(rows: Sequence[Row], name: str, label: str = "") -> list[Chart]:
     """Aggregate and per-stream tok/s against concurrency, per drafter arm."""
     data = [{"arm": _arm(r), "concurrency": r.get("concurrency"), "metric": metric, "tok/s": r.metrics.get(metric)}
             for r in rows for metric in ("aggregate_tps", "per_stream_tps") if r.metrics.get(metric)]
@@ -66,7 +66,7 @@ def concurrency_scaling(rows: Sequence[Row], name: str) -> list[Chart]:
         x=alt.X("concurrency:Q", scale=alt.Scale(type="log", base=2), title="concurrency"),
         y=alt.Y("tok/s:Q", title="tok/s"),
         color=alt.Color("arm:N", title="drafter"),
-    ).properties(width=WIDTH, height=HEIGHT).facet(column=alt.Column("metric:N", title=None))
+    ).properties(width=WIDTH, height=HEIGHT).facet(column=alt.Column("metric:N", title=None)).properties(title=label)
     return [Chart(_name(name), "Throughput vs concurrency", _spec(chart))]
 
 

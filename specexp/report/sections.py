@@ -87,8 +87,9 @@ def decode_section(rows: Sequence[Row], fixed: dict[str, Any]) -> list[Block]:
         blocks.append(TableBlock(headers, body, align=["l"] * len(columns) + ["r"] * (len(metrics) + 1) + ["l", "l"]))
     for conditions, members in group(rows, (*SPEC_KEYS, "workload", "output_tokens", "ignore_eos", "thinking")):
         name = "-".join(str(v) for v in conditions.values() if v not in (None, False, True))
-        blocks += charts.tps_vs_k(members, f"tps-vs-k-{name}")
-        blocks += charts.acceptance_by_position(members, f"acceptance-{name}")
+        label = _label(conditions, fixed)
+        blocks += charts.tps_vs_k(members, f"tps-vs-k-{name}", label)
+        blocks += charts.acceptance_by_position(members, f"acceptance-{name}", label)
     return blocks
 
 
@@ -115,7 +116,7 @@ def concurrency_section(rows: Sequence[Row], fixed: dict[str, Any]) -> list[Bloc
                                  align=["l"] * len(columns) + ["r"] * (len(metrics) + 1) + ["l"]))
         blocks += _crossovers(members)
         name = "-".join(str(v) for v in conditions.values() if v not in (None, False, True))
-        blocks += charts.concurrency_scaling(members, f"concurrency-{name}")
+        blocks += charts.concurrency_scaling(members, f"concurrency-{name}", _label(conditions, fixed, skip=("prompt_tokens",)))
     return blocks
 
 
