@@ -54,6 +54,7 @@ class HttpRuntime(Runtime):
 
     process: ServerProcess | None = None
     port: int | None = None
+    _discovered_model: str | None = None
     _notes: list[str] | None = None
 
     # -- what an engine module says -------------------------------------------------------
@@ -67,8 +68,15 @@ class HttpRuntime(Runtime):
         return {}
 
     def served_model(self) -> str:
-        """The model name requests carry."""
-        return self.spec.model.hf_id or self.spec.model.name
+        """The model name requests carry: runtime.served_model_name; else the name the server
+        reported (`_discovered_model`, read by engine_info from a running server); else what it
+        was started with, which is the engines' default served name."""
+        rt = self.spec.runtime
+        if rt.served_model_name:
+            return rt.served_model_name
+        if self._discovered_model:
+            return self._discovered_model
+        return rt.model_path or self.spec.model.hf_id or self.spec.model.name
 
     def request_extras(self, request: Request) -> dict[str, Any]:
         """Engine-specific body fields (per-chunk usage, timings, meta info, thinking switch)."""

@@ -58,7 +58,6 @@ class SglangRuntime(HttpRuntime):
     name = "sglang"
     default_port = 30000  # engines.md 2 (serving.py L66)
     _server_drafter_config: str | None = None
-    _discovered_model: str | None = None
 
     # -- the server --------------------------------------------------------------------------
     def build_argv(self, port: int) -> list[str]:
@@ -134,14 +133,6 @@ class SglangRuntime(HttpRuntime):
         return self._server_drafter_config or self.planned_drafter_config()
 
     # -- requests -------------------------------------------------------------------------------
-    def served_model(self) -> str:
-        rt = self.spec.runtime
-        if rt.served_model_name:
-            return rt.served_model_name
-        if self._discovered_model:
-            return self._discovered_model
-        return rt.model_path or self.spec.model.hf_id or self.spec.model.name
-
     def request_extras(self, request: Request) -> dict[str, Any]:
         """Per-chunk usage, and `return_spec_tokens_details`: its `sglext.spec_tokens_details`
         chunk is the streaming form of meta_info's spec fields (2.3). `return_meta_info` itself is

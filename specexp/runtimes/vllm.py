@@ -54,7 +54,6 @@ engines.md is silent on it)."""
 class VllmRuntime(HttpRuntime):
     name = "vllm"
     default_port = 8000  # engines.md 1.3
-    _discovered_model: str | None = None
 
     # -- the server --------------------------------------------------------------------------
     def build_argv(self, port: int) -> list[str]:
@@ -113,16 +112,6 @@ class VllmRuntime(HttpRuntime):
         return {DEV_MODE_ENV: "1"}
 
     # -- requests -------------------------------------------------------------------------------
-    def served_model(self) -> str:
-        """runtime.served_model_name; else the name the server reported (runtime.url); else what
-        it was started with, which is vLLM's default served name (engines.md 1.2)."""
-        rt = self.spec.runtime
-        if rt.served_model_name:
-            return rt.served_model_name
-        if self._discovered_model:
-            return self._discovered_model
-        return rt.model_path or self.spec.model.hf_id or self.spec.model.name
-
     def request_extras(self, request: Request) -> dict[str, Any]:
         # continuous_usage_stats puts the cumulative completion count on every chunk, so a chunk
         # that carries several accepted tokens is counted as such (engines.md 1.4).

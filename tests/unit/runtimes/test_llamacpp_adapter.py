@@ -8,21 +8,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from specexp.metrics import acceptance_by_position, acceptance_rate, tokens_per_pass
 from specexp.runtimes import promtext
 from specexp.runtimes.base import runtime_for
 from specexp.runtimes.client import RawStream, to_trace
+from tests.support.engines import DT, T0, fixture, mock
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "engines" / "llamacpp"
-T0, DT = 100.0, 0.01
 PER_POS = "llamacpp:spec_decode_num_accepted_tokens_per_pos_total"
 
-
-def fixture(name: str) -> str:
-    return (FIXTURES / name).read_text(encoding="utf-8")
 
 
 def without_per_position(text: str) -> str:
@@ -36,19 +31,11 @@ def llamacpp(make_spec: Callable[..., Any], tmp_path: Path) -> Callable[..., Any
         make_spec("runtime=llamacpp", "runtime.model_path=/models/Qwen3.8-27B-Q8_0.gguf", *overrides), tmp_path)
 
 
-def mock(runtime: Any, monkeypatch: pytest.MonkeyPatch, routes: dict[str, Any]) -> None:
-    def handler(request: httpx.Request) -> httpx.Response:
-        status, body = routes.get(f"{request.method} {request.url.path}", (404, {"error": "not found"}))
-        return httpx.Response(status, json=body)
-
-    transport = httpx.MockTransport(handler)
-    monkeypatch.setattr(runtime, "sync_client", lambda: httpx.Client(transport=transport, base_url="http://llama.test"))
-
 
 def window(runtime: Any, before: str | None = None) -> Any:
     """after - before, `before` defaulting to the fixture's metrics_before.txt."""
-    first = runtime.map_counters(promtext.parse(before if before is not None else fixture("metrics_before.txt")))
-    after = runtime.map_counters(promtext.parse(fixture("metrics_after.txt")))
+    first = runtime.map_counters(promtext.parse(before if before is not None else fixture("llamacpp", "metrics_before.txt")))
+    after = runtime.map_counters(promtext.parse(fixture("llamacpp", "metrics_after.txt")))
     return after.delta(first)
 
 
@@ -65,23 +52,23 @@ def test_counters_give_the_windows_acceptance(llamacpp: Callable[..., Any]) -> N
 
 def test_the_g_formatted_counter_parses_and_loses_precision(llamacpp: Callable[..., Any]) -> None:
     runtime = llamacpp("drafter=mtp", "k=3")
-    before = runtime.map_counters(promtext.parse(fixture("metrics_before.txt")))
-    after = runtime.map_counters(promtext.parse(fixture("metrics_after.txt")))
+    before = runtime.map_counters(promtext.parse(fixture("llamacpp", "metrics_before.txt")))
+    after = runtime.map_counters(promtext.parse(fixture("llamacpp", "metrics_after.txt")))
     assert (before.cached_prompt_tokens, after.cached_prompt_tokens) == (3314650.0, 3315930.0)
     assert after.delta(before).cached_prompt_tokens == 1280  # the true 1283 is in timings.cache_n
 
 
 def test_per_position_counters_are_padded_to_k_before_drafting(llamacpp: Callable[..., Any]) -> None:
     runtime = llamacpp("drafter=mtp", "k=3")
-    fresh = runtime.map_counters(promtext.parse(without_per_position(fixture("metrics_before.txt"))))
+    fresh = runtime.map_counters(promtext.parse(without_per_position(fixture("llamacpp", "metrics_before.txt"))))
     assert fresh.accepted_per_position == (0.0, 0.0, 0.0)
-    delta = window(runtime, without_per_position(fixture("metrics_before.txt")))
+    delta = window(runtime, without_per_position(fixture("llamacpp", "metrics_before.txt")))
     assert delta.accepted_per_position == (26526, 20795, 15657)
 
 
 def test_per_position_counters_are_padded_to_a_larger_k(llamacpp: Callable[..., Any]) -> None:
     runtime = llamacpp("drafter=mtp", "k=5")
-    counters = runtime.map_counters(promtext.parse(fixture("metrics_after.txt")))
+    counters = runtime.map_counters(promtext.parse(fixture("llamacpp", "metrics_after.txt")))
     assert counters.accepted_per_position == (26526, 20795, 15657, 0.0, 0.0)
     assert acceptance_by_position(window(runtime)) == pytest.approx([0.9, 0.7, 0.5, 0.0, 0.0])
 
@@ -94,7 +81,7 @@ def test_without_a_drafter_acceptance_is_unknown(llamacpp: Callable[..., Any]) -
 
 def test_completion_stream_becomes_a_trace(llamacpp: Callable[..., Any]) -> None:
     raw = RawStream(sent_at=T0 - 1, status=200)
-    for line in fixture("stream_completion.sse").splitlines():
+    for line in fixture("llamacpp", "stream_completion.sse").splitlines():
         if line.startswith("data:") and line[5:].strip() != "[DONE]":
             raw.chunks.append((T0 + DT * len(raw.chunks), json.loads(line[5:].strip())))
     trace = to_trace("r", raw, llamacpp("drafter=mtp", "k=3").stream_details)
@@ -110,8 +97,8 @@ def test_completion_stream_becomes_a_trace(llamacpp: Callable[..., Any]) -> None
 def test_engine_info_from_props_and_slots(llamacpp: Callable[..., Any], monkeypatch: pytest.MonkeyPatch) -> None:
     runtime = llamacpp("drafter=mtp", "k=3")
     mock(runtime, monkeypatch, {
-        "GET /props": (200, json.loads(fixture("props.json"))),
-        "GET /slots": (200, json.loads(fixture("slots.json"))),
+        "GET /props": (200, json.loads(fixture("llamacpp", "props.json"))),
+        "GET /slots": (200, json.loads(fixture("llamacpp", "slots.json"))),
     })
     with runtime.sync_client() as client:
         info = runtime.engine_info(client)
@@ -122,7 +109,7 @@ def test_engine_info_from_props_and_slots(llamacpp: Callable[..., Any], monkeypa
 
 def test_tokenize_counts_the_servers_tokens(llamacpp: Callable[..., Any], monkeypatch: pytest.MonkeyPatch) -> None:
     runtime = llamacpp()
-    mock(runtime, monkeypatch, {"POST /tokenize": (200, json.loads(fixture("tokenize.json")))})
+    mock(runtime, monkeypatch, {"POST /tokenize": (200, json.loads(fixture("llamacpp", "tokenize.json")))})
     tokens = runtime.tokenize("The quick brown fox jumps over the lazy dog")
     assert tokens is not None and len(tokens) == 9
 

@@ -14,38 +14,14 @@ import pytest
 from specexp.events import Counters, Request
 from specexp.metrics import acceptance_rate, tokens_per_pass
 from specexp.runtimes.base import RuntimeFailure, runtime_for
-from specexp.runtimes.client import RawStream, to_trace
-
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "engines" / "ollama"
-T0, DT = 100.0, 0.01
-
-
-def fixture(name: str) -> str:
-    return (FIXTURES / name).read_text(encoding="utf-8")
-
-
-def sse_raw(name: str) -> RawStream:
-    raw = RawStream(sent_at=T0 - 1, status=200)
-    for line in fixture(name).splitlines():
-        if line.startswith("data:") and line[5:].strip() != "[DONE]":
-            raw.chunks.append((T0 + DT * len(raw.chunks), json.loads(line[5:].strip())))
-    return raw
+from specexp.runtimes.client import to_trace
+from tests.support.engines import T0, fixture, mock, sse_raw
 
 
 @pytest.fixture
 def ollama(make_spec: Callable[..., Any], tmp_path: Path) -> Callable[..., Any]:
     return lambda *overrides: runtime_for("ollama")(make_spec("runtime=ollama", *overrides), tmp_path)
 
-
-def mock(runtime: Any, monkeypatch: pytest.MonkeyPatch, routes: dict[str, Any], seen: list[httpx.Request] | None = None) -> None:
-    def handler(request: httpx.Request) -> httpx.Response:
-        if seen is not None:
-            seen.append(request)
-        status, body = routes.get(f"{request.method} {request.url.path}", (404, {"error": "not found"}))
-        return httpx.Response(status, text=body) if isinstance(body, str) else httpx.Response(status, json=body)
-
-    transport = httpx.MockTransport(handler)
-    monkeypatch.setattr(runtime, "sync_client", lambda: httpx.Client(transport=transport, base_url="http://ollama.test"))
 
 
 def test_ollama_serve_takes_its_address_from_the_environment(ollama: Callable[..., Any]) -> None:
@@ -71,12 +47,12 @@ def test_requests_go_to_the_openai_endpoint_not_the_ndjson_one(ollama: Callable[
     runtime = ollama()
     assert runtime.chat_path == "/v1/chat/completions" and runtime.completion_path == "/v1/completions"
     # /api/chat and /api/generate stream NDJSON: no `data:` line a Server-Sent-Events reader would take.
-    lines = fixture("generate_stream.ndjson").splitlines()
+    lines = fixture("ollama", "generate_stream.ndjson").splitlines()
     assert len(lines) == 22 and not any(line.startswith("data:") for line in lines)
 
 
 def test_chat_stream_becomes_a_trace(ollama: Callable[..., Any]) -> None:
-    trace = to_trace("r", sse_raw("chat_stream_openai.sse"), ollama().stream_details)
+    trace = to_trace("r", sse_raw("ollama", "chat_stream_openai.sse"), ollama().stream_details)
     assert trace.error is None
     assert trace.first_token_at == T0  # index 0: "2"
     assert (trace.completion_tokens, trace.prompt_tokens) == (10, 25)
@@ -117,7 +93,7 @@ def test_engine_info_reads_the_version_and_the_models_draft_setting(ollama: Call
         "details": {"format": "gguf", "family": "qwen35", "parameter_size": "27B", "quantization_level": "Q8_0"},
     }
     mock(runtime, monkeypatch, {
-        "GET /api/version": (200, json.loads(fixture("version.json"))),
+        "GET /api/version": (200, json.loads(fixture("ollama", "version.json"))),
         "POST /api/show": (200, show),
     }, seen)
     info = runtime.start()

@@ -14,6 +14,7 @@ import pytest
 from specexp.events import Counters, Request
 from specexp.runtimes.base import RuntimeFailure, runtime_for
 from specexp.runtimes.client import RawStream, to_trace
+from tests.support.engines import mock
 
 ENGINES = Path(__file__).resolve().parents[2] / "fixtures" / "engines"
 MODELS = json.loads((ENGINES / "vllm" / "models.json").read_text(encoding="utf-8"))
@@ -24,19 +25,6 @@ TWO_MODELS = {"object": "list", "data": [{"id": "first-model", "object": "model"
 def openai(make_spec: Callable[..., Any], tmp_path: Path) -> Callable[..., Any]:
     return lambda *overrides: runtime_for("openai")(make_spec("runtime=openai", *overrides), tmp_path)
 
-
-def mock(runtime: Any, monkeypatch: pytest.MonkeyPatch, routes: dict[str, Any], seen: list[httpx.Request] | None = None) -> None:
-    """Like HttpRuntime.sync_client, but through a MockTransport (headers included)."""
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        if seen is not None:
-            seen.append(request)
-        status, body = routes.get(f"{request.method} {request.url.path}", (404, {"error": "not found"}))
-        return httpx.Response(status, json=body)
-
-    transport = httpx.MockTransport(handler)
-    monkeypatch.setattr(runtime, "sync_client", lambda: httpx.Client(
-        transport=transport, base_url=runtime.base_url, headers=runtime.headers()))
 
 
 def test_nothing_is_started_without_a_url(openai: Callable[..., Any]) -> None:

@@ -17,37 +17,13 @@ from specexp.runtimes import promtext
 from specexp.runtimes.base import RuntimeFailure, runtime_for
 from specexp.runtimes.client import RawStream, to_trace
 from specexp.spec import DrafterSpec
-
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "engines" / "sglang"
-T0, DT = 100.0, 0.01
-
-
-def fixture(name: str) -> str:
-    return (FIXTURES / name).read_text(encoding="utf-8")
-
-
-def sse_raw(name: str) -> RawStream:
-    raw = RawStream(sent_at=T0 - 1, status=200)
-    for line in fixture(name).splitlines():
-        if line.startswith("data:") and line[5:].strip() != "[DONE]":
-            raw.chunks.append((T0 + DT * len(raw.chunks), json.loads(line[5:].strip())))
-    return raw
+from tests.support.engines import DT, T0, fixture, mock, sse_raw
 
 
 @pytest.fixture
 def sglang(make_spec: Callable[..., Any], tmp_path: Path) -> Callable[..., Any]:
     return lambda *overrides: runtime_for("sglang")(make_spec("runtime=sglang", *overrides), tmp_path)
 
-
-def mock(runtime: Any, monkeypatch: pytest.MonkeyPatch, routes: dict[str, Any], seen: list[httpx.Request] | None = None) -> None:
-    def handler(request: httpx.Request) -> httpx.Response:
-        if seen is not None:
-            seen.append(request)
-        status, body = routes.get(f"{request.method} {request.url.path}", (404, {"detail": "Not Found"}))
-        return httpx.Response(status, text=body) if isinstance(body, str) else httpx.Response(status, json=body)
-
-    transport = httpx.MockTransport(handler)
-    monkeypatch.setattr(runtime, "sync_client", lambda: httpx.Client(transport=transport, base_url="http://sglang.test"))
 
 
 # -- argv ------------------------------------------------------------------------------------------
@@ -133,8 +109,8 @@ def test_server_settings_become_their_flags(sglang: Callable[..., Any]) -> None:
 # -- counters: acceptance inferred from verify calls ------------------------------------------------
 
 def window(runtime: Any) -> Any:
-    before = runtime.map_counters(promtext.parse(fixture("metrics_before.txt")))
-    after = runtime.map_counters(promtext.parse(fixture("metrics_after.txt")))
+    before = runtime.map_counters(promtext.parse(fixture("sglang", "metrics_before.txt")))
+    after = runtime.map_counters(promtext.parse(fixture("sglang", "metrics_after.txt")))
     return after.delta(before)
 
 
@@ -144,7 +120,7 @@ def test_inferred_acceptance_matches_the_requests_own_spec_details(sglang: Calla
     assert acceptance_rate(delta) == pytest.approx(0.727273, abs=1e-6)
     assert tokens_per_pass(delta) == pytest.approx(3.181818, abs=1e-6)
     assert acceptance_by_position(delta) is None  # no per-position counters in SGLang
-    details = next(c["sglext"]["spec_tokens_details"] for _, c in sse_raw("stream_chat_meta.sse").chunks if "sglext" in c)
+    details = next(c["sglext"]["spec_tokens_details"] for _, c in sse_raw("sglang", "stream_chat_meta.sse").chunks if "sglext" in c)
     assert delta.accepted == details["spec_num_correct_drafts"]
     assert delta.draft_tokens == details["spec_num_proposed_drafts"]
     assert acceptance_rate(delta) == pytest.approx(details["spec_accept_rate"])
@@ -159,8 +135,8 @@ def test_window_tokens_come_from_the_token_counters(sglang: Callable[..., Any]) 
 
 def test_stale_spec_gauges_are_kept_only_for_the_record(sglang: Callable[..., Any]) -> None:
     runtime = sglang("drafter=mtp", "k=3")
-    before = runtime.map_counters(promtext.parse(fixture("metrics_before.txt")))
-    after = runtime.map_counters(promtext.parse(fixture("metrics_after.txt")))
+    before = runtime.map_counters(promtext.parse(fixture("sglang", "metrics_before.txt")))
+    after = runtime.map_counters(promtext.parse(fixture("sglang", "metrics_after.txt")))
     assert before.extra["spec_accept_length"] == after.extra["spec_accept_length"] == 3.21
     assert after.extra["spec_accept_rate"] == 0.7367
     assert after.extra["cache_hit_rate"] == 0.9705
@@ -188,7 +164,7 @@ def test_cached_tokens_prefer_the_total_source(sglang: Callable[..., Any]) -> No
 
 def test_chat_stream_becomes_a_trace_with_spec_details(sglang: Callable[..., Any]) -> None:
     runtime = sglang("drafter=mtp", "k=3")
-    trace = to_trace("r", sse_raw("stream_chat_meta.sse"), runtime.stream_details)
+    trace = to_trace("r", sse_raw("sglang", "stream_chat_meta.sse"), runtime.stream_details)
     assert trace.error is None
     assert trace.first_token_at == T0 + DT  # index 1: the role chunk has content ""
     assert (trace.completion_tokens, trace.prompt_tokens, trace.cached_prompt_tokens) == (36, 1187, 1152)
@@ -202,7 +178,7 @@ def test_chat_stream_becomes_a_trace_with_spec_details(sglang: Callable[..., Any
 
 
 def test_non_streaming_meta_info_gives_counts_and_timings(sglang: Callable[..., Any]) -> None:
-    response = json.loads(fixture("generate_response.json"))
+    response = json.loads(fixture("sglang", "generate_response.json"))
     details = sglang("drafter=mtp").stream_details(RawStream(sent_at=0.0, chunks=[(1.0, response)], status=200))
     assert (details["completion_tokens"], details["prompt_tokens"], details["cached_tokens"]) == (128, 1533, 1472)
     timings = details["engine_timings"]
@@ -211,7 +187,7 @@ def test_non_streaming_meta_info_gives_counts_and_timings(sglang: Callable[..., 
 
 
 def test_requests_ask_for_spec_details_never_for_meta_info(sglang: Callable[..., Any]) -> None:
-    refusal = json.loads(fixture("stream_return_meta_info_error.json"))
+    refusal = json.loads(fixture("sglang", "stream_return_meta_info_error.json"))
     assert "return_meta_info is not supported with streaming" in refusal["message"]
     request = Request(request_id="r", prompt="hi", prompt_tokens=1, max_tokens=8, thinking=True)
     body = sglang("drafter=mtp").body(request)
@@ -227,7 +203,7 @@ def test_requests_ask_for_spec_details_never_for_meta_info(sglang: Callable[...,
 def test_engine_info_from_server_info(sglang: Callable[..., Any], monkeypatch: pytest.MonkeyPatch) -> None:
     runtime = sglang("drafter=mtp", "k=5", "runtime.url=http://sglang.test")
     assert runtime.drafter_config() == "5/1/6"  # as planned ...
-    mock(runtime, monkeypatch, {"GET /health": (200, ""), "GET /server_info": (200, json.loads(fixture("server_info.json")))})
+    mock(runtime, monkeypatch, {"GET /health": (200, ""), "GET /server_info": (200, json.loads(fixture("sglang", "server_info.json")))})
     info = runtime.start()
     assert info.version == "0.5.23"
     assert info.kv_cache_tokens == 1142784

@@ -15,25 +15,9 @@ from specexp.events import Request
 from specexp.metrics import acceptance_by_position, acceptance_rate, tokens_per_pass
 from specexp.runtimes import promtext
 from specexp.runtimes.base import RuntimeFailure, runtime_for
-from specexp.runtimes.client import RawStream, to_trace
+from specexp.runtimes.client import to_trace
 from specexp.spec import DrafterSpec
-
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "engines" / "vllm"
-T0, DT = 100.0, 0.01
-"""Chunk i of a fixture stream arrives at T0 + i * DT; requests are sent at T0 - 1."""
-
-
-def fixture(name: str) -> str:
-    return (FIXTURES / name).read_text(encoding="utf-8")
-
-
-def sse_raw(name: str) -> RawStream:
-    """A RawStream as specexp.runtimes.client.stream_request builds it from the fixture's bytes."""
-    raw = RawStream(sent_at=T0 - 1, status=200)
-    for line in fixture(name).splitlines():
-        if line.startswith("data:") and line[5:].strip() != "[DONE]":
-            raw.chunks.append((T0 + DT * len(raw.chunks), json.loads(line[5:].strip())))
-    return raw
+from tests.support.engines import DT, T0, fixture, mock, sse_raw
 
 
 @pytest.fixture
@@ -41,20 +25,6 @@ def vllm(make_spec: Callable[..., Any], tmp_path: Path) -> Callable[..., Any]:
     """`vllm("drafter=mtp", "k=3")` -> a VllmRuntime of that composed config."""
     return lambda *overrides: runtime_for("vllm")(make_spec("runtime=vllm", *overrides), tmp_path)
 
-
-def mock(runtime: Any, monkeypatch: pytest.MonkeyPatch, routes: dict[str, Any], seen: list[httpx.Request] | None = None) -> None:
-    """Serve `routes` ("METHOD /path" -> (status, body)) through the runtime's sync client."""
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        if seen is not None:
-            seen.append(request)
-        status, body = routes.get(f"{request.method} {request.url.path}", (404, {"detail": "Not Found"}))
-        if isinstance(body, str):
-            return httpx.Response(status, text=body)
-        return httpx.Response(status, json=body)
-
-    transport = httpx.MockTransport(handler)
-    monkeypatch.setattr(runtime, "sync_client", lambda: httpx.Client(transport=transport, base_url="http://vllm.test"))
 
 
 # -- argv ------------------------------------------------------------------------------------------
@@ -150,8 +120,8 @@ def test_the_server_runs_in_dev_mode_for_the_cache_reset(vllm: Callable[..., Any
 # -- counters --------------------------------------------------------------------------------------
 
 def window(runtime: Any) -> Any:
-    before = runtime.map_counters(promtext.parse(fixture("metrics_before.txt")))
-    after = runtime.map_counters(promtext.parse(fixture("metrics_after.txt")))
+    before = runtime.map_counters(promtext.parse(fixture("vllm", "metrics_before.txt")))
+    after = runtime.map_counters(promtext.parse(fixture("vllm", "metrics_after.txt")))
     return after.delta(before)
 
 
@@ -172,7 +142,7 @@ def test_counters_give_the_windows_tokens(vllm: Callable[..., Any]) -> None:
 
 
 def test_cumulative_counters_are_not_the_window(vllm: Callable[..., Any]) -> None:
-    after = vllm("drafter=mtp", "k=3").map_counters(promtext.parse(fixture("metrics_after.txt")))
+    after = vllm("drafter=mtp", "k=3").map_counters(promtext.parse(fixture("vllm", "metrics_after.txt")))
     assert (after.drafts, after.draft_tokens, after.accepted) == (6275, 18825, 12284)
     assert acceptance_rate(after) == pytest.approx(0.652537, abs=1e-6)
     assert after.extra["prefix_cache_queries_total"] == 266058
@@ -180,7 +150,7 @@ def test_cumulative_counters_are_not_the_window(vllm: Callable[..., Any]) -> Non
 
 
 def test_without_spec_decode_series_acceptance_is_unknown(vllm: Callable[..., Any]) -> None:
-    text = "\n".join(line for line in fixture("metrics_after.txt").splitlines() if "spec_decode" not in line) + "\n"
+    text = "\n".join(line for line in fixture("vllm", "metrics_after.txt").splitlines() if "spec_decode" not in line) + "\n"
     counters = vllm().map_counters(promtext.parse(text))
     assert counters.drafts is None and counters.accepted is None and counters.accepted_per_position is None
     assert acceptance_rate(counters.delta(counters)) is None
@@ -205,7 +175,7 @@ def test_counters_sum_over_data_parallel_engines(vllm: Callable[..., Any]) -> No
 
 def test_counters_read_over_http(vllm: Callable[..., Any], monkeypatch: pytest.MonkeyPatch) -> None:
     runtime = vllm("drafter=mtp", "k=3", "runtime.url=http://vllm.test")
-    mock(runtime, monkeypatch, {"GET /metrics": (200, fixture("metrics_after.txt"))})
+    mock(runtime, monkeypatch, {"GET /metrics": (200, fixture("vllm", "metrics_after.txt"))})
     assert runtime.counters().drafts == 6275
     mock(runtime, monkeypatch, {})
     assert runtime.counters().drafts is None  # 404: nothing known, no exception
@@ -215,7 +185,7 @@ def test_counters_read_over_http(vllm: Callable[..., Any], monkeypatch: pytest.M
 
 def test_completion_stream_becomes_a_trace(vllm: Callable[..., Any]) -> None:
     runtime = vllm("drafter=mtp", "k=3")
-    trace = to_trace("r", sse_raw("stream_completion.sse"), runtime.stream_details)
+    trace = to_trace("r", sse_raw("vllm", "stream_completion.sse"), runtime.stream_details)
     assert trace.error is None
     assert trace.first_token_at == T0  # chunk 0, whose text is three spaces
     assert trace.completion_tokens == 38 and trace.token_source == "server"
@@ -231,7 +201,7 @@ def test_completion_stream_becomes_a_trace(vllm: Callable[..., Any]) -> None:
 
 def test_chat_stream_skips_the_role_chunk(vllm: Callable[..., Any]) -> None:
     runtime = vllm()
-    trace = to_trace("r", sse_raw("stream_chat.sse"), runtime.stream_details)
+    trace = to_trace("r", sse_raw("vllm", "stream_chat.sse"), runtime.stream_details)
     assert trace.first_token_at == T0 + DT  # index 1: the role chunk carries no text
     assert (trace.completion_tokens, trace.prompt_tokens, trace.cached_prompt_tokens) == (35, 1062, 1056)
     assert trace.finish_reason == "stop"
@@ -239,7 +209,7 @@ def test_chat_stream_skips_the_role_chunk(vllm: Callable[..., Any]) -> None:
 
 
 def test_per_request_metrics_object_is_kept_as_engine_timings(vllm: Callable[..., Any]) -> None:
-    raw = sse_raw("stream_completion.sse")
+    raw = sse_raw("vllm", "stream_completion.sse")
     last = dict(raw.chunks[-1][1], metrics={"speculative_decoding": {"num_spec_steps": 11}})
     raw.chunks[-1] = (raw.chunks[-1][0], last)
     trace = to_trace("r", raw, vllm().stream_details)
@@ -261,9 +231,9 @@ def test_request_body_asks_for_usage_on_every_chunk(vllm: Callable[..., Any]) ->
 
 ENGINE_ROUTES = {
     "GET /health": (200, ""),
-    "GET /version": (200, json.loads(fixture("version.json"))),
-    "GET /v1/models": (200, json.loads(fixture("models.json"))),
-    "GET /metrics": (200, fixture("metrics_after.txt")),
+    "GET /version": (200, json.loads(fixture("vllm", "version.json"))),
+    "GET /v1/models": (200, json.loads(fixture("vllm", "models.json"))),
+    "GET /metrics": (200, fixture("vllm", "metrics_after.txt")),
 }
 
 

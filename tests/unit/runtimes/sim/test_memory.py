@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from specexp.runtimes.base import RuntimeFailure, runtime_for
 from specexp.roofline.costmodel import CostModel
+from specexp.runtimes.base import RuntimeFailure, runtime_for
 from specexp.runtimes.sim.memory import memory_plan
 
 Spec = Callable[..., Any]

@@ -1,0 +1,48 @@
+"""Helpers for the engine adapter tests: recorded fixtures, raw streams, a mocked sync client."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from specexp.runtimes.client import RawStream
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "engines"
+T0, DT = 100.0, 0.01
+"""Chunk i of a fixture stream arrives at T0 + i * DT; requests are sent at T0 - 1."""
+
+
+def fixture(engine: str, name: str) -> str:
+    """A recorded response of `engine` (tests/fixtures/engines/<engine>/<name>)."""
+    return (FIXTURES / engine / name).read_text(encoding="utf-8")
+
+
+def sse_raw(engine: str, name: str) -> RawStream:
+    """A RawStream as specexp.runtimes.client.stream_request builds it from the fixture's bytes."""
+    raw = RawStream(sent_at=T0 - 1, status=200, done=True)
+    for line in fixture(engine, name).splitlines():
+        if line.startswith("data:") and line[5:].strip() != "[DONE]":
+            raw.chunks.append((T0 + DT * len(raw.chunks), json.loads(line[5:].strip())))
+    return raw
+
+
+def mock(runtime: Any, monkeypatch: pytest.MonkeyPatch, routes: dict[str, Any],
+         seen: list[httpx.Request] | None = None) -> None:
+    """Serve `routes` ("METHOD /path" -> (status, body)) through the runtime's sync client."""
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if seen is not None:
+            seen.append(request)
+        status, body = routes.get(f"{request.method} {request.url.path}", (404, {"detail": "Not Found"}))
+        if isinstance(body, str):
+            return httpx.Response(status, text=body)
+        return httpx.Response(status, json=body)
+
+    transport = httpx.MockTransport(handler)
+    base = runtime.base_url if runtime.spec.runtime.url else "http://engine.test"
+    monkeypatch.setattr(runtime, "sync_client", lambda: httpx.Client(
+        transport=transport, base_url=base, headers=runtime.headers()))
