@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 import httpx
 
 from specexp.events import Counters, EngineInfo, Request, RequestTrace
+from specexp.plan import effective_k
 from specexp.runtimes import promtext
 from specexp.runtimes.base import Runtime, RuntimeFailure
 from specexp.runtimes.client import RawStream, stream_all, to_trace
@@ -104,16 +105,16 @@ class HttpRuntime(Runtime):
             )
         return ref
 
-    def engine_drafter(self, table: Mapping[str, str] | Collection[str], engine: str) -> str | None:
-        """The engine's own name for this job's drafter (None without one); refuse a drafter the
-        engine does not have, naming the ones it does."""
-        drafter = self.spec.drafter.name
-        if drafter == "none":
+    def engine_drafter(self, table: Mapping[str, str] | Collection[str], engine: str) -> tuple[str, int] | None:
+        """(the engine's own name for this job's drafter, k), or None without a drafter; refuse a
+        drafter the engine does not have, naming the ones it does."""
+        drafter, k = self.spec.drafter.name, effective_k(self.spec)
+        if drafter == "none" or k is None:
             return None
         if drafter not in table:
             raise RuntimeFailure("refused", "unsupported_drafter",
                                  f"{engine} has no drafter '{drafter}'; accepted: {', '.join(sorted(table))}")
-        return table[drafter] if isinstance(table, Mapping) else drafter
+        return (table[drafter] if isinstance(table, Mapping) else drafter), k
 
     @property
     def base_url(self) -> str:

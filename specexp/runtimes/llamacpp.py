@@ -96,10 +96,10 @@ class LlamaCppRuntime(HttpRuntime):
     def _speculative_args(self) -> list[str]:
         spec = self.spec
         drafter = spec.drafter.name
-        k = effective_k(spec)
-        spec_type = self.engine_drafter(SPEC_TYPES, "llama.cpp")
-        if spec_type is None or k is None:
+        drafted = self.engine_drafter(SPEC_TYPES, "llama.cpp")
+        if drafted is None:
             return []
+        spec_type, k = drafted
         args = ["--spec-type", spec_type, "--spec-draft-n-max", str(k)]
         if drafter == "ngram":
             # ngram-simple drafts the m tokens after the matched n-gram: m is its k (checked against

@@ -85,10 +85,10 @@ class SglangRuntime(HttpRuntime):
     def _speculative_args(self) -> list[str]:
         spec = self.spec
         drafter = spec.drafter.name
-        k = effective_k(spec)
-        algorithm = self.engine_drafter(ALGORITHMS, "SGLang")
-        if algorithm is None or k is None:
+        drafted = self.engine_drafter(ALGORITHMS, "SGLang")
+        if drafted is None:
             return []
+        algorithm, k = drafted
         args = ["--speculative-algorithm", algorithm]
         draft = spec.runtime.draft_model_path
         if drafter == "draft_model" and draft is None and spec.draft_model is not None:

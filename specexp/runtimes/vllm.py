@@ -86,10 +86,10 @@ class VllmRuntime(HttpRuntime):
         """The `--speculative-config` object of the drafter (None without one)."""
         spec = self.spec
         drafter = spec.drafter.name
-        k = effective_k(spec)
-        method = self.engine_drafter(METHODS, "vLLM")
-        if method is None or k is None:
+        drafted = self.engine_drafter(METHODS, "vLLM")
+        if drafted is None:
             return None
+        method, k = drafted
         config: dict[str, Any] = {"method": method, "num_speculative_tokens": k}
         draft = spec.runtime.draft_model_path
         if drafter == "draft_model" and draft is None and spec.draft_model is not None:
