@@ -19,7 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from specexp import experiments, paths, progress
 from specexp import sweeper as _sweeper  # noqa: F401  (registers hydra/sweeper=specexp)
-from specexp.compose import check_overrides, resolved_config, to_spec
+from specexp.compose import check_overrides, resolved_config, to_spec, validate_single_run
 from specexp.errors import SpecError, exit_on_spec_error
 from specexp.job import run_job
 from specexp.plan import make_cell
@@ -69,6 +69,8 @@ def main() -> None:
     try:
         check_overrides([a for a in args if "=" in a and not a.startswith("-")])
         experiments.register()
+        if not any(a.startswith("-") for a in args) and not any("experiment=" in a for a in args):
+            validate_single_run(args)  # a plain run: nothing is created unless its config is valid
         app()
     except SpecError as err:
         exit_on_spec_error(err)

@@ -196,3 +196,15 @@ def check_overrides(overrides: Sequence[str]) -> None:
             raise SpecError(
                 f"override {text}", key, "unknown key", accepted=[*TOP_LEVEL_KEYS, *GROUPS], value=key
             )
+
+
+def validate_single_run(overrides: Sequence[str]) -> None:
+    """Compose and validate a single run's config before Hydra creates its run directory, so a
+    bad value leaves nothing behind (a sweep's cells are validated by specexp's sweeper)."""
+    from hydra import compose, initialize_config_dir
+
+    with initialize_config_dir(config_dir=str(paths.conf_dir()), version_base="1.3"):
+        cfg = compose("config", overrides=list(overrides), return_hydra_config=True)
+    choices = OmegaConf.to_container(cfg.hydra.runtime.choices)
+    assert isinstance(choices, dict)
+    to_spec(resolved_config(cfg), choices, overrides)

@@ -68,12 +68,14 @@ def find_results(roots: Iterable[Path]) -> list[tuple[Path, dict[str, Any]]]:
     return found
 
 
+def completed_runs(root: Path) -> dict[str, Path]:
+    """Run id -> the result.json under `root` that completed it (status ok)."""
+    return {str(r.get("run_id")): path for path, r in find_results([root]) if r.get("status") == "ok"}
+
+
 def complete_result(root: Path, run_id: str) -> Path | None:
     """The result.json under `root` that already completed `run_id`, if any."""
-    for path, result in find_results([root]):
-        if result.get("run_id") == run_id and result.get("status") == "ok":
-            return path
-    return None
+    return completed_runs(root).get(run_id)
 
 
 def results_lines(results: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +26,8 @@ from omegaconf import DictConfig, OmegaConf
 from specexp.compose import resolved_config, to_spec
 from specexp.errors import SpecError, exit_on_spec_error
 from specexp.job import skipped_result
-from specexp.plan import Cell, make_cell, make_plan
-from specexp.record import complete_result, write_result
+from specexp.plan import Cell, Plan, make_cell, make_plan
+from specexp.record import completed_runs, write_result
 from specexp import progress
 from specexp.runtimes import pool
 from specexp.summary import write_sweep_outputs
@@ -88,29 +88,30 @@ class Sweeper(HydraSweeper):
         except SpecError as err:
             exit_on_spec_error(err)
         sweep_dir = Path(self.config.hydra.sweep.dir)
-        rerun = any(r for _, r in cells)
-        plan = make_plan([c for c, _ in cells])
-        done = {} if rerun else {cell.run_id: complete_result(sweep_dir, cell.run_id) for _, cell in plan.run}
+        plan = make_plan([cell for cell, _ in cells])
+        done = {} if any(rerun for _, rerun in cells) else completed_runs(sweep_dir)
         sweep_dir.mkdir(parents=True, exist_ok=True)
         OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
         print(describe_plan(jobs, plan, done), flush=True)
-        plan = replace(plan, run=[(i, c) for i, c in plan.run if not done.get(c.run_id)])
-        for index, cell, reason in plan.skipped:
-            if cell.skip_reason and reason == cell.skip_reason:
-                config = cell.spec.model_dump(mode="json")
-                write_result(sweep_dir / job_dir_name(jobs[index], cell.run_id), skipped_result(cell, reason, jobs[index], config))
-        batch = [[*jobs[i], f"hydra.sweep.subdir='{job_dir_name(jobs[i], cell.run_id)}'"] for i, cell in plan.run]
+        record_skipped(sweep_dir, jobs, plan)
+        batch = [[*jobs[i], f"hydra.sweep.subdir='{job_dir_name(jobs[i], cell.run_id)}'"]
+                 for i, cell in plan.run if cell.run_id not in done]
+        return [self._launch(batch, sweep_dir)]
+
+    def _launch(self, batch: list[list[str]], sweep_dir: Path) -> Any:
+        """Run the batch; whatever happens, stop servers and write the sweep's report."""
+        assert self.launcher is not None
         progress.start(len(batch))
         try:
             returns = self.launcher.launch(batch, initial_job_idx=0) if batch else []
             for r in returns:
-                _ = r.return_value
+                _ = r.return_value  # re-raises what a job raised (Ctrl-C ends the sweep)
         finally:
             progress.stop()
             pool.release()
             written = write_sweep_outputs(sweep_dir)
             print(f"sweep: {sweep_dir}\n" + "\n".join(f"  {p}" for p in written), flush=True)
-        return [returns]
+        return returns
 
     def _cell(self, overrides: list[str]) -> tuple[Cell, bool]:
         """The job's cell, and whether it asks for a re-run of complete jobs."""
@@ -145,7 +146,16 @@ def expand(
     return jobs
 
 
-def describe_plan(jobs: list[list[str]], plan: Any, done: dict[str, Path | None]) -> str:
+def record_skipped(sweep_dir: Path, jobs: list[list[str]], plan: Plan) -> None:
+    """A result.json with status skipped, and why, for every cell that means nothing."""
+    for index, cell, reason in plan.skipped:
+        if cell.skip_reason and reason == cell.skip_reason:
+            config = cell.spec.model_dump(mode="json")
+            write_result(sweep_dir / job_dir_name(jobs[index], cell.run_id),
+                         skipped_result(cell, reason, jobs[index], config))
+
+
+def describe_plan(jobs: list[list[str]], plan: Plan, done: dict[str, Path]) -> str:
     """What will run, what is already complete (resumed sweeps), what is left out and why."""
     todo = [(i, c) for i, c in plan.run if not done.get(c.run_id)]
     lines = [f"plan: {len(todo)} job(s) to run, {len(plan.run) - len(todo)} already complete, "

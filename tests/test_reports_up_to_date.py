@@ -27,3 +27,9 @@ def test_every_experiment_has_a_committed_report_marked_simulated() -> None:
         assert report.is_file(), f"no {report}: run scripts/regenerate-reports"
         assert report.read_text().startswith("> **Simulated.**")
         assert (report.parent / "report.html").is_file()
+
+
+def test_a_study_that_cites_figures_shows_them_beside_its_runs() -> None:
+    text = (REPO / "reports" / "spark_fp8_mtp_dspark" / "measurements.md").read_text()
+    section = text.split("## Published figures", 1)[1].split("\n## ", 1)[0]
+    assert "ratio (run / cited)" in section and "unfair" in section and "No run has" in section

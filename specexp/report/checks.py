@@ -14,7 +14,9 @@ from typing import Any
 from specexp import paths
 from specexp.check import comparability_md, figures_of_experiment, published_figures_md, report_findings, side_by_side
 from specexp.check.figures import FigureSet, merge
+from specexp.errors import SpecError
 from specexp.report.blocks import Block, Heading, Paragraph
+from specexp.report.format import cell
 from specexp.report.sections import SPEC_KEYS
 from specexp.report.tables import DRAFTER_KEYS, Row, group
 
@@ -28,17 +30,23 @@ VARIED = {
 """What each section's tables vary; everything else is equal within one table."""
 
 
-def experiment_figures(results: Sequence[dict[str, Any]]) -> list[FigureSet]:
-    """Figures cited by the experiments the records came from (`citations:` or inline `figures:`)."""
+def experiment_figures(results: Sequence[dict[str, Any]]) -> tuple[list[FigureSet], list[str]]:
+    """Figures cited by the experiments the records came from (`citations:` or inline `figures:`),
+    and a line for each citation that could not be read (the report says so; it never fails on it)."""
     names = {((r.get("provenance") or {}).get("config") or {}).get("experiment") for r in results}
-    sets = []
+    sets, problems = [], []
     for name in sorted(n for n in names if n):
         path = paths.experiments_dir() / f"{name}.yaml"
-        if path.is_file():
+        if not path.is_file():
+            continue
+        try:
             found = figures_of_experiment(path)
-            if found is not None:
-                sets.append(found)
-    return sets
+        except SpecError as err:
+            problems.append(err.line())
+            continue
+        if found is not None:
+            sets.append(found)
+    return sets, problems
 
 
 def check_sections(
@@ -52,11 +60,15 @@ def check_sections(
         if name == "decode":
             for _, members in group(rows, CHART_KEYS):
                 tables.append(side_by_side("decode charts", members, vary=CHART_KEYS))
-    sets = [*cited, *experiment_figures([r for _, r in found])]
+    from_experiments, problems = experiment_figures([r for _, r in found])
+    sets = [*cited, *from_experiments]
     figures = merge(sets) if sets else None
     linked = [(Path(os.path.relpath(path, report_dir)), record) for path, record in found]
     report = report_findings(linked, figures, tables=tables)
     blocks: list[Block] = []
+    if problems:
+        blocks += [Heading("Published figures"),
+                   Paragraph("Cited figures that could not be read:\n\n" + "\n".join(f"- {cell(p)}" for p in problems))]
     published = published_figures_md(report, heading="")
     if published.strip():
         blocks += [Heading("Published figures"), Paragraph(published.strip())]

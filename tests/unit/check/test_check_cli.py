@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from specexp.check.__main__ import main
 
 REPO = Path(__file__).resolve().parents[3]
-EXAMPLE = REPO / "examples" / "figures.yaml"
+EXAMPLE = REPO / "experiments" / "figures" / "blog_posts.yaml"
 
 Write = Callable[..., Path]
 

@@ -19,7 +19,7 @@ Write = Callable[..., Path]
 
 
 def test_the_example_file_loads() -> None:
-    figures = load_figures(REPO / "examples" / "figures.yaml")
+    figures = load_figures(REPO / "experiments" / "figures" / "blog_posts.yaml")
     assert "a-fp8-dspark-k7" in figures.figures
     f = figures.figures["a-fp8-dspark-k7"]
     assert (f.metric, f.value, f.unit, f.origin) == ("e2e_tps", 47.1, "tok/s", "cited")

@@ -70,7 +70,7 @@ def test_default_tables_are_one_per_workload_varying_the_drafter_and_workload_ax
 
 
 def test_report_findings_with_cited_figures_is_plain_data(sim_results: list[tuple[Path, dict[str, Any]]]) -> None:
-    figures = load_figures(REPO / "examples" / "figures.yaml")
+    figures = load_figures(REPO / "experiments" / "figures" / "blog_posts.yaml")
     report = report_findings(sim_results, figures)
     assert report.runs and report.runs >= len(sim_results)
     data = report.to_json()
@@ -89,7 +89,7 @@ def test_report_findings_with_cited_figures_is_plain_data(sim_results: list[tupl
 def test_an_experiment_names_its_cited_figures(tmp_path: Path) -> None:
     from specexp.check import figures_of_experiment
 
-    (tmp_path / "cited.yaml").write_text((REPO / "examples" / "figures.yaml").read_text(encoding="utf-8"),
+    (tmp_path / "cited.yaml").write_text((REPO / "experiments" / "figures" / "blog_posts.yaml").read_text(encoding="utf-8"),
                                          encoding="utf-8")
     exp = tmp_path / "x.yaml"
     exp.write_text("# @package _global_\nexperiment: x\ncitations: [cited.yaml]\nfigures:\n"

@@ -153,3 +153,20 @@ def test_a_run_id_recorded_on_two_nodes_is_reported_not_merged(tmp_path: Path) -
     assert sum("node-a/" in line for line in lines) == 3 and sum("node-b/" in line for line in lines) == 3
     decode = text.split("## Decode speed by drafter", 1)[1].split("\n## ", 1)[0]
     assert decode.count("`396bef051673`") == 2  # both copies shown as their own rows
+
+
+def test_a_broken_citation_is_reported_not_fatal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from specexp import paths
+
+    experiments = tmp_path / "experiments"
+    experiments.mkdir()
+    (experiments / "study.yaml").write_text("# @package _global_\nexperiment: study\ncitations: [missing.yaml]\n")
+    monkeypatch.setattr(paths, "experiments_dir", lambda: experiments)
+    shutil.copytree(FIXTURES / "simulated", tmp_path / "runs")
+    for path in (tmp_path / "runs").rglob("result.json"):
+        record = json.loads(path.read_text())
+        record["provenance"]["config"]["experiment"] = "study"
+        path.write_text(json.dumps(record))
+    text = render_markdown(build_report(find_results([tmp_path / "runs"]), tmp_path))
+    section = text.split("## Published figures", 1)[1].split("\n## ", 1)[0]
+    assert "could not be read" in section and "missing.yaml" in section
