@@ -61,6 +61,8 @@ def app(cfg: DictConfig) -> None:
     if not multirun:
         for path in write_sweep_outputs(job_dir):
             print(f"  {path}", flush=True)
+        if status in ("failed", "refused"):
+            raise SystemExit(1)  # a single run that did not complete; a sweep records it and goes on
 
 
 def main() -> None:

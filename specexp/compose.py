@@ -108,6 +108,8 @@ def _spec_error(
         return SpecError(where, key, "unknown key", accepted=list(model.model_fields), value=loc[-1])
     if kind == "missing":
         return SpecError(where, key, "required key is missing")
+    if kind == "list_type":
+        return SpecError(where, key, f"expected a list (got {value!r}); write it as [{value}]")
     accepted = None
     expected = (first.get("ctx") or {}).get("expected")
     if expected:

@@ -63,6 +63,16 @@ def make_cell(spec: ExperimentSpec) -> Cell:
     )
 
 
+def warnings_for(cell: Cell) -> list[str]:
+    """What the plan should say about a cell that runs but may not mean what it seems."""
+    spec, notes = cell.spec, []
+    k, max_k = spec.k, spec.drafter.max_k
+    if k is not None and max_k is not None and k > max_k:
+        deep = f"position {k}" if k == max_k + 1 else f"positions {max_k + 1}..{k}"
+        notes.append(f"k={k} exceeds {spec.drafter.name}'s trained block ({max_k}): {deep} accept(s) almost nothing")
+    return notes
+
+
 def _server_key(spec: ExperimentSpec) -> str:
     """Equal for cells one started server can serve: everything its argv depends on."""
     fields = {"hardware", "model", "quantization", "runtime", "drafter", "k", "draft_model", "seed", "gpu_shared"}

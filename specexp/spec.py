@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
-Dtype = Literal["bf16", "fp8", "fp4", "int4"]
+Dtype = Literal["bf16", "fp8", "fp4", "int8", "int4"]
 Component = Literal["mlp", "attention", "embeddings"]
 
 
@@ -47,7 +47,8 @@ class HardwareSpec(_Spec):
     name: str
     description: str = ""
     arch: Literal["ampere", "hopper", "blackwell", "cpu"]
-    gpu_count: int = Field(default=1, ge=1)
+    gpu_count: int = Field(default=1, ge=0)
+    """Accelerators the server uses (0: a CPU-only server)."""
     memory_gib: float = Field(gt=0)
     """Device memory the engine can see, GiB."""
     memory_bandwidth_gbps: float = Field(gt=0)
@@ -147,7 +148,10 @@ class RuntimeSpec(_Spec):
     """Measure an already running server at this base URL instead of starting one."""
     version: str | None = None
     """Engine version to record when the engine does not report one (sim: specexp's)."""
-    gpu_memory_utilization: float = Field(default=0.9, gt=0, le=1)
+    gpu_memory_utilization: float | None = Field(default=0.9, gt=0, le=1)
+    """Share of device memory the engine may take (vLLM --gpu-memory-utilization, SGLang
+    --mem-fraction-static); null for engines without such a setting (llama.cpp, Ollama, an
+    external endpoint), so the record does not claim one."""
     kv_cache_dtype: str = "auto"
     prefix_caching: bool = True
     max_model_len: int | None = None
@@ -224,7 +228,8 @@ class DrafterSpec(_Spec):
     acceptance_tail: float = Field(default=0.5, ge=0, le=1)
     """Beyond the listed positions, each deeper position keeps this share of the last."""
     quantization_scale: dict[str, float] = {}
-    """Acceptance multiplier per weight quantization (a drafter reads the target's states)."""
+    """Per weight quantization, a multiplier of every position's conditional acceptance (position i
+    keeps scale**i of its share): a drafter reads the target's states, and coarser weights blur them."""
     version: int = 1
 
 

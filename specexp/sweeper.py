@@ -26,7 +26,7 @@ from omegaconf import DictConfig, OmegaConf
 from specexp.compose import resolved_config, to_spec
 from specexp.errors import SpecError, exit_on_spec_error
 from specexp.job import skipped_result
-from specexp.plan import Cell, Plan, make_cell, make_plan
+from specexp.plan import Cell, Plan, make_cell, make_plan, warnings_for
 from specexp.record import completed_runs, write_result
 from specexp import progress
 from specexp.runtimes import pool
@@ -165,6 +165,7 @@ def describe_plan(jobs: list[list[str]], plan: Plan, done: dict[str, Path]) -> s
         verb = "done " if where else "run  "
         tail = f": already complete in {where.parent.name} (rerun=true runs it again)" if where else ""
         lines.append(f"  {verb} {cell.run_id}  {' '.join(jobs[i]) or '(defaults)'}{tail}")
+        lines += [f"        note: {note}" for note in warnings_for(cell)]
     for i, cell, reason in plan.skipped:
         lines.append(f"  skip  {cell.run_id}  {' '.join(jobs[i]) or '(defaults)'}: {reason}")
     return "\n".join(lines)

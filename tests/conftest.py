@@ -26,10 +26,11 @@ PYTHON = sys.executable
 # the code) so that a key dropped or renamed in specexp fails the tests.
 CONDITION_KEYS = (
     "hardware", "gpu_count", "gpu_shared", "gpu_memory_utilization", "model", "quantization",
-    "kv_cache_dtype", "runtime", "runtime_version", "drafter", "k", "drafter_config", "workload",
-    "prompt_tokens", "output_tokens", "ignore_eos", "concurrency", "cache", "prefix_caching",
-    "thinking", "temperature", "repeats", "source",
+    "kv_cache_dtype", "max_model_len", "runtime", "runtime_version", "drafter", "k", "drafter_config",
+    "draft_model", "workload", "prompt_tokens", "output_tokens", "ignore_eos", "concurrency", "cache",
+    "prefix_caching", "thinking", "temperature", "repeats", "source",
 )
+"""vocabulary.md section 1, plus specexp's additions `max_model_len` and `draft_model` (docs/records.md)."""
 
 
 def compose_config(overrides: Sequence[str] = ()) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -76,7 +76,7 @@ def _device(c: Mapping[str, Any]) -> _Device | str:
             return f"no conf/{group}/{c[group]}.yaml"
     hw: HardwareSpec = names["hardware"]
     count = c.get("gpu_count")
-    gpus: int = count if isinstance(count, int) else hw.gpu_count
+    gpus: int = max(1, count if isinstance(count, int) else hw.gpu_count)  # a CPU (0 GPUs) still has its bandwidth
     datasheet = hw.model_copy(update={
         "achieved": Achieved(bandwidth=1.0, compute=1.0), "step_overhead_ms": 0.0, "layer_overhead_us": 0.0,
         "memory_bandwidth_gbps": hw.memory_bandwidth_gbps * gpus,

@@ -49,6 +49,7 @@ _SPECULATION = {
     "drafter": "speculative decoding on/off and its method set the tokens emitted per pass",
     "k": "draft length: more tokens per pass when accepted, more work when rejected",
     "drafter_config": "engine drafter shape (steps/topk/draft tokens) beyond k",
+    "draft_model": "a different draft model or drafter checkpoint proposes different tokens",
     "workload": "predictability of the text (copying vs fresh text) sets acceptance",
     "thinking": "reasoning streams are harder to predict than answers",
     "temperature": "sampling accepts fewer drafts than greedy decoding",
@@ -69,6 +70,7 @@ _E2E = {
 _AGGREGATE = {
     **_E2E,
     "gpu_memory_utilization": "KV capacity caps the sequences that run at once (preemption, queueing)",
+    "max_model_len": "the KV reserved per request caps how many run at once",
 }
 _ACCEPTANCE = {
     "model": "the target decides which drafts are accepted",
@@ -94,6 +96,8 @@ _CAPACITY = {
     "k": "deeper drafts reserve more KV per sequence",
     "drafter_config": "tree drafts reserve more KV per sequence",
     "prefix_caching": "hybrid models need large aligned cache blocks when it is on",
+    "draft_model": "a draft model's weights and KV take memory from the target's cache",
+    "max_model_len": "an engine refuses to start when one request of this length does not fit",
 }
 _CACHE = {
     "model": "cache block size (hybrid models align blocks to their layers)",
@@ -116,6 +120,7 @@ _IDENTITY = {
     "drafter": "the method whose exactness is checked",
     "k": "longer drafts verify more tokens in one batched pass",
     "drafter_config": "tree verification differs from chain verification",
+    "draft_model": "another draft model changes which tokens are verified, not the output",
     "workload": "some texts have more near-ties than others",
     "output_tokens": "longer outputs have more chances to diverge",
     "thinking": "a different template and stream",

@@ -18,14 +18,14 @@ from specexp.check.relevance import TOLERANCE
 from specexp.spec import DrafterSpec, RuntimeSpec
 
 CONDITION_TYPES: Mapping[str, type] = MappingProxyType({
-    "hardware": str, "gpu_count": int, "gpu_shared": bool, "gpu_memory_utilization": float,
+    "hardware": str, "gpu_count": int, "draft_model": str, "max_model_len": int, "gpu_shared": bool, "gpu_memory_utilization": float,
     "model": str, "quantization": str, "kv_cache_dtype": str, "runtime": str,
     "runtime_version": str, "drafter": str, "k": int, "drafter_config": str, "workload": str,
     "prompt_tokens": int, "output_tokens": int, "ignore_eos": bool, "concurrency": int,
     "cache": str, "prefix_caching": bool, "thinking": bool, "temperature": float,
     "repeats": int, "source": str,
 })
-POSITIVE_INTS = ("gpu_count", "k", "prompt_tokens", "output_tokens", "concurrency", "repeats")
+POSITIVE_INTS = ("k", "max_model_len", "prompt_tokens", "output_tokens", "concurrency", "repeats")
 
 UNITS: Mapping[str, Mapping[str, float]] = MappingProxyType({
     "tok/s": {"tok/s": 1.0, "tokens/s": 1.0},

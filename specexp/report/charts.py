@@ -19,32 +19,47 @@ def _name(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")[:120]
 
 
-def _arm(row: Row) -> str:
+def _arm(row: Row, setups: Sequence[str] = ()) -> str:
     k = row.get("k")
-    return f"{row.get('drafter')} k={k}" if k is not None else str(row.get("drafter"))
+    arm = f"{row.get('drafter')} k={k}" if k is not None else str(row.get("drafter"))
+    return f"{_setup(row, setups)} · {arm}" if setups else arm
+
+
+def _setup(row: Row, setups: Sequence[str]) -> str:
+    """The conditions that tell this row's server apart from the others in the chart."""
+    return " · ".join(str(row.get(c)) for c in setups) or "—"
 
 
 def _spec(chart: alt.TopLevelMixin) -> dict[str, Any]:
     return chart.to_dict()  # type: ignore[no-any-return]
 
 
-def tps_vs_k(rows: Sequence[Row], name: str, label: str = "") -> list[Chart]:
-    """Decode tok/s against k per drafter, one panel per workload; no drafter at k = 0."""
+def tps_vs_k(rows: Sequence[Row], name: str, label: str = "", setups: Sequence[str] = ()) -> list[Chart]:
+    """Decode tok/s against k per drafter, one panel per workload (and per server setup where
+    those differ); no drafter at k = 0. Left out when no drafter was run at two values of k."""
     data = [{"workload": r.get("workload"), "drafter": r.get("drafter"), "k": r.get("k") or 0,
-             "decode_tps": r.metrics.get("decode_tps")} for r in rows if r.metrics.get("decode_tps")]
-    if len({(d["drafter"], d["k"]) for d in data}) < 2:
+             "setup": _setup(r, setups), "decode_tps": r.metrics.get("decode_tps")}
+            for r in rows if r.metrics.get("decode_tps")]
+    ks: dict[str, set[int]] = {}
+    for d in data:
+        ks.setdefault(str(d["drafter"]), set()).add(int(d["k"]))
+    if not any(len(v) > 1 for name_, v in ks.items() if name_ != "none"):
         return []
-    chart = alt.Chart(alt.Data(values=data)).mark_line(point=True).encode(
+    base = alt.Chart(alt.Data(values=data)).mark_line(point=True).encode(
         x=alt.X("k:Q", title="k (draft tokens per step; 0 = no drafter)"),
         y=alt.Y("decode_tps:Q", title="decode_tps (tok/s)"),
         color=alt.Color("drafter:N"),
-    ).properties(width=WIDTH, height=HEIGHT).facet(column=alt.Column("workload:N")).properties(title=label)
-    return [Chart(_name(name), "Decode tok/s vs k", _spec(chart))]
+    ).properties(width=WIDTH, height=HEIGHT)
+    facet = {"column": alt.Column("workload:N")}
+    if setups:
+        facet["row"] = alt.Row("setup:N", title=" · ".join(setups))
+    chart = base.facet(**facet).properties(title=label)
+    return [Chart(_name(name), f"Decode tok/s vs k: {label}" if label else "Decode tok/s vs k", _spec(chart))]
 
 
-def acceptance_by_position(rows: Sequence[Row], name: str, label: str = "") -> list[Chart]:
-    """Share of drafts accepted at each draft position, per drafter and k."""
-    data = [{"workload": r.get("workload"), "arm": _arm(r), "position": i + 1, "accepted": v}
+def acceptance_by_position(rows: Sequence[Row], name: str, label: str = "", setups: Sequence[str] = ()) -> list[Chart]:
+    """Share of drafts accepted at each draft position, per drafter and k (and server setup)."""
+    data = [{"workload": r.get("workload"), "arm": _arm(r, setups), "position": i + 1, "accepted": v}
             for r in rows for i, v in enumerate(r.metrics.get("acceptance_by_position") or [])]
     if not data:
         return []
@@ -53,12 +68,13 @@ def acceptance_by_position(rows: Sequence[Row], name: str, label: str = "") -> l
         y=alt.Y("accepted:Q", title="acceptance_by_position", axis=alt.Axis(format="%"), scale=alt.Scale(domain=[0, 1])),
         color=alt.Color("arm:N", title="drafter"),
     ).properties(width=WIDTH, height=HEIGHT).facet(column=alt.Column("workload:N")).properties(title=label)
-    return [Chart(_name(name), "Acceptance by draft position", _spec(chart))]
+    return [Chart(_name(name), f"Acceptance by draft position: {label}" if label else "Acceptance by draft position",
+                  _spec(chart))]
 
 
-def concurrency_scaling(rows: Sequence[Row], name: str, label: str = "") -> list[Chart]:
-    """Aggregate and per-stream tok/s against concurrency, per drafter arm."""
-    data = [{"arm": _arm(r), "concurrency": r.get("concurrency"), "metric": metric, "tok/s": r.metrics.get(metric)}
+def concurrency_scaling(rows: Sequence[Row], name: str, label: str = "", setups: Sequence[str] = ()) -> list[Chart]:
+    """Aggregate and per-stream tok/s against concurrency, per drafter arm (and server setup)."""
+    data = [{"arm": _arm(r, setups), "concurrency": r.get("concurrency"), "metric": metric, "tok/s": r.metrics.get(metric)}
             for r in rows for metric in ("aggregate_tps", "per_stream_tps") if r.metrics.get(metric)]
     if not data:
         return []
@@ -67,7 +83,8 @@ def concurrency_scaling(rows: Sequence[Row], name: str, label: str = "") -> list
         y=alt.Y("tok/s:Q", title="tok/s"),
         color=alt.Color("arm:N", title="drafter"),
     ).properties(width=WIDTH, height=HEIGHT).facet(column=alt.Column("metric:N", title=None)).properties(title=label)
-    return [Chart(_name(name), "Throughput vs concurrency", _spec(chart))]
+    return [Chart(_name(name), f"Throughput vs concurrency: {label}" if label else "Throughput vs concurrency",
+                  _spec(chart))]
 
 
 def prefill_by_length(rows: Sequence[Row], name: str) -> list[Chart]:

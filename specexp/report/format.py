@@ -7,6 +7,10 @@ from typing import Any
 from specexp.metrics import METRICS
 
 
+COUNTS = ("cached_prompt_tokens", "kv_cache_tokens")
+"""Metrics that count tokens: written as whole numbers."""
+
+
 def number(value: Any, metric: str | None = None) -> str:
     """A value as a person would write it in a measurements table."""
     if value is None:
@@ -23,6 +27,8 @@ def number(value: Any, metric: str | None = None) -> str:
             return f"{value * 100:.1f} %"
         if unit == "s":
             return f"{value:.3f}" if value < 10 else f"{value:.1f}"
+        if metric in COUNTS:
+            return f"{value:,.0f}"
         if unit == "tok" and abs(value) < 100:
             return f"{value:.2f}"
         return f"{value:,.1f}" if abs(value) < 1000 else f"{value:,.0f}"
@@ -32,11 +38,12 @@ def number(value: Any, metric: str | None = None) -> str:
 
 
 def with_spread(value: Any, spread: list[float] | None, metric: str) -> str:
-    """Median with (min–max) when the figure has several samples."""
+    """Median with (min–max) when the figure has several samples that differ as written."""
     text = number(value, metric)
-    if value is None or not spread or spread[0] == spread[1]:
+    if value is None or not spread:
         return text
-    return f"{text} ({number(spread[0], metric)}–{number(spread[1], metric)})"
+    low, high = number(spread[0], metric), number(spread[1], metric)
+    return text if low == high else f"{text} ({low}–{high})"
 
 
 def header(metric: str) -> str:

@@ -45,7 +45,7 @@ def _view(report: Report) -> dict[str, Any]:
     return {"banner": report.banner, "title": report.title, "blocks": blocks}
 
 
-OPTIONAL_COLUMNS = ("identical",)
+OPTIONAL_COLUMNS = ("identical", "vs best")
 """Columns left out of a table when no row has a value in them."""
 
 

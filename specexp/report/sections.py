@@ -13,9 +13,12 @@ from typing import Any
 from specexp.report import charts
 from specexp.report.blocks import Block, Chart, Heading, Paragraph, TableBlock
 from specexp.report.format import cell, header, number, with_spread
-from specexp.report.tables import DRAFTER_KEYS, Row, baseline, group, sort_rows, varying
+from specexp.report.tables import DRAFTER_KEYS, SETUP_KEYS, Row, baseline, group, sort_rows, varying
 
-SPEC_KEYS = (*DRAFTER_KEYS, "prompt_tokens")
+SPEC_KEYS = (*SETUP_KEYS, *DRAFTER_KEYS, "prompt_tokens")
+"""Shown as columns in the decode and concurrency tables: the server, the drafter, the prompt
+length the server counted; every other condition is equal within a table."""
+LENGTH_KEYS = (*SETUP_KEYS, *DRAFTER_KEYS, "prompt_tokens")
 
 
 def classify(rows: Sequence[Row]) -> dict[str, list[Row]]:
@@ -40,7 +43,8 @@ def classify(rows: Sequence[Row]) -> dict[str, list[Row]]:
 
 def _label(conditions: dict[str, Any], report_fixed: dict[str, Any], skip: Sequence[str] = ()) -> str:
     """The conditions that set a group apart from the rest of the report."""
-    parts = [f"{k} {number(v)}" for k, v in conditions.items() if k not in report_fixed and k not in skip]
+    parts = [f"{k} {number(v)}" for k, v in conditions.items()
+             if k not in report_fixed and k not in skip and k != "repeats"]  # repeats: in the method section
     return " · ".join(parts)
 
 
@@ -50,10 +54,27 @@ def _speedup(row: Row, base: Row | None, metric: str) -> str:
     if base is None or not base.metrics.get(metric) or not row.metrics.get(metric):
         return "no baseline"
     ratio = row.metrics[metric] / base.metrics[metric]
-    ours, theirs = row.spread.get(metric), base.spread.get(metric)
-    if ours and theirs and ours[0] <= theirs[1] and theirs[0] <= ours[1]:
+    if overlaps(row, base, metric):
         return f"{ratio:.2f}× (within noise)"
     return f"{ratio:.2f}×"
+
+
+def overlaps(a: Row, b: Row, metric: str) -> bool:
+    """The two rows' (min–max) spreads of `metric` overlap: their difference is within noise."""
+    ours, theirs = a.spread.get(metric), b.spread.get(metric)
+    return bool(ours and theirs and ours[0] <= theirs[1] and theirs[0] <= ours[1])
+
+
+def _versus_best(row: Row, members: Sequence[Row], metric: str) -> str:
+    """`best` for the fastest row; `≈ best (within noise)` where a row's spread overlaps the best's."""
+    ranked = [r for r in members if r.metrics.get(metric) is not None]
+    spread = [r.spread.get(metric) for r in ranked]
+    if len(ranked) < 2 or row.metrics.get(metric) is None or not any(s and s[0] != s[1] for s in spread):
+        return "—"  # one repeat each: no spread to say what is within noise
+    best = max(ranked, key=lambda r: r.metrics[metric])
+    if row is best:
+        return "best"
+    return "≈ best (within noise)" if overlaps(row, best, metric) else "—"
 
 
 def _run(row: Row) -> str:
@@ -77,19 +98,21 @@ def decode_section(rows: Sequence[Row], fixed: dict[str, Any]) -> list[Block]:
             columns = ["drafter", *columns]
         label = _label(conditions, fixed, skip=("prompt_tokens",))
         blocks.append(Heading(label or "All runs", 3))
-        headers = [*columns, *(header(m) for m in metrics), "speedup vs none", "identical", "run"]
+        headers = [*columns, *(header(m) for m in metrics), "speedup vs none", "vs best", "identical", "run"]
         body = []
         for r in sort_rows(members, columns):
             body.append([number(r.get(c)) for c in columns]
                         + [with_spread(r.metrics.get(m), r.spread.get(m), m) for m in metrics]
-                        + [_speedup(r, baseline(r, members), "decode_tps"),
+                        + [_speedup(r, baseline(r, members), "decode_tps"), _versus_best(r, members, "decode_tps"),
                            number(r.metrics.get("output_identical")), _run(r)])
-        blocks.append(TableBlock(headers, body, align=["l"] * len(columns) + ["r"] * (len(metrics) + 1) + ["l", "l"]))
+        blocks.append(TableBlock(headers, body, align=["l"] * len(columns) + ["r"] * (len(metrics) + 1) + ["l"] * 3))
     for conditions, members in group(rows, (*SPEC_KEYS, "workload", "output_tokens", "ignore_eos", "thinking")):
         name = "-".join(str(v) for v in conditions.values() if v not in (None, False, True))
         label = _label(conditions, fixed)
-        blocks += charts.tps_vs_k(members, f"tps-vs-k-{name}", label)
-        blocks += charts.acceptance_by_position(members, f"acceptance-{name}", label)
+        setups = varying(members, exclude=(*DRAFTER_KEYS, "prompt_tokens", "workload", "output_tokens",
+                                            "ignore_eos", "thinking", "repeats"))
+        blocks += charts.tps_vs_k(members, f"tps-vs-k-{name}", label, setups)
+        blocks += charts.acceptance_by_position(members, f"acceptance-{name}", label, setups)
     return blocks
 
 
@@ -105,10 +128,11 @@ def concurrency_section(rows: Sequence[Row], fixed: dict[str, Any]) -> list[Bloc
     metrics = ["aggregate_tps", "per_stream_tps", "ttft_s", "acceptance_rate", "tokens_per_pass"]
     keys = (*SPEC_KEYS, "concurrency")
     for conditions, members in group(rows, keys):
-        columns = [c for c in ("drafter", "k", "concurrency") if c in varying(members) or c == "drafter"]
+        columns = [c for c in varying(members, exclude=("repeats", "prompt_tokens")) if c != "drafter"]
+        columns = ["drafter", *columns] if "concurrency" in columns else ["drafter", *columns, "concurrency"]
         blocks.append(Heading(_label(conditions, fixed, skip=("prompt_tokens",)) or "All runs", 3))
         body = []
-        for r in sort_rows(members, ["drafter", "k", "concurrency"]):
+        for r in sort_rows(members, [c for c in columns if c != "concurrency"] + ["concurrency"]):
             body.append([number(r.get(c)) for c in columns]
                         + [with_spread(r.metrics.get(m), r.spread.get(m), m) for m in metrics]
                         + [_speedup(r, baseline(r, members), "aggregate_tps"), _run(r)])
@@ -116,7 +140,9 @@ def concurrency_section(rows: Sequence[Row], fixed: dict[str, Any]) -> list[Bloc
                                  align=["l"] * len(columns) + ["r"] * (len(metrics) + 1) + ["l"]))
         blocks += _crossovers(members)
         name = "-".join(str(v) for v in conditions.values() if v not in (None, False, True))
-        blocks += charts.concurrency_scaling(members, f"concurrency-{name}", _label(conditions, fixed, skip=("prompt_tokens",)))
+        setups = varying(members, exclude=(*DRAFTER_KEYS, "prompt_tokens", "concurrency", "repeats"))
+        blocks += charts.concurrency_scaling(members, f"concurrency-{name}",
+                                             _label(conditions, fixed, skip=("prompt_tokens",)), setups)
     return blocks
 
 
@@ -155,12 +181,14 @@ def prefill_section(rows: Sequence[Row], fixed: dict[str, Any]) -> list[Block]:
                            Paragraph("Unique prompts with `max_tokens = 1`, so no cache can serve them: "
                                      "`prefill_tps` = (prompt tokens − cached) ÷ `ttft_s`.")]
     metrics = ["ttft_s", "prefill_tps", "cached_prompt_tokens"]
-    for conditions, members in group(rows, ("prompt_tokens", *DRAFTER_KEYS)):
+    for conditions, members in group(rows, LENGTH_KEYS):
         blocks.append(Heading(_label(conditions, fixed) or "All runs", 3))
-        body = [[number(r.get("prompt_tokens"))] + [with_spread(r.metrics.get(m), r.spread.get(m), m) for m in metrics]
-                + [_run(r)] for r in sort_rows(members, ["prompt_tokens"])]
-        blocks.append(TableBlock(["prompt_tokens", *(header(m) for m in metrics), "run"], body,
-                                 align=["r"] * (len(metrics) + 1) + ["l"]))
+        setup = [c for c in varying(members, exclude=("repeats", "prompt_tokens"))]
+        body = [[number(r.get(c)) for c in setup] + [number(r.get("prompt_tokens"))]
+                + [with_spread(r.metrics.get(m), r.spread.get(m), m) for m in metrics]
+                + [_run(r)] for r in sort_rows(members, [*setup, "prompt_tokens"])]
+        blocks.append(TableBlock([*setup, "prompt_tokens", *(header(m) for m in metrics), "run"], body,
+                                 align=["l"] * len(setup) + ["r"] * (len(metrics) + 1) + ["l"]))
     blocks += charts.prefill_by_length(rows, "prefill-by-length")
     return blocks
 
@@ -172,24 +200,26 @@ def prefix_cache_section(rows: Sequence[Row], fixed: dict[str, Any]) -> list[Blo
     blocks: list[Block] = [Heading("Prefix cache: cold vs warm"),
                            Paragraph("A shared prefix sent cold, then re-sent with a new suffix (warm), `max_tokens = 1`. "
                                      "Gain = cold `ttft_s` ÷ warm `ttft_s`.")]
-    for conditions, members in group(rows, ("prompt_tokens", "cache", *DRAFTER_KEYS)):
+    for conditions, members in group(rows, (*LENGTH_KEYS, "cache")):
         blocks.append(Heading(_label(conditions, fixed) or "All runs", 3))
+        setup = varying(members, exclude=("repeats", "prompt_tokens", "cache"))
         by_len: dict[Any, dict[str, Row]] = {}
         for r in members:
-            by_len.setdefault(r.get("prompt_tokens"), {})[str(r.get("cache"))] = r
+            by_len.setdefault((tuple(str(r.get(c)) for c in setup), r.get("prompt_tokens") or 0), {})[str(r.get("cache"))] = r
         body = []
-        for length in sorted(by_len, key=lambda x: x or 0):
-            cold, warm = by_len[length].get("cold"), by_len[length].get("warm")
+        for where, length in sorted(by_len):
+            cold, warm = by_len[(where, length)].get("cold"), by_len[(where, length)].get("warm")
             gain = "—"
             if cold and warm and cold.metrics.get("ttft_s") and warm.metrics.get("ttft_s"):
-                gain = f"{cold.metrics['ttft_s'] / warm.metrics['ttft_s']:.2f}×"
-            body.append([number(length),
+                gain = f"{cold.metrics['ttft_s'] / warm.metrics['ttft_s']:.3g}×"
+            body.append([*where, number(length),
                          with_spread(cold.metrics.get("ttft_s"), cold.spread.get("ttft_s"), "ttft_s") if cold else "—",
                          with_spread(warm.metrics.get("ttft_s"), warm.spread.get("ttft_s"), "ttft_s") if warm else "—",
                          gain, number(warm.metrics.get("cached_prompt_tokens")) if warm else "—",
                          _run(cold or warm)])  # type: ignore[arg-type]
-        blocks.append(TableBlock(["prompt_tokens", "cold " + header("ttft_s"), "warm " + header("ttft_s"), "gain",
-                                  "warm " + header("cached_prompt_tokens"), "run"], body, align=["r"] * 5 + ["l"]))
+        blocks.append(TableBlock([*setup, "prompt_tokens", "cold " + header("ttft_s"), "warm " + header("ttft_s"),
+                                  "gain", "warm " + header("cached_prompt_tokens"), "run"], body,
+                                 align=["l"] * len(setup) + ["r"] * 5 + ["l"]))
     blocks += charts.cold_warm_ttft(rows, "prefix-cache-ttft")
     return blocks
 

@@ -14,8 +14,12 @@ from typing import Any
 
 from specexp.conditions import CONDITIONS
 
-DRAFTER_KEYS = ("drafter", "k", "drafter_config")
+DRAFTER_KEYS = ("drafter", "k", "drafter_config", "draft_model")
 """Conditions a speedup varies: everything else must match the baseline row."""
+SETUP_KEYS = ("hardware", "gpu_count", "gpu_shared", "gpu_memory_utilization", "model", "quantization",
+              "kv_cache_dtype", "max_model_len", "runtime", "runtime_version", "prefix_caching")
+"""What a server is: shown as columns of one table (a study comparing machines or weights reads
+them side by side), never hidden; the workload's conditions split tables instead."""
 NOT_COMPARED = ("runtime_version", "repeats", "prompt_tokens")
 """Conditions that may differ between a row and its baseline without making them incomparable:
 the engine build of one server, the repeat count, and the server's own count of the same prompt."""

@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 
+from specexp import paths
 from specexp.events import Counters, EngineInfo, Request
 from specexp.models.tiny_gguf import TinyModelShape, ensure_model
 from specexp.paths_cache import cache_dir
@@ -37,6 +38,18 @@ SPEC_TYPES = {
 }
 """drafter -> llama.cpp `--spec-type` (common/speculative.cpp at 0c1e570)."""
 NEEDS_DRAFT_FILE = {"draft_model", "dflash", "dspark", "eagle3"}
+
+
+def gguf_file_type(ftype: str) -> str:
+    """llama-server's model_ftype text as a GGUF file type name: "all F32" -> F32,
+    "Q4_K - Medium" -> Q4_K_M (llama_model_ftype_name in src/llama-model-loader.cpp)."""
+    name = ftype.strip()
+    for prefix in ("all ", "mostly "):
+        if name.lower().startswith(prefix):
+            name = name[len(prefix):]
+    for words, suffix in ((" - Medium", "_M"), (" - Small", "_S"), (" - Large", "_L")):
+        name = name.replace(words, suffix)
+    return name.replace(" ", "_").upper()
 
 
 def default_executable() -> Path:
@@ -147,6 +160,8 @@ class LlamaCppRuntime(HttpRuntime):
         slots = json_of(client.get("/slots"))
         n_ctx = sum(int(s.get("n_ctx") or 0) for s in slots) if isinstance(slots, list) else None
         speculative = any(bool(s.get("speculative")) for s in slots) if isinstance(slots, list) else None
+        ftype = props.get("model_ftype") if isinstance(props, dict) else None
+        self._check_file_type(ftype)
         return EngineInfo(
             runtime=self.name,
             version=props.get("build_info") if isinstance(props, dict) else None,
@@ -157,6 +172,23 @@ class LlamaCppRuntime(HttpRuntime):
                 "speculative": speculative,
             },
         )
+
+    def _check_file_type(self, ftype: object) -> None:
+        """Refuse a run whose `quantization` label is not what the GGUF holds: the record would
+        otherwise compare, say, Q4_K_M weights as FP8 ones."""
+        if not isinstance(ftype, str) or not ftype.strip():
+            return
+        loaded = gguf_file_type(ftype)
+        q = self.spec.quantization
+        expected = q.engine_names.get("llamacpp")
+        if expected is None or expected.upper() != loaded:
+            known = ", ".join(sorted(paths.options("quantization")))
+            raise RuntimeFailure(
+                "refused", "quantization_mismatch",
+                f"the GGUF holds {loaded} weights (llama-server /props model_ftype '{ftype}') but the run is "
+                f"labelled quantization={q.name} (llama.cpp: {expected or 'no GGUF file type'}); set quantization= "
+                f"to the matching scheme (accepted: {known})",
+            )
 
     def tokenize(self, text: str) -> list[int] | None:
         with self.sync_client() as client:

@@ -62,12 +62,11 @@ class SglangRuntime(HttpRuntime):
     # -- the server --------------------------------------------------------------------------
     def build_argv(self, port: int) -> list[str]:
         spec, rt = self.spec, self.spec.runtime
-        argv = [
-            rt.executable or "python", "-m", "sglang.launch_server", "--model-path", self.model_ref(),
-            "--host", "127.0.0.1", "--port", str(port),
-            "--mem-fraction-static", str(rt.gpu_memory_utilization),
-            "--enable-metrics", "--enable-cache-report",
-        ]
+        argv = [rt.executable or "python", "-m", "sglang.launch_server", "--model-path", self.model_ref(),
+                "--host", "127.0.0.1", "--port", str(port)]
+        if rt.gpu_memory_utilization is not None:  # null: SGLang's own choice (recorded as unknown)
+            argv += ["--mem-fraction-static", str(rt.gpu_memory_utilization)]
+        argv += ["--enable-metrics", "--enable-cache-report"]
         if rt.max_model_len is not None:
             argv += ["--context-length", str(rt.max_model_len)]
         if rt.kv_cache_dtype != "auto":

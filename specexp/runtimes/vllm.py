@@ -58,13 +58,10 @@ class VllmRuntime(HttpRuntime):
     # -- the server --------------------------------------------------------------------------
     def build_argv(self, port: int) -> list[str]:
         spec, rt = self.spec, self.spec.runtime
-        argv = [
-            rt.executable or "vllm", "serve", self.model_ref(),
-            "--host", "127.0.0.1", "--port", str(port),
-            "--gpu-memory-utilization", str(rt.gpu_memory_utilization),
-            "--max-num-seqs", str(rt.max_num_seqs),
-            "--max-num-batched-tokens", str(rt.max_num_batched_tokens),
-        ]
+        argv = [rt.executable or "vllm", "serve", self.model_ref(), "--host", "127.0.0.1", "--port", str(port)]
+        if rt.gpu_memory_utilization is not None:  # null: vLLM's own default (recorded as unknown)
+            argv += ["--gpu-memory-utilization", str(rt.gpu_memory_utilization)]
+        argv += ["--max-num-seqs", str(rt.max_num_seqs), "--max-num-batched-tokens", str(rt.max_num_batched_tokens)]
         if rt.max_model_len is not None:
             argv += ["--max-model-len", str(rt.max_model_len)]
         if rt.kv_cache_dtype != "auto":

@@ -17,8 +17,8 @@ pytestmark = pytest.mark.slow
 # Four server configurations told apart by their context size (-c): 1024 and 1792 run clean, 1280
 # is killed mid-run, 1536 is stopped (hangs); each is also started with a removed flag (refused).
 # `small` decodes slowly enough (~300 tok/s on 2 cores) that a job lasts a few seconds.
-SWEEP = ("runtime=llamacpp", "model=small", "quantization=f32", "hardware=cpu", "workload.output_tokens=400",
-         "workload.repeats=3", "runtime.stall_timeout_s=3", "runtime.max_model_len=1024,1280,1536,1792",
+SWEEP = ("runtime=llamacpp", "model=small", "quantization=f32", "hardware=cpu", "workload.output_tokens=200",
+         "workload.repeats=5", "runtime.stall_timeout_s=3", "runtime.max_model_len=1024,1280,1536,1792",
          "runtime.extra_args=[-t,2],[-t,2,--draft-max,8]")
 
 
@@ -36,23 +36,32 @@ def _servers_with(context: str) -> list[int]:
     return pids
 
 
-def _sabotage(stop: threading.Event) -> None:
-    """Kill the -c 768 server and freeze the -c 1024 one, each a moment after it started."""
+def _requests_started(sweep_dir: Path, context: str) -> int:
+    """Requests the -c CONTEXT server has begun, from its own log (llama-server's launch_slot_ line)."""
+    for log in sweep_dir.glob(f"*max_model_len={context},*/server.log"):
+        if "draft-max" not in log.parent.name:
+            return log.read_text(errors="replace").count("launch_slot_")
+    return 0
+
+
+def _sabotage(sweep_dir: Path, stop: threading.Event) -> None:
+    """Kill the -c 1280 server and freeze the -c 1536 one once their third request (of six: a
+    warm-up and five repeats) has started, so that each fault lands in the middle of a job."""
     todo = {"1280": signal.SIGKILL, "1536": signal.SIGSTOP}
     while todo and not stop.is_set():
         for context, sig in list(todo.items()):
-            for pid in _servers_with(context):
-                time.sleep(1.0)  # let the first window start
-                os.kill(pid, sig)
+            if _requests_started(sweep_dir, context) >= 3:
+                for pid in _servers_with(context):
+                    os.kill(pid, sig)
                 todo.pop(context)
-        time.sleep(0.05)
+        time.sleep(0.02)
 
 
 def test_faulty_servers_are_recorded_the_rest_complete_and_a_rerun_redoes_only_them(
     llama_server: Path, tmp_path: Path
 ) -> None:
     stop = threading.Event()
-    saboteur = threading.Thread(target=_sabotage, args=(stop,), daemon=True)
+    saboteur = threading.Thread(target=_sabotage, args=(tmp_path, stop), daemon=True)
     saboteur.start()
     try:
         done = run_specexp(tmp_path, *SWEEP)

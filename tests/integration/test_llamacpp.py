@@ -131,3 +131,12 @@ def test_prefix_cache_cold_then_warm(llama_server: Path, tmp_path: Path) -> None
     # the shared prefix (all but the per-request suffix) comes from the cache the second time
     assert warm["metrics"]["cached_prompt_tokens"] >= 0.8 * warm["conditions"]["prompt_tokens"]
     assert warm["metrics"]["ttft_s"] < cold["metrics"]["ttft_s"]
+
+
+def test_a_quantization_label_that_is_not_the_gguf_is_refused(llama_server: Path, tmp_path: Path) -> None:
+    done = run_specexp(tmp_path, "runtime=llamacpp", "model=tiny", "hardware=cpu", "quantization=q4_k_m",
+                       "workload.output_tokens=8")
+    assert done.returncode == 0, done.stderr
+    (record,) = results(tmp_path)
+    assert record["status"] == "refused" and record["error"]["kind"] == "quantization_mismatch"
+    assert "F32" in record["error"]["message"] and "quantization=q4_k_m" in record["error"]["message"]

@@ -108,8 +108,11 @@ class AcceptanceModel:
 
     def __init__(self, drafter: DrafterSpec, workload_class: str, quantization: str, seed: int) -> None:
         table = drafter.acceptance.get(workload_class) or drafter.acceptance.get("fresh") or []
+        # The scale multiplies every position's conditional acceptance: a weaker target state loses
+        # drafts at each step, so position i keeps scale**i of its share (not a flat cut, which
+        # would leave deep positions accepting almost everything the first one accepted).
         scale = drafter.quantization_scale.get(quantization, 1.0)
-        self.by_position = [min(1.0, p * scale) for p in table]
+        self.by_position = [min(1.0, p * scale ** (i + 1)) for i, p in enumerate(table)]
         self.tail = drafter.acceptance_tail
         self.rng = np.random.default_rng(seed)
 

@@ -72,7 +72,7 @@ def memory_plan(spec: ExperimentSpec, target: CostModel, draft_model: CostModel 
     """Split the engine's share of device memory into weights, activations and KV cache."""
     hw = spec.hardware
     device = (hw.engine_memory_gib or hw.memory_gib) * GIB
-    budget = device * spec.runtime.gpu_memory_utilization
+    budget = device * utilization(spec)
     weights = target.resident_weight_bytes
     if k > 0:
         weights += drafter_weight_bytes(spec.drafter, target, spec.quantization, draft_model)
@@ -94,9 +94,20 @@ def memory_plan(spec: ExperimentSpec, target: CostModel, draft_model: CostModel 
     )
 
 
+def utilization(spec: ExperimentSpec) -> float:
+    """The simulated engine's share of device memory: it must be stated to simulate memory."""
+    value = spec.runtime.gpu_memory_utilization
+    if value is None:
+        from specexp.runtimes.base import RuntimeFailure
+
+        raise RuntimeFailure("refused", "invalid_config",
+                             "runtime=sim needs runtime.gpu_memory_utilization (a share of device memory, e.g. 0.9)")
+    return value
+
+
 def refusal(spec: ExperimentSpec, plan: MemoryPlan) -> tuple[str, str] | None:
     """(kind, message) when the engine would refuse to start with this plan, else None."""
-    util = spec.runtime.gpu_memory_utilization
+    util = utilization(spec)
     hw = spec.hardware
     seen = hw.engine_memory_gib or hw.memory_gib
     if plan.kv_bytes <= 0:

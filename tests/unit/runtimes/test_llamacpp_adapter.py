@@ -95,7 +95,7 @@ def test_completion_stream_becomes_a_trace(llamacpp: Callable[..., Any]) -> None
 
 
 def test_engine_info_from_props_and_slots(llamacpp: Callable[..., Any], monkeypatch: pytest.MonkeyPatch) -> None:
-    runtime = llamacpp("drafter=mtp", "k=3")
+    runtime = llamacpp("drafter=mtp", "k=3", "quantization=q8_0")  # the fixture's GGUF is Q8_0
     mock(runtime, monkeypatch, {
         "GET /props": (200, json.loads(fixture("llamacpp", "props.json"))),
         "GET /slots": (200, json.loads(fixture("llamacpp", "slots.json"))),
@@ -120,3 +120,11 @@ def test_argv_names_the_spec_type_and_k(llamacpp: Callable[..., Any]) -> None:
     assert argv[argv.index("--spec-type") + 1] == "draft-mtp"
     assert argv[argv.index("--spec-draft-n-max") + 1] == "3"
     assert "--spec-draft-model" not in argv
+
+
+@pytest.mark.parametrize(("ftype", "name"), [("all F32", "F32"), ("Q4_K - Medium", "Q4_K_M"), ("Q8_0", "Q8_0"),
+                                             ("BF16", "BF16"), ("Q5_K - Small", "Q5_K_S")])
+def test_llama_server_file_types_read_as_gguf_names(ftype: str, name: str) -> None:
+    from specexp.runtimes.llamacpp import gguf_file_type
+
+    assert gguf_file_type(ftype) == name

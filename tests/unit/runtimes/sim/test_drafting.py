@@ -151,3 +151,9 @@ def test_block_drafting_cost_never_falls_with_k_and_grows_once_compute_bound(nam
         times = [cost.seconds(k, ONE * batch) for k in (1, 2, 4, 8, 15)]
         assert all(a <= b for a, b in zip(times, times[1:], strict=False)), batch
     assert cost.seconds(15, ONE * 64) > cost.seconds(1, ONE * 64)
+
+
+def test_a_weaker_quantization_loses_acceptance_at_every_position() -> None:
+    fp8, nvfp4 = acceptance("mtp").expected(3), acceptance("mtp", quantization="nvfp4").expected(3)
+    conditional = lambda p: [p[0]] + [b / a for a, b in zip(p, p[1:])]  # noqa: E731
+    assert all(n < f for n, f in zip(conditional(nvfp4), conditional(fp8)))
