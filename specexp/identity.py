@@ -12,7 +12,7 @@ from typing import Any
 
 from specexp.record import find_results
 
-IGNORED = {"drafter", "k", "drafter_config", "runtime_version"}
+IGNORED = {"drafter", "k", "drafter_config", "draft_model", "runtime_version"}
 
 
 def fill_output_identity(result: dict[str, Any], root: Path) -> None:

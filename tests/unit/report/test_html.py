@@ -86,7 +86,7 @@ def test_every_chart_renders_in_headless_chromium_without_network(tmp_path: Path
     for folder in ("simulated", "measured"):
         shutil.copytree(FIXTURES / folder, root / folder)
     report = build_report(find_results([root]), tmp_path)
-    assert len(report.charts) >= 3
+    assert len(report.charts) >= 2
     page = write_html(report, tmp_path / "report.html")
     dom = subprocess.run(
         [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync",
