@@ -13,6 +13,7 @@ from typing import Any
 from specexp.check.against import Citation, RunMatch
 from specexp.check.api import CheckReport, FigureCheck
 from specexp.check.compare import Comparison
+from specexp.check.relevance import SIMULATED_STANDS_IN
 from specexp.check.findings import SEVERITIES, Finding
 from specexp.check.plausibility import Limit
 from specexp.check.values import show
@@ -93,6 +94,11 @@ def citation_md(c: Citation) -> list[str]:
     out = [f"### `{f.id}`: {cell(fig_value(f.value, f.unit))} `{f.metric}`", ""]
     if c.matches:
         out += ["Runs whose conditions match:", "", *_match_table(c.matches, "not stated by the figure"), ""]
+        stated = [k for k in SIMULATED_STANDS_IN if k in f.conditions]
+        if stated and any(m.run.origin == "simulated" for m in c.matches):
+            out += ["Simulated runs stand in for " + ", ".join(f"`{k}` = {cell(show(f.conditions[k]))}" for k in stated)
+                    + ": their ratio compares specexp's simulation of that setup with the published measurement, "
+                    "not two engines.", ""]
         if c.unsettled:
             out += ["The figure does not say which of these it is: " + "; ".join(
                 f"`{k}` = {', '.join(show(v) for v in vs)}" for k, vs in c.unsettled), ""]
