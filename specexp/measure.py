@@ -52,6 +52,9 @@ def _measurement(
         cache=point.cache,
         repeats=len(windows),
     )
+    # the pooled acceptance figures keep their per-window samples too, so repeats show a spread
+    for name in ("acceptance_rate", "tokens_per_pass"):
+        samples[name] = [m.get(name) for m in per_window]
     kept = {n: v for n, v in samples.items() if any(x is not None for x in v)}
     return {
         "conditions": conditions,
