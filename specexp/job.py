@@ -48,7 +48,7 @@ def base_result(cell: Cell, overrides: list[str], config: dict[str, Any], source
 
 def skipped_result(cell: Cell, reason: str, overrides: list[str], config: dict[str, Any]) -> dict[str, Any]:
     """The record of a cell that means nothing: status skipped, and why."""
-    result = base_result(cell, overrides, config, _source(cell))
+    result = base_result(cell, overrides, config, runtime_for(cell.spec.runtime.name).source)
     result["error"] = {"kind": "meaningless_cell", "message": reason, "log_tail": ""}
     result["provenance"]["finished_at"] = result["provenance"]["started_at"]
     return result
@@ -161,6 +161,3 @@ def _finish(
         log.warning("kept the complete result in %s; this run %s", job_dir, result["status"])
     return result
 
-
-def _source(cell: Cell) -> str:
-    return "simulated" if cell.spec.runtime.name == "sim" else "measured"

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from specexp.record import atomic_write, find_results, write_results_jsonl
-from specexp.report.build import build_report
-from specexp.report.markdown import render_markdown
-from specexp.report.render import write_charts, write_html
+from specexp.record import find_results, write_results_jsonl
+from specexp.report.write import write_report
 
 
 def write_sweep_outputs(root: Path) -> list[Path]:
@@ -15,7 +13,4 @@ def write_sweep_outputs(root: Path) -> list[Path]:
     found = find_results([root])
     if not found:
         return []
-    report = build_report(found, root)
-    write_charts(report, root / "charts")
-    atomic_write(root / "measurements.md", render_markdown(report))
-    return [write_results_jsonl(root), root / "measurements.md", write_html(report, root / "report.html")]
+    return [write_results_jsonl(root), *write_report(found, root / "measurements.md", root / "report.html")]

@@ -13,10 +13,8 @@ from pathlib import Path
 
 from specexp.check import load_figures
 from specexp.errors import SpecError
-from specexp.record import atomic_write, find_results
-from specexp.report.build import build_report
-from specexp.report.markdown import render_markdown
-from specexp.report.render import write_charts, write_html
+from specexp.record import find_results
+from specexp.report.write import write_report
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -41,14 +39,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SpecError as err:
         print(f"specexp.report: {err.line()}", file=sys.stderr)
         return 2
-    report = build_report(found, args.output.resolve().parent, title=args.title, cited=cited)
-    write_charts(report, args.output.resolve().parent / "charts")
-    atomic_write(args.output, render_markdown(report))
-    print(args.output)
-    if args.html is not None:
-        html_report = build_report(found, args.html.resolve().parent, title=args.title, cited=cited)
-        write_html(html_report, args.html)
-        print(args.html)
+    for path in write_report(found, args.output, args.html, title=args.title, cited=cited):
+        print(path)
     return 0
 
 

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import asdict
-from pathlib import Path
 from typing import Any
 
 import jinja2
 
 from specexp import paths
-from specexp.record import atomic_write, find_results
 from specexp.report.blocks import Chart, CodeBlock, Heading, Paragraph, TableBlock
-from specexp.report.build import Report, build_report
+from specexp.report.build import Report
 from specexp.report.format import code
 
 KINDS = {Heading: "heading", Paragraph: "paragraph", TableBlock: "table", Chart: "chart", CodeBlock: "code"}
@@ -61,14 +58,3 @@ def render_markdown(report: Report) -> str:
     while "\n\n\n" in text:
         text = text.replace("\n\n\n", "\n\n")
     return text
-
-
-def write_measurements(roots: Sequence[Path], out: Path, charts: bool = True) -> Path:
-    """Render measurements.md (and its chart SVGs under charts/) for the records under `roots`."""
-    from specexp.report.render import write_charts
-
-    report = build_report(find_results(roots), out.parent)
-    if charts:
-        write_charts(report, out.parent / "charts")
-    atomic_write(out, render_markdown(report))
-    return out

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from specexp.record import SCHEMA, write_result
-from specexp.report.markdown import write_measurements
+from specexp.record import SCHEMA, find_results, write_result
+from specexp.report.write import write_report
 
 CONDITIONS: dict[str, Any] = {
     "hardware": "dgx_spark", "gpu_count": 1, "gpu_shared": False, "gpu_memory_utilization": 0.9,
@@ -46,7 +46,7 @@ def result(run_id: str, drafter: str = "none", k: int | None = None, decode: flo
 def render(tmp_path: Path, results: list[dict[str, Any]]) -> str:
     for r in results:
         write_result(tmp_path / "runs" / r["run_id"], json.loads(json.dumps(r)))
-    out = write_measurements([tmp_path / "runs"], tmp_path / "measurements.md")
+    out, = write_report(find_results([tmp_path / "runs"]), tmp_path / "measurements.md")
     return out.read_text(encoding="utf-8")
 
 

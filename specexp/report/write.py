@@ -1,0 +1,33 @@
+"""Write a report's files: measurements.md with its charts/, and optionally report.html."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from specexp.check.figures import FigureSet
+from specexp.record import atomic_write
+from specexp.report.build import build_report
+from specexp.report.markdown import render_markdown
+from specexp.report.render import write_charts, write_html
+
+
+def write_report(
+    found: Sequence[tuple[Path, dict[str, Any]]],
+    markdown: Path,
+    html: Path | None = None,
+    title: str | None = None,
+    cited: Sequence[FigureSet] = (),
+) -> list[Path]:
+    """Render the records in `found`; links in each file are relative to its own folder."""
+    folder = markdown.resolve().parent
+    report = build_report(found, folder, title=title, cited=cited)
+    write_charts(report, folder / "charts")
+    atomic_write(markdown, render_markdown(report))
+    written = [markdown]
+    if html is not None:
+        same = html.resolve().parent == folder
+        html_report = report if same else build_report(found, html.resolve().parent, title=title, cited=cited)
+        written.append(write_html(html_report, html))
+    return written
