@@ -19,7 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from specexp import experiments, paths, progress
 from specexp import sweeper as _sweeper  # noqa: F401  (registers hydra/sweeper=specexp)
-from specexp.compose import check_overrides, resolved_config, to_spec, validate_single_run
+from specexp.compose import check_overrides, spec_of, validate_single_run
 from specexp.errors import SpecError, exit_on_spec_error
 from specexp.job import run_job
 from specexp.plan import make_cell
@@ -33,11 +33,11 @@ def app(cfg: DictConfig) -> None:
     overrides = list(hc.overrides.task)
     choices = OmegaConf.to_container(hc.runtime.choices)
     assert isinstance(choices, dict)
-    data = resolved_config(cfg)
     try:
-        cell = make_cell(to_spec(data, choices, overrides))
+        composed = spec_of(cfg, overrides, choices)
     except SpecError as err:
         exit_on_spec_error(err)
+    cell, data = make_cell(composed.spec), composed.config
     job_dir = Path(hc.runtime.output_dir)
     multirun = hc.mode == RunMode.MULTIRUN
     root = Path(hc.sweep.dir) if multirun else job_dir
@@ -46,14 +46,15 @@ def app(cfg: DictConfig) -> None:
     if sweep_progress is not None:
         sweep_progress.started_job(description)
     try:
-        result = run_job(cell, job_dir, root, overrides, data, rerun=bool(data.get("rerun")))
+        record = run_job(cell, job_dir, root, overrides, data, rerun=bool(data.get("rerun")))
+        status = record.status if record else "ok"
+        detail = (record.error.message if record and record.error else "") if record else \
+            f"already complete in {root}"
     except OSError as err:  # the job directory is not writable, the disk is full...
-        result = {"status": "failed", "error": {"message": f"could not write {job_dir}/result.json: {err}"}}
+        status, detail = "failed", f"could not write {job_dir}/result.json: {err}"
     finally:
         if not multirun:
             pool.release()
-    status = str(result.get("status"))
-    detail = (result.get("error") or {}).get("message") or result.get("reused") or ""
     if sweep_progress is not None:
         sweep_progress.finished_job(f"{cell.run_id} {description}", status + (f" ({detail})" if detail else ""))
     else:

@@ -5,8 +5,9 @@ Every error is a `SpecError` naming the file or the override, the key, and the a
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 import typing
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
@@ -34,11 +35,58 @@ GROUPS: dict[str, type[BaseModel]] = {
 }
 TOP_LEVEL_KEYS = ("k", "seed", "gpu_shared", "experiment", "draft_model", "rerun", "citations", "figures", "comparisons")
 """Top-level keys besides the groups. `citations`, `figures` and `comparisons` name published figures
-an experiment is compared with (vocabulary.md section 4); the report reads them, not the job."""
+an experiment is compared with (docs/vocabulary.md section 4); the report reads them, not the job."""
 
 
-def resolved_config(cfg: DictConfig) -> dict[str, Any]:
-    """The job's config as plain data, without Hydra's own node."""
+@dataclass(frozen=True)
+class Composed:
+    """One job's configuration: the validated spec, and the resolved config it came from."""
+
+    spec: ExperimentSpec
+    config: dict[str, Any]
+    """The job's config as plain data, without Hydra's own node (recorded in provenance)."""
+    choices: dict[str, Any]
+    """The option chosen for each config group (hardware=h200, ...)."""
+
+
+def spec_of(cfg: DictConfig, overrides: Sequence[str], choices: Mapping[str, Any] | None = None) -> Composed:
+    """The one road from Hydra to specexp: a composed config (with its `hydra` node, or with
+    `choices` given) -> resolved data -> validated spec. Every entry point goes through here."""
+    if choices is None:
+        raw_choices = OmegaConf.to_container(cfg.hydra.runtime.choices)
+        assert isinstance(raw_choices, dict)
+        choices = raw_choices
+    data = _resolved(cfg)
+    return Composed(to_spec(data, choices, overrides), data, dict(choices))
+
+
+def compose_overrides(overrides: Sequence[str]) -> Composed:
+    """Compose `overrides` the way `python -m specexp` does, outside a Hydra app, and validate them."""
+    overrides = list(overrides)
+    check_overrides(overrides)
+    return spec_of(_hydra_compose(overrides), overrides)
+
+
+def resolved_config(overrides: Sequence[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The resolved config and the group choices of `overrides`, not yet validated (for tools
+    and tests that look at a config before it becomes a spec)."""
+    cfg = _hydra_compose(list(overrides))
+    choices = OmegaConf.to_container(cfg.hydra.runtime.choices)
+    assert isinstance(choices, dict)
+    return _resolved(cfg), choices
+
+
+def _hydra_compose(overrides: list[str]) -> DictConfig:
+    from hydra import compose, initialize_config_dir
+
+    from specexp import experiments
+
+    experiments.register()
+    with initialize_config_dir(config_dir=str(paths.conf_dir()), version_base="1.3"):
+        return compose("config", overrides=overrides, return_hydra_config=True)
+
+
+def _resolved(cfg: DictConfig) -> dict[str, Any]:
     raw = OmegaConf.to_container(cfg, resolve=False)
     assert isinstance(raw, dict)
     raw.pop("hydra", None)
@@ -52,7 +100,8 @@ def to_spec(
     choices: Mapping[str, str | None],
     overrides: Sequence[str] = (),
 ) -> ExperimentSpec:
-    """Validate a resolved config (see `resolved_config`) into an ExperimentSpec."""
+    """Validate a resolved config into an ExperimentSpec, with `k` resolved: None without a
+    drafter, else the given k or the drafter's default (`requested_k` keeps what was given)."""
     unknown = sorted(set(data) - set(GROUPS) - set(TOP_LEVEL_KEYS))
     if unknown:
         raise SpecError(
@@ -67,9 +116,12 @@ def to_spec(
         parts["draft_model"] = load_option(
             ModelSpec, "model", str(draft_model), "draft_model", where=_where("draft_model", None, overrides)
         )
-    top = {key: data[key] for key in ("k", "seed", "gpu_shared", "experiment") if key in data}
+    top = {key: data[key] for key in ("seed", "gpu_shared", "experiment") if key in data}
+    requested = data.get("k")
     try:
-        return ExperimentSpec(**parts, **top)
+        ExperimentSpec(**parts, **top, k=requested)  # validates k as given
+        k = None if parts["drafter"].kind == "none" else (requested or parts["drafter"].default_k)
+        return ExperimentSpec(**parts, **top, k=k, requested_k=requested)
     except ValidationError as err:
         raise _spec_error(err, None, None, overrides) from None
 
@@ -203,10 +255,4 @@ def check_overrides(overrides: Sequence[str]) -> None:
 def validate_single_run(overrides: Sequence[str]) -> None:
     """Compose and validate a single run's config before Hydra creates its run directory, so a
     bad value leaves nothing behind (a sweep's cells are validated by specexp's sweeper)."""
-    from hydra import compose, initialize_config_dir
-
-    with initialize_config_dir(config_dir=str(paths.conf_dir()), version_base="1.3"):
-        cfg = compose("config", overrides=list(overrides), return_hydra_config=True)
-    choices = OmegaConf.to_container(cfg.hydra.runtime.choices)
-    assert isinstance(choices, dict)
-    to_spec(resolved_config(cfg), choices, overrides)
+    compose_overrides(overrides)

@@ -1,43 +1,37 @@
-"""output_identical: at temperature 0, a drafter's completions vs the drafter=none ones.
+"""output_identical, judged when records are read: a drafter's completions vs the baseline's.
 
-Measurements keep a digest of each completion per request id; requests of the same workload
-carry the same ids in every job of a sweep, so two runs' completions of the same prompt can be
-compared without keeping the text.
+Records keep the facts: a digest of each completion per request id. Requests of the same
+workload carry the same ids in every job of a sweep, so at temperature 0 a drafter run's
+completions can be compared with those of its drafter=none baseline (the vocabulary's one
+baseline rule) without keeping the text. Jobs never read each other's records; reports and
+checks call this.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
+from collections.abc import Sequence
 
-from specexp.record import find_results
-
-IGNORED = {"drafter", "k", "drafter_config", "draft_model", "runtime_version"}
+from specexp.record import RunRecord
+from specexp.vocabulary import is_baseline_of
 
 
-def fill_output_identity(result: dict[str, Any], root: Path) -> None:
-    """Set metrics.output_identical of each measurement of `result` where a baseline exists."""
-    conditions = result.get("conditions") or {}
-    if conditions.get("drafter") in (None, "none") or conditions.get("temperature") != 0:
-        return
-    baseline = _baseline(conditions, root)
-    if baseline is None:
-        return
-    theirs: dict[str, str] = {}
-    for m in baseline.get("measurements") or []:
-        theirs.update(m.get("completions") or {})
-    for m in result.get("measurements") or []:
-        ours = m.get("completions") or {}
-        shared = [rid for rid in ours if rid in theirs]
-        if shared:
-            m["metrics"]["output_identical"] = all(ours[rid] == theirs[rid] for rid in shared)
-
-
-def _baseline(conditions: dict[str, Any], root: Path) -> dict[str, Any] | None:
-    for _, other in find_results([root]):
-        c = other.get("conditions") or {}
-        if other.get("status") != "ok" or c.get("drafter") != "none":
+def output_identity(records: Sequence[RunRecord]) -> dict[tuple[str, int], bool]:
+    """(run id, measurement index) -> whether its completions equal the baseline's, for every
+    measurement of a drafter run at temperature 0 that shares requests with a baseline."""
+    baselines = [r for r in records if r.status == "ok" and r.conditions.drafter == "none"]
+    judged: dict[tuple[str, int], bool] = {}
+    for record in records:
+        conditions = record.conditions.model_dump()
+        if conditions.get("temperature") != 0:
             continue
-        if all(c.get(key) == value for key, value in conditions.items() if key not in IGNORED):
-            return other
-    return None
+        base = next((b for b in baselines if is_baseline_of(b.conditions.model_dump(), conditions)), None)
+        if base is None:
+            continue
+        theirs: dict[str, str] = {}
+        for m in base.measurements:
+            theirs.update(m.completions)
+        for i, m in enumerate(record.measurements):
+            shared = [rid for rid in m.completions if rid in theirs]
+            if shared:
+                judged[(record.run_id, i)] = all(m.completions[rid] == theirs[rid] for rid in shared)
+    return judged

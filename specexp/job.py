@@ -8,50 +8,37 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from specexp import provenance
 from specexp.conditions import run_conditions
-from specexp.identity import fill_output_identity
 from specexp.measure import measurements
 from specexp.plan import Cell
-from specexp.record import SCHEMA, complete_result, write_result
+from specexp.record import ErrorInfo, Provenance, RunRecord, complete_result, write_record
+from specexp.record.schema import Status
 from specexp.runtimes import pool
 from specexp.runtimes.base import Runtime, RuntimeFailure, runtime_for
-from specexp.events import Window
+from specexp.events import EngineInfo, Window
 from specexp.workloads.driver import drive
 from specexp.workloads.prompts import PromptBuilder
 
 log = logging.getLogger(__name__)
 
 
-def base_result(cell: Cell, overrides: list[str], config: dict[str, Any], source: str) -> dict[str, Any]:
-    return {
-        "schema": SCHEMA,
-        "run_id": cell.run_id,
-        "status": "skipped",
-        "error": None,
-        "conditions": run_conditions(cell.spec, None, source),
-        "provenance": {
-            **provenance.environment(),
-            "started_at": provenance.now(),
-            "finished_at": None,
-            "overrides": list(overrides),
-            "config": config,
-            "server_argv": None,
-            "engine_info": None,
-        },
-        "measurements": [],
-    }
+def _provenance(overrides: list[str], config: dict[str, Any], **facts: Any) -> Provenance:
+    return Provenance(**provenance.environment(), overrides=list(overrides), config=config, **facts)
 
 
-def skipped_result(cell: Cell, reason: str, overrides: list[str], config: dict[str, Any]) -> dict[str, Any]:
+def skipped_result(cell: Cell, reason: str, overrides: list[str], config: dict[str, Any]) -> RunRecord:
     """The record of a cell that means nothing: status skipped, and why."""
-    result = base_result(cell, overrides, config, runtime_for(cell.spec.runtime.name).source)
-    result["error"] = {"kind": "meaningless_cell", "message": reason, "log_tail": ""}
-    result["provenance"]["finished_at"] = result["provenance"]["started_at"]
-    return result
+    started = provenance.now()
+    return RunRecord(
+        run_id=cell.run_id, status="skipped", error=ErrorInfo(kind="meaningless_cell", message=reason),
+        conditions=run_conditions(cell.spec, runtime_for(cell.spec.runtime.name).source),
+        provenance=_provenance(overrides, config, started_at=started, finished_at=started),
+    )
 
 
 def prompt_marker(cell: Cell) -> str:
@@ -61,61 +48,68 @@ def prompt_marker(cell: Cell) -> str:
     return "w" + hashlib.sha256(blob.encode()).hexdigest()[:10]
 
 
+@dataclass
+class _Progress:
+    """What a job learned so far: enough to record it, whenever it stops."""
+
+    status: Status = "failed"
+    error: ErrorInfo | None = None
+    windows: list[Window] = field(default_factory=list)
+    info: EngineInfo | None = None
+    reused: bool = False
+    argv: list[str] | None = None
+    drafter_config: str | None = None
+
+
 def run_job(
     cell: Cell, job_dir: Path, sweep_root: Path | None, overrides: list[str], config: dict[str, Any],
     rerun: bool = False,
-) -> dict[str, Any]:
-    """Run one cell into `job_dir`; return its result (also written to result.json).
+) -> RunRecord | None:
+    """Run one cell into `job_dir`; return its record (also written to result.json).
 
-    A cell already complete under `sweep_root` is not run again unless `rerun`.
+    A cell already complete under `sweep_root` is not run again unless `rerun`: then None.
     """
     if sweep_root is not None and not rerun:
         done = complete_result(sweep_root, cell.run_id)
         if done is not None:
             log.info("run %s is already complete in %s: skipped", cell.run_id, done.parent)
-            return {"status": "ok", "run_id": cell.run_id, "reused": f"already complete in {done.parent}"}
+            return None
     if cell.skip_reason:
-        result = skipped_result(cell, cell.skip_reason, overrides, config)
-        write_result(job_dir, result)
-        return result
+        record = skipped_result(cell, cell.skip_reason, overrides, config)
+        write_record(job_dir, record)
+        return record
     spec = cell.spec
     runtime_cls = runtime_for(spec.runtime.name)
-    result = base_result(cell, overrides, config, runtime_cls.source)
-    windows: list[Window] = []
-    info = None
+    started = provenance.now()
+    progress = _Progress()
     runtime = None
     try:
-        runtime, info, reused = pool.acquire(cell.server_key, spec, job_dir, lambda: runtime_cls(spec, job_dir))
-        result["provenance"]["server_argv"] = runtime.server_argv()
-        result["provenance"]["engine_info"] = {
-            "version": info.version, "kv_cache_tokens": info.kv_cache_tokens, "reused_server": reused, **info.details,
-        }
-        result["conditions"]["runtime_version"] = info.version
-        result["conditions"]["drafter_config"] = runtime.drafter_config()
+        runtime, progress.info, progress.reused = pool.acquire(
+            cell.server_key, spec, job_dir, lambda: runtime_cls(spec, job_dir))
+        progress.argv, progress.drafter_config = runtime.server_argv(), runtime.drafter_config()
         prompts = PromptBuilder(spec.workload, runtime.tokenize, runtime.detokenize)
         for window in drive(runtime, spec.workload, marker=prompt_marker(cell), prompt_for=prompts):
-            windows.append(window)
+            progress.windows.append(window)
             _raise_on_failed_requests(window, runtime)
-        result["status"] = "ok"
+        progress.status = "ok"
     except KeyboardInterrupt:
-        result["status"] = "failed"
-        result["error"] = {"kind": "interrupted", "message": "interrupted (Ctrl-C) while measuring",
-                           "log_tail": runtime.log_tail() if runtime else ""}
-        _finish(result, windows, spec, info, sweep_root, job_dir, runtime)
+        progress.error = ErrorInfo(kind="interrupted", message="interrupted (Ctrl-C) while measuring",
+                                   log_tail=runtime.log_tail() if runtime else "")
+        _finish(cell, progress, runtime, job_dir, overrides, config, started)
         pool.release()
         raise
     except Exception as err:  # noqa: BLE001 - whatever a server does, the sweep goes on
         failure = _as_failure(err, runtime)
-        result["status"] = failure.status
-        result["error"] = {"kind": failure.kind, "message": failure.message, "log_tail": failure.log_tail}
+        progress.status = failure.status
+        progress.error = ErrorInfo(kind=failure.kind, message=failure.message, log_tail=failure.log_tail)
         if failure.argv is not None:
-            result["provenance"]["server_argv"] = failure.argv
+            progress.argv = failure.argv
         if runtime is not None:
             pool.discard(runtime)
     finally:
         if runtime is not None and not runtime.reusable:
             pool.discard(runtime)
-    return _finish(result, windows, spec, info, sweep_root, job_dir, runtime)
+    return _finish(cell, progress, runtime, job_dir, overrides, config, started)
 
 
 def _as_failure(err: Exception, runtime: Runtime | None) -> RuntimeFailure:
@@ -141,23 +135,28 @@ def _raise_on_failed_requests(window: Window, runtime: Runtime) -> None:
 
 
 def _finish(
-    result: dict[str, Any], windows: list[Window], spec: Any, info: Any, sweep_root: Path | None, job_dir: Path,
-    runtime: Runtime | None,
-) -> dict[str, Any]:
-    """Measurements of every finished window (partial ones marked), identity, notes, write."""
-    result["measurements"] = measurements(
-        windows, dict(result["conditions"]), prefill_only=spec.workload.output_tokens == 1,
-        kv_cache_tokens=info.kv_cache_tokens if info else None,
+    cell: Cell, progress: _Progress, runtime: Runtime | None, job_dir: Path, overrides: list[str],
+    config: dict[str, Any], started: str,
+) -> RunRecord:
+    """The record of what was measured (partial windows marked), written to result.json."""
+    spec, info = cell.spec, progress.info
+    conditions = run_conditions(spec, runtime_for(spec.runtime.name).source,
+                                runtime_version=info.version if info else None,
+                                drafter_config=progress.drafter_config)
+    engine_info = None if info is None else {
+        "version": info.version, "kv_cache_tokens": info.kv_cache_tokens, "reused_server": progress.reused,
+        **info.details,
+    }
+    record = RunRecord(
+        run_id=cell.run_id, status=progress.status, error=progress.error, conditions=conditions,
+        provenance=_provenance(overrides, config, started_at=started, finished_at=provenance.now(),
+                               server_argv=progress.argv, engine_info=engine_info),
+        measurements=measurements(
+            progress.windows, conditions, prefill_only=spec.workload.output_tokens == 1,
+            kv_cache_tokens=info.kv_cache_tokens if info else None, partial=progress.status != "ok",
+        ),
+        notes=runtime.notes() if runtime is not None else [],
     )
-    if result["status"] != "ok":
-        for m in result["measurements"]:
-            m["partial"] = True
-    if sweep_root is not None:
-        fill_output_identity(result, sweep_root)
-    if runtime is not None and runtime.notes():
-        result["notes"] = runtime.notes()
-    result["provenance"]["finished_at"] = provenance.now()
-    if not write_result(job_dir, result):
-        log.warning("kept the complete result in %s; this run %s", job_dir, result["status"])
-    return result
-
+    if not write_record(job_dir, record):
+        log.warning("kept the complete result in %s; this run %s", job_dir, record.status)
+    return record

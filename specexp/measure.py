@@ -9,27 +9,30 @@ from typing import Any
 
 from specexp.events import Counters, Point, Window
 from specexp.metrics import acceptance_by_position, acceptance_rate, tokens_per_pass, window_metrics
+from specexp.record.schema import Conditions, Measurement, Metrics
 
 POOLED = ("acceptance_rate", "acceptance_by_position", "tokens_per_pass")
 """Acceptance metrics pool the counters of every repeat instead of taking a median."""
 
 
 def measurements(
-    windows: Iterable[Window], run_conditions: dict[str, Any], *, prefill_only: bool, kv_cache_tokens: int | None
-) -> list[dict[str, Any]]:
+    windows: Iterable[Window], run_conditions: Conditions, *, prefill_only: bool,  # type: ignore[valid-type]
+    kv_cache_tokens: int | None, partial: bool = False,
+) -> list[Measurement]:
     """One measurement per point, in the order points were first measured."""
     by_point: dict[Point, list[Window]] = {}
     for window in windows:
         by_point.setdefault(window.point, []).append(window)
     return [
-        _measurement(point, group, run_conditions, prefill_only, kv_cache_tokens)
+        _measurement(point, group, run_conditions, prefill_only, kv_cache_tokens, partial)
         for point, group in by_point.items()
     ]
 
 
 def _measurement(
-    point: Point, windows: list[Window], run: dict[str, Any], prefill_only: bool, kv_cache_tokens: int | None
-) -> dict[str, Any]:
+    point: Point, windows: list[Window], run: Conditions, prefill_only: bool,  # type: ignore[valid-type]
+    kv_cache_tokens: int | None, partial: bool,
+) -> Measurement:
     per_window = [window_metrics(w.traces, w.delta, prefill_only=prefill_only) for w in windows]
     scalar_names = [n for n, v in per_window[0].items() if not isinstance(v, list) and n not in POOLED]
     samples = {n: [m[n] for m in per_window] for n in scalar_names}
@@ -42,40 +45,39 @@ def _measurement(
     metrics["acceptance_by_position"] = acceptance_by_position(pooled)
     metrics["tokens_per_pass"] = tokens_per_pass(pooled)
     metrics["kv_cache_tokens"] = kv_cache_tokens
-    metrics["output_identical"] = None
     traces = [t for w in windows for t in w.traces]
     prompt_counts = [t.prompt_tokens for t in traces if t.prompt_tokens is not None]
-    conditions = dict(run)
-    conditions.update(
-        prompt_tokens=int(statistics.median(prompt_counts)) if prompt_counts else point.prompt_tokens,
-        concurrency=point.concurrency,
-        cache=point.cache,
-        repeats=len(windows),
-    )
+    conditions = run.model_copy(update={
+        "prompt_tokens": int(statistics.median(prompt_counts)) if prompt_counts else point.prompt_tokens,
+        "concurrency": point.concurrency,
+        "cache": point.cache,
+        "repeats": len(windows),
+    })
     # the pooled acceptance figures keep their per-window samples too, so repeats show a spread
     for name in ("acceptance_rate", "tokens_per_pass"):
         samples[name] = [m.get(name) for m in per_window]
     kept = {n: v for n, v in samples.items() if any(x is not None for x in v)}
-    return {
-        "conditions": conditions,
-        "metrics": metrics,
-        "token_source": "client" if any(t.token_source == "client" for t in traces) else "server",
-        "samples": kept,
-        "spread": {n: [min(x for x in v if x is not None), max(x for x in v if x is not None)] for n, v in kept.items()},
-        "requests": [t.request_id for t in traces],
-        "completions": {
+    return Measurement(
+        conditions=conditions,
+        metrics=Metrics(**metrics),
+        token_source="client" if any(t.token_source == "client" for t in traces) else "server",
+        samples=kept,
+        spread={n: [min(x for x in v if x is not None), max(x for x in v if x is not None)] for n, v in kept.items()},
+        requests=[t.request_id for t in traces],
+        completions={
             t.request_id: hashlib.sha256(t.text.encode()).hexdigest()[:16] for t in traces if t.text is not None
         },
-        "errors": [t.error for t in traces if t.error],
-        "engine_timings": [t.engine_timings for t in traces if t.engine_timings] or None,
-        **_reset(windows),
-    }
+        errors=[t.error for t in traces if t.error],
+        engine_timings=[t.engine_timings for t in traces if t.engine_timings] or None,
+        prefix_cache_reset=_reset(windows),
+        partial=partial,
+    )
 
 
-def _reset(windows: list[Window]) -> dict[str, Any]:
+def _reset(windows: list[Window]) -> bool | None:
     """`prefix_cache_reset`: whether the engine confirmed emptying its cache before every cold window."""
     asked = [w.cache_reset for w in windows if w.cache_reset is not None]
-    return {"prefix_cache_reset": all(asked)} if asked else {}
+    return all(asked) if asked else None
 
 
 def _sum_deltas(deltas: list[Counters]) -> Counters:

@@ -27,7 +27,6 @@ class Cell:
     """One job of a sweep, after canonicalization."""
 
     spec: ExperimentSpec
-    """The spec with `k` resolved (the drafter's default, or None without a drafter)."""
     run_id: str
     server_key: str
     """Equal for cells one running server can serve."""
@@ -37,26 +36,17 @@ class Cell:
     """What canonicalization changed (e.g. a k dropped for drafter=none)."""
 
 
-def effective_k(spec: ExperimentSpec) -> int | None:
-    """The k a job runs with: None without a drafter, else the given k or the default."""
-    if spec.drafter.kind == "none":
-        return None
-    return spec.k if spec.k is not None else spec.drafter.default_k
-
-
 def make_cell(spec: ExperimentSpec) -> Cell:
-    """Canonicalize one composed spec into a cell."""
-    k = effective_k(spec)
+    """Canonicalize one composed spec (its k already resolved) into a cell."""
     note = None
-    if spec.drafter.kind == "none" and spec.k is not None:
-        note = f"k={spec.k} means nothing with drafter=none: run once without k"
-    canonical = spec.model_copy(update={"k": k, "experiment": None})
+    if spec.drafter.kind == "none" and spec.requested_k is not None:
+        note = f"k={spec.requested_k} means nothing with drafter=none: run once without k"
+    canonical = spec
     if spec.drafter.kind != "draft_model":
         canonical = canonical.model_copy(update={"draft_model": None})
-    canonical = canonical.model_copy(update={"experiment": spec.experiment})
     return Cell(
         spec=canonical,
-        run_id=_digest(canonical, exclude={"experiment": True, "runtime": set(OPERATIONAL)}),
+        run_id=_digest(canonical, exclude={"experiment": True, "requested_k": True, "runtime": set(OPERATIONAL)}),
         server_key=_server_key(canonical),
         skip_reason=_meaningless(canonical),
         note=note,

@@ -52,21 +52,10 @@ from specexp.spec import ExperimentSpec
 
 def build_spec(overrides: Sequence[str]) -> ExperimentSpec:
     """Compose `overrides` the way `python -m specexp` does and validate them."""
-    from hydra import compose, initialize_config_dir
-    from omegaconf import OmegaConf
-
     import specexp.sweeper  # noqa: F401  (registers hydra/sweeper=specexp, named in conf/config.yaml)
-    from specexp import experiments, paths
-    from specexp.compose import check_overrides, resolved_config, to_spec
+    from specexp.compose import compose_overrides
 
-    overrides = list(overrides)
-    check_overrides(overrides)
-    experiments.register()
-    with initialize_config_dir(config_dir=str(paths.conf_dir()), version_base="1.3"):
-        cfg = compose("config", overrides=overrides, return_hydra_config=True)
-    choices = OmegaConf.to_container(cfg.hydra.runtime.choices)
-    assert isinstance(choices, dict)
-    return to_spec(resolved_config(cfg), choices, overrides)
+    return compose_overrides(overrides).spec
 
 
 def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:

@@ -217,6 +217,10 @@ class DrafterSpec(_Spec):
     max_k: int | None = None
     """Largest meaningful k (a block drafter's trained block); deeper positions accept ~0."""
     requires_mtp_head: bool = False
+    weights: Literal["none", "target", "separate", "either"] = "none"
+    """Where the drafter's weights live: none (a lookup), target (inside the target checkpoint,
+    e.g. an MTP head), separate (a checkpoint of its own: runtime.draft_model_path or a draft
+    model), or either (bundled with some targets, separate for others: DSpark)."""
     max_context: int | None = None
     """Context the drafter supports (no YaRN: stops at the native context)."""
     supports_yarn: bool = True
@@ -272,7 +276,10 @@ class ExperimentSpec(_Spec):
     drafter: DrafterSpec
     workload: WorkloadSpec
     k: int | None = Field(default=None, ge=1)
-    """Draft tokens per step; None means the drafter's default (and none without a drafter)."""
+    """Draft tokens per step, resolved when the spec is made (`specexp.compose.to_spec`): the
+    given k or the drafter's default, and None without a drafter. Read it here, nowhere else."""
+    requested_k: int | None = None
+    """The k as given, before resolution; only the plan's notes read it (not part of the run id)."""
     draft_model: ModelSpec | None = None
     """The separate draft model of `drafter=draft_model`, resolved from conf/model/."""
     seed: int = 0

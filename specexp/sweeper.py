@@ -23,11 +23,11 @@ from hydra.plugins.sweeper import Sweeper as HydraSweeper
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf
 
-from specexp.compose import resolved_config, to_spec
+from specexp.compose import spec_of
 from specexp.errors import SpecError, exit_on_spec_error
 from specexp.job import skipped_result
 from specexp.plan import Cell, Plan, make_cell, make_plan, warnings_for
-from specexp.record import completed_runs, write_result
+from specexp.record import completed_runs, write_record
 from specexp import progress
 from specexp.runtimes import pool
 from specexp.summary import write_sweep_outputs
@@ -117,10 +117,8 @@ class Sweeper(HydraSweeper):
         """The job's cell, and whether it asks for a re-run of complete jobs."""
         assert self.hydra_context is not None and self.config is not None
         cfg = self.hydra_context.config_loader.load_sweep_config(self.config, overrides)
-        choices = OmegaConf.to_container(cfg.hydra.runtime.choices)
-        assert isinstance(choices, dict)
-        data = resolved_config(cfg)
-        return make_cell(to_spec(data, choices, overrides)), bool(data.get("rerun"))
+        composed = spec_of(cfg, overrides)
+        return make_cell(composed.spec), bool(composed.config.get("rerun"))
 
 
 def expand(
@@ -151,7 +149,7 @@ def record_skipped(sweep_dir: Path, jobs: list[list[str]], plan: Plan) -> None:
     for index, cell, reason in plan.skipped:
         if cell.skip_reason and reason == cell.skip_reason:
             config = cell.spec.model_dump(mode="json")
-            write_result(sweep_dir / job_dir_name(jobs[index], cell.run_id),
+            write_record(sweep_dir / job_dir_name(jobs[index], cell.run_id),
                          skipped_result(cell, reason, jobs[index], config))
 
 

@@ -14,3 +14,19 @@ def test_import_contracts_hold() -> None:
     done = subprocess.run([str(lint)], cwd=REPO, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "broken" not in done.stdout.lower().replace("0 broken", "")
+
+
+def test_measuring_imports_no_report_library() -> None:
+    """A sweep can run on a machine without altair / vl-convert: they load only to render."""
+    code = ("import sys, specexp.__main__, specexp.sweeper, specexp.job, specexp.summary;"
+            "bad = [m for m in ('altair', 'vl_convert') if m in sys.modules];"
+            "print(bad); raise SystemExit(1 if bad else 0)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120,
+                          check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_no_module_is_over_400_lines() -> None:
+    long = [f"{p.relative_to(REPO)} ({n} lines)" for p in sorted((REPO / "specexp").rglob("*.py"))
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > 400]
+    assert not long, "split these by responsibility: " + ", ".join(long)

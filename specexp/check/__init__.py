@@ -10,11 +10,11 @@ API for reports (plain, frozen data; nothing printed, nothing raised but SpecErr
 
     figures = load_figures("figures.yaml")              # FigureSet; SpecError (exit 2) on bad input
     figures = figures_of_experiment("experiments/x.yaml")  # `citations:` / inline `figures:`, or None
+    runs = runs_of(find_records([results_dir]))      # one Run per measurement of each RunRecord
     report = report_findings(
-        found_or_rows,                                  # result records, find_results() pairs,
-                                                        # report Rows or results.jsonl lines
+        runs,
         figures,                                        # or None
-        tables=[side_by_side("edit_heavy", rows, vary=("drafter", "k"),
+        tables=[side_by_side("edit_heavy", runs, vary=("drafter", "k"),
                              metrics=("decode_tps", "e2e_tps"))],   # or None: one per workload
     )
     report.comparability  # tuple[Finding]: numbers side by side differing beyond the varied axis

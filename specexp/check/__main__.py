@@ -21,7 +21,7 @@ from specexp.check.figures import load_figure_files
 from specexp.check.render import render_json, render_md
 from specexp.check.runs import runs_of
 from specexp.errors import SpecError
-from specexp.record import find_results
+from specexp.record import RecordError, find_records
 
 PROG = "python -m specexp.check"
 
@@ -37,7 +37,7 @@ class _Parser(argparse.ArgumentParser):
 
 def parser() -> argparse.ArgumentParser:
     p = _Parser(prog=PROG, description=(__doc__ or "").split("\n\n")[1])
-    p.add_argument("files", nargs="+", type=Path, metavar="FIGURES.yaml", help="cited figures (vocabulary.md §4)")
+    p.add_argument("files", nargs="+", type=Path, metavar="FIGURES.yaml", help="cited figures (docs/vocabulary.md §4)")
     p.add_argument("--against", nargs="+", action="extend", type=Path, default=None, metavar="RESULTS_DIR",
                    help="result folders (searched for result.json) to match each figure against")
     p.add_argument("--format", choices=("md", "json"), default="md", help="output format (default: md)")
@@ -63,9 +63,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             for folder in args.against:
                 if not folder.exists():
                     raise SpecError(str(folder), "--against", "no such folder")
-            runs = runs_of(find_results(args.against))
+            runs = runs_of(find_records(args.against))
         report = check(figures, runs)
-    except SpecError as err:
+    except (SpecError, RecordError) as err:
         print(f"specexp.check: {one_line(err.line())}", file=sys.stderr)
         return 2
     sys.stdout.write(render_json(report) if args.format == "json" else render_md(report))

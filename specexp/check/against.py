@@ -10,7 +10,7 @@ the run's value / the cited value.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -105,10 +105,6 @@ def _distance(m: RunMatch, fid: str) -> tuple[int, int]:
     """Differing conditions first, then conditions the figure states and the run does not."""
     c = m.comparison
     return len(c.confounders), sum(u.stated_by == fid for u in c.unknown)
-
-
-def cite_all(figures: Mapping[str, Figure], runs: Sequence[Run]) -> list[Citation]:
-    return [cite(f, runs) for f in figures.values()]
 
 
 def _missing(fig: Figure, runs: Sequence[Run]) -> tuple[tuple[str, Any], ...]:

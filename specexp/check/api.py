@@ -17,7 +17,7 @@ from specexp.check.compare import Comparison, run_comparisons, source_conflicts
 from specexp.check.figures import Figure, FigureSet, load_figures, merge, parse_figures
 from specexp.check.findings import Finding
 from specexp.check.plausibility import LIMITS, Limit, implausible, limit
-from specexp.check.runs import Run, runs_of
+from specexp.check.runs import Run
 from specexp.check.sidebyside import DEFAULT_VARY, SideBySide, check_side_by_side
 from specexp.check.yamlread import read_yaml
 from specexp.errors import SpecError
@@ -90,19 +90,18 @@ def check(figures: FigureSet, runs: Sequence[Run] | None = None) -> CheckReport:
 
 
 def report_findings(
-    rows_or_results: Iterable[Any],
+    runs: Sequence[Run],
     figures: FigureSet | None = None,
     *,
     tables: Sequence[SideBySide] | None = None,
 ) -> CheckReport:
     """What a report needs to say about comparability, plausibility and cited figures.
 
-    `rows_or_results`: result records, find_results pairs, report rows or jsonl lines.
+    `runs`: the runs of the records (`runs_of`).
     `figures`: cited figures (`load_figures`, `figures_of_experiment`), or None.
     `tables`: the numbers the report puts side by side, each with the conditions it varies
     (`side_by_side`); None means one table per workload varying `DEFAULT_VARY`.
     """
-    runs = runs_of(rows_or_results)
     if tables is None:
         tables = default_tables(runs)
     comparability = [x for t in tables for x in check_side_by_side(t)]
@@ -117,10 +116,10 @@ def report_findings(
     )
 
 
-def side_by_side(title: str, rows: Iterable[Any], vary: Sequence[str] = DEFAULT_VARY,
+def side_by_side(title: str, runs: Iterable[Run], vary: Sequence[str] = DEFAULT_VARY,
                  metrics: Sequence[str] | None = None) -> SideBySide:
-    """A table or chart of the report, from its rows (any shape `runs_of` accepts)."""
-    return SideBySide(title, tuple(runs_of(rows)), tuple(vary), tuple(metrics) if metrics is not None else None)
+    """A table or chart of the report, from the runs it shows."""
+    return SideBySide(title, tuple(runs), tuple(vary), tuple(metrics) if metrics is not None else None)
 
 
 def default_tables(runs: Sequence[Run]) -> list[SideBySide]:

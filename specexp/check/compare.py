@@ -26,10 +26,8 @@ from specexp.check.relevance import (
     relevant_to,
 )
 from specexp.check.values import same, show
-from specexp.conditions import CONDITIONS
+from specexp.vocabulary import CONDITIONS
 from specexp.metrics import METRICS
-
-VERDICTS = ("fair", "unverifiable", "unfair")
 
 DEFINITION_NOTES: Mapping[frozenset[str], str] = MappingProxyType({
     frozenset({"e2e_tps", "decode_tps"}):

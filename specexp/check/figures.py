@@ -1,4 +1,4 @@
-"""Cited figures: the YAML of vocabulary.md section 4, validated once into frozen values.
+"""Cited figures: the YAML of docs/vocabulary.md section 4, validated once into frozen values.
 
 Every problem is a `SpecError`: one line naming the file, the key (``figures.ID.KEY``) and
 the accepted values. A figure keeps only the conditions it states; a condition it omits (or
@@ -17,7 +17,7 @@ from typing import Any
 
 from specexp.check.values import UNITS, check_value
 from specexp.check.yamlread import read_yaml
-from specexp.conditions import CONDITIONS
+from specexp.vocabulary import CONDITIONS
 from specexp.errors import SpecError
 from specexp.metrics import METRICS
 

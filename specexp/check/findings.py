@@ -94,9 +94,3 @@ def finding(rule: str, figures: tuple[str, ...], expected: str, found: str, cond
     if rule not in RULES:
         raise KeyError(rule)
     return Finding(rule, figures, expected, found, condition)
-
-
-def worst(findings: tuple[Finding, ...] | list[Finding]) -> str | None:
-    """The most severe severity among `findings`."""
-    present = {f.severity for f in findings}
-    return next((s for s in SEVERITIES if s in present), None)

@@ -1,7 +1,7 @@
 """Which conditions can move which metric: the data every comparability judgment reads.
 
 A condition counts for a metric only where it can move that metric. The metrics of
-vocabulary.md section 2 fall into families (time to first token, prefill, decode,
+docs/vocabulary.md section 2 fall into families (time to first token, prefill, decode,
 end-to-end, aggregate, acceptance, ...); each family lists the conditions that can move
 its metrics, each with a one-line reason. Nothing else in specexp.check decides relevance:
 comparisons, the matching of cited figures to runs and the table checks all ask
@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from specexp.conditions import CONDITIONS
+from specexp.vocabulary import CONDITIONS
 
 
 @dataclass(frozen=True)
@@ -167,10 +167,6 @@ SIMULATED_STANDS_IN: Mapping[str, str] = MappingProxyType({
     "runtime_version": "the simulator has no engine version to match",
 })
 """Conditions a simulated run cannot match and stands in for, when matched to a cited figure."""
-
-TOLERANCE: Mapping[str, float] = MappingProxyType({"prompt_tokens": 0.02})
-"""Relative tolerance of numeric conditions: servers count the same prompt a few tokens apart
-(chat template, BOS), which moves no metric."""
 
 METRIC_FAMILY: Mapping[str, Family] = MappingProxyType(
     {m: f for f in FAMILIES.values() for m in f.metrics}

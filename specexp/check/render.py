@@ -10,6 +10,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from specexp.escape import cell
 from specexp.check.against import Citation, RunMatch
 from specexp.check.api import CheckReport, FigureCheck
 from specexp.check.compare import Comparison
@@ -204,9 +205,3 @@ def ratio_text(value: Any) -> str:
     if isinstance(value, tuple):
         return " / ".join(f"{v:.2f}" for v in value)
     return f"{value:.2f}"
-
-
-def cell(text: Any) -> str:
-    """Text safe inside a Markdown table cell."""
-    s = str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
-    return s.replace("<", "&lt;").replace(">", "&gt;")

@@ -1,13 +1,13 @@
-"""Run records as figures: one measurement's conditions and metrics, whatever shape they came in.
+"""Run records as figures: one measurement's conditions and metrics, read from a `RunRecord`.
 
-Accepts result.json records (vocabulary.md section 3), `(path, record)` pairs from
-`specexp.record.find_results`, the report's rows (anything with `run_id`, `conditions` and
-`metrics` attributes) and results.jsonl lines. A null condition is unknown; records of runs
-that did not finish are left out.
+The checker and the report read records the same way: `runs_of` turns `(path, RunRecord)`
+pairs (from `specexp.record.find_records`) into one `Run` per measurement, with output identity
+judged across the records (`specexp.identity`). A null condition is unknown.
 """
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -16,7 +16,9 @@ from types import MappingProxyType
 from typing import Any
 
 from specexp.check.figures import Figure, normalise
+from specexp.identity import output_identity
 from specexp.metrics import METRICS
+from specexp.record import RunRecord
 
 
 @dataclass(frozen=True)
@@ -29,7 +31,13 @@ class Run:
     conditions: Mapping[str, Any]
     metrics: Mapping[str, Any]
     link: str = ""
+    """The record's path (relative to the report, when one is written)."""
     origin: str = field(default="measured")
+    spread: Mapping[str, list[float]] = field(default_factory=dict)
+    """[min, max] of each metric over the repeats."""
+
+    def get(self, condition: str) -> Any:
+        return self.conditions.get(condition)
 
     def figure(self, metric: str) -> Figure | None:
         """This measurement's `metric` as a figure, or None when the run has no value for it."""
@@ -40,46 +48,30 @@ class Run:
                       MappingProxyType(normalise(self.conditions)), self.origin, link=self.link)
 
 
-def runs_of(items: Iterable[Any]) -> list[Run]:
-    """Every finished measurement in `items` (records, find_results pairs, rows or jsonl lines)."""
-    raw: list[tuple[str, dict[str, Any], dict[str, Any], str]] = []
-    for item in items:
-        raw.extend(_measurements(item))
-    counts = Counter(r[0] for r in raw)
-    seen: Counter[str] = Counter()
+def runs_of(found: Iterable[tuple[Path, RunRecord]], relative_to: Path | None = None, *,
+            partial: bool = False) -> list[Run]:
+    """Every measurement of the records of finished runs (and, with `partial`, the measurements
+    kept from runs that failed part-way); links relative to `relative_to` when given."""
+    found = list(found)
+    identical = output_identity([r for _, r in found])
+    raw: list[tuple[str, int, Any, str]] = []
+    for path, record in found:
+        link = os.path.relpath(path, relative_to) if relative_to is not None else str(path)
+        for i, m in enumerate(record.measurements):
+            if record.status == "ok" or (partial and m.partial):
+                raw.append((record.run_id, i, m, link))
+    counts = Counter(run_id for run_id, *_ in raw)
     runs = []
-    for run_id, conditions, metrics, link in raw:
-        rid = run_id if counts[run_id] == 1 else f"{run_id}#{seen[run_id]}"
-        seen[run_id] += 1
+    for run_id, i, m, link in raw:
+        conditions = m.conditions.model_dump()
+        metrics = m.metrics.model_dump()
+        metrics["output_identical"] = identical.get((run_id, i), metrics.get("output_identical"))
         origin = conditions.get("source")
-        runs.append(Run(rid, run_id, MappingProxyType(conditions), MappingProxyType(metrics), link,
-                        origin if origin in ("measured", "simulated") else "measured"))
+        runs.append(Run(run_id if counts[run_id] == 1 else f"{run_id}#{i}", run_id,
+                        MappingProxyType(conditions), MappingProxyType(metrics), link,
+                        origin if origin in ("measured", "simulated") else "measured",
+                        MappingProxyType(dict(m.spread))))
     return runs
-
-
-def _measurements(item: Any) -> list[tuple[str, dict[str, Any], dict[str, Any], str]]:
-    link = ""
-    if isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], (str, Path)):
-        link, item = str(item[0]), item[1]
-    if isinstance(item, Mapping):
-        run_id = str(item.get("run_id") or "?")
-        if item.get("status", "ok") != "ok":
-            return []
-        if "measurements" in item:
-            measurements = item.get("measurements")
-            return [(run_id, _dict(m.get("conditions")), _dict(m.get("metrics")), link)
-                    for m in (measurements if isinstance(measurements, list) else []) if isinstance(m, Mapping)]
-        return [(run_id, _dict(item.get("conditions")), _dict(item.get("metrics")), link)]
-    conditions = getattr(item, "conditions", None)
-    metrics = getattr(item, "metrics", None)
-    if isinstance(conditions, Mapping) and isinstance(metrics, Mapping):
-        return [(str(getattr(item, "run_id", "?")), dict(conditions), dict(metrics),
-                 str(getattr(item, "link", "") or link))]
-    return []
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return dict(value) if isinstance(value, Mapping) else {}
 
 
 def _value(value: Any, unit: str) -> Any:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from specexp.check import load_figures
 from specexp.errors import SpecError
-from specexp.record import find_results
+from specexp.record import RecordError, find_records
 from specexp.report.write import write_report
 
 
@@ -24,13 +24,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--html", type=Path, default=None, help="also write this HTML report")
     parser.add_argument("--title", default=None, help="default: the experiment name, if all runs share one")
     parser.add_argument("--cite", type=Path, action="append", default=[], metavar="FIGURES.yaml",
-                        help="published figures to set beside the runs (vocabulary.md section 4); repeatable")
+                        help="published figures to set beside the runs (docs/vocabulary.md section 4); repeatable")
     args = parser.parse_args(argv)
     missing = [d for d in args.dirs if not d.exists()]
     if missing:
         print(f"specexp.report: {missing[0]}: no such folder", file=sys.stderr)
         return 2
-    found = find_results(args.dirs)
+    try:
+        found = find_records(args.dirs)
+    except RecordError as err:
+        print(f"specexp.report: {err.line()}", file=sys.stderr)
+        return 2
     if not found:
         print(f"specexp.report: no result.json under {', '.join(map(str, args.dirs))}", file=sys.stderr)
         return 2

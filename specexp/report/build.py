@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from specexp.metrics import METRICS
 from specexp.report.blocks import Block, Chart, Heading, Paragraph, TableBlock
@@ -21,7 +21,8 @@ from specexp.report.sections import (
     prefill_section,
     prefix_cache_section,
 )
-from specexp.report.tables import Failure, Row, fixed_conditions, rows_of
+from specexp.record import RunRecord
+from specexp.report.tables import Row, fixed_conditions, rows_of
 
 
 @dataclass(frozen=True)
@@ -36,9 +37,9 @@ class Report:
         return [b for b in self.blocks if isinstance(b, Chart)]
 
 
-def default_title(results: Sequence[dict[str, Any]]) -> str:
+def default_title(records: Sequence[RunRecord]) -> str:
     """The experiment's name when every record came from the same one."""
-    names = {((r.get("provenance") or {}).get("config") or {}).get("experiment") for r in results}
+    names = {r.experiment for r in records}
     if len(names) == 1 and None not in names:
         return f"Measurements: {names.pop()}"
     return "Measurements"
@@ -57,7 +58,7 @@ def banner(rows: Sequence[Row]) -> str | None:
 
 
 def build_report(
-    found: Sequence[tuple[Path, dict[str, Any]]], report_dir: Path, title: str | None = None,
+    found: Sequence[tuple[Path, RunRecord]], report_dir: Path, title: str | None = None,
     cited: Sequence[FigureSet] = (),
 ) -> Report:
     """The whole report; `cited` adds published figures to compare with (`--cite`)."""
@@ -72,11 +73,11 @@ def build_report(
     blocks += concurrency_section(sections["concurrency"], fixed)
     blocks += prefill_section(sections["prefill"], fixed)
     blocks += prefix_cache_section(sections["prefix_cache"], fixed)
-    blocks += check_sections(found, sections, report_dir, cited)
+    blocks += check_sections(results, rows, sections, cited)
     blocks += failures_section(failures)
     blocks += duplicates_section(found, report_dir)
     blocks += definitions(rows)
-    blocks += runs_appendix(results, found, report_dir, failures)
+    blocks += runs_appendix(found, report_dir)
     return Report(banner=banner(rows), title=title, blocks=_number_charts(blocks))
 
 
@@ -92,24 +93,22 @@ def _number_charts(blocks: list[Block]) -> list[Block]:
     return out
 
 
-def duplicates_section(found: Sequence[tuple[Path, dict[str, Any]]], report_dir: Path) -> list[Block]:
+def duplicates_section(found: Sequence[tuple[Path, RunRecord]], report_dir: Path) -> list[Block]:
     """Run ids recorded in more than one folder (results copied together from several nodes):
     every copy is listed and shown in the tables, none is merged away silently."""
-    import os
-
-    copies: dict[str, list[tuple[Path, dict[str, Any]]]] = {}
+    copies: dict[str, list[tuple[Path, RunRecord]]] = {}
     for path, record in found:
-        copies.setdefault(str(record.get("run_id")), []).append((path, record))
+        copies.setdefault(record.run_id, []).append((path, record))
     repeated = {run_id: items for run_id, items in copies.items() if len(items) > 1}
     if not repeated:
         return []
     body = []
     for run_id, items in repeated.items():
         for path, record in items:
-            prov = record.get("provenance") or {}
+            prov = record.provenance
             rel = os.path.relpath(path, report_dir)
-            body.append([code_span(run_id), cell(record.get("status")), cell(prov.get("host") or "—"),
-                         cell(prov.get("started_at") or "—"), f"[{cell(rel)}]({rel})"])
+            body.append([code_span(run_id), cell(record.status), cell(prov.host or "—"),
+                         cell(prov.started_at or "—"), f"[{cell(rel)}]({rel})"])
     return [Heading("Runs recorded more than once"),
             Paragraph(f"{len(repeated)} run id(s) appear in more than one folder. The same configuration was run "
                       "more than once (on several nodes, or copied twice); every copy is listed here and appears "
@@ -125,16 +124,13 @@ def definitions(rows: Sequence[Row]) -> list[Block]:
     return [Heading("Metric definitions"), Paragraph("\n".join(lines))]
 
 
-def runs_appendix(results: Sequence[dict[str, Any]], found: Sequence[tuple[Path, dict[str, Any]]], report_dir: Path,
-                  failures: Sequence[Failure]) -> list[Block]:
+def runs_appendix(found: Sequence[tuple[Path, RunRecord]], report_dir: Path) -> list[Block]:
     """Every run id, its status and its record, so each cell traces back to its run."""
-    import os
-
     body = []
     for path, r in found:
-        c = r.get("conditions") or {}
-        body.append([code_span(r.get("run_id")), cell(r.get("status")), cell(c.get("workload")), cell(c.get("drafter")),
-                     cell(c.get("k") if c.get("k") is not None else "—"),
+        c = r.conditions
+        body.append([code_span(r.run_id), cell(r.status), cell(c.workload), cell(c.drafter),
+                     cell(c.k if c.k is not None else "—"),
                      f"[{cell(os.path.relpath(path, report_dir))}]({os.path.relpath(path, report_dir)})"])
     return [Heading("Runs"), Paragraph("Every `run` cell above links to the `result.json` behind it; "
                                        "`results.jsonl` beside it holds every figure with all its conditions."),

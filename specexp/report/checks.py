@@ -6,21 +6,16 @@ so the Comparability section speaks about exactly what the reader sees side by s
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Any
 
 from specexp import paths
 from specexp.check import comparability_md, figures_of_experiment, published_figures_md, report_findings, side_by_side
 from specexp.check.figures import FigureSet, merge
 from specexp.errors import SpecError
+from specexp.record import RunRecord
 from specexp.report.blocks import Block, Heading, Paragraph
 from specexp.report.format import cell
-from specexp.report.sections import SPEC_KEYS
-from specexp.report.tables import DRAFTER_KEYS, Row, group
-
-CHART_KEYS = (*SPEC_KEYS, "workload", "output_tokens", "ignore_eos", "thinking")
+from specexp.report.tables import CHART_KEYS, DRAFTER_KEYS, SPEC_KEYS, Row, group
 VARIED = {
     "decode": SPEC_KEYS,
     "concurrency": (*SPEC_KEYS, "concurrency"),
@@ -30,10 +25,10 @@ VARIED = {
 """What each section's tables vary; everything else is equal within one table."""
 
 
-def experiment_figures(results: Sequence[dict[str, Any]]) -> tuple[list[FigureSet], list[str]]:
+def experiment_figures(records: Sequence[RunRecord]) -> tuple[list[FigureSet], list[str]]:
     """Figures cited by the experiments the records came from (`citations:` or inline `figures:`),
     and a line for each citation that could not be read (the report says so; it never fails on it)."""
-    names = {((r.get("provenance") or {}).get("config") or {}).get("experiment") for r in results}
+    names = {r.experiment for r in records}
     sets, problems = [], []
     for name in sorted(n for n in names if n):
         path = paths.experiments_dir() / f"{name}.yaml"
@@ -50,9 +45,10 @@ def experiment_figures(results: Sequence[dict[str, Any]]) -> tuple[list[FigureSe
 
 
 def check_sections(
-    found: Sequence[tuple[Path, dict[str, Any]]], sections: dict[str, list[Row]], report_dir: Path,
+    records: Sequence[RunRecord], runs: Sequence[Row], sections: dict[str, list[Row]],
     cited: Sequence[FigureSet] = (),
 ) -> list[Block]:
+    """The checker's word on the report's own tables and charts, and on cited figures."""
     tables = []
     for name, rows in sections.items():
         for conditions, members in group(rows, VARIED[name]):
@@ -60,11 +56,10 @@ def check_sections(
         if name == "decode":
             for _, members in group(rows, CHART_KEYS):
                 tables.append(side_by_side("decode charts", members, vary=CHART_KEYS))
-    from_experiments, problems = experiment_figures([r for _, r in found])
+    from_experiments, problems = experiment_figures(records)
     sets = [*cited, *from_experiments]
     figures = merge(sets) if sets else None
-    linked = [(Path(os.path.relpath(path, report_dir)), record) for path, record in found]
-    report = report_findings(linked, figures, tables=tables)
+    report = report_findings([r for r in runs if r.run_id in _finished(records)], figures, tables=tables)
     blocks: list[Block] = []
     if problems:
         blocks += [Heading("Published figures"),
@@ -74,3 +69,8 @@ def check_sections(
         blocks += [Heading("Published figures"), Paragraph(published.strip())]
     blocks += [Heading("Comparability"), Paragraph(comparability_md(report, heading="").strip())]
     return blocks
+
+
+def _finished(records: Sequence[RunRecord]) -> set[str]:
+    """Runs that completed: the checker judges figures of those, not partial windows."""
+    return {r.run_id for r in records if r.status == "ok"}

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from specexp.escape import cell, code, code_span
 from specexp.metrics import METRICS
+
+__all__ = ["COUNTS", "cell", "code", "code_span", "header", "number", "with_spread"]
 
 
 COUNTS = ("cached_prompt_tokens", "kv_cache_tokens")
@@ -52,22 +55,3 @@ def header(metric: str) -> str:
     arrow = {"higher": " ↑", "lower": " ↓"}.get(m.better, "")
     unit = "%" if m.unit.startswith("ratio") else m.unit
     return f"{m.label} ({unit}){arrow} `{m.name}`"
-
-
-def cell(text: Any) -> str:
-    """Text from a server, a log or a config, safe inside a Markdown table cell or paragraph:
-    it cannot end the cell, open a link, an image, a code span or raw HTML."""
-    s = str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", " ")
-    for ch in "`[]<>*":
-        s = s.replace(ch, "\\" + ch)
-    return s
-
-
-def code_span(text: Any) -> str:
-    """`text` as an inline code span (backticks and pipes cannot escape it)."""
-    return "`" + str(text).replace("`", "'").replace("|", "/").replace("\n", " ") + "`"
-
-
-def code(text: Any) -> str:
-    """Text for a fenced code block: the fence itself cannot be closed from inside."""
-    return str(text).replace("```", "'''")

@@ -5,15 +5,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from specexp.record import RunRecord
 from specexp.report.blocks import Block, Heading, Paragraph, TableBlock
 from specexp.report.format import cell, code_span, number
 from specexp.report.tables import Row, fixed_conditions
 
 
-def _config(results: Sequence[dict[str, Any]], group: str, name: Any) -> dict[str, Any]:
+def _config(results: Sequence[RunRecord], group: str, name: Any) -> dict[str, Any]:
     for r in results:
-        config = (r.get("provenance") or {}).get("config") or {}
-        node = config.get(group) or {}
+        node = r.provenance.config.get(group) or {}
         if isinstance(node, dict) and node.get("name") == name:
             return node
     return {}
@@ -27,7 +27,7 @@ def _values(rows: Sequence[Row], key: str) -> list[Any]:
     return seen
 
 
-def method_section(rows: Sequence[Row], results: Sequence[dict[str, Any]]) -> list[Block]:
+def method_section(rows: Sequence[Row], results: Sequence[RunRecord]) -> list[Block]:
     if not rows:
         return [Heading("Method"), Paragraph("No run produced a measurement.")]
     lines = []

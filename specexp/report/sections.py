@@ -11,14 +11,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from specexp.report import charts
-from specexp.report.blocks import Block, Chart, Heading, Paragraph, TableBlock
+from specexp.report.blocks import Block, Heading, Paragraph, TableBlock
 from specexp.report.format import cell, header, number, with_spread
-from specexp.report.tables import DRAFTER_KEYS, SETUP_KEYS, Row, baseline, group, sort_rows, varying
-
-SPEC_KEYS = (*SETUP_KEYS, *DRAFTER_KEYS, "prompt_tokens")
-"""Shown as columns in the decode and concurrency tables: the server, the drafter, the prompt
-length the server counted; every other condition is equal within a table."""
-LENGTH_KEYS = (*SETUP_KEYS, *DRAFTER_KEYS, "prompt_tokens")
+from specexp.report.tables import CHART_KEYS, DRAFTER_KEYS, SPEC_KEYS, Row, baseline, group, sort_rows, varying
 
 
 def classify(rows: Sequence[Row]) -> dict[str, list[Row]]:
@@ -106,7 +101,7 @@ def decode_section(rows: Sequence[Row], fixed: dict[str, Any]) -> list[Block]:
                         + [_speedup(r, baseline(r, members), "decode_tps"), _versus_best(r, members, "decode_tps"),
                            number(r.metrics.get("output_identical")), _run(r)])
         blocks.append(TableBlock(headers, body, align=["l"] * len(columns) + ["r"] * (len(metrics) + 1) + ["l"] * 3))
-    for conditions, members in group(rows, (*SPEC_KEYS, "workload", "output_tokens", "ignore_eos", "thinking")):
+    for conditions, members in group(rows, CHART_KEYS):
         name = "-".join(str(v) for v in conditions.values() if v not in (None, False, True))
         label = _label(conditions, fixed)
         setups = varying(members, exclude=(*DRAFTER_KEYS, "prompt_tokens", "workload", "output_tokens",
@@ -181,7 +176,7 @@ def prefill_section(rows: Sequence[Row], fixed: dict[str, Any]) -> list[Block]:
                            Paragraph("Unique prompts with `max_tokens = 1`, so no cache can serve them: "
                                      "`prefill_tps` = (prompt tokens − cached) ÷ `ttft_s`.")]
     metrics = ["ttft_s", "prefill_tps", "cached_prompt_tokens"]
-    for conditions, members in group(rows, LENGTH_KEYS):
+    for conditions, members in group(rows, SPEC_KEYS):
         blocks.append(Heading(_label(conditions, fixed) or "All runs", 3))
         setup = [c for c in varying(members, exclude=("repeats", "prompt_tokens"))]
         body = [[number(r.get(c)) for c in setup] + [number(r.get("prompt_tokens"))]
@@ -200,7 +195,7 @@ def prefix_cache_section(rows: Sequence[Row], fixed: dict[str, Any]) -> list[Blo
     blocks: list[Block] = [Heading("Prefix cache: cold vs warm"),
                            Paragraph("A shared prefix sent cold, then re-sent with a new suffix (warm), `max_tokens = 1`. "
                                      "Gain = cold `ttft_s` ÷ warm `ttft_s`.")]
-    for conditions, members in group(rows, (*LENGTH_KEYS, "cache")):
+    for conditions, members in group(rows, (*SPEC_KEYS, "cache")):
         blocks.append(Heading(_label(conditions, fixed) or "All runs", 3))
         setup = varying(members, exclude=("repeats", "prompt_tokens", "cache"))
         by_len: dict[Any, dict[str, Row]] = {}
@@ -235,14 +230,11 @@ def failures_section(failures: Sequence[Any]) -> list[Block]:
     body = [[f"[`{f.run_id}`]({f.link})" if f.link else f"`{f.run_id}`", f.status,
              cell(f.conditions.get("hardware")), cell(f.conditions.get("quantization")),
              cell(f.conditions.get("drafter")), number(f.conditions.get("k")), cell(f.conditions.get("workload")),
-             cell(f.error.get("kind", "")), cell(f.error.get("message", ""))] for f in failures]
+             cell(f.error.kind), cell(f.error.message)] for f in failures]
     blocks.append(TableBlock(["run", "status", "hardware", "quantization", "drafter", "k", "workload", "cause",
                               "message"], body))
     for f in failures:
-        if f.error.get("log_tail"):
-            blocks += [Paragraph(f"Log tail of `{f.run_id}`:"), CodeBlock(f.error["log_tail"])]
+        if f.error.log_tail:
+            blocks += [Paragraph(f"Log tail of `{f.run_id}`:"), CodeBlock(f.error.log_tail)]
     return blocks
 
-
-def chart_blocks(blocks: Sequence[Block]) -> list[Chart]:
-    return [b for b in blocks if isinstance(b, Chart)]

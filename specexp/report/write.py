@@ -4,17 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from specexp.check.figures import FigureSet
-from specexp.record import atomic_write
+from specexp.record import RunRecord, atomic_write
 from specexp.report.build import build_report
 from specexp.report.markdown import render_markdown
 from specexp.report.render import write_charts, write_html
 
 
 def write_report(
-    found: Sequence[tuple[Path, dict[str, Any]]],
+    found: Sequence[tuple[Path, RunRecord]],
     markdown: Path,
     html: Path | None = None,
     title: str | None = None,

@@ -32,8 +32,6 @@ __all__ = ["CostModel", "ModelShape", "Slice", "model_shape"]
 _KV_BYTES = {"auto": 2.0, "bf16": 2.0, "bfloat16": 2.0, "float16": 2.0, "fp8": 1.0, "fp8_e4m3": 1.0, "fp8_e5m2": 1.0}
 QUERY_TILE = 64
 """Query rows one attention thread block handles (flash-attention-style kernels)."""
-COMPONENTS = ("mlp", "attention", "embeddings")
-
 
 @dataclass(frozen=True)
 class Slice:

@@ -15,7 +15,6 @@ from typing import Any, ClassVar
 import httpx
 
 from specexp.events import Counters, EngineInfo, Request, RequestTrace
-from specexp.plan import effective_k
 from specexp.runtimes import promtext
 from specexp.runtimes.base import Runtime, RuntimeFailure
 from specexp.runtimes.client import RawStream, stream_all, to_trace
@@ -108,7 +107,7 @@ class HttpRuntime(Runtime):
     def engine_drafter(self, table: Mapping[str, str] | Collection[str], engine: str) -> tuple[str, int] | None:
         """(the engine's own name for this job's drafter, k), or None without a drafter; refuse a
         drafter the engine does not have, naming the ones it does."""
-        drafter, k = self.spec.drafter.name, effective_k(self.spec)
+        drafter, k = self.spec.drafter.name, self.spec.k
         if drafter == "none" or k is None:
             return None
         if drafter not in table:

@@ -19,7 +19,6 @@ from specexp import paths
 from specexp.events import Counters, EngineInfo, Request
 from specexp.models.tiny_gguf import TinyModelShape, ensure_model
 from specexp.paths_cache import cache_dir
-from specexp.plan import effective_k
 from specexp.runtimes import promtext
 from specexp.runtimes.base import RUNTIMES, RuntimeFailure
 from specexp.runtimes.http import HttpRuntime, json_of
@@ -152,7 +151,7 @@ class LlamaCppRuntime(HttpRuntime):
     def _per_position(self, samples: list[promtext.Sample]) -> tuple[float, ...]:
         """Per-position counters appear only once drafting happened: pad to k with zeros."""
         found = promtext.positions(samples, "llamacpp:spec_decode_num_accepted_tokens_per_pos_total") or ()
-        k = effective_k(self.spec) or len(found)
+        k = self.spec.k or len(found)
         return tuple(found) + (0.0,) * max(0, k - len(found))
 
     def engine_info(self, client: httpx.Client) -> EngineInfo:

@@ -27,7 +27,6 @@ from typing import Any
 import httpx
 
 from specexp.events import EngineInfo, Request
-from specexp.plan import effective_k
 from specexp.runtimes.base import RUNTIMES
 from specexp.runtimes.http import HttpRuntime, get, json_of
 
@@ -83,7 +82,7 @@ class OllamaRuntime(HttpRuntime):
                 if key in model:
                     details[key] = model[key]
             details["draft_num_predict"] = modelfile_parameter(show.get("parameters"), "draft_num_predict")
-        details["k_requested"] = effective_k(self.spec)
+        details["k_requested"] = self.spec.k
         return EngineInfo(
             runtime=self.name,
             version=str(reported) if reported else self.spec.runtime.version,

@@ -27,7 +27,6 @@ from typing import Any
 import httpx
 
 from specexp.events import Counters, EngineInfo, Request
-from specexp.plan import effective_k
 from specexp.runtimes import promtext
 from specexp.runtimes.base import RUNTIMES, RuntimeFailure
 from specexp.runtimes.client import RawStream
@@ -117,7 +116,7 @@ class SglangRuntime(HttpRuntime):
 
     def planned_drafter_config(self) -> str | None:
         """steps/topk/draft-tokens as this config asks for them (engines.md 2.1)."""
-        drafter, k = self.spec.drafter.name, effective_k(self.spec)
+        drafter, k = self.spec.drafter.name, self.spec.k
         if drafter == "none" or k is None or drafter not in ALGORITHMS:
             return None
         if drafter == "ngram":
@@ -127,7 +126,7 @@ class SglangRuntime(HttpRuntime):
         return f"1/1/{k + 1}"  # DFLASH, DSPARK force steps = topk = 1
 
     def drafter_config(self) -> str | None:
-        """The `drafter_config` condition, "steps/topk/draft_tokens" (vocabulary.md section 1):
+        """The `drafter_config` condition, "steps/topk/draft_tokens" (docs/vocabulary.md section 1):
         as the server resolved it (`/server_info`, read at start), else as planned."""
         return self._server_drafter_config or self.planned_drafter_config()
 
@@ -176,7 +175,7 @@ class SglangRuntime(HttpRuntime):
         t = lambda name: promtext.total(samples, f"sglang:{name}")  # noqa: E731
         generation = t("generation_tokens_total")
         verify = t("spec_verify_calls_total")
-        k = effective_k(self.spec)
+        k = self.spec.k
         drafts = draft_tokens = accepted = None
         if self.spec.drafter.name != "none" and k is not None and verify is not None and generation is not None:
             drafts = verify

@@ -17,7 +17,6 @@ from typing import Any
 import httpx
 
 from specexp.events import Counters, EngineInfo, Request
-from specexp.plan import effective_k
 from specexp.runtimes import promtext
 from specexp.runtimes.base import RUNTIMES, RuntimeFailure
 from specexp.runtimes.client import RawStream
@@ -160,7 +159,7 @@ class VllmRuntime(HttpRuntime):
         found = promtext.positions(samples, "vllm:spec_decode_num_accepted_tokens_per_pos_total")
         if found is None:
             return None
-        k = effective_k(self.spec) or len(found)
+        k = self.spec.k or len(found)
         return tuple(found) + (0.0,) * max(0, k - len(found))
 
     def engine_info(self, client: httpx.Client) -> EngineInfo:

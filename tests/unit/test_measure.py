@@ -6,12 +6,18 @@ from typing import Any
 
 import pytest
 
-from specexp.events import Counters, RequestTrace, TokenEvent
-from specexp.measure import measurements
-from specexp.events import Point, Window
+from specexp.events import Counters, Point, RequestTrace, TokenEvent, Window
+from specexp.measure import measurements as _measurements
+from specexp.record import Conditions
+from specexp.vocabulary import NAMES
 
-RUN: dict[str, Any] = {"hardware": "h200", "drafter": "mtp", "k": 2, "prompt_tokens": None, "concurrency": None,
-                       "cache": None, "repeats": 1, "source": "simulated"}
+RUN_VALUES: dict[str, Any] = {"hardware": "h200", "drafter": "mtp", "k": 2, "repeats": 1, "source": "simulated"}
+RUN = Conditions(**{n: RUN_VALUES.get(n) for n in NAMES})
+
+
+def measurements(*args: Any, **kwargs: Any) -> list[dict[str, Any]]:
+    """The measurements as they are written to result.json."""
+    return [m.model_dump() for m in _measurements(*args, **kwargs)]
 
 
 def _trace(rid: str, decode_gap: float, prompt_tokens: int = 96, source: str = "server") -> RequestTrace:
@@ -63,7 +69,7 @@ def test_measurement_conditions_merge_run_and_point() -> None:
     assert c["hardware"] == "h200" and c["drafter"] == "mtp" and c["k"] == 2
     assert c["cache"] == "warm" and c["concurrency"] == 1
     assert c["prompt_tokens"] == 104  # the server's count, not the planned length
-    assert RUN["prompt_tokens"] is None  # the run-level conditions are not mutated
+    assert RUN.prompt_tokens is None  # the run-level conditions are not mutated
 
 
 def test_token_source_is_client_when_any_request_counted_client_side() -> None:

@@ -1,4 +1,4 @@
-"""specexp.metrics on hand-built event streams: each metric as vocabulary.md section 2 defines it."""
+"""specexp.metrics on hand-built event streams: each metric as docs/vocabulary.md section 2 defines it."""
 
 from __future__ import annotations
 

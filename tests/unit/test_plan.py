@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from specexp.plan import effective_k, make_cell, make_plan
+from specexp.plan import make_cell, make_plan
 
 Spec = Callable[..., Any]
 Cli = Callable[..., subprocess.CompletedProcess[str]]
@@ -20,7 +20,7 @@ Cli = Callable[..., subprocess.CompletedProcess[str]]
 def test_k_means_nothing_without_a_drafter(make_spec: Spec) -> None:
     cells = [make_cell(make_spec("drafter=none", *k)) for k in (["k=3"], ["k=8"], [])]
     assert len({c.run_id for c in cells}) == 1
-    assert all(c.spec.k is None and effective_k(c.spec) is None for c in cells)
+    assert all(c.spec.k is None for c in cells)
     assert "k=3" in (cells[0].note or "")
     assert cells[2].note is None
 

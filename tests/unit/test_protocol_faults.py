@@ -14,9 +14,10 @@ from typing import Any
 
 import pytest
 
+from specexp.conditions import run_conditions
 from specexp.job import run_job
 from specexp.plan import make_cell
-from specexp.record import write_result
+from specexp.record import Provenance, RunRecord, write_record
 from tests.support.fault_server import fault_server
 
 SMALL = ("workload.output_tokens=8", "workload.repeats=2", "workload.warmup=0", "runtime.stall_timeout_s=1",
@@ -31,7 +32,9 @@ def server() -> Iterator[str]:
 
 def _job(make_spec: Callable[..., Any], url: str, fault: str, tmp_path: Path, runtime: str = "openai") -> dict[str, Any]:
     spec = make_spec(f"runtime={runtime}", f"runtime.url={url}/{fault}", *SMALL)
-    return run_job(make_cell(spec), tmp_path / fault, tmp_path, [], {})
+    record = run_job(make_cell(spec), tmp_path / fault, tmp_path, [], {})
+    assert record is not None
+    return json.loads(record.to_json())
 
 
 def test_a_clean_stream_is_ok(make_spec: Callable[..., Any], server: str, tmp_path: Path) -> None:
@@ -93,10 +96,13 @@ def test_an_unwritable_job_directory_loses_nothing_else(
     assert ok["status"] == "ok"
 
 
-def test_a_full_disk_keeps_the_previous_complete_result(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_full_disk_keeps_the_previous_complete_result(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, make_spec: Callable[..., Any]
+) -> None:
     job = tmp_path / "job"
-    complete = {"schema": "specexp.result/1", "run_id": "r1", "status": "ok", "measurements": []}
-    write_result(job, complete)
+    complete = RunRecord(run_id="r1", status="ok", provenance=Provenance(),
+                         conditions=run_conditions(make_spec(), "measured"))
+    write_record(job, complete)
     before = (job / "result.json").read_bytes()
 
     def full(*_: object, **__: object) -> None:
@@ -104,6 +110,6 @@ def test_a_full_disk_keeps_the_previous_complete_result(tmp_path: Path, monkeypa
 
     monkeypatch.setattr(os, "fsync", full)
     with pytest.raises(OSError):
-        write_result(job, {**complete, "measurements": [{"metrics": {}}]})
+        write_record(job, complete.model_copy(update={"notes": ["a second write"]}))
     assert (job / "result.json").read_bytes() == before
     assert [p.name for p in job.iterdir()] == ["result.json"]  # no half-written temp file left

@@ -1,5 +1,6 @@
-"""specexp.record and the job that writes it: result.json as vocabulary.md section 3 shows it,
-results.jsonl, atomic writes, and a complete result never replaced by a failure."""
+"""specexp.record and the job that writes it: result.json as docs/vocabulary.md section 3 shows
+it, typed by its schema; results.jsonl, atomic writes, a record of another version refused, and a
+complete result never replaced by a failure."""
 
 from __future__ import annotations
 
@@ -12,19 +13,24 @@ from typing import Any
 
 import pytest
 
-from specexp import record
-from specexp.conditions import CONDITIONS
+from specexp.conditions import run_conditions
 from specexp.job import run_job
 from specexp.plan import make_cell
 from specexp.record import (
     SCHEMA,
+    ErrorInfo,
+    Provenance,
+    RecordError,
+    RunRecord,
     atomic_write,
     complete_result,
-    read_result,
+    read_record,
     results_lines,
-    write_result,
+    write_record,
     write_results_jsonl,
 )
+from specexp.record import store
+from specexp.vocabulary import CONDITIONS
 
 PROVENANCE_KEYS = {"specexp_version", "git_sha", "python", "host", "started_at", "finished_at", "overrides",
                    "config", "server_argv", "engine_info"}
@@ -39,8 +45,9 @@ def sim_result(
     """A real job on the simulator: MTP k=3, two concurrency levels, two repeats."""
     cell = make_cell(make_spec(*JOB))
     job_dir = tmp_path_factory.mktemp("job")
-    result = run_job(cell, job_dir, job_dir, list(JOB), cell.spec.model_dump(mode="json"))
-    return job_dir, result
+    record = run_job(cell, job_dir, job_dir, list(JOB), cell.spec.model_dump(mode="json"))
+    assert record is not None
+    return job_dir, json.loads(record.to_json())
 
 
 def test_condition_vocabulary_is_complete(condition_keys: tuple[str, ...]) -> None:
@@ -52,8 +59,9 @@ def test_result_json_matches_the_record_contract(
 ) -> None:
     job_dir, returned = sim_result
     result = json.loads((job_dir / "result.json").read_text(encoding="utf-8"))
-    assert result == json.loads(json.dumps(returned, default=str))
-    assert result["schema"] == "specexp.result/1" == SCHEMA
+    assert result == returned
+    assert result["schema"] == "specexp.result/2" == SCHEMA
+    assert result["schema_version"] == 2
     assert isinstance(result["run_id"], str) and result["run_id"]
     assert result["status"] == "ok"
     assert result["error"] is None
@@ -101,10 +109,11 @@ def test_results_jsonl_has_one_line_per_measurement(
                                               "conditions": m["conditions"], "metrics": m["metrics"]}))
 
 
-def test_results_lines_keep_a_result_without_measurements() -> None:
-    skipped = {"run_id": "abc", "status": "skipped", "conditions": {"drafter": "mtp"}, "measurements": []}
-    assert results_lines([skipped]) == [{"run_id": "abc", "status": "skipped", "conditions": {"drafter": "mtp"},
-                                         "metrics": {}}]
+def test_results_lines_keep_a_result_without_measurements(make_spec: Callable[..., Any]) -> None:
+    skipped = _result("abc", "skipped", make_spec)
+    [line] = results_lines([skipped])
+    assert (line["run_id"], line["status"], line["metrics"]) == ("abc", "skipped", {})
+    assert line["conditions"]["drafter"] == "mtp"  # type: ignore[index]
 
 
 def _leftovers(folder: Path) -> list[str]:
@@ -126,7 +135,7 @@ def test_failed_atomic_write_keeps_the_old_file(tmp_path: Path, monkeypatch: pyt
     def broken_replace(src: Any, dst: Any) -> None:
         raise OSError("disk full")
 
-    monkeypatch.setattr(record.os, "replace", broken_replace)
+    monkeypatch.setattr(store.os, "replace", broken_replace)
     with pytest.raises(OSError, match="disk full"):
         atomic_write(target, "new\n")
     monkeypatch.undo()
@@ -135,42 +144,58 @@ def test_failed_atomic_write_keeps_the_old_file(tmp_path: Path, monkeypatch: pyt
     assert sorted(os.listdir(tmp_path)) == ["result.json"]
 
 
-def _result(run_id: str, status: str) -> dict[str, Any]:
-    error = None if status == "ok" else {"kind": "crash", "message": "boom", "log_tail": ""}
-    return {"schema": SCHEMA, "run_id": run_id, "status": status, "error": error, "conditions": {},
-            "provenance": {}, "measurements": []}
+def _result(run_id: str, status: str, make_spec: Callable[..., Any]) -> RunRecord:
+    error = None if status == "ok" else ErrorInfo(kind="crash", message="boom")
+    return RunRecord(run_id=run_id, status=status, error=error,  # type: ignore[arg-type]
+                     conditions=run_conditions(make_spec("drafter=mtp"), "simulated"), provenance=Provenance())
 
 
-def test_a_failure_never_overwrites_an_ok_result_of_the_same_run(tmp_path: Path) -> None:
-    assert write_result(tmp_path, _result("run1", "ok"))
+def test_a_failure_never_overwrites_an_ok_result_of_the_same_run(tmp_path: Path, make_spec: Callable[..., Any]) -> None:
+    assert write_record(tmp_path, _result("run1", "ok", make_spec))
     for status in ("failed", "refused", "skipped"):
-        assert write_result(tmp_path, _result("run1", status)) is False
-        assert read_result(tmp_path / "result.json")["status"] == "ok"  # type: ignore[index]
+        assert write_record(tmp_path, _result("run1", status, make_spec)) is False
+        assert read_record(tmp_path / "result.json").status == "ok"
     assert _leftovers(tmp_path) == []
 
 
-def test_results_can_replace_incomplete_ones(tmp_path: Path) -> None:
-    assert write_result(tmp_path, _result("run1", "failed"))
-    assert write_result(tmp_path, _result("run1", "refused"))
-    assert write_result(tmp_path, _result("run1", "ok"))
-    assert read_result(tmp_path / "result.json")["status"] == "ok"  # type: ignore[index]
+def test_results_can_replace_incomplete_ones(tmp_path: Path, make_spec: Callable[..., Any]) -> None:
+    assert write_record(tmp_path, _result("run1", "failed", make_spec))
+    assert write_record(tmp_path, _result("run1", "refused", make_spec))
+    assert write_record(tmp_path, _result("run1", "ok", make_spec))
+    assert read_record(tmp_path / "result.json").status == "ok"
 
 
-def test_read_result_ignores_foreign_and_broken_files(tmp_path: Path) -> None:
-    (tmp_path / "a").mkdir()
-    (tmp_path / "a" / "result.json").write_text("{not json")
-    (tmp_path / "b").mkdir()
-    (tmp_path / "b" / "result.json").write_text(json.dumps({"schema": "other/1", "status": "ok"}))
-    assert read_result(tmp_path / "a" / "result.json") is None
-    assert read_result(tmp_path / "b" / "result.json") is None
-    assert read_result(tmp_path / "missing.json") is None
+@pytest.mark.parametrize(("text", "says"), [
+    ("{not json", "not JSON"),
+    (json.dumps({"schema": "specexp.result/1", "status": "ok"}), "schema 'specexp.result/1'; expected"),
+    (json.dumps({"schema": "other/1", "status": "ok"}), "schema 'other/1'; expected"),
+    (json.dumps({"status": "ok"}), "no schema key; expected"),
+])
+def test_a_file_that_is_not_a_record_of_this_version_is_refused_in_one_line(
+    tmp_path: Path, text: str, says: str
+) -> None:
+    path = tmp_path / "result.json"
+    path.write_text(text)
+    with pytest.raises(RecordError) as err:
+        read_record(path)
+    line = err.value.line()
+    assert "\n" not in line and line.startswith(str(path)) and says in line
+    assert SCHEMA in line or says == "not JSON"
 
 
-def test_complete_result_finds_only_ok_results_of_that_run(tmp_path: Path) -> None:
-    write_result(tmp_path / "x", _result("run1", "failed"))
+def test_a_record_with_a_key_the_schema_does_not_know_is_refused(tmp_path: Path, make_spec: Callable[..., Any]) -> None:
+    data = json.loads(_result("run1", "ok", make_spec).to_json())
+    data["conditions"]["colour"] = "blue"
+    (tmp_path / "result.json").write_text(json.dumps(data))
+    with pytest.raises(RecordError, match=r"conditions\.colour: extra inputs are not permitted"):
+        read_record(tmp_path / "result.json")
+
+
+def test_complete_result_finds_only_ok_results_of_that_run(tmp_path: Path, make_spec: Callable[..., Any]) -> None:
+    write_record(tmp_path / "x__run1", _result("run1", "failed", make_spec))
     assert complete_result(tmp_path, "run1") is None
-    write_result(tmp_path / "y", _result("run1", "ok"))
-    assert complete_result(tmp_path, "run1") == tmp_path / "y" / "result.json"
+    write_record(tmp_path / "y__run1", _result("run1", "ok", make_spec))
+    assert complete_result(tmp_path, "run1") == tmp_path / "y__run1" / "result.json"
     assert complete_result(tmp_path, "run2") is None
 
 
@@ -182,8 +207,7 @@ def test_job_skips_a_run_already_complete_under_the_sweep(
     assert cell.run_id == first["run_id"]
     before = (job_dir / "result.json").read_bytes()
     again = run_job(cell, tmp_path / "elsewhere", job_dir, list(JOB), {})
-    assert again["status"] == "ok" and again["run_id"] == cell.run_id
-    assert str(job_dir) in again["reused"]  # says where the complete result is
+    assert again is None  # already complete: nothing ran, nothing was written
     assert not (tmp_path / "elsewhere").exists()
     assert (job_dir / "result.json").read_bytes() == before
 
@@ -194,9 +218,8 @@ def test_a_configuration_that_does_not_fit_is_recorded_as_refused(
     cell = make_cell(make_spec("hardware=cpu", "model=qwen3-32b", "quantization=bf16",
                                "workload.output_tokens=8"))
     result = run_job(cell, tmp_path, tmp_path, [], {})
-    assert result["status"] == "refused"
-    assert result["error"]["kind"] == "out_of_memory"
-    assert "GiB" in result["error"]["message"]
-    assert result["measurements"] == []
-    on_disk = read_result(tmp_path / "result.json")
-    assert on_disk is not None and on_disk["status"] == "refused"
+    assert result is not None and result.status == "refused"
+    assert result.error is not None and result.error.kind == "out_of_memory"
+    assert "GiB" in result.error.message
+    assert result.measurements == []
+    assert read_record(tmp_path / "result.json").status == "refused"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from specexp.plan import effective_k
 from specexp.runtimes.base import RuntimeFailure
 from specexp.runtimes.sim.context import context_limit
 from specexp.roofline.costmodel import CostModel
@@ -31,7 +30,7 @@ def plan_server(spec: ExperimentSpec, reserved_gib: float = ENGINE_RESERVED_GIB)
     draft_model = None
     if spec.drafter.cost.uses_draft_model and spec.draft_model is not None:
         draft_model = CostModel.build(spec.hardware, spec.draft_model, spec.quantization, rt.kv_cache_dtype)
-    k = effective_k(spec) or 0
+    k = spec.k or 0
     context = context_limit(spec, k)
     if isinstance(context, RuntimeFailure):
         raise context

@@ -47,3 +47,27 @@ SIM_CASES: dict[str, tuple[str, ...]] = {
     "spark-prefix-cache": ("hardware=dgx_spark", "model=qwen3.8-27b", "quantization=nvfp4", "drafter=none",
                            "workload=prefix_cache"),
 }
+
+
+def make_run(run_id: str, conditions: dict[str, Any], metrics: dict[str, Any], status: str = "ok",
+             measurements: int = 1) -> Any:
+    """The runs of one record with `measurements` identical measurements, as `runs_of` reads
+    them (unstated conditions are null: unknown)."""
+    from specexp.check.runs import runs_of
+
+    return runs_of([make_record(run_id, conditions, metrics, status, measurements)])
+
+
+def make_record(run_id: str, conditions: dict[str, Any], metrics: dict[str, Any], status: str = "ok",
+                measurements: int = 1) -> Any:
+    """A `(path, RunRecord)` pair, as `find_records` returns them."""
+    from pathlib import Path
+
+    from specexp.record import Conditions, Measurement, Metrics, Provenance, RunRecord
+    from specexp.vocabulary import NAMES
+
+    typed = Conditions(**{n: conditions.get(n) for n in NAMES})
+    m = Measurement(conditions=typed, metrics=Metrics(**metrics))
+    record = RunRecord(run_id=run_id, status=status, conditions=typed, provenance=Provenance(),  # type: ignore[arg-type]
+                       measurements=[m] * measurements)
+    return Path(f"{run_id}/result.json"), record

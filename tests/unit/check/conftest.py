@@ -49,8 +49,8 @@ def sim_root(tmp_path_factory: pytest.TempPathFactory, make_spec: Callable[..., 
 
 @pytest.fixture(scope="session")
 def sim_results(sim_root: Path) -> list[tuple[Path, dict[str, Any]]]:
-    from specexp.record import find_results
+    from specexp.record import find_records
 
-    found = find_results([sim_root])
-    assert len(found) == len(SIM_CASES) and all(r["status"] == "ok" for _, r in found)
+    found = find_records([sim_root])
+    assert len(found) == len(SIM_CASES) and all(r.status == "ok" for _, r in found)
     return found

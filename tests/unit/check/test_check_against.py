@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from checkhelp import make_figure
+from checkhelp import make_run, make_figure
 
 from specexp.check.against import cite, ratio
 from specexp.check.runs import runs_of
@@ -58,8 +58,7 @@ def test_unstated_conditions_on_which_matches_differ_are_named(runs: list[Any]) 
 
 def test_a_measured_run_must_match_the_runtime(runs: list[Any]) -> None:
     run = next(r for r in runs if r.conditions["drafter"] == "dspark")
-    measured = runs_of([{"run_id": "m", "conditions": {**run.conditions, "source": "measured", "runtime": "sglang"},
-                         "metrics": dict(run.metrics)}])
+    measured = make_run("m", {**run.conditions, "source": "measured", "runtime": "sglang"}, dict(run.metrics))
     c = cite(make_figure("a", "e2e_tps", 47.1, drafter="dspark", k=7, runtime="vllm"), measured)
     assert not c.matches and [d.condition for d in c.closest[0].comparison.confounders] == ["runtime"]
 

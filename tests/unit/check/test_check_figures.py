@@ -1,4 +1,4 @@
-"""Loading cited figures: the vocabulary.md section 4 format into frozen figures; every bad
+"""Loading cited figures: the docs/vocabulary.md section 4 format into frozen figures; every bad
 input a one-line SpecError naming the file, the figure and the key, with the accepted values."""
 
 from __future__ import annotations

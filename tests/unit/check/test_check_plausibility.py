@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from checkhelp import make_figure
+from checkhelp import make_run, make_figure
 
 from specexp.check.api import implausible_runs
 from specexp.check.plausibility import LIMITS, Limit, implausible, limit
@@ -115,7 +115,7 @@ def test_simulated_runs_are_never_implausible(sim_results: list[tuple[Path, dict
 
 
 def test_a_doctored_run_is_flagged_with_its_limit(sim_results: list[tuple[Path, dict[str, Any]]]) -> None:
-    run = runs_of([r for _, r in sim_results if r["conditions"]["drafter"] == "dspark"])[0]
+    run = runs_of([(p, r) for p, r in sim_results if r.conditions.drafter == "dspark"])[0]
     doctored = {**run.metrics, "decode_tps": run.metrics["decode_tps"] * 10}
-    findings = implausible_runs(runs_of([{"run_id": "bad", "conditions": dict(run.conditions), "metrics": doctored}]))
+    findings = implausible_runs(make_run("bad", dict(run.conditions), doctored))
     assert [f.figures for f in findings if "decode_tps" in f.expected] == [("bad",)]

@@ -13,14 +13,13 @@ from specexp.check.relevance import (
     METRIC_FAMILY,
     NEVER_RELEVANT,
     SIMULATED_STANDS_IN,
-    TOLERANCE,
     VARY_IMPLIES,
     expand_vary,
     relevance_table_md,
     relevant,
     relevant_to,
 )
-from specexp.conditions import CONDITIONS
+from specexp.vocabulary import CONDITIONS
 from specexp.metrics import METRICS
 
 REPO = Path(__file__).resolve().parents[3]
@@ -49,7 +48,7 @@ def test_every_condition_can_move_some_metric_or_is_declared_irrelevant() -> Non
 
 
 def test_the_side_tables_name_known_conditions() -> None:
-    for table in (DEPENDS_ON, SIMULATED_STANDS_IN, TOLERANCE):
+    for table in (DEPENDS_ON, SIMULATED_STANDS_IN):
         assert set(table) <= set(CONDITIONS)
     assert set(DEPENDS_ON.values()) <= set(CONDITIONS)
     for parent, children in VARY_IMPLIES.items():

@@ -15,6 +15,10 @@ from specexp.check import (
     side_by_side,
 )
 
+from checkhelp import make_run
+
+from specexp.check.runs import runs_of
+
 REPO = Path(__file__).resolve().parents[3]
 
 COND: dict[str, Any] = {
@@ -27,10 +31,10 @@ COND: dict[str, Any] = {
 }
 
 
-def line(run_id: str, decode: float = 7.0, **over: Any) -> dict[str, Any]:
-    """A results.jsonl line."""
-    return {"run_id": run_id, "status": "ok", "conditions": {**COND, **over},
-            "metrics": {"decode_tps": decode, "e2e_tps": decode * 0.98}}
+def line(run_id: str, decode: float = 7.0, **over: Any) -> Any:
+    """One run's measurement."""
+    (run,) = make_run(run_id, {**COND, **over}, {"decode_tps": decode, "e2e_tps": decode * 0.98})
+    return run
 
 
 def test_a_table_varying_only_its_axis_says_nothing() -> None:
@@ -71,7 +75,7 @@ def test_default_tables_are_one_per_workload_varying_the_drafter_and_workload_ax
 
 def test_report_findings_with_cited_figures_is_plain_data(sim_results: list[tuple[Path, dict[str, Any]]]) -> None:
     figures = load_figures(REPO / "experiments" / "figures" / "blog_posts.yaml")
-    report = report_findings(sim_results, figures)
+    report = report_findings(runs_of(sim_results), figures)
     assert report.runs and report.runs >= len(sim_results)
     data = report.to_json()
     json.dumps(data)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from specexp.record import find_results
+from specexp.record import find_records
 from specexp.report.build import build_report
 from specexp.report.markdown import render_markdown
 
@@ -29,7 +29,7 @@ CASES = {
 def test_report_matches_golden(golden: str, tmp_path: Path) -> None:
     for folder in CASES[golden]:
         shutil.copytree(FIXTURES / folder, tmp_path / folder)
-    report = build_report(find_results([tmp_path / f for f in CASES[golden]]), tmp_path)
+    report = build_report(find_records([tmp_path / f for f in CASES[golden]]), tmp_path)
     text = render_markdown(report)
     path = GOLDEN / golden
     if os.environ.get("SPECEXP_UPDATE_GOLDEN"):

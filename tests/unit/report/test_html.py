@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from specexp.record import find_results
+from specexp.record import find_records
 from specexp.report.build import build_report
 from specexp.report.markdown import render_markdown
 from specexp.report.render import render_html, write_charts, write_html
@@ -35,7 +35,7 @@ def _records_with_hostile_server_text(tmp_path: Path) -> Path:
 
 def test_server_text_is_escaped_in_html(tmp_path: Path) -> None:
     root = _records_with_hostile_server_text(tmp_path)
-    html = render_html(build_report(find_results([root]), root))
+    html = render_html(build_report(find_records([root]), root))
     body = html.split("<body>", 1)[1].split("<script>", 1)[0]  # the page before specexp's own scripts
     assert "<script" not in body and "<img" not in body and "javascript:" not in body.replace("javascript:alert", "")
     assert "&lt;script&gt;alert" in body
@@ -44,7 +44,7 @@ def test_server_text_is_escaped_in_html(tmp_path: Path) -> None:
 
 def test_server_text_cannot_break_a_markdown_table(tmp_path: Path) -> None:
     root = _records_with_hostile_server_text(tmp_path)
-    text = render_markdown(build_report(find_results([root]), root))
+    text = render_markdown(build_report(find_records([root]), root))
     header = next(line for line in text.splitlines() if line.startswith("| run | status |"))
     row = next(line for line in text.splitlines() if "server_exited" in line and line.startswith("|"))
     unescaped = lambda line: len(re.findall(r"(?<!\\)\|", line))  # noqa: E731
@@ -85,7 +85,7 @@ def test_every_chart_renders_in_headless_chromium_without_network(tmp_path: Path
     root = tmp_path / "records"
     for folder in ("simulated", "measured"):
         shutil.copytree(FIXTURES / folder, root / folder)
-    report = build_report(find_results([root]), tmp_path)
+    report = build_report(find_records([root]), tmp_path)
     assert len(report.charts) >= 2
     page = write_html(report, tmp_path / "report.html")
     dom = subprocess.run(
@@ -102,7 +102,7 @@ def test_every_chart_renders_in_headless_chromium_without_network(tmp_path: Path
 
 def test_markdown_charts_are_svg_files_written_offline(tmp_path: Path) -> None:
     shutil.copytree(FIXTURES / "simulated", tmp_path / "simulated")
-    report = build_report(find_results([tmp_path]), tmp_path)
+    report = build_report(find_records([tmp_path]), tmp_path)
     paths = write_charts(report, tmp_path / "charts")
     assert paths and all(p.read_text().lstrip().startswith("<svg") for p in paths)
     text = render_markdown(report)
@@ -138,7 +138,7 @@ def test_report_cli_renders_several_folders(tmp_path: Path) -> None:
 def test_records_are_not_changed_by_rendering(tmp_path: Path) -> None:
     shutil.copytree(FIXTURES / "simulated", tmp_path / "simulated")
     before = {p: p.read_bytes() for p in tmp_path.rglob("result.json")}
-    render_markdown(build_report(find_results([tmp_path]), tmp_path))
+    render_markdown(build_report(find_records([tmp_path]), tmp_path))
     assert before == {p: p.read_bytes() for p in tmp_path.rglob("result.json")}
     assert copy.deepcopy(before) == before
 
@@ -146,7 +146,7 @@ def test_records_are_not_changed_by_rendering(tmp_path: Path) -> None:
 def test_a_run_id_recorded_on_two_nodes_is_reported_not_merged(tmp_path: Path) -> None:
     for node in ("node-a", "node-b"):
         shutil.copytree(FIXTURES / "simulated", tmp_path / node)
-    text = render_markdown(build_report(find_results([tmp_path]), tmp_path))
+    text = render_markdown(build_report(find_records([tmp_path]), tmp_path))
     section = text.split("## Runs recorded more than once", 1)[1].split("\n## ", 1)[0]
     assert "3 run id(s) appear in more than one folder" in section
     lines = section.splitlines()
@@ -167,6 +167,6 @@ def test_a_broken_citation_is_reported_not_fatal(tmp_path: Path, monkeypatch: py
         record = json.loads(path.read_text())
         record["provenance"]["config"]["experiment"] = "study"
         path.write_text(json.dumps(record))
-    text = render_markdown(build_report(find_results([tmp_path / "runs"]), tmp_path))
+    text = render_markdown(build_report(find_records([tmp_path / "runs"]), tmp_path))
     section = text.split("## Published figures", 1)[1].split("\n## ", 1)[0]
     assert "could not be read" in section and "missing.yaml" in section

@@ -4,20 +4,20 @@ did not complete, with text from servers kept inside its table cell."""
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from specexp.record import SCHEMA, find_results, write_result
+from specexp.record import SCHEMA, RunRecord, find_records, write_record
 from specexp.report.write import write_report
 
 CONDITIONS: dict[str, Any] = {
     "hardware": "dgx_spark", "gpu_count": 1, "gpu_shared": False, "gpu_memory_utilization": 0.9,
     "model": "qwen3.8-27b", "quantization": "fp8", "kv_cache_dtype": "auto", "runtime": "sim",
-    "runtime_version": "specexp-sim 0.1.0", "drafter": "none", "k": None, "drafter_config": None,
+    "max_model_len": 262144, "runtime_version": "specexp-sim 0.1.0", "drafter": "none", "k": None,
+    "drafter_config": None, "draft_model": None,
     "workload": "fresh_generation@1", "prompt_tokens": 32, "output_tokens": 400, "ignore_eos": True,
     "concurrency": 1, "cache": "cold", "prefix_caching": True, "thinking": False, "temperature": 0.0,
     "repeats": 1, "source": "simulated",
@@ -38,15 +38,15 @@ def result(run_id: str, drafter: str = "none", k: int | None = None, decode: flo
     measurements = [] if status != "ok" else [
         {"conditions": c, "metrics": metrics, "token_source": "server", "samples": {"decode_tps": [decode]}}
     ]
-    return {"schema": SCHEMA, "run_id": run_id, "status": status, "error": error,
+    return {"schema": SCHEMA, "schema_version": 2, "run_id": run_id, "status": status, "error": error,
             "conditions": {**c, "prompt_tokens": None, "concurrency": None, "cache": None},
             "provenance": {}, "measurements": measurements}
 
 
 def render(tmp_path: Path, results: list[dict[str, Any]]) -> str:
     for r in results:
-        write_result(tmp_path / "runs" / r["run_id"], json.loads(json.dumps(r)))
-    out, = write_report(find_results([tmp_path / "runs"]), tmp_path / "measurements.md")
+        write_record(tmp_path / "runs" / r["run_id"], RunRecord.model_validate(r))
+    out, = write_report(find_records([tmp_path / "runs"]), tmp_path / "measurements.md")
     return out.read_text(encoding="utf-8")
 
 

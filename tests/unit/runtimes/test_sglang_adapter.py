@@ -16,7 +16,6 @@ from specexp.metrics import acceptance_by_position, acceptance_rate, tokens_per_
 from specexp.runtimes import promtext
 from specexp.runtimes.base import RuntimeFailure, runtime_for
 from specexp.runtimes.client import RawStream, to_trace
-from specexp.spec import DrafterSpec
 from tests.support.engines import DT, T0, fixture, mock, sse_raw
 
 
@@ -70,16 +69,14 @@ def test_each_drafter_becomes_its_speculative_flags(sglang: Callable[..., Any], 
 
 
 def test_eagle_maps_to_eagle(sglang: Callable[..., Any]) -> None:
-    runtime = sglang("runtime.draft_model_path=yuhuili/EAGLE-LLaMA3.1-Instruct-8B")
-    runtime.spec = runtime.spec.model_copy(update={"drafter": DrafterSpec(name="eagle", kind="sequential_head", default_k=3)})
+    runtime = sglang("drafter=eagle", "runtime.draft_model_path=yuhuili/EAGLE-LLaMA3.1-Instruct-8B")
     argv = runtime.build_argv(8123)
     assert argv[len(BASE):len(BASE) + 2] == ["--speculative-algorithm", "EAGLE"]
     assert runtime.drafter_config() == "3/1/4"
 
 
 def test_suffix_decoding_is_refused(sglang: Callable[..., Any]) -> None:
-    runtime = sglang()
-    runtime.spec = runtime.spec.model_copy(update={"drafter": DrafterSpec(name="suffix", kind="lookup", default_k=4)})
+    runtime = sglang("drafter=suffix")
     with pytest.raises(RuntimeFailure) as err:
         runtime.build_argv(8123)
     assert (err.value.status, err.value.kind) == ("refused", "unsupported_drafter")

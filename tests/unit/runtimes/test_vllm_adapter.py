@@ -16,7 +16,6 @@ from specexp.metrics import acceptance_by_position, acceptance_rate, tokens_per_
 from specexp.runtimes import promtext
 from specexp.runtimes.base import RuntimeFailure, runtime_for
 from specexp.runtimes.client import to_trace
-from specexp.spec import DrafterSpec
 from tests.support.engines import DT, T0, fixture, mock, sse_raw
 
 
@@ -73,10 +72,8 @@ def test_each_drafter_becomes_one_speculative_config(vllm: Callable[..., Any], o
     ("eagle", {"method": "eagle", "num_speculative_tokens": 3, "model": "yuhuili/EAGLE-LLaMA3.1-Instruct-8B"}),
     ("suffix", {"method": "suffix", "num_speculative_tokens": 3}),
 ])
-def test_drafters_without_a_config_file_map_too(vllm: Callable[..., Any], name: str, expected: dict[str, Any]) -> None:
-    runtime = vllm("runtime.draft_model_path=yuhuili/EAGLE-LLaMA3.1-Instruct-8B")
-    kind = "sequential_head" if name == "eagle" else "lookup"
-    runtime.spec = runtime.spec.model_copy(update={"drafter": DrafterSpec(name=name, kind=kind, default_k=3)})
+def test_eagle_and_suffix_map_too(vllm: Callable[..., Any], name: str, expected: dict[str, Any]) -> None:
+    runtime = vllm(f"drafter={name}", "runtime.draft_model_path=yuhuili/EAGLE-LLaMA3.1-Instruct-8B")
     assert spec_config(runtime.build_argv(8123)) == expected
 
 

@@ -1,0 +1,115 @@
+"""The run record as a type: what `result.json` holds, version `specexp.result/2`.
+
+Written from these models and read back into them; a record of another version is refused
+with a one-line message naming the file. Conditions and metrics are typed from their one
+definition each (`specexp.vocabulary`, `specexp.metrics`), so a record can hold no condition
+or metric that the vocabulary does not define.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+from specexp.metrics import METRICS
+from specexp.vocabulary import CONDITIONS
+
+SCHEMA = "specexp.result/2"
+SCHEMA_VERSION = 2
+Status = Literal["ok", "failed", "refused", "skipped"]
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _metric_type(unit: str) -> Any:
+    if unit == "bool":
+        return bool | None
+    if unit == "ratios":
+        return list[float] | None
+    if unit == "tok":
+        return int | float | None
+    return float | None
+
+
+Conditions: type[_Record] = create_model(  # type: ignore[call-overload]
+    "Conditions", __base__=_Record,
+    **{c.name: (c.type | None, ...) for c in CONDITIONS.values()},
+)
+"""Every condition of the vocabulary, each present (null when unknown, never omitted)."""
+
+Metrics: type[_Record] = create_model(  # type: ignore[call-overload]
+    "Metrics", __base__=_Record,
+    **{m.name: (_metric_type(m.unit), None) for m in METRICS.values()},
+)
+"""Every metric of `specexp.metrics.METRICS`; null where a run has no value for it."""
+
+
+class ErrorInfo(_Record):
+    kind: str
+    """Why: see docs/records.md for the kinds."""
+    message: str
+    log_tail: str = ""
+    """The last lines of the server's log."""
+
+
+class Provenance(_Record):
+    specexp_version: str | None = None
+    git_sha: str | None = None
+    python: str | None = None
+    host: str | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+    overrides: list[str] = []
+    config: dict[str, Any] = {}
+    """The resolved configuration of the job (never an API key: only the variable's name)."""
+    server_argv: list[str] | None = None
+    engine_info: dict[str, Any] | None = None
+    """What the engine said about itself: version, KV capacity, reuse of the server, details."""
+
+
+class Measurement(_Record):
+    conditions: Conditions  # type: ignore[valid-type]
+    metrics: Metrics  # type: ignore[valid-type]
+    token_source: Literal["server", "client"] = "server"
+    samples: dict[str, list[Any]] = {}
+    """Per repeat, every metric behind a median (null where a repeat had none)."""
+    spread: dict[str, list[float]] = {}
+    """[min, max] of each metric's samples."""
+    requests: list[str] = []
+    completions: dict[str, str] = {}
+    """A digest of each completion's text by request id: the fact output identity is judged from."""
+    errors: list[str] = []
+    engine_timings: list[dict[str, Any]] | None = None
+    prefix_cache_reset: bool | None = None
+    partial: bool = False
+    """The job did not finish; the windows it completed are kept."""
+
+
+class RunRecord(_Record):
+    """One job's `result.json`."""
+
+    schema_: Literal["specexp.result/2"] = Field(SCHEMA, alias="schema")
+    schema_version: Literal[2] = SCHEMA_VERSION
+    run_id: str
+    status: Status
+    error: ErrorInfo | None = None
+    conditions: Conditions  # type: ignore[valid-type]
+    """The conditions fixed for the whole job; measurement-level ones are null here."""
+    provenance: Provenance
+    measurements: list[Measurement] = []
+    notes: list[str] = []
+    """What the runtime could not read (an unreachable /metrics), when anything."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    @property
+    def experiment(self) -> str | None:
+        """The experiment file the job came from, if any."""
+        name = self.provenance.config.get("experiment")
+        return str(name) if name else None
+
+    def to_json(self) -> str:
+        return self.model_dump_json(by_alias=True, indent=2) + "\n"

@@ -1,0 +1,139 @@
+"""Run records on disk: result.json per job, results.jsonl per sweep. Atomic writes.
+
+Every reader goes through `read_record`, which returns a `RunRecord` or refuses the file with
+a one-line `RecordError`. A complete result (status ok) is never overwritten by a later failure
+of the same run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from specexp.record.schema import SCHEMA, RunRecord
+
+RESULT = "result.json"
+RESULTS_JSONL = "results.jsonl"
+
+
+class RecordError(Exception):
+    """A result.json that is not a record of this schema version: one line, naming the file."""
+
+    def __init__(self, path: Path, problem: str) -> None:
+        self.path = path
+        self.problem = problem
+        super().__init__(self.line())
+
+    def line(self) -> str:
+        return f"{self.path}: {self.problem}"
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Write `text` to `path` so that readers see the old file or the new one, never half."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read_record(path: Path) -> RunRecord:
+    """The record in `path`; a RecordError for anything else (another version, not JSON, ...)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise RecordError(path, f"cannot read: {err.strerror or err}") from None
+    except ValueError:
+        raise RecordError(path, "not JSON") from None
+    schema = data.get("schema") if isinstance(data, dict) else None
+    if schema != SCHEMA:
+        found = f"schema {schema!r}" if schema else "no schema key"
+        raise RecordError(path, f"{found}; expected a specexp record of schema {SCHEMA!r} "
+                                f"(re-run the job with this specexp to record it anew)")
+    try:
+        return RunRecord.model_validate(data)
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise RecordError(path, f"{where}: {first['msg'].lower()} (schema {SCHEMA})") from None
+
+
+def write_record(job_dir: Path, record: RunRecord) -> bool:
+    """Write result.json unless a complete result of the same run is already there.
+
+    Returns False (and writes nothing) when that would replace a complete result with an
+    incomplete one.
+    """
+    path = job_dir / RESULT
+    if record.status != "ok" and path.is_file():
+        try:
+            existing = read_record(path)
+        except RecordError:
+            existing = None
+        if existing is not None and existing.status == "ok" and existing.run_id == record.run_id:
+            return False
+    atomic_write(path, record.to_json())
+    return True
+
+
+def find_records(roots: Iterable[Path]) -> list[tuple[Path, RunRecord]]:
+    """Every result.json under `roots`, in path order; a RecordError for one that is not a record."""
+    found: list[tuple[Path, RunRecord]] = []
+    for root in roots:
+        paths = [root] if root.is_file() else sorted(root.rglob(RESULT))
+        found.extend((path, read_record(path)) for path in paths)
+    return found
+
+
+def completed_runs(root: Path) -> dict[str, Path]:
+    """Run id -> the result.json under `root` that completed it (status ok)."""
+    return {r.run_id: path for path, r in find_records([root]) if r.status == "ok"}
+
+
+def complete_result(root: Path, run_id: str) -> Path | None:
+    """The result.json under `root` that already completed `run_id`, if any.
+
+    Job directories end with their run id, so only those (and a single run's own result.json)
+    are read, not every record."""
+    for path in [root / RESULT, *sorted(root.glob(f"*{run_id}/{RESULT}"))]:
+        if not path.is_file():
+            continue
+        try:
+            record = read_record(path)
+        except RecordError:
+            continue
+        if record.run_id == run_id and record.status == "ok":
+            return path
+    return None
+
+
+def results_lines(records: Iterable[RunRecord]) -> list[dict[str, object]]:
+    """One flat line per measurement (or per record without measurements), for pandas/duckdb."""
+    lines: list[dict[str, object]] = []
+    for record in records:
+        base = {"run_id": record.run_id, "status": record.status}
+        if not record.measurements:
+            lines.append({**base, "conditions": record.conditions.model_dump(), "metrics": {}})
+        for m in record.measurements:
+            lines.append({**base, "conditions": m.conditions.model_dump(), "metrics": m.metrics.model_dump()})
+    return lines
+
+
+def write_results_jsonl(sweep_dir: Path) -> Path:
+    """Rebuild results.jsonl of a sweep directory from its result.json files."""
+    records = [r for _, r in find_records([sweep_dir])]
+    text = "".join(json.dumps(line) + "\n" for line in results_lines(records))
+    path = sweep_dir / RESULTS_JSONL
+    atomic_write(path, text)
+    return path

@@ -1,0 +1,144 @@
+"""The conditions of docs/vocabulary.md section 1, each defined once.
+
+A condition is a fact about how a number was obtained that can move it. Each one has a type,
+a role (what part of an experiment it describes), the values it accepts, and how closely two
+values must agree to count as the same. Every other module reads names, types and roles from
+here: records type their conditions with it, reports choose their columns by role, the
+checker validates cited values with it, and there is one rule for which run is the baseline
+of another.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Literal
+
+Role = Literal["setup", "drafter", "workload", "sampling", "provenance"]
+ROLES: tuple[Role, ...] = ("setup", "drafter", "workload", "sampling", "provenance")
+
+
+@dataclass(frozen=True)
+class Condition:
+    name: str
+    type: type
+    role: Role
+    meaning: str
+    minimum: float | None = None
+    """Smallest accepted value of a numeric condition."""
+    maximum: float | None = None
+    tolerance: float = 1e-9
+    """Relative difference within which two numeric values are the same."""
+    options: str | None = None
+    """Where the accepted values come from: a `conf/` group, or a closed list (see `accepted`)."""
+    baseline_may_differ: bool = False
+    """A run and its drafter=none baseline may differ in this without being incomparable."""
+
+
+def _c(name: str, kind: type, role: Role, meaning: str, **extra: Any) -> Condition:
+    return Condition(name, kind, role, meaning, **extra)
+
+
+CONDITIONS: Mapping[str, Condition] = MappingProxyType({c.name: c for c in (
+    _c("hardware", str, "setup", "device id from conf/hardware/", options="conf"),
+    _c("gpu_count", int, "setup", "accelerators used by the server (0: a CPU-only server)", minimum=0),
+    _c("gpu_shared", bool, "setup", "other engines resident on the same device while measuring"),
+    _c("gpu_memory_utilization", float, "setup", "fraction of device memory the engine may take; null for "
+       "engines without such a setting", minimum=0, maximum=1),
+    _c("model", str, "setup", "target model id from conf/model/", options="conf"),
+    _c("quantization", str, "setup", "weight scheme from conf/quantization/", options="conf"),
+    _c("kv_cache_dtype", str, "setup", "KV cache element type"),
+    _c("max_model_len", int, "setup", "longest request the server accepts (runtime.max_model_len, else the "
+       "model's native context)", minimum=1),
+    _c("runtime", str, "setup", "the engine: sim, vllm, sglang, llamacpp, ollama, openai", options="runtime"),
+    _c("runtime_version", str, "setup", "version string reported by the engine itself", baseline_may_differ=True),
+    _c("drafter", str, "drafter", "none, mtp, dspark, dflash, eagle3, eagle, ngram, draft_model, suffix",
+       options="drafter"),
+    _c("k", int, "drafter", "draft tokens proposed per step; null when drafter is none", minimum=1),
+    _c("drafter_config", str, "drafter", "engine-specific drafter shape where k alone does not say it"),
+    _c("draft_model", str, "drafter", "the separate draft model or drafter weights (a conf/model id, or "
+       "runtime.draft_model_path); null when the drafter has none of its own"),
+    _c("workload", str, "workload", "workload id with its version (edit_heavy@1)", options="conf"),
+    _c("prompt_tokens", int, "workload", "prompt length in the target model's own tokens, as counted by the "
+       "server", minimum=1, tolerance=0.02, baseline_may_differ=True),
+    _c("output_tokens", int, "workload", "requested max_tokens", minimum=1),
+    _c("ignore_eos", bool, "workload", "generation forced to output_tokens"),
+    _c("concurrency", int, "workload", "requests in flight at once", minimum=1),
+    _c("cache", str, "workload", "cold (no reusable prefix cached) or warm (prefix already cached)",
+       options="cache"),
+    _c("prefix_caching", bool, "setup", "the engine's prefix cache is enabled"),
+    _c("thinking", bool, "sampling", "reasoning mode of the chat template on"),
+    _c("temperature", float, "sampling", "sampling temperature", minimum=0),
+    _c("repeats", int, "provenance", "independent repetitions behind the figure", minimum=1,
+       baseline_may_differ=True),
+    _c("source", str, "provenance", "measured, simulated or cited", options="source"),
+)})
+"""Every condition, in the order records and reports list them."""
+
+NAMES: tuple[str, ...] = tuple(CONDITIONS)
+CLOSED_VALUES: Mapping[str, tuple[str, ...]] = MappingProxyType({
+    "cache": ("cold", "warm"),
+    "source": ("measured", "simulated", "cited"),
+})
+
+
+def with_role(*roles: Role) -> tuple[str, ...]:
+    """The conditions of these roles, in vocabulary order."""
+    return tuple(c.name for c in CONDITIONS.values() if c.role in roles)
+
+
+SETUP = with_role("setup")
+"""What a server is: hardware, model, weights, engine and its settings."""
+DRAFTER = with_role("drafter")
+"""What drafts: the conditions a speedup varies."""
+
+
+def accepted(name: str) -> list[str] | None:
+    """The closed set of values a condition takes, or None where any value of its type is fine."""
+    condition = CONDITIONS[name]
+    if condition.options is None:
+        return None
+    if condition.options in CLOSED_VALUES:
+        return list(CLOSED_VALUES[condition.options])
+    return _OPTION_SOURCES[condition.options](name)
+
+
+def _conf_options(name: str) -> list[str]:
+    from specexp import paths
+
+    return paths.options(name)
+
+
+def _literal_options(name: str) -> list[str]:
+    from typing import get_args
+
+    from specexp.spec import DrafterSpec, RuntimeSpec
+
+    model = {"drafter": DrafterSpec, "runtime": RuntimeSpec}[name]
+    return list(get_args(model.model_fields["name"].annotation))
+
+
+_OPTION_SOURCES: Mapping[str, Callable[[str], list[str]]] = MappingProxyType({
+    "conf": _conf_options, "drafter": _literal_options, "runtime": _literal_options,
+})
+
+
+def value_key(value: Any) -> Any:
+    """A condition value as a dictionary key (lists become tuples)."""
+    return tuple(value) if isinstance(value, list) else value
+
+
+def is_baseline_of(candidate: Mapping[str, Any], conditions: Mapping[str, Any],
+                   ignore: Iterable[str] = ()) -> bool:
+    """Whether `candidate` is the drafter=none run that `conditions` is to be compared with: it
+    drafts nothing and agrees on every condition except the drafter's and those a baseline may
+    differ in. The one baseline rule of speedups, output identity and the checker."""
+    if candidate.get("drafter") != "none" or conditions.get("drafter") in (None, "none"):
+        return False
+    skip = set(ignore)
+    return all(
+        value_key(candidate.get(c.name)) == value_key(conditions.get(c.name))
+        for c in CONDITIONS.values()
+        if c.role != "drafter" and not c.baseline_may_differ and c.name not in skip
+    )

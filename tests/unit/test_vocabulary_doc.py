@@ -1,0 +1,68 @@
+"""docs/vocabulary.md and docs/records.md are the contract: they must say what the code does.
+
+Each condition and metric row of the vocabulary is compared with its one definition in code,
+every field of the record schema must be documented, and the code cites only documents that
+are in the repository.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from specexp.metrics import METRICS
+from specexp.record import ErrorInfo, Measurement, Provenance, RunRecord
+from specexp.vocabulary import CONDITIONS, ROLES
+
+REPO = Path(__file__).resolve().parents[2]
+VOCABULARY = REPO / "docs" / "vocabulary.md"
+
+
+def _table(section: str, first: str) -> dict[str, list[str]]:
+    """The rows of the table in `section` whose header starts with `first`, by their first cell."""
+    text = VOCABULARY.read_text(encoding="utf-8").split(f"## {section}", 1)[1].split("\n## ", 1)[0]
+    rows: dict[str, list[str]] = {}
+    lines = [line for line in text.splitlines() if line.startswith("|")]
+    assert lines and lines[0].startswith(f"| {first} |"), f"no table starting with '{first}' in section {section}"
+    for line in lines[2:]:
+        cells = [c.strip() for c in re.split(r"(?<!\\)\|", line.strip()[1:-1])]
+        rows[cells[0].strip("`")] = cells[1:]
+    return rows
+
+
+def test_every_condition_is_documented_as_the_code_defines_it() -> None:
+    rows = _table("1. Conditions", "key")
+    assert list(rows) == list(CONDITIONS), "docs/vocabulary.md section 1 must list the conditions in code order"
+    for name, c in CONDITIONS.items():
+        expected = [c.type.__name__, c.role, c.meaning]
+        assert rows[name] == expected, f"docs/vocabulary.md: write the row as | `{name}` | {' | '.join(expected)} |"
+        assert c.role in ROLES
+
+
+def test_every_metric_is_documented_as_the_code_defines_it() -> None:
+    rows = _table("2. Metrics", "metric")
+    assert list(rows) == list(METRICS), "docs/vocabulary.md section 2 must list the metrics in code order"
+    for name, m in METRICS.items():
+        expected = [m.unit, m.better or "—", m.definition]
+        assert rows[name] == expected, f"docs/vocabulary.md: write the row as | `{name}` | {' | '.join(expected)} |"
+
+
+@pytest.mark.parametrize("model", [RunRecord, Provenance, Measurement, ErrorInfo])
+def test_every_record_field_is_documented(model: type) -> None:
+    text = (REPO / "docs" / "records.md").read_text(encoding="utf-8")
+    for name, field in model.model_fields.items():  # type: ignore[attr-defined]
+        key = field.alias or name
+        assert f"`{key}`" in text or f"`error.{key}`" in text or f"`provenance.{key}`" in text, \
+            f"docs/records.md does not describe {model.__name__}.{key}"
+
+
+def test_the_code_cites_only_documents_in_the_repository() -> None:
+    cited = []
+    for path in [*REPO.glob("specexp/**/*.py"), *REPO.glob("conf/**/*.yaml"), *REPO.glob("experiments/**/*.yaml")]:
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            for match in re.finditer(r"([\w./-]*)vocabulary\.md", line):
+                if match.group(1) != "docs/":
+                    cited.append(f"{path.relative_to(REPO)}:{n}: {line.strip()}")
+    assert not cited, "cite docs/vocabulary.md (in this repository) instead:\n" + "\n".join(cited)
