@@ -118,13 +118,18 @@ def parse_figures(data: Any, where: str, *, extra_keys: Sequence[str] = ()) -> F
     return FigureSet(where, MappingProxyType(figures), comparisons)
 
 
+def _known_keys(body: Any, where: str, key: str, accepted: Sequence[str]) -> None:
+    """`body` must be a mapping whose keys are all in `accepted`."""
+    if not isinstance(body, Mapping):
+        raise SpecError(where, key, "expected a mapping", accepted=accepted)
+    for k in body:
+        if k not in accepted:
+            raise SpecError(where, f"{key}.{_k(k)}", "unknown key", accepted=accepted, value=k)
+
+
 def _figure(fid: str, body: Any, where: str) -> Figure:
     key = f"figures.{_k(fid)}"
-    if not isinstance(body, Mapping):
-        raise SpecError(where, key, "expected a mapping", accepted=FIGURE_KEYS)
-    for k in body:
-        if k not in FIGURE_KEYS:
-            raise SpecError(where, f"{key}.{_k(k)}", "unknown key", accepted=FIGURE_KEYS, value=k)
+    _known_keys(body, where, key, FIGURE_KEYS)
     for k in REQUIRED_KEYS:
         if body.get(k) is None:
             raise SpecError(where, f"{key}.{k}", "missing value")
@@ -199,11 +204,7 @@ def _comparisons(raw: Any, figures: Mapping[str, Figure], where: str) -> tuple[C
     out = []
     for i, item in enumerate(raw):
         key = f"comparisons[{i}]"
-        if not isinstance(item, Mapping):
-            raise SpecError(where, key, "expected a mapping", accepted=COMPARISON_KEYS)
-        for k in item:
-            if k not in COMPARISON_KEYS:
-                raise SpecError(where, f"{key}.{_k(k)}", "unknown key", accepted=COMPARISON_KEYS, value=k)
+        _known_keys(item, where, key, COMPARISON_KEYS)
         ids = item.get("figures")
         if not isinstance(ids, list) or len(ids) != 2 or any(not isinstance(x, (str, int)) for x in ids):
             raise SpecError(where, f"{key}.figures", "expected a list of two figure ids", accepted=figures)

@@ -92,26 +92,25 @@ def prefill_by_length(rows: Sequence[Row], name: str) -> list[Chart]:
     data = [{"prompt_tokens": r.get("prompt_tokens"), "prefill_tps": r.metrics.get("prefill_tps"),
              "setup": f"{r.get('hardware')} · {r.get('quantization')} · {r.get('runtime')}"}
             for r in rows if r.metrics.get("prefill_tps")]
-    if not data:
-        return []
-    chart = alt.Chart(alt.Data(values=data)).mark_line(point=True).encode(
-        x=alt.X("prompt_tokens:Q", title="prompt tokens"),
-        y=alt.Y("prefill_tps:Q", title="prefill_tps (tok/s)"),
-        color=alt.Color("setup:N"),
-    ).properties(width=WIDTH * 2, height=HEIGHT)
-    return [Chart(_name(name), "Prefill tok/s by prompt length", _spec(chart))]
+    return _by_length(data, name, "Prefill tok/s by prompt length", "prompt tokens", "prefill_tps (tok/s)",
+                      color=alt.Color("setup:N"))
 
 
 def cold_warm_ttft(rows: Sequence[Row], name: str) -> list[Chart]:
     """TTFT against prefix length, cold and warm."""
     data = [{"prompt_tokens": r.get("prompt_tokens"), "ttft_s": r.metrics.get("ttft_s"), "cache": r.get("cache"),
              "setup": f"{r.get('hardware')} · {r.get('quantization')}"} for r in rows if r.metrics.get("ttft_s")]
+    return _by_length(data, name, "TTFT cold vs warm by prefix length", "prompt tokens (shared prefix + suffix)",
+                      "ttft_s (s)", color=alt.Color("cache:N"), strokeDash=alt.StrokeDash("setup:N"))
+
+
+def _by_length(data: list[dict[str, Any]], name: str, title: str, x_title: str, y_title: str,
+               **channels: Any) -> list[Chart]:
+    """A metric (the data's second key) against prompt length, as lines; nothing without data."""
     if not data:
         return []
+    y = list(data[0])[1]
     chart = alt.Chart(alt.Data(values=data)).mark_line(point=True).encode(
-        x=alt.X("prompt_tokens:Q", title="prompt tokens (shared prefix + suffix)"),
-        y=alt.Y("ttft_s:Q", title="ttft_s (s)"),
-        color=alt.Color("cache:N"),
-        strokeDash=alt.StrokeDash("setup:N"),
+        x=alt.X("prompt_tokens:Q", title=x_title), y=alt.Y(f"{y}:Q", title=y_title), **channels,
     ).properties(width=WIDTH * 2, height=HEIGHT)
-    return [Chart(_name(name), "TTFT cold vs warm by prefix length", _spec(chart))]
+    return [Chart(_name(name), title, _spec(chart))]
