@@ -121,9 +121,34 @@ def to_spec(
     try:
         ExperimentSpec(**parts, **top, k=requested)  # validates k as given
         k = None if parts["drafter"].kind == "none" else (requested or parts["drafter"].default_k)
-        return ExperimentSpec(**parts, **top, k=k, requested_k=requested)
+        spec = ExperimentSpec(**parts, **top, k=k, requested_k=requested, stated=_stated(overrides, top))
     except ValidationError as err:
         raise _spec_error(err, None, None, overrides) from None
+    _refuse_overrides_that_do_nothing(spec, overrides)
+    return spec
+
+
+def _refuse_overrides_that_do_nothing(spec: ExperimentSpec, overrides: Sequence[str]) -> None:
+    """An override the workload never reads is an error naming the key that does work."""
+    w = spec.workload
+    for override in overrides:
+        key = override.lstrip("+~").split("=", 1)[0]
+        if key == "workload.prompt_tokens" and w.prompt_lengths:
+            raise SpecError(f"override {override}", key, f"does nothing: workload {w.name} sends the lengths of "
+                            f"workload.prompt_lengths ({w.prompt_lengths}); set workload.prompt_lengths=[N] instead")
+        if key in ("workload.prompt_tokens", "workload.prompt_lengths") and w.material == "none":
+            raise SpecError(f"override {override}", key, f"does nothing: workload {w.name} sends its instruction "
+                            "alone (workload.material: none), at its own length; set workload.material=filler "
+                            "(or source_file) to fill prompts to a length")
+
+
+def _stated(overrides: Sequence[str], top: Mapping[str, Any]) -> tuple[str, ...]:
+    """Groups and keys the user set: those of the overrides, and every group an experiment sets."""
+    keys = {o.lstrip("+~").split("=", 1)[0] for o in overrides if "=" in o}
+    keys |= {key.split(".", 1)[0] for key in keys}
+    if top.get("experiment"):
+        keys |= set(GROUPS)
+    return tuple(sorted(k for k in keys if not k.startswith("hydra")))
 
 
 def load_option(model: type[BaseModel], group: str, name: str, key: str, where: str = "config") -> Any:

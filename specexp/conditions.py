@@ -25,8 +25,13 @@ def draft_model_of(spec: ExperimentSpec) -> str | None:
 
 def run_conditions(
     spec: ExperimentSpec, source: str, *, runtime_version: str | None = None, drafter_config: str | None = None,
+    knows_setup: bool = True, reported: dict[str, object] | None = None,
 ) -> Conditions:  # type: ignore[valid-type]
-    """The conditions fixed for a whole job; measurement-level ones are None here."""
+    """The conditions fixed for a whole job; measurement-level ones are None here.
+
+    `knows_setup` False (a server specexp did not start, runtime=openai): the setup conditions
+    the user did not state are unknown, not config defaults; `reported` fills what the server
+    itself said (e.g. its max_model_len)."""
     w = spec.workload
     values = {
         "hardware": spec.hardware.name,
@@ -56,4 +61,25 @@ def run_conditions(
         "source": source,
     }
     assert tuple(values) == NAMES, "run_conditions must set every condition of the vocabulary"
+    if not knows_setup:
+        values.update(_unstated_setup(spec))
+    values.update({k: v for k, v in (reported or {}).items() if k in values and v is not None})
     return Conditions(**values)
+
+
+UNSTATED = {
+    "hardware": ("hardware", "gpu_count", "gpu_memory_utilization"),
+    "model": ("model", "max_model_len"),
+    "quantization": ("quantization",),
+    "runtime.kv_cache_dtype": ("kv_cache_dtype",),
+    "runtime.prefix_caching": ("prefix_caching",),
+    "gpu_shared": ("gpu_shared",),
+}
+"""What the user must state (key of the overrides) for the conditions it sets to be known."""
+
+
+def _unstated_setup(spec: ExperimentSpec) -> dict[str, None]:
+    unknown = {c: None for key, conditions in UNSTATED.items() if key not in spec.stated for c in conditions}
+    if "runtime.max_model_len" in spec.stated:
+        unknown.pop("max_model_len", None)
+    return unknown

@@ -36,7 +36,8 @@ def skipped_result(cell: Cell, reason: str, overrides: list[str], config: dict[s
     started = provenance.now()
     return RunRecord(
         run_id=cell.run_id, status="skipped", error=ErrorInfo(kind="meaningless_cell", message=reason),
-        conditions=run_conditions(cell.spec, runtime_for(cell.spec.runtime.name).source),
+        conditions=run_conditions(cell.spec, runtime_for(cell.spec.runtime.name).source,
+                                  knows_setup=runtime_for(cell.spec.runtime.name).knows_setup),
         provenance=_provenance(overrides, config, started_at=started, finished_at=started),
     )
 
@@ -139,10 +140,10 @@ def _finish(
     config: dict[str, Any], started: str,
 ) -> RunRecord:
     """The record of what was measured (partial windows marked), written to result.json."""
-    spec, info = cell.spec, progress.info
-    conditions = run_conditions(spec, runtime_for(spec.runtime.name).source,
-                                runtime_version=info.version if info else None,
-                                drafter_config=progress.drafter_config)
+    spec, info, runtime_cls = cell.spec, progress.info, runtime_for(cell.spec.runtime.name)
+    conditions = run_conditions(spec, runtime_cls.source, runtime_version=info.version if info else None,
+                                drafter_config=progress.drafter_config, knows_setup=runtime_cls.knows_setup,
+                                reported=info.details.get("conditions") if info else None)
     engine_info = None if info is None else {
         "version": info.version, "kv_cache_tokens": info.kv_cache_tokens, "reused_server": progress.reused,
         **info.details,

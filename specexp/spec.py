@@ -280,6 +280,10 @@ class ExperimentSpec(_Spec):
     given k or the drafter's default, and None without a drafter. Read it here, nowhere else."""
     requested_k: int | None = None
     """The k as given, before resolution; only the plan's notes read it (not part of the run id)."""
+    stated: tuple[str, ...] = ()
+    """What the user chose explicitly (groups and dotted keys of the overrides; every group when
+    an experiment chose them): a server specexp did not start (runtime=openai) records the rest
+    of its setup as unknown rather than as config defaults. Not part of the run id."""
     draft_model: ModelSpec | None = None
     """The separate draft model of `drafter=draft_model`, resolved from conf/model/."""
     seed: int = 0

@@ -52,6 +52,9 @@ class Runtime(ABC):
     source: ClassVar[Literal["measured", "simulated"]]
     reusable: ClassVar[bool] = False
     """A started server may serve the next job of the same server configuration."""
+    knows_setup: ClassVar[bool] = True
+    """specexp started the server from the spec, so the spec's setup is the server's. False for a
+    server that was already running: the setup the user did not state is recorded as unknown."""
 
     def __init__(self, spec: ExperimentSpec, job_dir: Path) -> None:
         self.spec = spec

@@ -26,6 +26,7 @@ class OpenAIRuntime(HttpRuntime):
     name = "openai"
     health_path = "/v1/models"
     metrics_path = None
+    knows_setup = False
     _models: list[str] | None = None
 
     def build_argv(self, port: int) -> list[str] | None:
@@ -70,20 +71,58 @@ class OpenAIRuntime(HttpRuntime):
             raise RuntimeFailure(
                 "refused", "no_model", f"{self.base_url}/v1/models lists no model: set runtime.served_model_name",
             )
-        details: dict[str, Any] = {"models": list(self._models), "served_model": self.served_model()}
-        return EngineInfo(runtime=self.name, version=self.spec.runtime.version, details=details)
+        said = self_description(client, self.served_model())
+        details: dict[str, Any] = {"models": list(self._models), "served_model": self.served_model(), **said}
+        version = self.spec.runtime.version or said.get("server_version")
+        return EngineInfo(runtime=self.name, version=version, details=details)
 
 
 def model_ids(client: httpx.Client) -> list[str]:
     """Ids of `GET /v1/models` (`{"object": "list", "data": [{"id": ...}, ...]}`), in order."""
-    response = client.get("/v1/models")
+    return [str(c["id"]) for c in _cards(client) if c.get("id")]
+
+
+def _cards(client: httpx.Client) -> list[dict[str, Any]]:
+    cards = (_json(client, "/v1/models") or {}).get("data")
+    return [c for c in cards if isinstance(c, dict)] if isinstance(cards, list) else []
+
+
+def _json(client: httpx.Client, path: str) -> dict[str, Any] | None:
+    """`GET path` as a JSON object, or None (absent endpoint, error, not JSON)."""
+    try:
+        response = client.get(path)
+    except httpx.HTTPError:
+        return None
     if response.status_code != 200:
-        return []
+        return None
     try:
         data = response.json()
     except ValueError:
-        return []
-    cards = data.get("data") if isinstance(data, dict) else None
-    if not isinstance(cards, list):
-        return []
-    return [str(c["id"]) for c in cards if isinstance(c, dict) and c.get("id")]
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def self_description(client: httpx.Client, served: str) -> dict[str, Any]:
+    """What the server says about itself, by the endpoints the engines serve: vLLM `/version` and
+    `max_model_len` in `/v1/models`, SGLang `/server_info` (`version`, `context_length`), llama.cpp
+    `/props` (`build_info`, `n_ctx` per slot). `conditions` holds those that are conditions."""
+    out: dict[str, Any] = {}
+    conditions: dict[str, Any] = {}
+    card = next((c for c in _cards(client) if c.get("id") == served), None)
+    if card and isinstance(card.get("max_model_len"), int):
+        conditions["max_model_len"] = card["max_model_len"]
+    if (version := _json(client, "/version")) and isinstance(version.get("version"), str):
+        out["server_version"] = version["version"]
+    if info := _json(client, "/server_info") or _json(client, "/get_server_info"):
+        if isinstance(info.get("version"), str):
+            out["server_version"] = "sglang " + info["version"]
+        if isinstance(info.get("context_length"), int):
+            conditions["max_model_len"] = info["context_length"]
+    if (props := _json(client, "/props")) and isinstance(props.get("build_info"), str):
+        out["server_version"] = "llama.cpp " + props["build_info"]
+        n_ctx = (props.get("default_generation_settings") or {}).get("n_ctx")
+        if isinstance(n_ctx, int):
+            conditions["max_model_len"] = n_ctx
+    if conditions:
+        out["conditions"] = conditions
+    return out

@@ -12,7 +12,7 @@ from tests.integration.conftest import by_drafter, results, run_specexp
 pytestmark = pytest.mark.slow
 
 TINY = ("runtime=llamacpp", "model=tiny", "quantization=f32", "hardware=cpu", "workload.output_tokens=48",
-        "workload.prompt_tokens=64", "runtime.extra_args=[-t,2]")
+        "runtime.extra_args=[-t,2]")
 
 
 @pytest.fixture(scope="module")

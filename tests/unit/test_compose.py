@@ -260,3 +260,25 @@ def test_did_you_mean_only_suggests_close_names() -> None:
 def test_conf_and_experiments_of_the_clone_are_used(repo: Path) -> None:
     assert paths.conf_dir() == repo / "conf"
     assert paths.experiments_dir() == repo / "experiments"
+
+
+@pytest.mark.parametrize(("overrides", "works"), [
+    (["workload=prefill_sweep", "workload.prompt_tokens=2048"], "workload.prompt_lengths=[N]"),
+    (["workload=fresh_generation", "workload.prompt_tokens=2048"], "workload.material=filler"),
+    (["workload=short_chat", "+workload.prompt_lengths=[128,256]"], "workload.material=filler"),
+])
+def test_an_override_that_does_nothing_names_the_key_that_works(
+    compose_cfg: Callable[..., Any], overrides: list[str], works: str
+) -> None:
+    data, choices = compose_cfg(*overrides)
+    line = _error(lambda: to_spec(data, choices, overrides)).line()
+    assert line.startswith(f"override {overrides[1]}: ") and "does nothing" in line and works in line
+
+
+def test_an_override_that_works_is_accepted(compose_cfg: Callable[..., Any]) -> None:
+    overrides = ["workload=prefill_sweep", "workload.prompt_lengths=[2048]"]
+    data, choices = compose_cfg(*overrides)
+    assert to_spec(data, choices, overrides).workload.prompt_lengths == [2048]
+    overrides = ["workload=edit_heavy", "workload.prompt_tokens=2048"]
+    data, choices = compose_cfg(*overrides)
+    assert to_spec(data, choices, overrides).workload.prompt_tokens == 2048

@@ -30,8 +30,9 @@ def server() -> Iterator[str]:
         yield url
 
 
-def _job(make_spec: Callable[..., Any], url: str, fault: str, tmp_path: Path, runtime: str = "openai") -> dict[str, Any]:
-    spec = make_spec(f"runtime={runtime}", f"runtime.url={url}/{fault}", *SMALL)
+def _job(make_spec: Callable[..., Any], url: str, fault: str, tmp_path: Path, runtime: str = "openai",
+         *stated: str) -> dict[str, Any]:
+    spec = make_spec(f"runtime={runtime}", f"runtime.url={url}/{fault}", *SMALL, *stated)
     record = run_job(make_cell(spec), tmp_path / fault, tmp_path, [], {})
     assert record is not None
     return json.loads(record.to_json())
@@ -42,6 +43,23 @@ def test_a_clean_stream_is_ok(make_spec: Callable[..., Any], server: str, tmp_pa
     assert result["status"] == "ok", result["error"]
     metrics = result["measurements"][0]["metrics"]
     assert metrics["ttft_s"] > 0 and result["measurements"][0]["token_source"] == "server"
+
+
+def test_an_endpoint_records_the_setup_nobody_stated_as_unknown(
+    make_spec: Callable[..., Any], server: str, tmp_path: Path
+) -> None:
+    def conditions(*stated: str) -> dict[str, Any]:
+        spec = make_spec("runtime=openai", f"runtime.url={server}/ok", "workload.output_tokens=8",
+                         "workload.warmup=0", "runtime.served_model_name=fault", *stated)
+        record = run_job(make_cell(spec), tmp_path / str(len(stated)), tmp_path, [], {})
+        assert record is not None and record.status == "ok"
+        return record.measurements[0].conditions.model_dump()
+
+    c = conditions()
+    assert (c["hardware"], c["gpu_count"], c["model"], c["quantization"], c["max_model_len"]) == (None,) * 5
+    assert (c["runtime"], c["source"], c["output_tokens"]) == ("openai", "measured", 8)  # what was asked is known
+    c = conditions("hardware=h200", "quantization=bf16")
+    assert (c["hardware"], c["gpu_count"], c["quantization"], c["model"]) == ("h200", 1, "bf16", None)
 
 
 @pytest.mark.parametrize(

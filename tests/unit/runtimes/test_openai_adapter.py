@@ -44,7 +44,8 @@ def test_the_first_listed_model_is_served(openai: Callable[..., Any], monkeypatc
     assert runtime.served_model() == "first-model"
     assert info.details["models"] == ["first-model", "second-model"]
     assert info.version is None and info.kv_cache_tokens is None
-    assert {r.url.path for r in seen} == {"/v1/models"}  # readiness and model list, nothing else
+    # readiness, the model list, and where engines say what they are; nothing engine-specific
+    assert {r.url.path for r in seen} == {"/v1/models", "/version", "/server_info", "/get_server_info", "/props"}
 
 
 def test_served_model_name_wins(openai: Callable[..., Any], monkeypatch: pytest.MonkeyPatch) -> None:
@@ -124,3 +125,25 @@ def test_conf_file_documents_every_runtime_key() -> None:
     assert sorted(keys) == sorted(RuntimeSpec.model_fields)
     assert all("#" in line for line in lines), [line for line in lines if "#" not in line]
     assert RuntimeSpec.model_validate(OmegaConf.to_container(OmegaConf.load(path))).name == "openai"
+
+
+@pytest.mark.parametrize(("engine", "routes", "version", "max_model_len"), [
+    ("vllm", {"GET /v1/models": "vllm/models.json", "GET /version": "vllm/version.json"}, "0.33.0", 131072),
+    ("sglang", {"GET /v1/models": "vllm/models.json", "GET /server_info": "sglang/server_info.json"}, "sglang ", 131072),
+    ("llamacpp", {"GET /v1/models": "vllm/models.json", "GET /props": "llamacpp/props.json"}, "llama.cpp ", None),
+])
+def test_what_the_endpoint_says_about_itself_is_recorded(
+    openai: Callable[..., Any], monkeypatch: pytest.MonkeyPatch, engine: str, routes: dict[str, str],
+    version: str, max_model_len: int | None,
+) -> None:
+    from specexp.conditions import run_conditions
+
+    runtime = openai("runtime.url=http://endpoint.test")
+    mock(runtime, monkeypatch, {route: (200, json.loads((ENGINES / path).read_text(encoding="utf-8")))
+                                for route, path in routes.items()}, [])
+    info = runtime.start()
+    assert info.version is not None and info.version.startswith(version)
+    props = json.loads((ENGINES / "llamacpp" / "props.json").read_text(encoding="utf-8"))
+    expected = max_model_len or props["default_generation_settings"]["n_ctx"]
+    c = run_conditions(runtime.spec, "measured", knows_setup=False, reported=info.details.get("conditions"))
+    assert c.max_model_len == expected and c.hardware is None and c.quantization is None
