@@ -46,7 +46,7 @@ def make_cell(spec: ExperimentSpec) -> Cell:
         canonical = canonical.model_copy(update={"draft_model": None})
     return Cell(
         spec=canonical,
-        run_id=_digest(canonical, exclude={"experiment": True, "requested_k": True, "stated": True,
+        run_id=_digest(canonical, exclude={"experiment": True, "requested_k": True, "stated": True, "add_baseline": True,
                                        "runtime": set(OPERATIONAL)}),
         server_key=_server_key(canonical),
         skip_reason=_meaningless(canonical),

@@ -269,6 +269,8 @@ class WorkloadSpec(_Spec):
 class ExperimentSpec(_Spec):
     """Everything one job needs, validated."""
 
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True, populate_by_name=True)
+
     hardware: HardwareSpec
     model: ModelSpec
     quantization: QuantizationSpec
@@ -288,5 +290,8 @@ class ExperimentSpec(_Spec):
     """The separate draft model of `drafter=draft_model`, resolved from conf/model/."""
     seed: int = 0
     gpu_shared: bool = False
+    add_baseline: bool = Field(default=True, alias="baseline")
+    """A sweep adds the drafter=none cell a drafter cell lacks (config key `baseline`). Not part of
+    the run id."""
     experiment: str | None = None
     """Name of the experiment file this job came from, if any."""

@@ -85,6 +85,7 @@ class Sweeper(HydraSweeper):
         jobs = expand(self.hydra_context, self.params, self.grid, arguments)
         try:
             cells = [self._cell(job) for job in jobs]
+            added = self._baselines(jobs, cells)
         except SpecError as err:
             exit_on_spec_error(err)
         sweep_dir = Path(self.config.hydra.sweep.dir)
@@ -92,7 +93,7 @@ class Sweeper(HydraSweeper):
         done = {} if any(rerun for _, rerun in cells) else completed_runs(sweep_dir)
         sweep_dir.mkdir(parents=True, exist_ok=True)
         OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
-        print(describe_plan(jobs, plan, done), flush=True)
+        print(describe_plan(jobs, plan, done, added), flush=True)
         record_skipped(sweep_dir, jobs, plan)
         batch = [[*jobs[i], f"hydra.sweep.subdir='{job_dir_name(jobs[i], cell.run_id)}'"]
                  for i, cell in plan.run if cell.run_id not in done]
@@ -112,6 +113,24 @@ class Sweeper(HydraSweeper):
             written = write_sweep_outputs(sweep_dir)
             print(f"sweep: {sweep_dir}\n" + "\n".join(f"  {p}" for p in written), flush=True)
         return returns
+
+    def _baselines(self, jobs: list[list[str]], cells: list[tuple[Cell, bool]]) -> set[int]:
+        """A drafter=none cell for every drafter cell whose baseline the sweep lacks, so that every
+        speedup has its denominator (`baseline=false` turns this off). Returns the added jobs' indices."""
+        have = {cell.run_id for cell, _ in cells}
+        added: set[int] = set()
+        for job, (cell, _) in list(zip(jobs, cells)):
+            if cell.spec.drafter.kind == "none" or not cell.spec.add_baseline:
+                continue
+            overrides = [o for o in job if o.lstrip("+~").split("=", 1)[0] not in ("drafter", "k", "draft_model")]
+            overrides.append("drafter=none")
+            base = self._cell(overrides)
+            if base[0].run_id not in have:
+                have.add(base[0].run_id)
+                added.add(len(jobs))
+                jobs.append(overrides)
+                cells.append(base)
+        return added
 
     def _cell(self, overrides: list[str]) -> tuple[Cell, bool]:
         """The job's cell, and whether it asks for a re-run of complete jobs."""
@@ -153,7 +172,7 @@ def record_skipped(sweep_dir: Path, jobs: list[list[str]], plan: Plan) -> None:
                          skipped_result(cell, reason, jobs[index], config))
 
 
-def describe_plan(jobs: list[list[str]], plan: Plan, done: dict[str, Path]) -> str:
+def describe_plan(jobs: list[list[str]], plan: Plan, done: dict[str, Path], added: set[int] = frozenset()) -> str:  # type: ignore[assignment]
     """What will run, what is already complete (resumed sweeps), what is left out and why."""
     todo = [(i, c) for i, c in plan.run if not done.get(c.run_id)]
     lines = [f"plan: {len(todo)} job(s) to run, {len(plan.run) - len(todo)} already complete, "
@@ -162,6 +181,8 @@ def describe_plan(jobs: list[list[str]], plan: Plan, done: dict[str, Path]) -> s
         where = done.get(cell.run_id)
         verb = "done " if where else "run  "
         tail = f": already complete in {where.parent.name} (rerun=true runs it again)" if where else ""
+        if i in added:
+            tail += "  (added: the drafters' baseline; baseline=false leaves it out)"
         lines.append(f"  {verb} {cell.run_id}  {' '.join(jobs[i]) or '(defaults)'}{tail}")
         lines += [f"        note: {note}" for note in warnings_for(cell)]
     for i, cell, reason in plan.skipped:

@@ -144,3 +144,23 @@ def test_run_id_ignores_the_experiment_name(make_spec: Spec, k: str) -> None:
     named = make_cell(spec.model_copy(update={"experiment": "my_study"}))
     assert plain.run_id == named.run_id
     assert named.spec.experiment == "my_study"
+
+
+def test_a_sweep_of_drafters_gets_its_baseline_and_prints_speedups(
+    tmp_path: Path, specexp_cli: Cli, read_results: Callable[[Path], list[dict[str, Any]]]
+) -> None:
+    """The design card's command has no drafter=none cell: one is added, shown as added."""
+    root = tmp_path / "card"
+    proc = specexp_cli("-m", "drafter=mtp,dspark", "k=3,8", "workload.output_tokens=16", f"hydra.sweep.dir={root}")
+    assert proc.returncode == 0, proc.stderr
+    added = [line for line in proc.stdout.splitlines() if "(added: the drafters' baseline" in line]
+    assert len(added) == 1 and "drafter=none" in added[0]
+    drafters = sorted(r["conditions"]["drafter"] for r in read_results(root))
+    assert drafters == ["dspark", "dspark", "mtp", "mtp", "none"]
+    decode = (root / "measurements.md").read_text().split("## Decode speed by drafter", 1)[1].split("\n## ", 1)[0]
+    assert "no baseline" not in decode and decode.count("×") >= 4
+    off = tmp_path / "off"
+    proc = specexp_cli("-m", "drafter=mtp", "k=3", "baseline=false", "workload.output_tokens=16",
+                       f"hydra.sweep.dir={off}")
+    assert proc.returncode == 0, proc.stderr
+    assert [r["conditions"]["drafter"] for r in read_results(off)] == ["mtp"]
