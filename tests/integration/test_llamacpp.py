@@ -62,7 +62,7 @@ def test_temperature_zero_output_is_identical_with_and_without_the_drafter(draft
 
 
 def test_an_exact_copy_draft_accepts_every_token(llama_server: Path, tmp_path: Path) -> None:
-    done = run_specexp(tmp_path, *TINY, "drafter=draft_model", "draft_model=tiny-draft-copy", "k=3")
+    done = run_specexp(tmp_path, *TINY, "drafter=draft_model", "draft_model=tiny-draft-copy", "k=3", "baseline=false")
     assert done.returncode == 0, done.stderr
     (record,) = results(tmp_path)
     metrics = record["measurements"][0]["metrics"]
@@ -110,7 +110,7 @@ def test_jobs_of_one_server_configuration_share_one_server(llama_server: Path, t
 
 def test_ngram_lookup_drafts_k_positions(llama_server: Path, tmp_path: Path) -> None:
     # a short n-gram so the tiny model's own repetitions give something to look up
-    done = run_specexp(tmp_path, *TINY[:-1], "drafter=ngram", "k=4", "workload.output_tokens=256",
+    done = run_specexp(tmp_path, *TINY[:-1], "drafter=ngram", "k=4", "workload.output_tokens=256", "baseline=false",
                        "runtime.extra_args=[-t,2,--spec-ngram-simple-size-n,3]")
     assert done.returncode == 0, done.stderr
     (record,) = results(tmp_path)
