@@ -5,7 +5,7 @@
 
 Each row of shared/data/h200-step-times-dense-8b.jsonl (a dense 8B shape, bf16 and fp8) is
 simulated with conf/hardware/h200.yaml through the same CostModel.pass_seconds a sweep uses.
-`--fit` re-runs the least-squares fit (specexp/runtimes/sim/calibrate.py) and prints the
+`--fit` re-runs the least-squares fit (specexp/sim/calibrate.py) and prints the
 figures to keep in conf/hardware/h200.yaml. `--check` compares further measured rows (other
 shapes, measured by `--measure` the way the data's README describes) with the same figures, not
 refitted. The memory section compares the KV capacity the simulated DGX Spark reports with the
@@ -179,7 +179,7 @@ def measure(path: str, mask_kind: str = "gqa_bool") -> None:
 def check(paths: Sequence[str], hw: HardwareSpec) -> None:
     """Rows of other shapes: fitted on the file's dense-8b rows alone, simulated for every shape
     with those figures (the transfer), and with the kept figures (the harness gap)."""
-    from specexp.runtimes.sim import calibrate
+    from specexp.sim import calibrate
 
     rows = [row for p in paths for row in calibrate.load_rows(Path(p))]
     own = calibrate.fit(hw, [r for r in rows if r.model.name == "dense-8b"], hold={"step_overhead_ms": 0.0})
@@ -225,8 +225,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         measure(args.measure, args.mask)
         return
     from specexp.compose import load_option
-    from specexp.runtimes.sim import calibrate
-    from specexp.runtimes.sim.memory import ENGINE_RESERVED_GIB
+    from specexp.sim import calibrate
+    from specexp.sim.memory import ENGINE_RESERVED_GIB
     from specexp.spec import HardwareSpec
 
     path = calibrate.find_data(args.data)
@@ -245,7 +245,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.fit:
         fitted = calibrate.fit(hw, rows, hold={"step_overhead_ms": 0.0})
         print("## Fit\n\nLeast squares on log(simulated / measured) over every row "
-              "(specexp/runtimes/sim/calibrate.py), the per-step overhead held at 0: one shape cannot tell "
+              "(specexp/sim/calibrate.py), the per-step overhead held at 0: one shape cannot tell "
               "it from the per-layer one, and a fit over three shapes (below) puts it at 0.\n")
         print("| figure | fitted | in h200.yaml |\n|---|---:|---:|")
         for name, value in zip(calibrate.PARAMS, calibrate.current_params(hw), strict=True):

@@ -4,7 +4,7 @@
     .venv/bin/python benchmarks/client_timing.py --out benchmarks/results/client_timing.md
     .venv/bin/python benchmarks/client_timing.py --concurrency 1 4 --windows 3 drafter=dspark
 
-It starts `python -m specexp.sim_serve` (default hardware=h200 drafter=mtp k=3, --speed 1, i.e.
+It starts `python -m specexp.sim` (default hardware=h200 drafter=mtp k=3, --speed 1, i.e.
 real time) and sends windows of concurrent streamed chat requests through specexp's own client
 (`stream_all` + `to_trace`, as HttpRuntime does). The server records, for every chunk, when it was
 due on the simulated schedule (`scheduled`) and when it was written to the socket (`sent`), on the
@@ -174,7 +174,7 @@ def main() -> None:
     args, overrides = parser.parse_known_args()
     overrides = overrides or DEFAULT_OVERRIDES
     port = free_port()
-    argv = [sys.executable, "-m", "specexp.sim_serve", *overrides, "--port", str(port), "--speed", str(args.speed)]
+    argv = [sys.executable, "-m", "specexp.sim", *overrides, "--port", str(port), "--speed", str(args.speed)]
     url = f"http://127.0.0.1:{port}"
     load = [os.getloadavg()[0]]
     started = dt.datetime.now().astimezone().isoformat(timespec="seconds")
@@ -230,7 +230,7 @@ def header(args: argparse.Namespace, overrides: list[str], clock: dict[str, Any]
         f"- machine: {os.cpu_count()} CPUs, {platform.system()} {platform.release()}, Python {platform.python_version()}; "
         f"client and server on the same host; 1-min load average {load[0]:.2f} before, {load[-1]:.2f} after; "
         f"git {sha} (+ working tree)",
-        f"- server: `python -m specexp.sim_serve {' '.join(overrides)} --speed {args.speed:g}`; "
+        f"- server: `python -m specexp.sim {' '.join(overrides)} --speed {args.speed:g}`; "
         f"{clock['steps']} engine steps, {clock['resyncs']} clock resyncs (max lag {clock['max_lag_s'] * 1e3:g} ms)",
         f"- client: specexp.runtimes.client.stream_all + to_trace ({stall}); {args.windows} windows per level, "
         f"max_tokens {args.max_tokens}, streamed chat with include_usage + continuous_usage_stats",

@@ -17,7 +17,7 @@ RUNTIMES: Registry[type[Runtime]] = Registry("runtime")
 # Runtime modules register themselves on import; importing them lazily keeps a runtime's
 # dependencies out of the others' way.
 _MODULES = {
-    "sim": "specexp.runtimes.sim",
+    "sim": "specexp.sim.runtime",
     "llamacpp": "specexp.runtimes.llamacpp",
     "vllm": "specexp.runtimes.vllm",
     "sglang": "specexp.runtimes.sglang",

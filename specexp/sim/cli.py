@@ -1,7 +1,7 @@
-"""`python -m specexp.sim_serve [overrides] [--port P] [--speed X]`: the simulator as an HTTP server.
+"""`python -m specexp.sim [overrides] [--port P] [--speed X]`: the simulator as an HTTP server.
 
-    python -m specexp.sim_serve hardware=h200 drafter=mtp k=3 --port 8000
-    python -m specexp.sim_serve drafter=dspark workload=edit_heavy --speed 10 --port 0
+    python -m specexp.sim hardware=h200 drafter=mtp k=3 --port 8000
+    python -m specexp.sim drafter=dspark workload=edit_heavy --speed 10 --port 0
 
 Overrides are the ones `python -m specexp` takes (hardware, model, quantization, drafter, k,
 workload, seed, runtime.max_num_seqs, ...; `runtime` itself is always simulated). The server
@@ -25,7 +25,7 @@ exactly max_tokens tokens (finish_reason "length"), with or without ignore_eos.
 
 Prompt tokens. A string prompt counts ceil(characters / 4) tokens; a completion prompt given as
 a list of token ids counts its length; chat messages count as the text of their
-`role: content` lines joined by newlines (see specexp/simserve/prompts.py). The prefix cache
+`role: content` lines joined by newlines (see specexp/sim/prompts.py). The prefix cache
 matches whole blocks of those units, of the simulated engine's block size (16 tokens unless the
 model or runtime config sets one; /metrics says it in vllm:cache_config_info{block_size}).
 
@@ -60,7 +60,7 @@ def build_spec(overrides: Sequence[str]) -> ExperimentSpec:
 
 def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     parser = argparse.ArgumentParser(
-        prog="python -m specexp.sim_serve", allow_abbrev=False,
+        prog="python -m specexp.sim", allow_abbrev=False,
         description="Serve the simulator over an OpenAI-compatible HTTP API on 127.0.0.1, in real time.",
         epilog="Other arguments are Hydra overrides, as for `python -m specexp` (hardware=h200 drafter=mtp k=3).",
     )
@@ -80,7 +80,7 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
 
 def main(argv: Sequence[str] | None = None) -> None:
     from specexp.runtimes.base import RuntimeFailure
-    from specexp.simserve.server import SimServer, serve
+    from specexp.sim.http import SimServer, serve
 
     args, overrides = parse_args(sys.argv[1:] if argv is None else argv)
     try:
@@ -98,12 +98,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         asyncio.run(serve(spec, port=args.port, speed=args.speed, max_lag_s=args.max_lag_ms / 1e3,
                           announce=announce))
     except RuntimeFailure as err:
-        print(f"specexp.sim_serve: {err.status}: {err.kind}: {err.message}", file=sys.stderr, flush=True)
+        print(f"specexp.sim: {err.status}: {err.kind}: {err.message}", file=sys.stderr, flush=True)
         raise SystemExit(2) from None
     except OSError as err:
-        print(f"specexp.sim_serve: cannot listen on 127.0.0.1:{args.port}: {err}", file=sys.stderr, flush=True)
+        print(f"specexp.sim: cannot listen on 127.0.0.1:{args.port}: {err}", file=sys.stderr, flush=True)
         raise SystemExit(1) from None
 
-
-if __name__ == "__main__":
-    main()

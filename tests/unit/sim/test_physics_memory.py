@@ -16,7 +16,7 @@ import pytest
 from specexp.compose import load_option
 from specexp.events import Request
 from specexp.runtimes.base import RuntimeFailure
-from specexp.runtimes.sim import SimRuntime
+from specexp.sim.runtime import SimRuntime
 from specexp.spec import (
     DrafterSpec,
     ExperimentSpec,

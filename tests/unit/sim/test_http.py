@@ -1,4 +1,4 @@
-"""specexp.sim_serve: the simulator behind an OpenAI-compatible HTTP server, in real time.
+"""specexp.sim's HTTP face (python -m specexp.sim): the simulator behind an OpenAI-compatible HTTP server, in real time.
 
 One server (hardware=h200 model=qwen3.8-27b quantization=fp8 drafter=mtp k=3) runs in a subprocess at --speed 4 for the module;
 requests go through specexp's own measurement client (stream_all / to_trace), and what the
@@ -23,7 +23,9 @@ from specexp import metrics
 from specexp.runtimes import promtext
 from specexp.runtimes.client import RawStream, stream_all, to_trace
 from specexp.runtimes.process import ServerProcess, free_port
-from specexp.simserve.prompts import BLOCK_TOKENS, BlockCache, block_hashes, chat_text, prompt_units
+from specexp.sim.kvcache import DEFAULT_BLOCK_TOKENS as BLOCK_TOKENS
+from specexp.sim.kvcache import KvPool
+from specexp.sim.prompts import block_hashes, chat_text, prompt_units
 
 REPO = Path(__file__).resolve().parents[2]
 SPEED = 4.0
@@ -46,29 +48,51 @@ def test_prompt_tokens_are_four_characters_each_or_token_ids() -> None:
     assert prompt_units(text)[0] == math.ceil(len(text) / 4)
 
 
+def _cache(blocks: int) -> KvPool:
+    """A pool that holds `blocks` cached blocks of one byte each."""
+    return KvPool(capacity_bytes=float(blocks))
+
+
+def _store(pool: KvPool, hashes: list[int], snapshots: frozenset[int] | None = None) -> None:
+    pinned, _ = pool.insert(hashes, block_bytes=1.0, snapshots=snapshots)
+    pool.unpin(pinned)  # the request that computed them is done
+
+
 def test_prefix_cache_matches_leading_whole_blocks_only() -> None:
     shared = "x" * (4 * BLOCK_TOKENS * 2)  # two whole blocks
     a = block_hashes(prompt_units(shared + "a" * 100)[1])
     b = block_hashes(prompt_units(shared + "b" * 100)[1])
     assert len(a) == 3
-    cache = BlockCache(capacity_blocks=100)
+    cache = _cache(100)
     assert cache.match(a) == 0
-    cache.insert(a)
+    _store(cache, a)
     assert cache.match(b) == 2
     c = block_hashes(prompt_units("y" + shared[1:] + "a" * 100)[1])  # differs in block 0: nothing matches
     assert cache.match(c) == 0
-    small = BlockCache(capacity_blocks=2)
-    small.insert(a)
-    assert len(small) == 2 and small.match(a) == 2  # a prefix's tail blocks are evicted first
-    small.insert(c)
+    small = _cache(2)
+    _store(small, a)
+    assert len(small) == 2 and small.match(a) == 2  # a prefix's tail block is not kept when it does not fit
+    _store(small, c)
     assert small.match(a) == 0 and small.match(c) == 2  # least recently used first
+
+
+def test_blocks_in_use_are_never_evicted() -> None:
+    a = block_hashes(prompt_units("p" * 4 * BLOCK_TOKENS * 2)[1])
+    c = block_hashes(prompt_units("q" * 4 * BLOCK_TOKENS * 2)[1])
+    pool = _cache(2)
+    pinned, _ = pool.insert(a, block_bytes=1.0)  # still running: pinned
+    assert not pool.reserve(1.0)
+    _store(pool, c)
+    assert pool.match(a) == 2 and pool.match(c) == 0
+    pool.unpin(pinned)
+    assert pool.reserve(1.0) and pool.match(a) == 1  # now the least recent blocks make room
 
 
 def test_hybrid_prefix_resumes_only_at_state_snapshots() -> None:
     units = prompt_units("z" * 4 * 10 * 4)[1]  # 40 tokens: 10 blocks of 4
     hashes = block_hashes(units, 4)
-    cache = BlockCache(capacity_blocks=100)
-    cache.insert(hashes, snapshots={3, 6, 10})  # chunk ends every 3 blocks, and the last block
+    cache = _cache(100)
+    _store(cache, hashes, snapshots=frozenset({3, 6, 10}))  # chunk ends every 3 blocks, and the last block
     assert cache.match(hashes) == 10
     assert cache.match(hashes, snapshots_only=True) == 10
     assert cache.match(hashes[:9], snapshots_only=True) == 6  # block 9 has no state to resume from
@@ -84,7 +108,7 @@ def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     import sys
 
     port = free_port()
-    argv = [sys.executable, "-m", "specexp.sim_serve", "hardware=h200", "model=qwen3.8-27b", "quantization=fp8",
+    argv = [sys.executable, "-m", "specexp.sim", "hardware=h200", "model=qwen3.8-27b", "quantization=fp8",
             "drafter=mtp", f"k={K}",
             "--port", str(port), "--speed", str(SPEED)]
     server = ServerProcess(argv, tmp_path_factory.mktemp("sim_serve") / "server.log")

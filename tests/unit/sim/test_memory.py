@@ -1,4 +1,4 @@
-"""specexp.runtimes.sim.memory: weights first, what is left at gpu_memory_utilization is KV;
+"""specexp.sim.memory: weights first, what is left at gpu_memory_utilization is KV;
 a configuration that does not fit is refused at start, as a real engine refuses it."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 
 from specexp.roofline.costmodel import CostModel
 from specexp.runtimes.base import RuntimeFailure, runtime_for
-from specexp.runtimes.sim.memory import memory_plan
+from specexp.sim.memory import memory_plan
 
 Spec = Callable[..., Any]
 

@@ -1,4 +1,4 @@
-"""specexp.runtimes.sim: the simulated engine behind the runtime seam, driven like a real one.
+"""specexp.sim (runtime=sim): the simulated engine behind the runtime seam, driven like a real one.
 
 Everything here goes through `SimRuntime` and the workload driver, and reads the same token
 events and counters a real server gives."""

@@ -18,10 +18,10 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
 
-from specexp.simserve import openai
-from specexp.simserve.engine import Delivery, Job, RealTimeEngine
-from specexp.simserve.metrics import CONTENT_TYPE, Exporter
-from specexp.simserve.openai import ApiError, Completion
+from specexp.sim import openai
+from specexp.sim.realtime import Delivery, Job, RealTimeEngine
+from specexp.sim.metrics import CONTENT_TYPE, Exporter
+from specexp.sim.openai import ApiError, Completion
 from specexp.spec import ExperimentSpec
 
 HOST = "127.0.0.1"
@@ -180,8 +180,8 @@ class SimServer:
         now = time.perf_counter()
         return 200, {
             "perf_counter": now, "t0": e.t0, "speed": e.speed, "sim_now": e.sim_at(now),
-            "engine_clock": e.sim.clock, "steps": e.stats.steps, "resyncs": e.stats.resyncs,
-            "max_lag_s": e.max_lag_s, "running": len(e.running), "waiting": len(e.waiting),
+            "engine_clock": e.sim.clock, "steps": e.sim.counts.steps, "resyncs": e.stats.resyncs,
+            "max_lag_s": e.max_lag_s, "running": e.running, "waiting": e.waiting,
         }, ""
 
     def _debug_request(self, rid: str) -> tuple[int, Any, str]:

@@ -239,9 +239,9 @@ def spark_spec(utilization: float, prefix_caching: bool, drafter: str = "mtp", k
 
 def kv_tokens(spec: ExperimentSpec, reserved_gib: float) -> int:
     """KV tokens the simulated server reports, with `reserved_gib` held by the engine."""
-    from specexp.runtimes.sim.context import context_limit
-    from specexp.runtimes.sim.kvcache import CacheLayout, block_tokens
-    from specexp.runtimes.sim.memory import memory_plan
+    from specexp.sim.context import context_limit
+    from specexp.sim.kvcache import CacheLayout, block_tokens
+    from specexp.sim.memory import memory_plan
 
     rt, k = spec.runtime, spec.k or 0
     target = CostModel.build(spec.hardware, spec.model, spec.quantization, rt.kv_cache_dtype)

@@ -1,4 +1,4 @@
-"""specexp.runtimes.sim.drafting: the acceptance model reproduces its calibration inputs
+"""specexp.sim.drafting: the acceptance model reproduces its calibration inputs
 (studies.md, "Facts to use as inputs"), and drafting cost follows the drafter's structure."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pytest
 
 from specexp.compose import load_option
 from specexp.roofline.costmodel import CostModel, Slice
-from specexp.runtimes.sim.drafting import AcceptanceModel, DraftCost
+from specexp.sim.drafting import AcceptanceModel, DraftCost
 from specexp.spec import DrafterSpec, HardwareSpec, ModelSpec, QuantizationSpec
 
 DRAWS = 40_000

@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from specexp.roofline.costmodel import CostModel
-from specexp.runtimes.sim.drafting import drafter_kv_layers, drafter_weight_bytes
-from specexp.runtimes.sim.kvcache import CacheLayout
+from specexp.sim.drafting import drafter_kv_layers, drafter_weight_bytes
+from specexp.sim.kvcache import CacheLayout
 from specexp.spec import ExperimentSpec
 
 GIB = 1024**3

@@ -9,18 +9,18 @@ The simulator has no vocabulary, so a prompt is measured by a fixed rule:
 
 Prefix caching works on the same units: token i of a string prompt is its characters
 [4i, 4i + 4); full blocks (the simulated engine's cache block, 16 tokens by default) are hashed
-in a chain (a block's hash covers every block before it), as vLLM's prefix cache does.
+in a chain (a block's hash covers every block before it), as vLLM's prefix cache does; the
+engine's one prefix cache (kvcache.KvPool) keeps them.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
-from collections.abc import Sequence, Set
+from collections.abc import Sequence
 from typing import Any
 
+from specexp.sim.kvcache import DEFAULT_BLOCK_TOKENS
+
 CHARS_PER_TOKEN = 4
-BLOCK_TOKENS = 16
-"""Default tokens per KV-cache block (vLLM's default; the engine's own block size wins)."""
 
 _WORDS = (
     " the", " and", " for", " per", " key", " map", " set", " get", " val", " run",
@@ -65,7 +65,7 @@ def prompt_units(prompt: Any) -> tuple[int, tuple[Any, ...]]:
     return len(units), units
 
 
-def block_hashes(units: Sequence[Any], block: int = BLOCK_TOKENS) -> list[int]:
+def block_hashes(units: Sequence[Any], block: int = DEFAULT_BLOCK_TOKENS) -> list[int]:
     """Chained hashes of the full blocks of `units` (a partial last block is not cached)."""
     out: list[int] = []
     parent = 0
@@ -73,53 +73,6 @@ def block_hashes(units: Sequence[Any], block: int = BLOCK_TOKENS) -> list[int]:
         parent = hash((parent, tuple(units[start : start + block])))
         out.append(parent)
     return out
-
-
-class BlockCache:
-    """The prefix cache: chained block hashes, least recently used evicted past `capacity_blocks`
-    (the KV cache's capacity in blocks).
-
-    Each block also says whether a recurrent-state snapshot was kept at its end: a hybrid
-    model can only resume there (`match(..., snapshots_only=True)`); a dense model anywhere.
-    """
-
-    def __init__(self, capacity_blocks: int) -> None:
-        self.capacity = max(capacity_blocks, 0)
-        self._blocks: OrderedDict[int, bool] = OrderedDict()
-
-    def match(self, hashes: Sequence[int], snapshots_only: bool = False) -> int:
-        """Leading blocks of `hashes` the cache can serve (they are touched as recently used)."""
-        n = usable = 0
-        for h in hashes:
-            snapshot = self._blocks.get(h)
-            if snapshot is None:
-                break
-            n += 1
-            if snapshot or not snapshots_only:
-                usable = n
-        self._touch(hashes[:n])
-        return usable
-
-    def insert(self, hashes: Sequence[int], snapshots: Set[int] | None = None) -> None:
-        """Cache `hashes`; `snapshots` holds the block counts i whose block i-1 ends with a
-        state snapshot (None: every block, as for a dense model)."""
-        for i, h in enumerate(hashes, start=1):
-            self._blocks[h] = self._blocks.get(h, False) or snapshots is None or i in snapshots
-        self._touch(hashes)
-        while len(self._blocks) > self.capacity:
-            self._blocks.popitem(last=False)
-
-    def _touch(self, hashes: Sequence[int]) -> None:
-        # Tail blocks first, so that a prefix's leading blocks are the last to be evicted
-        # (vLLM frees a request's blocks in reverse order for the same reason).
-        for h in reversed(hashes):
-            self._blocks.move_to_end(h)
-
-    def clear(self) -> None:
-        self._blocks.clear()
-
-    def __len__(self) -> int:
-        return len(self._blocks)
 
 
 def output_text(start: int, end: int) -> str:

@@ -16,7 +16,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from specexp.simserve.engine import RealTimeEngine
+from specexp.sim.realtime import RealTimeEngine
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -41,24 +41,24 @@ class EngineCollector(Collector):
         e = self.engine
         c = e.sim.counts
         yield self._gauge("vllm:num_requests_running", "Number of requests in model execution batches.",
-                          len(e.running))
+                          e.running)
         yield self._gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.",
-                          len(e.waiting))
+                          e.waiting)
         yield self._counter("vllm:prompt_tokens", "Number of prefill tokens processed.",
                             c.prompt_tokens + c.cached_prompt_tokens)
         yield self._counter("vllm:generation_tokens", "Number of generation tokens processed.",
                             c.generation_tokens)
         yield self._counter("vllm:prefix_cache_queries",
-                            "Prefix cache queries, in terms of number of queried tokens.", e.stats.prefix_queries)
+                            "Prefix cache queries, in terms of number of queried tokens.", c.prefix_queries)
         yield self._counter("vllm:prefix_cache_hits",
-                            "Prefix cache hits, in terms of number of cached tokens.", e.stats.prefix_hits)
+                            "Prefix cache hits, in terms of number of cached tokens.", c.cached_prompt_tokens)
         info = GaugeMetricFamily("vllm:cache_config_info", "Information of the LLMEngine CacheConfig",
                                  labels=["block_size", "enable_prefix_caching", "num_gpu_blocks"])
-        info.add_metric([str(e.block), str(e.prefix_caching), str(e.cache.capacity)], 1.0)
+        info.add_metric([str(e.block), str(e.prefix_caching), str(e.cache_blocks)], 1.0)
         yield info
         success = CounterMetricFamily("vllm:request_success", "Count of successfully processed requests.",
                                       labels=[*self.labels, "finished_reason"])
-        success.add_metric([*self.labels.values(), "length"], e.stats.finished, created=self.created)
+        success.add_metric([*self.labels.values(), "length"], c.finished, created=self.created)
         yield success
         if e.k > 0:
             yield self._counter("vllm:spec_decode_num_drafts", "Number of spec decoding drafts.", c.drafts)

@@ -7,7 +7,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from specexp.simserve.prompts import PromptError, chat_text, output_text, prompt_units
+from specexp.sim.prompts import PromptError, chat_text, output_text, prompt_units
 
 
 class ApiError(Exception):

@@ -1,0 +1,297 @@
+"""The simulated serving engine: one scheduler on a virtual clock, driven by `submit` and `step`.
+
+Continuous batching as vLLM's V1 scheduler does it: every step is one forward pass holding
+the decode (or verify) tokens of every running sequence plus prefill chunks up to the token
+budget. With a drafter, every decode step drafts k tokens per sequence, verifies k + 1 in
+the target pass, and emits the accepted prefix plus one bonus token. Waiting requests are
+admitted first come, first served, up to max_num_seqs, and only while the KV pool can hold
+them whole (prompt, output and draft lookahead, plus their recurrent state), so KV capacity
+limits concurrency. A prompt's full blocks enter the prefix cache (kvcache.KvPool) when its
+prefill ends; cached blocks are evicted, least recently used first, to make room. The engine
+keeps the counters a vLLM server exports.
+
+Two faces drive it: the runtime adapter (`runtime.py`) submits a window of requests and steps
+until they finish (`run`); the real-time server (`realtime.py`) submits requests as they
+arrive and steps on the wall clock.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass, field
+
+from specexp.events import Counters, Request, RequestTrace, TokenEvent
+from specexp.roofline.costmodel import CostModel, Slice
+from specexp.sim.drafting import AcceptanceModel, DraftCost
+from specexp.sim.kvcache import CacheLayout, KvPool
+from specexp.sim.memory import MemoryPlan
+
+
+@dataclass(eq=False)
+class Seq:
+    """One request inside the engine."""
+
+    request_id: str
+    prompt: int
+    max_tokens: int
+    blocks: Sequence[Hashable] = ()
+    """Keys of the prompt's full cache blocks, chained (see KvPool)."""
+    arrived: float = 0.0
+    """Engine clock at submission."""
+    cached: int = 0
+    prefilled: int = 0
+    generated: int = 0
+    held: float = 0.0
+    """KV pool bytes reserved while it runs."""
+    pinned: list[Hashable] = field(default_factory=list)
+    events: list[TokenEvent] = field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def context(self) -> int:
+        return self.prefilled + self.generated
+
+    @property
+    def in_prefill(self) -> bool:
+        return self.prefilled < self.prompt
+
+    @property
+    def done(self) -> bool:
+        return self.generated >= self.max_tokens
+
+
+@dataclass
+class Counts:
+    drafts: int = 0
+    draft_tokens: int = 0
+    accepted: int = 0
+    per_position: list[int] = field(default_factory=list)
+    prompt_tokens: int = 0
+    """Prompt tokens computed (cache misses)."""
+    cached_prompt_tokens: int = 0
+    generation_tokens: int = 0
+    prefix_queries: int = 0
+    """Prompt tokens looked up in the prefix cache (0 with prefix caching off)."""
+    finished: int = 0
+    steps: int = 0
+
+
+@dataclass(frozen=True)
+class Step:
+    """What one step did: (sequence, tokens) emitted, and the sequences it finished."""
+
+    emitted: list[tuple[Seq, int]]
+    finished: list[Seq]
+
+
+class SimEngine:
+    """One simulated server: a cost model, a drafter, a KV pool with its prefix cache, a clock."""
+
+    def __init__(
+        self,
+        target: CostModel,
+        draft: DraftCost | None,
+        acceptance: AcceptanceModel | None,
+        k: int,
+        *,
+        max_num_batched_tokens: int,
+        max_num_seqs: int,
+        layout: CacheLayout,
+        memory: MemoryPlan | None = None,
+    ) -> None:
+        self.target = target
+        self.draft = draft
+        self.acceptance = acceptance
+        self.k = k if draft is not None else 0
+        self.max_num_batched_tokens = max_num_batched_tokens
+        self.max_num_seqs = max_num_seqs
+        self.layout = layout
+        self.memory = memory
+        self.pool = KvPool(memory.kv_bytes if memory is not None else float("inf"))
+        self.clock = 0.0
+        self.counts = Counts(per_position=[0] * self.k)
+        self.waiting: deque[Seq] = deque()
+        self.running: list[Seq] = []
+
+    @property
+    def block_tokens(self) -> int:
+        return self.layout.block_tokens
+
+    @property
+    def busy(self) -> bool:
+        return bool(self.waiting or self.running)
+
+    def counters(self) -> Counters:
+        c = self.counts
+        spec = self.k > 0
+        return Counters(
+            drafts=float(c.drafts) if spec else None,
+            draft_tokens=float(c.draft_tokens) if spec else None,
+            accepted=float(c.accepted) if spec else None,
+            accepted_per_position=tuple(float(x) for x in c.per_position) if spec else None,
+            prompt_tokens=float(c.prompt_tokens),
+            cached_prompt_tokens=float(c.cached_prompt_tokens),
+            generation_tokens=float(c.generation_tokens),
+        )
+
+    def reset_prefix_cache(self) -> None:
+        self.pool.clear()
+
+    # -- requests ------------------------------------------------------------------------
+    def submit(self, seq: Seq, at: float | None = None) -> bool:
+        """Queue `seq`, arriving at engine time `at` (default: now); an idle engine's clock moves
+        up to the arrival. False (and `seq.error` set) when the server answers it with an error."""
+        limit = self.memory.max_model_len if self.memory is not None else 0
+        if limit and seq.prompt + seq.max_tokens > limit:
+            seq.error = (f"prompt ({seq.prompt:,} tokens) + max_tokens ({seq.max_tokens:,}) exceeds "
+                         f"max_model_len {limit:,}")
+            return False
+        at = self.clock if at is None else at
+        if not self.busy:
+            self.clock = max(self.clock, at)
+        seq.arrived = at
+        self.waiting.append(seq)
+        return True
+
+    def abort(self, seq: Seq) -> None:
+        """Drop `seq` wherever it is, freeing what it holds."""
+        if seq in self.waiting:
+            self.waiting.remove(seq)
+        elif seq in self.running:
+            self.running.remove(seq)
+            self._release(seq)
+
+    def _admit(self, s: Seq) -> bool:
+        """Look up `s`'s cached prefix and reserve the pool for the rest; False: it has to wait."""
+        layout, cached, hits = self.layout, 0, []
+        if layout.enabled and layout.hits:
+            # At least the prompt's last token is computed, so at most (prompt - 1) // block blocks.
+            limit = (s.prompt - 1) // layout.block_tokens
+            n = self.pool.match(s.blocks[:limit], snapshots_only=layout.hybrid)
+            hits, cached = list(s.blocks[:n]), n * layout.block_tokens
+        need = self.memory.need(s.prompt - cached + s.max_tokens + self.k) if self.memory is not None else 0.0
+        self.pool.pin(hits)  # before reserving: eviction must not take the blocks it reuses
+        if not self.pool.reserve(need):
+            self.pool.unpin(hits)
+            return False
+        s.cached = s.prefilled = cached
+        s.held, s.pinned = need, hits
+        c = self.counts
+        c.cached_prompt_tokens += cached
+        c.prompt_tokens += s.prompt - cached
+        c.prefix_queries += s.prompt if layout.enabled else 0
+        return True
+
+    def _remember(self, s: Seq) -> None:
+        """A finished prefill: the prompt's full blocks enter the prefix cache."""
+        layout = self.layout
+        if not layout.enabled or not s.blocks:
+            return
+        token_bytes = self.memory.token_bytes - layout.snapshot_bytes_per_token if self.memory is not None else 0.0
+        pinned, moved = self.pool.insert(
+            s.blocks, layout.block_tokens * token_bytes, self.target.state_bytes,
+            layout.snapshot_points(len(s.blocks)), from_running=s.held,
+        )
+        self.pool.unpin(s.pinned)
+        s.pinned, s.held = pinned, s.held - moved
+
+    def _release(self, s: Seq) -> None:
+        self.pool.release(s.held)
+        self.pool.unpin(s.pinned)
+        s.held, s.pinned = 0.0, []
+
+    # -- the scheduler -------------------------------------------------------------------
+    def step(self) -> Step | None:
+        """Admit what fits, run one forward pass; None when nothing could run."""
+        while self.waiting and len(self.running) < self.max_num_seqs and self._admit(self.waiting[0]):
+            self.running.append(self.waiting.popleft())
+        if not self.running:
+            return None
+        emitted = self._pass(self.running)
+        self.counts.steps += 1
+        finished = [s for s in self.running if s.done]
+        for s in finished:
+            self._release(s)
+        self.counts.finished += len(finished)
+        if finished:
+            self.running = [s for s in self.running if not s.done]
+        return Step(emitted, finished)
+
+    def _pass(self, running: list[Seq]) -> list[tuple[Seq, int]]:
+        k, budget = self.k, self.max_num_batched_tokens
+        decoding = [s for s in running if not s.in_prefill]
+        verify = [Slice(tokens=k + 1, context=s.context, logits=k + 1, state_writes=k + 1) for s in decoding]
+        budget -= len(verify) * (k + 1)
+        chunks: list[tuple[Seq, int]] = []
+        for s in running:
+            if s.in_prefill and budget > 0:
+                n = min(budget, s.prompt - s.prefilled)
+                chunks.append((s, n))
+                budget -= n
+        slices = verify + [Slice(tokens=n, context=s.prefilled, logits=int(s.prefilled + n == s.prompt))
+                           for s, n in chunks]
+        seconds = self.target.pass_seconds(slices)
+        if self.draft is not None and verify:
+            seconds += self.draft.seconds(k, verify)
+        self.clock += seconds
+        emitted = [(s, self._emit(s, self._verify())) for s in decoding]
+        for s, n in chunks:
+            s.prefilled += n
+            if not s.in_prefill:
+                self._remember(s)
+                emitted.append((s, self._emit(s, 1)))
+        return emitted
+
+    def _verify(self) -> int:
+        """Tokens one sequence emits from one decode step: accepted drafts + the bonus token."""
+        if self.k == 0 or self.acceptance is None:
+            return 1
+        accepted = self.acceptance.draw(self.k)
+        c = self.counts
+        c.drafts += 1
+        c.draft_tokens += self.k
+        c.accepted += accepted
+        for i in range(accepted):
+            c.per_position[i] += 1
+        return accepted + 1
+
+    def _emit(self, s: Seq, tokens: int) -> int:
+        tokens = min(tokens, s.max_tokens - s.generated)
+        s.generated += tokens
+        self.counts.generation_tokens += tokens
+        s.events.append(TokenEvent(t=self.clock, tokens=tokens))
+        return tokens
+
+    # -- a window (the runtime seam) -------------------------------------------------------
+    def run(self, requests: Sequence[Request]) -> list[RequestTrace]:
+        """Submit `requests` all at once at the current clock; step until every one finishes."""
+        start = self.clock
+        seqs = [Seq(r.request_id, r.prompt_tokens, r.max_tokens, window_blocks(r, self.block_tokens))
+                for r in requests]
+        for s in seqs:
+            self.submit(s, start)
+        while self.busy:
+            if self.step() is None:  # nothing fits even in an empty pool: the start check prevents it
+                for s in self.waiting:
+                    s.error = "KV cache too small for this request"
+                self.waiting.clear()
+        return [trace(s, start) for s in seqs]
+
+
+def window_blocks(r: Request, block: int) -> list[Hashable]:
+    """Block keys of a window request: blocks inside the shared prefix of its cache group are
+    the group's (the group's prefix is one text), the rest its own."""
+    shared = r.shared_prefix_tokens if r.cache_group is not None else 0
+    return [(r.cache_group, j) if (j + 1) * block <= shared else (r.request_id, j)
+            for j in range(r.prompt_tokens // block)]
+
+
+def trace(s: Seq, start: float) -> RequestTrace:
+    if s.error is not None and not s.events:
+        return RequestTrace(request_id=s.request_id, sent_at=start, events=(), prompt_tokens=s.prompt,
+                            completion_tokens=0, cached_prompt_tokens=0, finish_reason=None, error=s.error)
+    return RequestTrace(
+        request_id=s.request_id, sent_at=s.arrived, events=tuple(s.events), prompt_tokens=s.prompt,
+        completion_tokens=s.generated, cached_prompt_tokens=s.cached, finish_reason="length", error=s.error,
+    )

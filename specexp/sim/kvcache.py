@@ -1,0 +1,197 @@
+"""The KV cache pool and the prefix cache that lives in it.
+
+Reuse is block-granular: a later request can skip the longest prefix it shares with a cached
+one, rounded down to whole cache blocks. Dense models use small blocks (vLLM: 16 tokens).
+Hybrid models must also restore the linear-attention state where the reuse starts, and the
+engine keeps that state only at block-aligned points: at the end of every prefill chunk (the
+chunk is cut on a block boundary) and at the last full block of each prompt. Every kept state
+occupies pool memory, which is the KV capacity prefix caching costs a hybrid model; dense
+models pay nothing. (Qwen3.8-27B: 144 MiB of float32 state per 8,000-token chunk next to 64 KiB
+of K/V per token costs 22 % of the capacity, as studies.md reports: 348,497 -> 271,315 tokens.)
+A runtime version whose cache never hits keeps the cache (and its cost) but serves nothing.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections import OrderedDict
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+
+DEFAULT_BLOCK_TOKENS = 16
+"""vLLM's default cache block for dense models."""
+
+
+def block_tokens(runtime_block: int | None, model_block: int | None, model_block_spec: int | None,
+                 speculative: bool) -> int:
+    """The cache block: the runtime's setting, else the model's (with or without a drafter), else 16."""
+    if runtime_block:
+        return runtime_block
+    if speculative and model_block_spec:
+        return model_block_spec
+    return model_block or DEFAULT_BLOCK_TOKENS
+
+
+def cache_hits(version: str | None, broken: list[str]) -> bool:
+    """False when `version` matches one of the runtime versions whose prefix cache never hits."""
+    return not (version and any(fnmatch.fnmatchcase(version, pattern) for pattern in broken))
+
+
+@dataclass(frozen=True)
+class CacheLayout:
+    """How one server keeps prefixes: block size, state snapshots, and what they cost."""
+
+    enabled: bool
+    hits: bool
+    block_tokens: int
+    chunk_tokens: int
+    """Prefill chunk (max_num_batched_tokens cut down to whole blocks): hybrid models keep a
+    state at every chunk end."""
+    state_bytes: float
+    """Recurrent state of one sequence (0 for dense models: no snapshots)."""
+
+    @classmethod
+    def build(cls, *, enabled: bool, hits: bool, block: int, max_num_batched_tokens: int,
+              state_bytes: float) -> CacheLayout:
+        chunk = max(block, max_num_batched_tokens - max_num_batched_tokens % block)
+        return cls(enabled, hits, block, chunk, state_bytes)
+
+    @property
+    def hybrid(self) -> bool:
+        return self.state_bytes > 0
+
+    @property
+    def snapshot_bytes_per_token(self) -> float:
+        """State snapshots a cached (or running) token carries on average: the capacity cost."""
+        return self.state_bytes / self.chunk_tokens if self.enabled and self.hybrid else 0.0
+
+    def snapshots(self, tokens: int) -> int:
+        """States kept for a prompt of `tokens` tokens: one per chunk end, one at its last block."""
+        if not (self.enabled and self.hybrid) or tokens < self.block_tokens:
+            return 0
+        return tokens // self.chunk_tokens + 1
+
+    def snapshot_points(self, blocks: int) -> frozenset[int] | None:
+        """Block counts after which a hybrid model keeps a state snapshot, for a prompt of
+        `blocks` full blocks: every chunk end and its last full block; None on a dense model
+        (it can resume after any block)."""
+        if not self.hybrid:
+            return None
+        step = max(1, self.chunk_tokens // self.block_tokens)
+        return frozenset(range(step, blocks + 1, step)) | {blocks}
+
+
+class KvPool:
+    """Bytes of the KV pool: held by running sequences, and by cached prompt blocks.
+
+    The one prefix cache: a prompt's full blocks, each named by a key that stands for the
+    block and every block before it (chained, as vLLM hashes them), least recently used
+    evicted first. A block in use by a running sequence is pinned and never evicted. A block
+    of a hybrid model records whether a recurrent-state snapshot was kept at its end: the
+    model can resume only there.
+    """
+
+    def __init__(self, capacity_bytes: float) -> None:
+        self.capacity = capacity_bytes
+        self.running = 0.0
+        self.cached_bytes = 0.0
+        self.blocks: OrderedDict[Hashable, tuple[float, bool]] = OrderedDict()
+        """key -> (bytes, state snapshot at its end), least recently used first."""
+        self.pins: dict[Hashable, int] = {}
+
+    @property
+    def used(self) -> float:
+        return self.running + self.cached_bytes
+
+    def __len__(self) -> int:
+        return len(self.blocks)
+
+    def match(self, keys: Sequence[Hashable], snapshots_only: bool = False) -> int:
+        """Leading blocks of `keys` the cache can serve (touched as recently used); with
+        `snapshots_only` the count ends at the last block with a state snapshot."""
+        n = usable = 0
+        for key in keys:
+            entry = self.blocks.get(key)
+            if entry is None:
+                break
+            n += 1
+            if entry[1] or not snapshots_only:
+                usable = n
+        self._touch(keys[:n])
+        return usable
+
+    def pin(self, keys: Sequence[Hashable]) -> None:
+        for key in keys:
+            self.pins[key] = self.pins.get(key, 0) + 1
+
+    def unpin(self, keys: Sequence[Hashable]) -> None:
+        for key in keys:
+            left = self.pins.get(key, 0) - 1
+            if left > 0:
+                self.pins[key] = left
+            else:
+                self.pins.pop(key, None)
+
+    def _evict(self, need: float) -> None:
+        """Drop unpinned blocks, least recently used first, until `need` more bytes fit."""
+        if self.used + need <= self.capacity:
+            return
+        for key in list(self.blocks):
+            if key in self.pins:
+                continue
+            self.cached_bytes -= self.blocks.pop(key)[0]
+            if self.used + need <= self.capacity:
+                return
+
+    def reserve(self, need: float) -> bool:
+        """Hold `need` bytes for a running sequence, evicting cached blocks if needed."""
+        self._evict(need)
+        if self.used + need > self.capacity:
+            return False
+        self.running += need
+        return True
+
+    def release(self, held: float) -> None:
+        self.running = max(0.0, self.running - held)
+
+    def insert(self, keys: Sequence[Hashable], block_bytes: float, snapshot_bytes: float = 0.0,
+               snapshots: frozenset[int] | None = None, from_running: float = 0.0) -> tuple[list[Hashable], float]:
+        """Cache the blocks `keys` (a prompt's full blocks, in order) and pin them.
+
+        `snapshots` holds the block counts i whose block i-1 ends with a state snapshot (None:
+        every block can be resumed from, as on a dense model); a snapshot adds `snapshot_bytes`.
+        A new block's bytes move from the running sequence's hold (up to `from_running`), so
+        a prompt is never counted twice. Returns (the keys pinned, bytes moved)."""
+        moved, pinned = 0.0, []
+        for i, key in enumerate(keys, start=1):
+            snap = snapshots is None or i in snapshots
+            old = self.blocks.get(key)
+            if old is not None:
+                if snap and not old[1]:
+                    self.blocks[key] = (old[0] + snapshot_bytes, True)
+                    self.cached_bytes += snapshot_bytes
+            else:
+                nbytes = block_bytes + (snapshot_bytes if snapshots is not None and snap else 0.0)
+                take = min(nbytes, max(from_running - moved, 0.0))
+                self._evict(nbytes - take)
+                if self.used - take + nbytes > self.capacity:
+                    break
+                moved += take
+                self.running -= take
+                self.blocks[key] = (nbytes, snap)
+                self.cached_bytes += nbytes
+            self.pin((key,))  # at once: making room for the next block must not evict this one
+            pinned.append(key)
+        self._touch(pinned)
+        return pinned, moved
+
+    def _touch(self, keys: Sequence[Hashable]) -> None:
+        # Tail blocks first, so that a prefix's leading blocks are the last to be evicted
+        # (vLLM frees a request's blocks in reverse order for the same reason).
+        for key in reversed(keys):
+            self.blocks.move_to_end(key)
+
+    def clear(self) -> None:
+        """Empty the cache of every block no running sequence uses."""
+        for key in [key for key in self.blocks if key not in self.pins]:
+            self.cached_bytes -= self.blocks.pop(key)[0]

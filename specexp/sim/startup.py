@@ -1,0 +1,86 @@
+"""What a simulated server decides at start: cost models, context, cache layout, memory; and
+the engine built from them (what the runtime adapter and the HTTP server both serve)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from specexp import __version__
+from specexp.events import EngineInfo
+from specexp.roofline.costmodel import CostModel
+from specexp.runtimes.base import RuntimeFailure
+from specexp.sim.context import context_limit
+from specexp.sim.drafting import AcceptanceModel, DraftCost
+from specexp.sim.engine import SimEngine
+from specexp.sim.kvcache import CacheLayout, block_tokens, cache_hits
+from specexp.sim.memory import ENGINE_RESERVED_GIB, MemoryPlan, memory_plan, refusal
+from specexp.spec import ExperimentSpec
+
+GIB = 1024**3
+
+
+@dataclass(frozen=True)
+class ServerPlan:
+    target: CostModel
+    draft_model: CostModel | None
+    k: int
+    max_model_len: int
+    context_note: str | None
+    layout: CacheLayout
+    memory: MemoryPlan
+
+
+def plan_server(spec: ExperimentSpec, reserved_gib: float = ENGINE_RESERVED_GIB) -> ServerPlan:
+    """The server's start-time decisions; RuntimeFailure where a real engine refuses to start."""
+    rt = spec.runtime
+    target = CostModel.build(spec.hardware, spec.model, spec.quantization, rt.kv_cache_dtype)
+    draft_model = None
+    if spec.drafter.cost.uses_draft_model and spec.draft_model is not None:
+        draft_model = CostModel.build(spec.hardware, spec.draft_model, spec.quantization, rt.kv_cache_dtype)
+    k = spec.k or 0
+    context = context_limit(spec, k)
+    if isinstance(context, RuntimeFailure):
+        raise context
+    max_model_len, note = context
+    block = block_tokens(rt.cache_block_tokens, spec.model.cache_block_tokens,
+                         spec.model.cache_block_tokens_speculative, k > 0)
+    layout = CacheLayout.build(
+        enabled=rt.prefix_caching, hits=cache_hits(rt.version, rt.prefix_cache_broken_versions), block=block,
+        max_num_batched_tokens=rt.max_num_batched_tokens, state_bytes=target.state_bytes,
+    )
+    memory = memory_plan(spec, target, draft_model, k=k, layout=layout, max_model_len=max_model_len,
+                         reserved_gib=reserved_gib)
+    refused = refusal(spec, memory)
+    if refused is not None:
+        raise RuntimeFailure("refused", *refused)
+    return ServerPlan(target, draft_model, k, max_model_len, note, layout, memory)
+
+
+def start_engine(spec: ExperimentSpec) -> tuple[EngineInfo, SimEngine]:
+    """Plan the server and build its engine; RuntimeFailure where a real engine refuses."""
+    rt = spec.runtime
+    plan = plan_server(spec)
+    target, memory, layout, k = plan.target, plan.memory, plan.layout, plan.k
+    draft = acceptance = None
+    if k > 0:
+        draft = DraftCost(spec.drafter, target, plan.draft_model, spec.quantization)
+        acceptance = AcceptanceModel(spec.drafter, spec.workload.acceptance_class, spec.quantization.name, spec.seed)
+    engine = SimEngine(target, draft, acceptance, k, max_num_batched_tokens=rt.max_num_batched_tokens,
+                       max_num_seqs=rt.max_num_seqs, layout=layout, memory=memory)
+    details = {
+        "weight_gib": round(memory.weight_bytes / GIB, 2),
+        "activation_gib": round(memory.activation_bytes / GIB, 2),
+        "kv_pool_gib": round(memory.kv_bytes / GIB, 2),
+        "kv_bytes_per_token": round(memory.token_bytes),
+        "params_b": round(target.shape.total_params / 1e9, 2),
+        "max_model_len": plan.max_model_len,
+        "cache_block_tokens": layout.block_tokens,
+        "prefix_cache_hits": layout.enabled and layout.hits,
+    }
+    if target.state_bytes:
+        details["linear_state_mib_per_seq"] = round(target.state_bytes / 1024**2, 1)
+    if plan.context_note:
+        details["context_note"] = plan.context_note
+    info = EngineInfo(runtime="sim", version=rt.version or f"specexp-sim {__version__}",
+                      kv_cache_tokens=memory.kv_cache_tokens, details=details)
+    return info, engine
