@@ -138,11 +138,11 @@ def test_sweep_writes_one_result_per_cell(
 ) -> None:
     sweep, _ = mtp_dspark_sweep
     results = read_results(sweep)
-    assert len(results) == 6
+    assert len(results) == 7  # 2 drafters x 3 k, and the drafter=none baseline the sweep adds
     assert {r["status"] for r in results} == {"ok"}
     cells = {(r["conditions"]["drafter"], r["conditions"]["k"]) for r in results}
-    assert cells == {(d, k) for d in ("mtp", "dspark") for k in (3, 8, 15)}
-    assert len({r["run_id"] for r in results}) == 6
+    assert cells == {(d, k) for d in ("mtp", "dspark") for k in (3, 8, 15)} | {("none", None)}
+    assert len({r["run_id"] for r in results}) == 7
     for r in results:
         assert r["conditions"]["source"] == "simulated"
         for m in r["measurements"]:
@@ -155,7 +155,7 @@ def test_sweep_writes_results_jsonl(
 ) -> None:
     sweep, _ = mtp_dspark_sweep
     lines = jsonl(sweep / "results.jsonl")
-    assert len(lines) == sum(len(r["measurements"]) for r in read_results(sweep)) == 6
+    assert len(lines) == sum(len(r["measurements"]) for r in read_results(sweep)) == 7
     for line in lines:
         assert set(line) == {"run_id", "status", "conditions", "metrics"}
 
@@ -188,12 +188,15 @@ def test_sweep_writes_measurements_md(
     for column in SPEC_COLUMNS:
         assert any(column in h for h in header), column
     assert header[:2] == ["drafter", "k"]
-    assert len(rows) == 6
+    assert len(rows) == 7
     run_ids = {r["run_id"] for r in read_results(sweep)}
     assert {re.search(r"`([0-9a-f]{12})`", row[-1]).group(1) for row in rows} == run_ids  # type: ignore[union-attr]
     acceptance = next(i for i, h in enumerate(header) if "`acceptance_rate`" in h)
     for row in rows:
         assert len(row) == len(header)
+        if row[0] == "none":
+            assert row[1] == "—" and row[acceptance] == "—"
+            continue
         assert row[0] in ("mtp", "dspark") and row[1] in ("3", "8", "15")
         assert row[acceptance].endswith("%")
 
