@@ -15,7 +15,7 @@ from pathlib import Path
 import hydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from specexp import experiments, paths, progress
 from specexp import sweeper as _sweeper  # noqa: F401  (registers hydra/sweeper=specexp)
@@ -31,10 +31,8 @@ from specexp.summary import write_sweep_outputs
 def app(cfg: DictConfig) -> None:
     hc = HydraConfig.get()
     overrides = list(hc.overrides.task)
-    choices = OmegaConf.to_container(hc.runtime.choices)
-    assert isinstance(choices, dict)
     try:
-        composed = spec_of(cfg, overrides, choices)
+        composed = spec_of(cfg, overrides, hc.runtime.choices)
     except SpecError as err:
         exit_on_spec_error(err)
     cell, data = make_cell(composed.spec), composed.config

@@ -53,8 +53,8 @@ class Composed:
 def spec_of(cfg: DictConfig, overrides: Sequence[str], choices: Mapping[str, Any] | None = None) -> Composed:
     """The one road from Hydra to specexp: a composed config (with its `hydra` node, or with
     `choices` given) -> resolved data -> validated spec. Every entry point goes through here."""
-    if choices is None:
-        raw_choices = OmegaConf.to_container(cfg.hydra.runtime.choices)
+    if choices is None or isinstance(choices, DictConfig):
+        raw_choices = OmegaConf.to_container(choices if choices is not None else cfg.hydra.runtime.choices)
         assert isinstance(raw_choices, dict)
         choices = raw_choices
     data = _resolved(cfg)
