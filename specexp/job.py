@@ -92,7 +92,7 @@ def run_job(
         }
         result["conditions"]["runtime_version"] = info.version
         result["conditions"]["drafter_config"] = runtime.drafter_config()
-        prompts = PromptBuilder(spec.workload, runtime.tokenize, runtime.detokenize)
+        prompts = PromptBuilder(spec.workload, runtime.tokenize, runtime.detokenize) if runtime_cls.reads_prompts else None
         for window in drive(runtime, spec.workload, marker=prompt_marker(cell), prompt_for=prompts):
             windows.append(window)
             _raise_on_failed_requests(window, runtime)

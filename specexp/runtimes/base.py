@@ -52,6 +52,9 @@ class Runtime(ABC):
     source: ClassVar[Literal["measured", "simulated"]]
     reusable: ClassVar[bool] = False
     """A started server may serve the next job of the same server configuration."""
+    reads_prompts: ClassVar[bool] = True
+    """The engine reads the prompt text (False: it goes by each request's token counts and cache
+    group alone, as the simulator does, so no prompt text need be built)."""
 
     def __init__(self, spec: ExperimentSpec, job_dir: Path) -> None:
         self.spec = spec
