@@ -88,7 +88,7 @@ def run_job(
         runtime, progress.info, progress.reused = pool.acquire(
             cell.server_key, spec, job_dir, lambda: runtime_cls(spec, job_dir))
         progress.argv, progress.drafter_config = runtime.server_argv(), runtime.drafter_config()
-        prompts = PromptBuilder(spec.workload, runtime.tokenize, runtime.detokenize)
+        prompts = PromptBuilder(spec.workload, runtime.tokenize, runtime.detokenize) if runtime_cls.reads_prompts else None
         for window in drive(runtime, spec.workload, marker=prompt_marker(cell), prompt_for=prompts):
             progress.windows.append(window)
             _raise_on_failed_requests(window, runtime)

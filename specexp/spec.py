@@ -182,6 +182,9 @@ class RuntimeSpec(_Spec):
     prefix_cache_broken_versions: list[str] = []
     """Versions of this runtime (fnmatch patterns) whose prefix cache silently never hits: it is
     on and costs KV capacity, but nothing is reused. The simulator honours it for runtime.version."""
+    engine: Literal["vllm", "sglang", "llamacpp"] | None = None
+    """runtime=sim only: the engine the simulator imitates (its profile, conf/sim_engine/);
+    None: vllm."""
 
 
 class DrafterCost(_Spec):
@@ -203,6 +206,9 @@ class DrafterCost(_Spec):
     """The draft model (a conf/model/ id) used when the top-level `draft_model` is null."""
     overhead_ms: float = Field(default=0.0, ge=0)
     """Fixed cost per drafting step (CPU lookup, extra launches), ms."""
+    kernel_efficiency: float = Field(default=1.0, gt=0, le=1)
+    """Share of the target's achieved bandwidth and compute the drafter's passes reach (small
+    sequential kernels, launch gaps, sampling between draft tokens); fitted to measured costs."""
 
 
 class DrafterSpec(_Spec):

@@ -42,6 +42,7 @@ def method_section(rows: Sequence[Row], results: Sequence[RunRecord]) -> list[Bl
         lines.append(f"- **Weights**: {code_span(q)}" + (f": {cell(desc)}" if desc else ""))
     runtimes = {(r.get("runtime"), r.get("runtime_version")) for r in rows}
     lines.append("- **Runtime**: " + ", ".join(f"{code_span(n)} {cell(v or 'version unknown')}" for n, v in sorted(runtimes, key=str)))
+    lines.extend(_simulated_engines(results))
     arms: dict[str, list[Any]] = {}
     for r in rows:
         arms.setdefault(str(r.get("drafter")), [])
@@ -71,9 +72,9 @@ def method_section(rows: Sequence[Row], results: Sequence[RunRecord]) -> list[Bl
     simulated = sum(1 for r in rows if r.get("source") == "simulated")
     if simulated == len(rows):
         lines.append("- **Source**: every figure is **simulated** by specexp's simulator, not measured. Acceptance "
-                     "is drawn per verify step from each drafter's calibrated model with a fixed seed, so a short "
-                     "window (400 tokens is ~100 drafts) lands a few points from the calibration figures, and cells "
-                     "of one sweep share their random draws (deep positions of a trained block read alike).")
+                     "is drawn per verify step from each drafter's calibrated model by a seeded low-discrepancy "
+                     "sequence, so even a short window (400 tokens is ~100 drafts) lands within about a point of "
+                     "the calibration figures, and cells of one sweep share their draws (common random numbers).")
     elif simulated:
         lines.append(f"- **Source**: {simulated} of {len(rows)} figures are **simulated** (their `source` column says so); "
                      "the others were measured.")
@@ -84,6 +85,21 @@ def method_section(rows: Sequence[Row], results: Sequence[RunRecord]) -> list[Bl
                        caption="Conditions shared by every figure on this page")
     return [Heading("Method"), Paragraph("\n".join(lines)),
             Paragraph("Conditions shared by every figure on this page (the tables show only what varies):"), table]
+
+
+def _simulated_engines(results: Sequence[RunRecord]) -> list[str]:
+    """One line per (engine profile, device) the simulator imitated, with what its figures rest
+    on: a profile not calibrated for the device says so."""
+    seen: dict[tuple[str, str], str] = {}
+    for r in results:
+        info = r.provenance.engine_info or {}
+        if info.get("engine_profile"):
+            key = (str(info["engine_profile"]), str(r.conditions.hardware))
+            seen[key] = str(info.get("engine_calibration") or "uncalibrated")
+    return [f"- **Simulated engine** {code_span(profile)} on {code_span(hw)}: "
+            + ("**uncalibrated** (its engine figures are assumed for this device)" if cal == "uncalibrated"
+               else f"calibrated to {cell(cal)}")
+            for (profile, hw), cal in sorted(seen.items())]
 
 
 def _span(values: Sequence[Any]) -> str:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from specexp.roofline.shape import ModelShape, model_shape
 from specexp.spec import HardwareSpec, ModelSpec, QuantizationSpec
@@ -63,7 +64,7 @@ class CostModel:
 
     # --- rates ------------------------------------------------------------------------
 
-    @property
+    @cached_property
     def bandwidth(self) -> float:
         """Achieved bytes per second (KV cache, states, bf16 weights)."""
         hw = self.hardware
@@ -89,14 +90,14 @@ class CostModel:
             return hw.peak(dtype) * 1e12 * a.compute_by_dtype.get(dtype, a.compute)  # type: ignore[call-overload]
         return bf16 * a.dequant_compute
 
-    @property
+    @cached_property
     def attention_rate(self) -> float:
         """Achieved FLOP/s of attention kernels (bf16)."""
         hw, a = self.hardware, self.hardware.achieved
         frac = a.attention_compute if a.attention_compute is not None else a.compute_by_dtype.get("bf16", a.compute)
         return float(hw.peak_tflops.get("bf16") or 0.0) * 1e12 * frac
 
-    @property
+    @cached_property
     def overhead_seconds(self) -> float:
         """Fixed cost of one pass: per step, and per decoder layer."""
         hw, s = self.hardware, self.shape
@@ -120,7 +121,7 @@ class CostModel:
         """Weights held in device memory: what a pass reads plus untied input embeddings."""
         return self.weight_bytes + self.shape.input_embedding_params * self.quant.bytes_per_weight["embeddings"]
 
-    @property
+    @cached_property
     def kv_bytes_per_token(self) -> float:
         return self.shape.kv_elements_per_token * self.kv_bytes
 
@@ -128,26 +129,35 @@ class CostModel:
     def kv_bytes_per_token_per_layer(self) -> float:
         return self.shape.kv_elements_per_layer * self.kv_bytes
 
-    @property
+    @cached_property
     def state_bytes(self) -> float:
         """Recurrent state of one sequence (hybrid models), bytes."""
         return self.shape.state_bytes(self.state_dtype)
 
     # --- passes -----------------------------------------------------------------------
 
-    def matmul_seconds(self, tokens: int, logits: int) -> float:
-        """The weight matmuls of a pass over `tokens` tokens, `logits` of them projected."""
-        q, moved, compute = self.quant, 0.0, 0.0
+    @cached_property
+    def _matmul_terms(self) -> tuple[float, float, float]:
+        """(seconds to stream every weight once, compute seconds per token, per projected logit)."""
+        q, moved, per_token, per_logit = self.quant, 0.0, 0.0, 0.0
         for c, params in self._params().items():
             dtype = q.compute_dtype[c]  # type: ignore[index]
-            n = logits if c == "embeddings" else tokens
             moved += params * q.bytes_per_weight[c] / self.weight_bandwidth(dtype)  # type: ignore[index]
-            compute += 2 * params * n / self.flops_rate(dtype)
-        return max(moved, compute)
+            if c == "embeddings":
+                per_logit += 2 * params / self.flops_rate(dtype)
+            else:
+                per_token += 2 * params / self.flops_rate(dtype)
+        return moved, per_token, per_logit
+
+    def matmul_seconds(self, tokens: int, logits: int) -> float:
+        """The weight matmuls of a pass over `tokens` tokens, `logits` of them projected."""
+        moved, per_token, per_logit = self._matmul_terms
+        return max(moved, tokens * per_token + logits * per_logit)
 
     def attention_seconds(self, slices: Sequence[Slice]) -> float:
         """Attention over the cached context, single-token and multi-token slices apart."""
         per_ctx, kv = self.shape.attention_flops_per_context_token, self.kv_bytes_per_token
+        bandwidth, rate = self.bandwidth, self.attention_rate
         total = 0.0
         for multi in (False, True):
             group = [x for x in slices if (x.tokens > 1) == multi]
@@ -155,7 +165,7 @@ class CostModel:
                 continue
             moved = sum(x.context + x.tokens for x in group) * kv
             flops = sum(x.tokens * (x.context + x.tokens / 2) for x in group) * per_ctx
-            total += max(moved / (self.bandwidth * self._kv_efficiency(group, multi)), flops / self.attention_rate)
+            total += max(moved / (bandwidth * self._kv_efficiency(group, multi)), flops / rate)
         return total
 
     def _kv_efficiency(self, group: Sequence[Slice], multi: bool) -> float:

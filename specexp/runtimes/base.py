@@ -55,6 +55,9 @@ class Runtime(ABC):
     knows_setup: ClassVar[bool] = True
     """specexp started the server from the spec, so the spec's setup is the server's. False for a
     server that was already running: the setup the user did not state is recorded as unknown."""
+    reads_prompts: ClassVar[bool] = True
+    """The engine reads the prompt text (False: it goes by each request's token counts and cache
+    group alone, as the simulator does, so no prompt text need be built)."""
 
     def __init__(self, spec: ExperimentSpec, job_dir: Path) -> None:
         self.spec = spec

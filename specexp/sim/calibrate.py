@@ -266,3 +266,56 @@ def fit_reserved() -> tuple[float, float]:
     reserved = float((at0 - 1) @ slope / (slope @ slope))
     err = at0 - slope * reserved - 1
     return reserved, float(np.sqrt(np.mean(err**2)))
+
+
+# --- the studies' Spark facts: base decode, drafting costs ---------------------------------
+
+SPARK_BASE_PASSES_PER_S = 7.88
+"""studies.md: base decode of Qwen3.8-27B FP8 on the DGX Spark without drafting."""
+DRAFT_COST_PER_TOKEN = {"mtp": (3, 1 / 6.5), "dspark": (7, 0.046)}
+"""studies.md, worked back from measured pass rates on the Spark (FP8): drafter -> (k measured,
+cost per drafted token in target passes): DSpark about 0.046 (a ceiling of ~21x base); MTP's
+sequential head with a full lm_head per draft token implies a ceiling of about 6.5x."""
+SPARK_CONTEXT = 232
+"""Mean context of a fresh_generation request (32-token prompt, 400 tokens out)."""
+
+
+def _spark(drafter: str = "none", k: int | None = None) -> tuple[ExperimentSpec, CostModel]:
+    spec = spark_spec(0.9, True, drafter, k)
+    return spec, CostModel.build(spec.hardware, spec.model, spec.quantization, spec.runtime.kv_cache_dtype)
+
+
+def spark_pass_seconds(hw: HardwareSpec | None = None) -> float:
+    """One single-sequence decode pass of the FP8 model on the Spark (at `hw`'s figures)."""
+    spec, target = _spark()
+    if hw is not None:
+        target = CostModel.build(hw, spec.model, spec.quantization, spec.runtime.kv_cache_dtype)
+    return target.pass_seconds([Slice(tokens=1, context=SPARK_CONTEXT, logits=1)])
+
+
+def spark_bandwidth() -> float:
+    """The Spark's achieved bandwidth fraction that gives SPARK_BASE_PASSES_PER_S (bisection)."""
+    spec, _ = _spark()
+    lo, hi = 0.05, 1.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        hw = spec.hardware.model_copy(update={"achieved": spec.hardware.achieved.model_copy(update={"bandwidth": mid})})
+        lo, hi = (mid, hi) if 1 / spark_pass_seconds(hw) < SPARK_BASE_PASSES_PER_S else (lo, mid)
+    return (lo + hi) / 2
+
+
+def draft_cost_per_token(drafter: str, k: int) -> float:
+    """Simulated drafting cost per drafted token on the Spark (FP8, one sequence), in target passes."""
+    from specexp.sim.drafting import DraftCost
+
+    spec, target = _spark(drafter, k)
+    verify = [Slice(tokens=k + 1, context=SPARK_CONTEXT, logits=k + 1, state_writes=k + 1)]
+    seconds = DraftCost(spec.drafter, target, None, spec.quantization).seconds(k, verify)
+    return seconds / k / spark_pass_seconds()
+
+
+def drafter_efficiency(drafter: str) -> float:
+    """The drafter's kernel_efficiency that reproduces DRAFT_COST_PER_TOKEN (cost is 1 / efficiency)."""
+    k, per_token = DRAFT_COST_PER_TOKEN[drafter]
+    spec, _ = _spark(drafter, k)
+    return spec.drafter.cost.kernel_efficiency * draft_cost_per_token(drafter, k) / per_token

@@ -26,6 +26,7 @@ from specexp.roofline.costmodel import CostModel, Slice
 from specexp.sim.drafting import AcceptanceModel, DraftCost
 from specexp.sim.kvcache import CacheLayout, KvPool
 from specexp.sim.memory import MemoryPlan
+from specexp.sim.profile import EngineProfile
 
 
 @dataclass(eq=False)
@@ -39,6 +40,8 @@ class Seq:
     """Keys of the prompt's full cache blocks, chained (see KvPool)."""
     arrived: float = 0.0
     """Engine clock at submission."""
+    ready: float = 0.0
+    """Engine clock from which it can be scheduled (arrival + the engine's per-request cost)."""
     cached: int = 0
     prefilled: int = 0
     generated: int = 0
@@ -99,12 +102,17 @@ class SimEngine:
         max_num_seqs: int,
         layout: CacheLayout,
         memory: MemoryPlan | None = None,
+        profile: EngineProfile | None = None,
+        prefill_target: CostModel | None = None,
     ) -> None:
         self.target = target
+        self.profile = profile or EngineProfile(name="ideal", description="no engine costs")
+        self.prefill_target = prefill_target or target
+        """The pass cost of steps that prefill (the engine's prefill kernels)."""
         self.draft = draft
         self.acceptance = acceptance
         self.k = k if draft is not None else 0
-        self.max_num_batched_tokens = max_num_batched_tokens
+        self.max_num_batched_tokens = self.profile.batch_tokens or max_num_batched_tokens
         self.max_num_seqs = max_num_seqs
         self.layout = layout
         self.memory = memory
@@ -151,6 +159,7 @@ class SimEngine:
         if not self.busy:
             self.clock = max(self.clock, at)
         seq.arrived = at
+        seq.ready = at + self.profile.request_overhead_ms / 1e3
         self.waiting.append(seq)
         return True
 
@@ -204,7 +213,10 @@ class SimEngine:
     # -- the scheduler -------------------------------------------------------------------
     def step(self) -> Step | None:
         """Admit what fits, run one forward pass; None when nothing could run."""
-        while self.waiting and len(self.running) < self.max_num_seqs and self._admit(self.waiting[0]):
+        if not self.running and self.waiting:  # idle until the head of the queue can be scheduled
+            self.clock = max(self.clock, self.waiting[0].ready)
+        while (self.waiting and len(self.running) < self.max_num_seqs and self.waiting[0].ready <= self.clock
+               and self._admit(self.waiting[0])):
             self.running.append(self.waiting.popleft())
         if not self.running:
             return None
@@ -229,12 +241,12 @@ class SimEngine:
                 n = min(budget, s.prompt - s.prefilled)
                 chunks.append((s, n))
                 budget -= n
-        slices = verify + [Slice(tokens=n, context=s.prefilled, logits=int(s.prefilled + n == s.prompt))
-                           for s, n in chunks]
-        seconds = self.target.pass_seconds(slices)
+        seconds = self._pass_seconds(verify, chunks)
         if self.draft is not None and verify:
             seconds += self.draft.seconds(k, verify)
-        self.clock += seconds
+        sampled = len(decoding) + sum(1 for s, n in chunks if s.prefilled + n == s.prompt)
+        p = self.profile
+        self.clock += seconds + (p.step_overhead_ms + p.seq_overhead_ms * sampled) / 1e3
         emitted = [(s, self._emit(s, self._verify())) for s in decoding]
         for s, n in chunks:
             s.prefilled += n
@@ -242,6 +254,29 @@ class SimEngine:
                 self._remember(s)
                 emitted.append((s, self._emit(s, 1)))
         return emitted
+
+    def _pass_seconds(self, verify: list[Slice], chunks: list[tuple[Seq, int]]) -> float:
+        """The step's forward passes: one, or one per prefill micro-batch (the decode tokens ride
+        in the first)."""
+        prefill = [Slice(tokens=n, context=s.prefilled, logits=int(s.prefilled + n == s.prompt)) for s, n in chunks]
+        if not prefill:
+            return self.target.pass_seconds(verify)
+        ubatch = self.profile.prefill_ubatch_tokens
+        if ubatch is None:
+            return self.prefill_target.pass_seconds(verify + prefill)
+        passes: list[list[Slice]] = [list(verify)]
+        room = ubatch - sum(v.tokens for v in verify)
+        for x in prefill:
+            done = 0
+            while done < x.tokens:
+                if room <= 0:
+                    passes.append([])
+                    room = ubatch
+                n = min(room, x.tokens - done)
+                last = x.logits if done + n == x.tokens else 0
+                passes[-1].append(Slice(tokens=n, context=x.context + done, logits=last))
+                done, room = done + n, room - n
+        return sum(self.prefill_target.pass_seconds(group) for group in passes if group)
 
     def _verify(self) -> int:
         """Tokens one sequence emits from one decode step: accepted drafts + the bonus token."""

@@ -16,6 +16,7 @@ class SimRuntime(Runtime):
 
     name = "sim"
     source = "simulated"
+    reads_prompts = False
     engine: SimEngine
 
     def start(self) -> EngineInfo:

@@ -14,7 +14,8 @@ from specexp.sim.drafting import AcceptanceModel, DraftCost
 from specexp.sim.engine import SimEngine
 from specexp.sim.kvcache import CacheLayout, block_tokens, cache_hits
 from specexp.sim.memory import ENGINE_RESERVED_GIB, MemoryPlan, memory_plan, refusal
-from specexp.spec import ExperimentSpec
+from specexp.sim.profile import EngineProfile, calibration, load_profile
+from specexp.spec import ExperimentSpec, HardwareSpec
 
 GIB = 1024**3
 
@@ -28,11 +29,15 @@ class ServerPlan:
     context_note: str | None
     layout: CacheLayout
     memory: MemoryPlan
+    profile: EngineProfile
 
 
-def plan_server(spec: ExperimentSpec, reserved_gib: float = ENGINE_RESERVED_GIB) -> ServerPlan:
-    """The server's start-time decisions; RuntimeFailure where a real engine refuses to start."""
+def plan_server(spec: ExperimentSpec, reserved_gib: float = ENGINE_RESERVED_GIB,
+                profile: EngineProfile | None = None) -> ServerPlan:
+    """The server's start-time decisions; RuntimeFailure where a real engine refuses to start.
+    `profile` replaces runtime.engine's (a calibration trying figures)."""
     rt = spec.runtime
+    profile = profile or load_profile(rt.engine)
     target = CostModel.build(spec.hardware, spec.model, spec.quantization, rt.kv_cache_dtype)
     draft_model = None
     if spec.drafter.cost.uses_draft_model and spec.draft_model is not None:
@@ -42,7 +47,7 @@ def plan_server(spec: ExperimentSpec, reserved_gib: float = ENGINE_RESERVED_GIB)
     if isinstance(context, RuntimeFailure):
         raise context
     max_model_len, note = context
-    block = block_tokens(rt.cache_block_tokens, spec.model.cache_block_tokens,
+    block = block_tokens(rt.cache_block_tokens or profile.cache_block_tokens, spec.model.cache_block_tokens,
                          spec.model.cache_block_tokens_speculative, k > 0)
     layout = CacheLayout.build(
         enabled=rt.prefix_caching, hits=cache_hits(rt.version, rt.prefix_cache_broken_versions), block=block,
@@ -53,20 +58,39 @@ def plan_server(spec: ExperimentSpec, reserved_gib: float = ENGINE_RESERVED_GIB)
     refused = refusal(spec, memory)
     if refused is not None:
         raise RuntimeFailure("refused", *refused)
-    return ServerPlan(target, draft_model, k, max_model_len, note, layout, memory)
+    return ServerPlan(target, draft_model, k, max_model_len, note, layout, memory, profile)
 
 
-def start_engine(spec: ExperimentSpec) -> tuple[EngineInfo, SimEngine]:
+def prefill_hardware(hw: HardwareSpec, share: float) -> HardwareSpec:
+    """`hw` with its achieved GEMM and attention compute scaled by `share` (an engine's prefill kernels)."""
+    if share == 1.0:
+        return hw
+    a = hw.achieved
+    achieved = a.model_copy(update={
+        "compute": a.compute * share,
+        "compute_by_dtype": {d: f * share for d, f in a.compute_by_dtype.items()},
+        "attention_compute": (a.attention_compute if a.attention_compute is not None else a.compute) * share,
+    })
+    return hw.model_copy(update={"achieved": achieved})
+
+
+def start_engine(spec: ExperimentSpec, profile: EngineProfile | None = None) -> tuple[EngineInfo, SimEngine]:
     """Plan the server and build its engine; RuntimeFailure where a real engine refuses."""
     rt = spec.runtime
-    plan = plan_server(spec)
+    plan = plan_server(spec, profile=profile)
     target, memory, layout, k = plan.target, plan.memory, plan.layout, plan.k
     draft = acceptance = None
     if k > 0:
         draft = DraftCost(spec.drafter, target, plan.draft_model, spec.quantization)
         acceptance = AcceptanceModel(spec.drafter, spec.workload.acceptance_class, spec.quantization.name, spec.seed)
+    profile = plan.profile
+    prefill = target
+    if profile.prefill_compute != 1.0:
+        prefill = CostModel.build(prefill_hardware(spec.hardware, profile.prefill_compute), spec.model,
+                                  spec.quantization, rt.kv_cache_dtype)
     engine = SimEngine(target, draft, acceptance, k, max_num_batched_tokens=rt.max_num_batched_tokens,
-                       max_num_seqs=rt.max_num_seqs, layout=layout, memory=memory)
+                       max_num_seqs=rt.max_num_seqs, layout=layout, memory=memory, profile=profile,
+                       prefill_target=prefill)
     details = {
         "weight_gib": round(memory.weight_bytes / GIB, 2),
         "activation_gib": round(memory.activation_bytes / GIB, 2),
@@ -76,11 +100,13 @@ def start_engine(spec: ExperimentSpec) -> tuple[EngineInfo, SimEngine]:
         "max_model_len": plan.max_model_len,
         "cache_block_tokens": layout.block_tokens,
         "prefix_cache_hits": layout.enabled and layout.hits,
+        "engine_profile": profile.name,
+        "engine_calibration": calibration(profile, spec),
     }
     if target.state_bytes:
         details["linear_state_mib_per_seq"] = round(target.state_bytes / 1024**2, 1)
     if plan.context_note:
         details["context_note"] = plan.context_note
-    info = EngineInfo(runtime="sim", version=rt.version or f"specexp-sim {__version__}",
+    info = EngineInfo(runtime="sim", version=rt.version or f"specexp-sim {__version__} ({profile.name} profile)",
                       kv_cache_tokens=memory.kv_cache_tokens, details=details)
     return info, engine

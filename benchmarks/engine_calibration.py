@@ -1,0 +1,65 @@
+"""An engine profile of the simulator held against that engine measured by specexp, every cell.
+
+    .venv/bin/python benchmarks/engine_calibration.py [--fit] [--data benchmarks/data/gpu-h200-llamacpp.jsonl]
+
+Simulates every measured cell (`runtime=sim runtime.engine=llamacpp hardware=h200 model=qwen3-8b
+quantization=bf16`, the cell's concurrency, prompt and output lengths and slots) and prints
+simulated against measured with the error, and whether each is within issue 14's targets
+(decode and aggregate within 15 %, prefill within 20 %, TTFT within 25 % or 20 ms).
+`--fit` re-runs the least-squares fit of the profile's figures first (specexp/sim/calibrate_engine.py)
+and prints them. Writes benchmarks/results/engine_calibration.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+
+from specexp.sim import calibrate_engine as ce
+
+REPO = Path(__file__).resolve().parents[1]
+TARGET = {"decode_tps": 0.15, "aggregate_tps": 0.15, "prefill_tps": 0.20, "ttft_s": 0.25}
+
+
+def within(metric: str, measured: float, simulated: float) -> bool:
+    err = abs(simulated / measured - 1)
+    return err <= TARGET[metric] or (metric == "ttft_s" and abs(simulated - measured) <= 0.020)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--fit", action="store_true")
+    parser.add_argument("--data", type=Path, default=ce.DATA)
+    parser.add_argument("--out", type=Path, default=REPO / "benchmarks/results/engine_calibration.md")
+    args = parser.parse_args()
+    cells = ce.load_cells(args.data)
+    lines = ["# Engine profile `llamacpp` against llama-server measured on an H200", "",
+             f"Data: `{args.data.relative_to(REPO) if args.data.is_relative_to(REPO) else args.data}` "
+             "(specexp's records of llama-server with CUDA; see benchmarks/data/README.md). Simulated: "
+             "`runtime=sim runtime.engine=llamacpp hardware=h200 model=qwen3-8b quantization=bf16` with each "
+             "cell's conditions. Targets (issue 14): decode and aggregate within 15 %, prefill within 20 %, "
+             "TTFT within 25 % or 20 ms.", ""]
+    profile = ce.load_profile("llamacpp")
+    if args.fit:
+        figures = ce.fit(cells)
+        lines += ["Fit: " + ", ".join(f"`{k}` {v:.4g}" for k, v in figures.items()), ""]
+        profile = ce.with_figures(profile, [figures[k] for k in ce.FITTED])
+    lines += ["Profile: " + ", ".join(f"`{k}` {getattr(profile, k):g}" for k in ce.FITTED), "",
+              "| cell | metric | measured | simulated | error | within target |", "|---|---|---:|---:|---:|---|"]
+    errors, misses = [], 0
+    for cell, metric, measured, simulated in ce.compare(cells, ce.base_spec(), profile):
+        err = simulated / measured - 1
+        ok = within(metric, measured, simulated)
+        misses += not ok
+        errors.append(err)
+        lines.append(f"| {cell.label} | `{metric}` | {measured:.4g} | {simulated:.4g} | {err:+.1%} | {'yes' if ok else '**no**'} |")
+    rms = math.sqrt(sum(e * e for e in errors) / len(errors))
+    lines += ["", f"{len(errors)} figures, rms error {rms:.1%}, {misses} outside the target.", ""]
+    text = "\n".join(lines)
+    print(text)
+    args.out.write_text(text)
+
+
+if __name__ == "__main__":
+    main()

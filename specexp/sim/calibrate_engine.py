@@ -1,0 +1,131 @@
+"""Fit an engine profile's figures to that engine measured by specexp, and compare every cell.
+
+The data are specexp's own records of a real server (benchmarks/data/, with their provenance):
+for llama-server with CUDA on an H200, the Qwen3-8B shape in BF16 without a drafter, decode at
+concurrency 1, 8 and 32 (512-token prompts, 256 tokens out, 32 slots) and prefill at 1k-32k
+tokens (one slot). Every measured cell is simulated with `runtime=sim runtime.engine=<profile>`
+and the same conditions, through the same runtime and workload driver a sweep uses.
+
+The fit is the Levenberg-Marquardt least squares of calibrate.py on log(simulated / measured)
+over decode_tps, aggregate_tps and ttft_s of the decode cells and prefill_tps and ttft_s of the
+prefill cells, of the profile's step and per-sequence CPU costs, its prefill compute share and
+its per-request cost. The micro-batch sizes are the engine's defaults, not fitted.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from specexp.sim.profile import EngineProfile, load_profile
+from specexp.spec import ExperimentSpec
+
+DATA = Path(__file__).resolve().parents[2] / "benchmarks/data/gpu-h200-llamacpp.jsonl"
+FITTED = ("step_overhead_ms", "seq_overhead_ms", "prefill_compute", "request_overhead_ms")
+UPPER = (np.inf, np.inf, 1.0, np.inf)
+METRICS = {"decode": ("decode_tps", "aggregate_tps", "ttft_s"), "prefill": ("prefill_tps", "ttft_s")}
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One measured figure set: a part (decode, prefill) at one concurrency and prompt length."""
+
+    part: str
+    concurrency: int
+    prompt_tokens: int
+    output_tokens: int
+    max_model_len: int
+    slots: int
+    measured: dict[str, float]
+
+    @property
+    def label(self) -> str:
+        return f"{self.part} c={self.concurrency} prompt={self.prompt_tokens:,}"
+
+
+def load_cells(path: Path = DATA) -> list[Cell]:
+    """The drafter-free decode and prefill cells of a records file (one JSON object a line)."""
+    cells = []
+    for line in path.read_text().splitlines():
+        r: dict[str, Any] = json.loads(line)
+        part, m = r.get("part"), r.get("measured") or {}
+        c = m.get("conditions") or {}
+        if r.get("status") != "ok" or part not in METRICS or c.get("drafter") != "none":
+            continue
+        slots = int((r.get("engine_info") or {}).get("total_slots") or c["concurrency"])
+        cells.append(Cell(part, int(c["concurrency"]), int(c["prompt_tokens"]), int(c["output_tokens"]),
+                          int(c["max_model_len"]), slots,
+                          {k: float(m["metrics"][k]) for k in METRICS[part] if m["metrics"].get(k)}))
+    return cells
+
+
+def base_spec(engine: str = "llamacpp") -> ExperimentSpec:
+    """runtime=sim imitating `engine` for the measured shape: hardware=h200 model=qwen3-8b bf16."""
+    from specexp.sim.cli import build_spec
+
+    return build_spec(["runtime=sim", f"runtime.engine={engine}", "hardware=h200", "model=qwen3-8b",
+                       "quantization=bf16", "drafter=none", "workload=concurrency"])
+
+
+def cell_spec(base: ExperimentSpec, cell: Cell) -> ExperimentSpec:
+    workload = base.workload.model_copy(update={
+        "concurrency": [cell.concurrency], "prompt_tokens": cell.prompt_tokens, "prompt_lengths": None,
+        "output_tokens": cell.output_tokens, "repeats": 1, "warmup": 0, "cache": ["cold"],
+        "shared_prefix": False,
+    })
+    runtime = base.runtime.model_copy(update={"max_model_len": cell.max_model_len, "max_num_seqs": cell.slots})
+    return base.model_copy(update={"workload": workload, "runtime": runtime})
+
+
+def simulate(spec: ExperimentSpec, profile: EngineProfile | None = None) -> dict[str, float]:
+    """The window metrics of one cell on the simulator (the driver's only window)."""
+    from specexp.metrics import window_metrics
+    from specexp.sim.runtime import SimRuntime
+    from specexp.sim.startup import start_engine
+    from specexp.workloads.driver import drive
+
+    runtime = SimRuntime(spec, Path("."))
+    _, runtime.engine = start_engine(spec, profile)
+    prefill_only = spec.workload.output_tokens == 1
+    out: dict[str, float] = {}
+    for window in drive(runtime, spec.workload, marker="calibration"):
+        out = {k: float(v) for k, v in window_metrics(window.traces, window.delta, prefill_only=prefill_only).items()
+               if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    return out
+
+
+def with_figures(profile: EngineProfile, values: Sequence[float]) -> EngineProfile:
+    return profile.model_copy(update=dict(zip(FITTED, (float(v) for v in values), strict=True)))
+
+
+def compare(cells: Sequence[Cell], base: ExperimentSpec,
+            profile: EngineProfile | None = None) -> list[tuple[Cell, str, float, float]]:
+    """(cell, metric, measured, simulated) for every measured figure."""
+    rows = []
+    for cell in cells:
+        sim = simulate(cell_spec(base, cell), profile)
+        rows.extend((cell, metric, value, sim.get(metric, float("nan"))) for metric, value in cell.measured.items())
+    return rows
+
+
+def fit(cells: Sequence[Cell], engine: str = "llamacpp", iterations: int = 40) -> dict[str, float]:
+    """Least-squares figures of the profile from `cells`, with the fit's rms and max error."""
+    from specexp.sim.calibrate import _lm
+
+    base, start = base_spec(engine), load_profile(engine)
+
+    def residual(p: np.ndarray) -> np.ndarray:
+        trial = with_figures(start, np.clip(p, 1e-4, UPPER))
+        return np.array([np.log(sim / meas) for _, _, meas, sim in compare(cells, base, trial)])
+
+    p0 = np.maximum(np.array([getattr(start, name) for name in FITTED]), 0.05)
+    p = _lm(residual, p0, np.array(UPPER), iterations=iterations)
+    err = np.expm1(residual(p))
+    out = dict(zip(FITTED, (float(x) for x in p), strict=True))
+    out.update(rms_error=float(np.sqrt(np.mean(err**2))), max_error=float(np.max(np.abs(err))))
+    return out

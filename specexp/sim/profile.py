@@ -1,0 +1,68 @@
+"""Engine profiles: what the simulator imitates of a named engine besides the forward pass.
+
+The forward pass is the hardware's (roofline.costmodel, fitted to kernels); an engine adds its
+own costs around it, and they differ by engine (conf/sim_engine/<name>.yaml, every figure with
+its source):
+
+- per step: a fixed CPU cost (scheduling, input preparation) and, per running sequence, the
+  sampler over the vocabulary and detokenisation (llama-server samples on the CPU);
+- prefill: the tokens one step takes (vLLM's chunk budget, llama.cpp's n_batch) and the
+  micro-batches it runs them in (llama.cpp's n_ubatch: every micro-batch is its own pass);
+- per request: a fixed cost before the first step (HTTP, tokenisation, scheduling);
+- the prefix cache's block, where the engine sets it.
+
+`calibrations` names, per device, what the profile's figures were checked against; a device
+not named is simulated **uncalibrated**, and the report's Method says so.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from specexp.spec import ExperimentSpec
+
+DEFAULT = "vllm"
+
+
+class EngineProfile(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    name: str
+    description: str
+    batching: Literal["continuous", "slots"] = "continuous"
+    """continuous: up to max_num_seqs sequences share every step; slots: a fixed number of
+    slots (llama-server --parallel), also batched together, each holding one request."""
+    step_overhead_ms: float = Field(default=0.0, ge=0)
+    """CPU time of one step besides the forward pass (scheduler, input preparation), ms."""
+    seq_overhead_ms: float = Field(default=0.0, ge=0)
+    """CPU time per sequence that samples in a step (sampler over the vocabulary,
+    detokenisation), ms: paid serially, so it grows with the batch."""
+    batch_tokens: int | None = Field(default=None, ge=1)
+    """Tokens one step may take (llama.cpp n_batch); None: runtime.max_num_batched_tokens."""
+    prefill_ubatch_tokens: int | None = Field(default=None, ge=1)
+    """Prefill micro-batch: a step's prompt tokens run in passes of at most this many (each
+    reads the weights again and pays the pass overhead); None: one pass per step."""
+    prefill_compute: float = Field(default=1.0, gt=0, le=1)
+    """Share of the hardware file's achieved GEMM and attention compute the engine's prefill
+    kernels reach (the hardware figures are fitted to PyTorch/cuBLAS kernels)."""
+    request_overhead_ms: float = Field(default=0.0, ge=0)
+    """Fixed cost of a request before its first step (HTTP, tokenisation, scheduling), ms."""
+    cache_block_tokens: int | None = Field(default=None, ge=1)
+    """The engine's prefix-cache block; None: the model's (or 16)."""
+    calibrations: dict[str, str] = {}
+    """Device id -> what the figures were checked against on it."""
+
+
+def load_profile(name: str | None) -> EngineProfile:
+    """The profile conf/sim_engine/<name>.yaml (None: vllm); SpecError naming the accepted ones."""
+    from specexp.compose import load_option
+
+    profile: EngineProfile = load_option(EngineProfile, "sim_engine", name or DEFAULT, "runtime.engine")
+    return profile
+
+
+def calibration(profile: EngineProfile, spec: ExperimentSpec) -> str:
+    """What this profile's figures rest on for the spec's device, or "uncalibrated"."""
+    return profile.calibrations.get(spec.hardware.name, "uncalibrated")

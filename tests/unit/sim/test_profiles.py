@@ -1,0 +1,161 @@
+"""Engine profiles (runtime=sim runtime.engine=...) and the studies' calibration facts: the laws
+the profiles' costs must obey, and that a record says which profile and calibration it rests on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from specexp.conditions import run_conditions
+from specexp.errors import SpecError
+from specexp.metrics import window_metrics
+from specexp.record import Provenance, RunRecord
+from specexp.report.method import _simulated_engines
+from specexp.roofline.costmodel import Slice
+from specexp.sim import calibrate
+from specexp.sim.cli import build_spec
+from specexp.sim.profile import load_profile
+from specexp.sim.runtime import SimRuntime
+from specexp.spec import ExperimentSpec
+from specexp.workloads.driver import drive
+
+H200_8B = ["hardware=h200", "model=qwen3-8b", "quantization=bf16", "drafter=none"]
+
+
+def spec_of(*overrides: str) -> ExperimentSpec:
+    return build_spec(list(overrides))
+
+
+def windows(spec: ExperimentSpec, tmp_path: Path) -> tuple[SimRuntime, list[Any]]:
+    runtime = SimRuntime(spec, tmp_path)
+    runtime.start()
+    return runtime, list(drive(runtime, spec.workload, marker="t"))
+
+
+def per_stream(spec: ExperimentSpec, tmp_path: Path) -> dict[int, float]:
+    _, ws = windows(spec, tmp_path)
+    return {w.point.concurrency: window_metrics(w.traces, w.delta, prefill_only=False)["decode_tps"] for w in ws}
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "llamacpp"])
+def test_every_engine_the_spec_accepts_has_a_valid_profile_whose_figures_cite_a_source(engine: str) -> None:
+    from specexp import paths
+
+    profile = load_profile(engine)
+    assert profile.name == engine
+    text = (paths.conf_dir() / "sim_engine" / f"{engine}.yaml").read_text()
+    for name in ("step_overhead_ms", "seq_overhead_ms", "prefill_compute", "request_overhead_ms"):
+        line = next(line for line in text.splitlines() if line.startswith(f"{name}:"))
+        assert "#" in line or "source: fit" in text, name
+
+
+def test_the_default_profile_is_vllm_and_a_record_names_it(tmp_path: Path) -> None:
+    runtime = SimRuntime(spec_of(*H200_8B), tmp_path)
+    info = runtime.start()
+    assert info.details["engine_profile"] == "vllm" and "vllm" in (info.version or "")
+    llama = SimRuntime(spec_of(*H200_8B, "runtime.engine=llamacpp"), tmp_path).start()
+    assert llama.details["engine_profile"] == "llamacpp" and "llamacpp" in (llama.version or "")
+
+
+def test_an_unknown_engine_is_refused_naming_the_accepted_ones() -> None:
+    with pytest.raises(SpecError) as err:
+        spec_of("runtime.engine=vlm")
+    text = str(err.value)
+    assert "runtime.engine" in text and "llamacpp" in text and "sglang" in text
+
+
+def _record(spec: Any, details: dict[str, Any]) -> RunRecord:
+    return RunRecord(run_id="r", status="ok", conditions=run_conditions(spec, "simulated"),
+                     provenance=Provenance(engine_info=details))
+
+
+def test_a_profile_without_a_calibration_for_the_device_says_uncalibrated(tmp_path: Path) -> None:
+    results = []
+    for hw in ("h200", "rtx_a6000"):
+        spec = spec_of(f"hardware={hw}", "model=qwen3-8b", "quantization=bf16", "runtime.engine=sglang")
+        info = SimRuntime(spec, tmp_path).start()
+        results.append(_record(spec, info.details))
+    lines = _simulated_engines(results)
+    assert len(lines) == 2 and all("**uncalibrated**" in line for line in lines)
+    spec = spec_of(*H200_8B)
+    vllm = SimRuntime(spec, tmp_path).start()
+    assert "uncalibrated" not in _simulated_engines([_record(spec, vllm.details)])[0]
+
+
+def test_a_per_slot_cost_makes_per_stream_decode_fall_with_slots(tmp_path: Path) -> None:
+    concurrency = "workload.concurrency=[1,4,16]"
+    common = [*H200_8B, "workload=concurrency", concurrency, "workload.output_tokens=64", "workload.prompt_tokens=256",
+              "workload.warmup=0"]
+    llama = per_stream(spec_of(*common, "runtime.engine=llamacpp"), tmp_path)
+    vllm = per_stream(spec_of(*common), tmp_path)
+    assert llama[1] > llama[4] > llama[16]
+    # the fall beyond vLLM's is at least the sampler's serial time per extra slot and step
+    s = load_profile("llamacpp").seq_overhead_ms / 1e3
+    for c in (4, 16):
+        extra = (1 / llama[c] - 1 / llama[1]) - (1 / vllm[c] - 1 / vllm[1])
+        assert extra >= (c - 1) * s * 0.99
+
+
+def test_prefill_micro_batches_never_make_a_prefill_faster(tmp_path: Path) -> None:
+    common = [*H200_8B, "workload=prefill_sweep", "workload.prompt_lengths=[1024,8192]", "runtime.engine=llamacpp"]
+    spec = spec_of(*common)
+    ttft = {}
+    for name, ubatch in (("micro", 512), ("whole", None)):
+        runtime = SimRuntime(spec, tmp_path)
+        runtime.start()
+        runtime.engine.profile = runtime.engine.profile.model_copy(update={"prefill_ubatch_tokens": ubatch})
+        ttft[name] = [window_metrics(w.traces, w.delta, prefill_only=True)["ttft_s"]
+                      for w in drive(runtime, spec.workload, marker="t")]
+    assert all(m > w for m, w in zip(ttft["micro"], ttft["whole"], strict=True))
+
+
+@pytest.mark.parametrize("engine", ["vllm", "llamacpp"])
+def test_warm_gain_is_bounded_by_the_fixed_and_tail_costs(engine: str, tmp_path: Path) -> None:
+    spec = spec_of("hardware=dgx_spark", "model=qwen3.8-27b", "quantization=fp8", "drafter=none",
+                   "workload=prefix_cache", "workload.prompt_lengths=[3700,32000]", "workload.repeats=1",
+                   f"runtime.engine={engine}")
+    runtime, ws = windows(spec, tmp_path)
+    engine_ = runtime.engine
+    p = engine_.profile
+    by = {(w.point.prompt_tokens, w.point.cache): w.traces[0] for w in ws}
+    for tokens in (3700, 32000):
+        cold, warm = by[(tokens, "cold")], by[(tokens, "warm")]
+        cached = warm.cached_prompt_tokens or 0
+        assert 0 < cached < tokens
+        tail = engine_.prefill_target.pass_seconds([Slice(tokens=tokens - cached, context=cached, logits=1)])
+        floor = tail + (p.request_overhead_ms + p.step_overhead_ms + p.seq_overhead_ms) / 1e3
+        warm_ttft = warm.events[0].t - warm.sent_at
+        cold_ttft = cold.events[0].t - cold.sent_at
+        assert warm_ttft >= floor * 0.999
+        assert cold_ttft / warm_ttft <= cold_ttft / floor * 1.001
+
+
+def test_the_quantization_advantage_shrinks_as_batches_become_compute_bound() -> None:
+    _, fp8 = calibrate._spark("mtp", 3)
+    nvfp4_spec = calibrate.spark_spec(0.9, True, "mtp", 3)
+    from specexp.compose import load_option
+    from specexp.roofline.costmodel import CostModel
+    from specexp.spec import QuantizationSpec
+
+    q = load_option(QuantizationSpec, "quantization", "nvfp4", "quantization")
+    nvfp4 = CostModel.build(nvfp4_spec.hardware, nvfp4_spec.model, q, "auto")
+
+    def advantage(batch: int) -> float:
+        step = [Slice(tokens=4, context=7000, logits=4, state_writes=4)] * batch
+        return fp8.pass_seconds(step) / nvfp4.pass_seconds(step)
+
+    ratios = [advantage(b) for b in (1, 2, 4, 8, 16, 32)]
+    assert ratios[0] > 1.2  # bandwidth-bound: fewer weight bytes pay
+    assert all(a >= b for a, b in zip(ratios, ratios[1:]))  # ... less and less as the step fills with tokens
+    # the studies' fact: about zero by concurrency 16, where the nvfp4 step is compute-bound
+    assert abs(ratios[4] - 1.0) < 0.1
+    compute = nvfp4.matmul_seconds(16 * 4, 16 * 4)
+    assert compute > nvfp4.matmul_seconds(1, 1) * 1.5
+
+
+def test_the_studies_spark_figures_are_reproduced() -> None:
+    assert 1 / calibrate.spark_pass_seconds() == pytest.approx(calibrate.SPARK_BASE_PASSES_PER_S, rel=0.01)
+    for drafter, (k, per_token) in calibrate.DRAFT_COST_PER_TOKEN.items():
+        assert calibrate.draft_cost_per_token(drafter, k) == pytest.approx(per_token, rel=0.02)
