@@ -15,7 +15,7 @@ from specexp.events import Counters, Request
 from specexp.metrics import acceptance_rate, tokens_per_pass
 from specexp.runtimes.base import RuntimeFailure, runtime_for
 from specexp.runtimes.client import to_trace
-from tests.support.engines import T0, fixture, mock, sse_raw
+from tests.support.engines import T0, assert_conf_documents_every_runtime_key, fixture, mock, sse_raw
 
 
 @pytest.fixture
@@ -111,13 +111,4 @@ def test_engine_info_without_show(ollama: Callable[..., Any], monkeypatch: pytes
 
 
 def test_conf_file_documents_every_runtime_key() -> None:
-    from omegaconf import OmegaConf
-
-    from specexp.spec import RuntimeSpec
-
-    path = Path(__file__).resolve().parents[3] / "conf" / "runtime" / "ollama.yaml"
-    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line and line[0].isalpha()]
-    keys = [line.split(":", 1)[0] for line in lines]
-    assert sorted(keys) == sorted(RuntimeSpec.model_fields)
-    assert all("#" in line for line in lines), [line for line in lines if "#" not in line]
-    assert RuntimeSpec.model_validate(OmegaConf.to_container(OmegaConf.load(path))).name == "ollama"
+    assert_conf_documents_every_runtime_key("ollama")
