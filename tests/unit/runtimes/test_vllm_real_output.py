@@ -15,7 +15,8 @@ from specexp.metrics import acceptance_by_position, acceptance_rate, tokens_per_
 from specexp.runtimes import promtext
 from specexp.runtimes.base import runtime_for
 from specexp.runtimes.client import to_trace
-from specexp.runtimes.vllm import cache_config, default_executable, logged_kv_tokens
+from specexp.runtimes.vllm import default_executable
+from specexp.runtimes.vllm_facts import KV_TOO_SMALL, cache_config, engine_error, logged_kv_tokens
 from tests.support.engines import fixture, sse_raw
 
 REAL = "cpu-0.32.0"
@@ -125,3 +126,14 @@ def test_runtime_vllm_finds_the_installed_cpu_build(make_spec: Callable[..., Any
     monkeypatch.setenv("SPECEXP_VLLM", "/opt/vllm/bin/vllm")
     assert str(default_executable(cpu)) == "/opt/vllm/bin/vllm"
     assert runtime_for("vllm")(make_spec("runtime=vllm", "runtime.executable=/x/vllm"), tmp_path).build_argv(1)[0] == "/x/vllm"
+
+
+def test_a_refusal_and_an_engine_death_are_told_by_vllms_own_first_error() -> None:
+    refused = engine_error(fixture("vllm", f"{REAL}/server_kv_too_small.log"))
+    assert refused is not None and refused.startswith("ValueError: To serve at least one request with the model's max seq len (2048)")
+    assert KV_TOO_SMALL.search(refused)
+    died = engine_error(fixture("vllm", f"{REAL}/server_engine_dead.log"))
+    assert died == "RuntimeError: Unsupported CPU attention configuration: head_dim=16 isa=2 kv_cache_idx=0"
+    assert not KV_TOO_SMALL.search(died)
+    # a healthy server's log, up to the SIGTERM that stopped it (vLLM's shutdown logs an EngineDeadError)
+    assert engine_error(fixture("vllm", f"{REAL}/server.log").split("[shutdown]")[0]) is None
