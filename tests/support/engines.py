@@ -60,3 +60,12 @@ def assert_conf_documents_every_runtime_key(runtime: str) -> None:
     assert sorted(keys) == sorted(RuntimeSpec.model_fields)
     assert all("#" in line for line in lines), [line for line in lines if "#" not in line]
     assert RuntimeSpec.model_validate(OmegaConf.to_container(OmegaConf.load(path))).name == runtime
+
+
+def ndjson_raw(engine: str, name: str) -> RawStream:
+    """A RawStream as stream_request builds it from an NDJSON fixture (Ollama's native API)."""
+    raw = RawStream(sent_at=T0 - 1, status=200, done=True)
+    for line in fixture(engine, name).splitlines():
+        if line.startswith("{"):
+            raw.chunks.append((T0 + DT * len(raw.chunks), json.loads(line)))
+    return raw
