@@ -69,3 +69,11 @@ def ndjson_raw(engine: str, name: str) -> RawStream:
         if line.startswith("{"):
             raw.chunks.append((T0 + DT * len(raw.chunks), json.loads(line)))
     return raw
+
+
+def counter_window(runtime: Any, engine: str, before: str = "metrics_before.txt", after: str = "metrics_after.txt") -> Any:
+    """The runtime's counters over a recorded window: map(after) - map(before) of `engine`'s fixtures."""
+    from specexp.runtimes import promtext
+
+    first = runtime.map_counters(promtext.parse(fixture(engine, before)))
+    return runtime.map_counters(promtext.parse(fixture(engine, after))).delta(first)

@@ -17,7 +17,7 @@ from specexp.runtimes import promtext
 from specexp.runtimes.base import RuntimeFailure, runtime_for
 from specexp.runtimes.client import RawStream, to_trace
 from specexp.spec import DrafterSpec
-from tests.support.engines import DT, T0, assert_conf_documents_every_runtime_key, fixture, mock, sse_raw
+from tests.support.engines import DT, T0, assert_conf_documents_every_runtime_key, counter_window, fixture, mock, sse_raw
 
 
 @pytest.fixture
@@ -107,9 +107,7 @@ def test_server_settings_become_their_flags(sglang: Callable[..., Any]) -> None:
 # -- counters: acceptance inferred from verify calls ------------------------------------------------
 
 def window(runtime: Any) -> Any:
-    before = runtime.map_counters(promtext.parse(fixture("sglang", "metrics_before.txt")))
-    after = runtime.map_counters(promtext.parse(fixture("sglang", "metrics_after.txt")))
-    return after.delta(before)
+    return counter_window(runtime, "sglang")
 
 
 def test_inferred_acceptance_matches_the_requests_own_spec_details(sglang: Callable[..., Any]) -> None:

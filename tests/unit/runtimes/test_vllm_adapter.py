@@ -17,7 +17,7 @@ from specexp.runtimes import promtext
 from specexp.runtimes.base import RuntimeFailure, runtime_for
 from specexp.runtimes.client import to_trace
 from specexp.spec import DrafterSpec
-from tests.support.engines import DT, T0, assert_conf_documents_every_runtime_key, fixture, mock, sse_raw
+from tests.support.engines import DT, T0, assert_conf_documents_every_runtime_key, counter_window, fixture, mock, sse_raw
 
 
 @pytest.fixture
@@ -123,9 +123,7 @@ def test_the_server_runs_in_dev_mode_for_the_cache_reset(vllm: Callable[..., Any
 # -- counters --------------------------------------------------------------------------------------
 
 def window(runtime: Any) -> Any:
-    before = runtime.map_counters(promtext.parse(fixture("vllm", "metrics_before.txt")))
-    after = runtime.map_counters(promtext.parse(fixture("vllm", "metrics_after.txt")))
-    return after.delta(before)
+    return counter_window(runtime, "vllm")
 
 
 def test_counters_give_the_windows_acceptance(vllm: Callable[..., Any]) -> None:

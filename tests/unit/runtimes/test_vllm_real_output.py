@@ -17,7 +17,7 @@ from specexp.runtimes.base import runtime_for
 from specexp.runtimes.client import to_trace
 from specexp.runtimes.vllm import default_executable
 from specexp.runtimes.vllm_facts import KV_TOO_SMALL, cache_config, engine_error, logged_kv_tokens
-from tests.support.engines import fixture, sse_raw
+from tests.support.engines import counter_window, fixture, sse_raw
 
 REAL = "cpu-0.32.0"
 
@@ -34,7 +34,7 @@ def samples(name: str) -> list[promtext.Sample]:
 
 
 def delta(runtime: Any, before: str, after: str) -> Any:
-    return runtime.map_counters(samples(after)).delta(runtime.map_counters(samples(before)))
+    return counter_window(runtime, "vllm", f"{REAL}/{before}", f"{REAL}/{after}")
 
 
 def test_a_real_windows_acceptance_comes_from_its_counters(vllm: Callable[..., Any]) -> None:
