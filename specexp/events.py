@@ -83,7 +83,8 @@ class Counters:
     drafts: float | None = None
     draft_tokens: float | None = None
     accepted: float | None = None
-    accepted_per_position: tuple[float, ...] | None = None
+    accepted_per_position: tuple[float | None, ...] | None = None
+    """Accepted tokens per draft position; None at a position the engine did not report."""
     prompt_tokens: float | None = None
     cached_prompt_tokens: float | None = None
     generation_tokens: float | None = None
@@ -99,8 +100,9 @@ class Counters:
         per_pos = None
         if self.accepted_per_position is not None:
             prior = before.accepted_per_position or ()
+            # a position absent before the window had not been created yet (0); absent after: unknown
             per_pos = tuple(
-                a - (prior[i] if i < len(prior) else 0.0)
+                None if a is None else a - ((prior[i] if i < len(prior) else None) or 0.0)
                 for i, a in enumerate(self.accepted_per_position)
             )
         return Counters(

@@ -85,11 +85,12 @@ def _sum_deltas(deltas: list[Counters]) -> Counters:
         present = [v for v in values if v is not None]
         return sum(present) if present else None
 
-    per_pos: tuple[float, ...] | None = None
+    per_pos: tuple[float | None, ...] | None = None
     lists = [d.accepted_per_position for d in deltas if d.accepted_per_position is not None]
     if lists:
         width = max(len(x) for x in lists)
-        per_pos = tuple(sum(x[i] for x in lists if i < len(x)) for i in range(width))
+        column = lambda i: [x[i] if i < len(x) else None for x in lists]  # noqa: E731
+        per_pos = tuple(None if None in column(i) else sum(column(i)) for i in range(width))  # type: ignore[arg-type]
     return Counters(
         drafts=total([d.drafts for d in deltas]),
         draft_tokens=total([d.draft_tokens for d in deltas]),

@@ -110,10 +110,12 @@ def acceptance_rate(delta: Counters) -> float | None:
     return delta.accepted / delta.draft_tokens
 
 
-def acceptance_by_position(delta: Counters) -> list[float] | None:
+def acceptance_by_position(delta: Counters) -> list[float | None] | None:
+    """Per position; None where the engine did not report the position (unknown, not 0 %)."""
     if not delta.drafts or delta.accepted_per_position is None:
         return None
-    return [a / delta.drafts for a in delta.accepted_per_position]
+    drafts = delta.drafts
+    return [None if a is None else a / drafts for a in delta.accepted_per_position]
 
 
 def tokens_per_pass(delta: Counters) -> float | None:

@@ -89,6 +89,11 @@ class GeneratedGguf(_Spec):
     everything); more noise, lower acceptance."""
 
 
+class GeneratedHf(GeneratedGguf):
+    """A tiny random-weight Hugging Face model directory that specexp writes itself
+    (specexp.models.tiny_hf), for real vLLM runs."""
+
+
 class ModelSpec(_Spec):
     """A target model, in the field names of a Hugging Face config.json."""
 
@@ -116,6 +121,8 @@ class ModelSpec(_Spec):
     """The model's own multi-token-prediction head, if it ships one."""
     generated_gguf: GeneratedGguf | None = None
     """specexp writes this model's weights itself (no download), for real llama-server runs."""
+    generated_hf: GeneratedHf | None = None
+    """specexp writes this model's Hugging Face directory itself (no download), for real vLLM runs."""
     linear_state_dtype: Literal["float32", "bfloat16"] = "float32"
     """Hybrid models: data type of the linear-attention recurrent state (vLLM mamba_ssm_dtype);
     it is read and written by every pass, so it sets bytes per step and state memory."""
@@ -179,6 +186,9 @@ class RuntimeSpec(_Spec):
     cache_block_tokens: int | None = Field(default=None, ge=1)
     """Prefix-cache block size in tokens; None: the engine's choice for the model (16 for dense
     models, the model's aligned block for hybrid ones). Reuse happens in whole blocks."""
+    kv_cache_memory_gib: float | None = Field(default=None, gt=0)
+    """KV cache memory the engine allocates, GiB (vLLM on hardware=cpu: VLLM_CPU_KVCACHE_SPACE);
+    None: the engine's own sizing."""
     prefix_cache_broken_versions: list[str] = []
     """Versions of this runtime (fnmatch patterns) whose prefix cache silently never hits: it is
     on and costs KV capacity, but nothing is reused. The simulator honours it for runtime.version."""

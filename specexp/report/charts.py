@@ -60,7 +60,7 @@ def tps_vs_k(rows: Sequence[Row], name: str, label: str = "", setups: Sequence[s
 def acceptance_by_position(rows: Sequence[Row], name: str, label: str = "", setups: Sequence[str] = ()) -> list[Chart]:
     """Share of drafts accepted at each draft position, per drafter and k (and server setup)."""
     data = [{"workload": r.get("workload"), "arm": _arm(r, setups), "position": i + 1, "accepted": v}
-            for r in rows for i, v in enumerate(r.metrics.get("acceptance_by_position") or [])]
+            for r in rows for i, v in enumerate(r.metrics.get("acceptance_by_position") or []) if v is not None]
     if not data:
         return []
     chart = alt.Chart(alt.Data(values=data)).mark_line(point=True).encode(

@@ -205,7 +205,9 @@ def prefix_cache_section(rows: Sequence[Row], fixed: dict[str, Any]) -> list[Blo
         for where, length in sorted(by_len):
             cold, warm = by_len[(where, length)].get("cold"), by_len[(where, length)].get("warm")
             gain = "—"
-            if cold and warm and cold.metrics.get("ttft_s") and warm.metrics.get("ttft_s"):
+            if warm and warm.metrics.get("cached_prompt_tokens") == 0:
+                gain = "no hit: 0 cached"  # a TTFT ratio here would be noise, not a cache's gain
+            elif cold and warm and cold.metrics.get("ttft_s") and warm.metrics.get("ttft_s"):
                 gain = f"{cold.metrics['ttft_s'] / warm.metrics['ttft_s']:.3g}×"
             body.append([*where, number(length),
                          with_spread(cold.metrics.get("ttft_s"), cold.spread.get("ttft_s"), "ttft_s") if cold else "—",

@@ -78,9 +78,12 @@ async def _read_events(response: httpx.Response, raw: RawStream, stall_s: float 
             raw.fail("stalled", f"no chunk for {stall_s:g} s")
             return
         now = time.perf_counter()
-        if not line.startswith("data:"):
+        if line.startswith("{"):  # NDJSON (Ollama's native API): one JSON object a line, the last "done": true
+            data = line
+        elif not line.startswith("data:"):
             continue
-        data = line[5:].strip()
+        else:
+            data = line[5:].strip()
         if data == "[DONE]":
             raw.done = True
             return
@@ -91,7 +94,7 @@ async def _read_events(response: httpx.Response, raw: RawStream, stall_s: float 
             continue
         if isinstance(chunk, dict):
             raw.chunks.append((now, chunk))
-            if any(isinstance(c, dict) and c.get("finish_reason") for c in chunk.get("choices") or []):
+            if chunk.get("done") is True or any(isinstance(c, dict) and c.get("finish_reason") for c in chunk.get("choices") or []):
                 raw.done = True
 
 
@@ -104,6 +107,10 @@ def _status_kind(status: int) -> str:
 def chunk_text(chunk: dict[str, Any]) -> str:
     """Generated text of one chunk (chat delta content or reasoning, or completion text)."""
     choices = chunk.get("choices") or []
+    if not choices and isinstance(chunk.get("message"), dict):  # Ollama native /api/chat
+        return "".join(str(chunk["message"].get(k) or "") for k in ("thinking", "content"))
+    if not choices and isinstance(chunk.get("response"), str):  # Ollama native /api/generate
+        return chunk["response"]
     if not choices or not isinstance(choices[0], dict):
         return ""
     choice = choices[0]
@@ -143,6 +150,8 @@ def to_trace(request_id: str, raw: RawStream, details: Callable[[RawStream], dic
         for choice in chunk.get("choices") or []:
             if isinstance(choice, dict) and choice.get("finish_reason"):
                 finish = str(choice["finish_reason"])
+        if chunk.get("done_reason"):  # Ollama native
+            finish = str(chunk["done_reason"])
         grew = cumulative - seen if cumulative is not None else 0
         # A chunk carries tokens when it has text, or when a per-chunk count (continuous usage,
         # per-token timings) that was already being tracked grew; a final summary chunk with

@@ -115,6 +115,43 @@ class HttpRuntime(Runtime):
                                  f"{engine} has no drafter '{drafter}'; accepted: {', '.join(sorted(table))}")
         return (table[drafter] if isinstance(table, Mapping) else drafter), k
 
+    def setting_flags(self, flags: Mapping[str, str]) -> list[str]:
+        """`[flag, value, ...]` of the runtime settings that are one flag each, for the settings named
+        in `flags` (setting -> the engine's flag), in that order; a setting left to the engine's own
+        default (null, `auto`, a quantization without an engine name) gives no flag."""
+        rt = self.spec.runtime
+        values: dict[str, object] = {
+            "gpu_memory_utilization": rt.gpu_memory_utilization,
+            "max_model_len": rt.max_model_len,
+            "kv_cache_dtype": None if rt.kv_cache_dtype == "auto" else rt.kv_cache_dtype,
+            "quantization": self.spec.quantization.engine_names.get(self.name),
+            "served_model_name": rt.served_model_name,
+        }
+        argv: list[str] = []
+        for setting, flag in flags.items():
+            if values[setting] is not None:
+                argv += [flag, str(values[setting])]
+        return argv
+
+    def draft_model_ref(self) -> str | None:
+        """What the engine loads as the draft model of drafter=draft_model: its Hugging Face id."""
+        return self.spec.draft_model.hf_id if self.spec.draft_model is not None else None
+
+    def draft_weights(self, engine: str) -> str | None:
+        """The drafter's weights to pass (`drafter.weights`): runtime.draft_model_path when given
+        (an MTP head or DSpark drafter bundled in the target needs none), else the draft model's
+        for drafter=draft_model; a drafter whose weights are separate and not given is refused."""
+        drafter = self.spec.drafter
+        if drafter.weights == "none":
+            return None
+        draft = self.spec.runtime.draft_model_path
+        if drafter.cost.uses_draft_model and draft is None:
+            draft = self.draft_model_ref()
+        if drafter.weights == "separate" and draft is None:
+            raise RuntimeFailure("refused", "missing_model",
+                                 f"drafter={drafter.name} on {engine} needs runtime.draft_model_path")
+        return draft
+
     @property
     def base_url(self) -> str:
         if self.spec.runtime.url:

@@ -2,22 +2,19 @@
 
 Starts `ollama serve`, which takes its address from the environment: OLLAMA_HOST=127.0.0.1:P (and
 OLLAMA_NUM_PARALLEL, one slot per request of the largest concurrency, like llama.cpp's -np), given by
-`server_env`. The native `/api/chat` streams NDJSON, not SSE, so requests go to the OpenAI-compatible
-`/v1/chat/completions` and `/v1/completions` with `stream_options.include_usage` (engines.md 4);
-the version is `GET /api/version`.
+`server_env`. Requests go to the native API, `/api/chat` and `/api/generate` (`raw`: the prompt as
+given), streamed as NDJSON: its final object (`done: true`) carries the engine's own figures,
+`eval_count`, `eval_duration`, `prompt_eval_count`, `prompt_eval_duration`, `load_duration` and
+`total_duration` (nanoseconds; api/types.go Metrics), which are kept as `engine_timings` as
+llama.cpp's `timings` are, and give the trace's token counts. The native `options` carry
+`num_predict` (max_tokens), `temperature` and, with a drafter, k as `draft_num_predict` (api/types.go;
+0 disables drafting); `think` is the thinking switch. The version is `GET /api/version`.
 
 What Ollama cannot tell (engines.md 4, 6): there is no `/metrics`, no acceptance statistics anywhere
-in the HTTP API, and no cached prompt tokens (OpenAI usage is only prompt/completion/total), so
-every counter is None and acceptance metrics stay empty.
-
-What specexp cannot set through the OpenAI-compatible endpoint (openai/openai.go @00988753,
-ChatCompletionRequest and FromChatRequest): there is no `options` field and no `ignore_eos`, so
-* k is Ollama's model option `draft_num_predict` (api/types.go; 0 disables drafting, default 4 with
-  a separate DRAFT model, embedded MTP heads need it set explicitly). It can only be passed natively,
-  `POST /api/chat {"options": {"draft_num_predict": K}}`, or baked into the model with a Modelfile
-  line `PARAMETER draft_num_predict K` (`ollama create`). specexp does neither: build the model so,
-  and `engine_info` records the value `/api/show` reports so a mismatch with k is visible;
-* `ignore_eos` is dropped: generation may stop before max_tokens (completion counts come from usage).
+in the HTTP API, and no cached prompt tokens (`prompt_eval_count` includes them), so every counter
+is None and acceptance metrics stay empty. There is no `ignore_eos`: generation may stop before
+max_tokens (completion counts come from `eval_count`, which counts the end-of-sequence token).
+`engine_info` records the `draft_num_predict` a model's Modelfile sets, beside the k asked for.
 """
 
 from __future__ import annotations
@@ -28,7 +25,11 @@ import httpx
 
 from specexp.events import EngineInfo, Request
 from specexp.runtimes.base import RUNTIMES
+from specexp.runtimes.client import RawStream
 from specexp.runtimes.http import HttpRuntime, get, json_of
+
+TIMINGS = ("eval_count", "eval_duration", "prompt_eval_count", "prompt_eval_duration", "load_duration", "total_duration")
+"""The engine's own figures on a native response's final object (api/types.go Metrics; durations in ns)."""
 
 DRAFTERS = {"none", "mtp", "dflash", "draft_model"}
 """What Ollama's llama-server runner wires up: draft-mtp, draft-dflash, and an external draft model
@@ -40,6 +41,8 @@ class OllamaRuntime(HttpRuntime):
     name = "ollama"
     default_port = 11434  # OLLAMA_HOST default 127.0.0.1:11434 (envconfig)
     health_path = "/api/version"
+    chat_path = "/api/chat"
+    completion_path = "/api/generate"
     metrics_path = None  # no Prometheus endpoint in server/ (engines.md 4)
 
     def build_argv(self, port: int) -> list[str]:
@@ -60,13 +63,25 @@ class OllamaRuntime(HttpRuntime):
         rt = self.spec.runtime
         return rt.served_model_name or rt.model_path or self.spec.model.name
 
-    def request_extras(self, request: Request) -> dict[str, Any]:
-        extras: dict[str, Any] = {"stream_options": {"include_usage": True}}
-        if request.chat and not request.thinking:
-            # reasoning_effort "none" is Ollama's think=false (FromChatRequest); thinking on is
-            # the model's default, so nothing is sent for it.
-            extras["reasoning_effort"] = "none"
-        return extras
+    def body(self, request: Request) -> dict[str, Any]:
+        """A native `/api/chat` or `/api/generate` body (api/types.go ChatRequest, GenerateRequest)."""
+        options: dict[str, Any] = {"num_predict": request.max_tokens, "temperature": request.temperature}
+        k = self.spec.k
+        if self.spec.drafter.name != "none" and k is not None:
+            options["draft_num_predict"] = k
+        body: dict[str, Any] = {"model": self.served_model(), "stream": True, "options": options}
+        if request.chat:
+            body["messages"] = [{"role": "user", "content": request.prompt}]
+        else:
+            body["prompt"], body["raw"] = request.prompt, True
+        if request.thinking is not None:
+            body["think"] = bool(request.thinking)
+        return body
+
+    def stream_details(self, raw: RawStream) -> dict[str, Any]:
+        """The final NDJSON object's engine figures: token counts and `engine_timings`."""
+        final = next((chunk for _, chunk in reversed(raw.chunks) if chunk.get("done") is True), None)
+        return native_details(final) if final is not None else {}
 
     def engine_info(self, client: httpx.Client) -> EngineInfo:
         version = json_of(get(client, "/api/version"))
@@ -99,3 +114,21 @@ def modelfile_parameter(parameters: Any, key: str) -> str | None:
         if len(parts) == 2 and parts[0] == key:
             return parts[1].strip().strip('"')
     return None
+
+
+def native_details(final: dict[str, Any]) -> dict[str, Any]:
+    """Token counts and engine timings of a native response's final object: the figures as Ollama
+    sent them, plus decode and prefill rates derived from them (tokens per second)."""
+    timings = {key: final[key] for key in TIMINGS if isinstance(final.get(key), (int, float)) and not isinstance(final.get(key), bool)}
+    out: dict[str, Any] = {}
+    if "eval_count" in timings:
+        out["completion_tokens"] = int(timings["eval_count"])
+    if "prompt_eval_count" in timings:
+        out["prompt_tokens"] = int(timings["prompt_eval_count"])
+    for count, duration, rate in (("eval_count", "eval_duration", "eval_tps"),
+                                  ("prompt_eval_count", "prompt_eval_duration", "prompt_eval_tps")):
+        if timings.get(duration) and count in timings:
+            timings[rate] = timings[count] / timings[duration] * 1e9
+    if timings:
+        out["engine_timings"] = timings
+    return out

@@ -8,16 +8,19 @@ The version and the resolved drafter shape come from `GET /server_info` (2.4); c
 cache is emptied with `/flush_cache`.
 
 Acceptance is INFERRED: SGLang has no drafts/accepted counters, only `sglang:spec_verify_calls_total`
-and `sglang:generation_tokens_total` (2.2). One request yields completion = 1 + verify calls +
-accepted drafts (the first token comes from prefill, not from a verify pass; `meta_info` identities
-`spec_accept_length = completion / spec_verify_ct` and `spec_num_proposed_drafts = spec_verify_ct x
-(num_draft_tokens - 1)`, 2.3). So over a window
-  drafts = Δspec_verify_calls, accepted = Δgeneration_tokens - Δspec_verify_calls - Δnum_requests,
+and `sglang:generation_tokens_total` (2.2). SGLang's own per-request figure is
+`spec_accept_length = completion_tokens / spec_verify_ct` (tokenizer_manager
+`_calculate_spec_decoding_metrics`), and every verify pass emits its accepted drafts plus one token
+of its own, so completion = verify passes + accepted drafts (the prefill token is the first pass's).
+Over a window
+  drafts = Δspec_verify_calls, accepted = Δgeneration_tokens - Δspec_verify_calls,
   draft_tokens = drafts x k,
-which reproduces the per-request `spec_num_correct_drafts` / `spec_accept_rate`. Without the
-Δnum_requests term accepted would count each request's prefill token as an accepted draft (and a
-max_tokens=1 request as one accepted draft with no draft at all). These counters move only when a
-request finishes, so a window must wait for its requests to end (run_window does).
+so tokens_per_pass = Δgeneration / Δverify is SGLang's spec_accept_length. (An earlier identity,
+completion = 1 + verify + accepted, undercounted accepted by one per request.) These counters move
+only when a request finishes, so a window must wait for its requests to end (run_window does).
+With several data-parallel ranks the scheduler series carry dp_rank beside tp/pp/moe_ep_rank:
+ranks are summed, a figure replicated on the workers of one rank is counted once
+(promtext.shard_total).
 """
 
 from __future__ import annotations
@@ -43,11 +46,6 @@ ALGORITHMS = {
 }
 """drafter -> `--speculative-algorithm` (engines.md 2.1 builtins). SGLang 0.5.23 has no suffix decoding."""
 
-NEEDS_DRAFT = {"eagle", "eagle3", "dflash", "draft_model"}
-"""`--speculative-draft-model-path` is required: DFLASH says so (2.1), EAGLE/EAGLE3 heads and a
-STANDALONE model are separate checkpoints. NEXTN reads the target's own head and DSPARK may be
-bundled in the target checkpoint (2.1), so for them the path is passed only when set."""
-
 CHAIN = {"mtp", "eagle", "eagle3", "draft_model"}
 """Drafters sized by steps/topk/draft-tokens: a chain of k (topk 1, so num_draft_tokens = k + 1)."""
 
@@ -60,42 +58,28 @@ class SglangRuntime(HttpRuntime):
 
     # -- the server --------------------------------------------------------------------------
     def build_argv(self, port: int) -> list[str]:
-        spec, rt = self.spec, self.spec.runtime
+        rt = self.spec.runtime
         argv = [rt.executable or "python", "-m", "sglang.launch_server", "--model-path", self.model_ref(),
                 "--host", "127.0.0.1", "--port", str(port)]
-        if rt.gpu_memory_utilization is not None:  # null: SGLang's own choice (recorded as unknown)
-            argv += ["--mem-fraction-static", str(rt.gpu_memory_utilization)]
+        # gpu_memory_utilization null: SGLang's own choice (recorded as unknown)
+        argv += self.setting_flags({"gpu_memory_utilization": "--mem-fraction-static", "max_model_len": "--context-length",
+                                    "kv_cache_dtype": "--kv-cache-dtype", "quantization": "--quantization",
+                                    "served_model_name": "--served-model-name"})
         argv += ["--enable-metrics", "--enable-cache-report"]
-        if rt.max_model_len is not None:
-            argv += ["--context-length", str(rt.max_model_len)]
-        if rt.kv_cache_dtype != "auto":
-            argv += ["--kv-cache-dtype", rt.kv_cache_dtype]
-        quantization = spec.quantization.engine_names.get("sglang")
-        if quantization:
-            argv += ["--quantization", quantization]
         if not rt.prefix_caching:
             argv.append("--disable-radix-cache")  # the radix cache is on by default (2.4)
-        if rt.served_model_name:
-            argv += ["--served-model-name", rt.served_model_name]
         argv += self._speculative_args()
         return argv + list(rt.extra_args)
 
     def _speculative_args(self) -> list[str]:
-        spec = self.spec
-        drafter = spec.drafter.name
+        drafter = self.spec.drafter.name
         drafted = self.engine_drafter(ALGORITHMS, "SGLang")
         if drafted is None:
             return []
         algorithm, k = drafted
         args = ["--speculative-algorithm", algorithm]
-        draft = spec.runtime.draft_model_path
-        if drafter == "draft_model" and draft is None and spec.draft_model is not None:
-            draft = spec.draft_model.hf_id
-        if drafter in NEEDS_DRAFT and draft is None:
-            raise RuntimeFailure(
-                "refused", "missing_model", f"drafter={drafter} on SGLang needs runtime.draft_model_path",
-            )
-        if draft is not None and drafter != "ngram":
+        draft = self.draft_weights("SGLang")
+        if draft is not None:
             args += ["--speculative-draft-model-path", draft]
         if drafter in CHAIN:
             # topk 1: SGLang forces num_draft_tokens = num_steps + 1 (2.1, "3/1/4" for k = 3).
@@ -169,10 +153,10 @@ class SglangRuntime(HttpRuntime):
 
     # -- counters and engine facts ---------------------------------------------------------------
     def map_counters(self, samples: list[promtext.Sample]) -> Counters:
-        """`sglang:*` series (2.2) summed over their labels (is_streaming, ranks); acceptance
+        """`sglang:*` series (2.2) summed over their shards (is_streaming, DP ranks); acceptance
         inferred as in the module docstring; the spec gauges (refreshed only every
         --decode-log-interval batches, so never a window's figure) kept in `extra`."""
-        t = lambda name: promtext.total(samples, f"sglang:{name}")  # noqa: E731
+        t = lambda name: promtext.shard_total(samples, f"sglang:{name}")  # noqa: E731
         generation = t("generation_tokens_total")
         verify = t("spec_verify_calls_total")
         k = self.spec.k
@@ -180,7 +164,7 @@ class SglangRuntime(HttpRuntime):
         if self.spec.drafter.name != "none" and k is not None and verify is not None and generation is not None:
             drafts = verify
             draft_tokens = verify * k
-            accepted = generation - verify - (t("num_requests_total") or 0.0)
+            accepted = generation - verify
         extra = {
             key: value for key, value in (
                 ("spec_accept_length", _mean(samples, "sglang:spec_accept_length")),
@@ -243,12 +227,9 @@ class SglangRuntime(HttpRuntime):
 def cached_tokens(samples: list[promtext.Sample]) -> float | None:
     """`sglang:cached_tokens_total{cache_source="total"}`, else the sum of its sources
     (device, host, storage; engines.md 2.2)."""
-    per = promtext.by_label(samples, "sglang:cached_tokens_total", "cache_source")
-    if not per:
-        return None
-    if "total" in per:
-        return per["total"]
-    return sum(per.values())
+    series = [s for s in samples if s.name == "sglang:cached_tokens_total" and "cache_source" in s.labels]
+    totals = [s for s in series if s.labels["cache_source"] == "total"]
+    return promtext.shard_total(totals or series, "sglang:cached_tokens_total")
 
 
 def resolved_drafter_config(info: dict[str, Any]) -> str | None:

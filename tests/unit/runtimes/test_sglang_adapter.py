@@ -16,7 +16,7 @@ from specexp.metrics import acceptance_by_position, acceptance_rate, tokens_per_
 from specexp.runtimes import promtext
 from specexp.runtimes.base import RuntimeFailure, runtime_for
 from specexp.runtimes.client import RawStream, to_trace
-from tests.support.engines import DT, T0, fixture, mock, sse_raw
+from tests.support.engines import DT, T0, assert_conf_documents_every_runtime_key, counter_window, fixture, mock, sse_raw
 
 
 @pytest.fixture
@@ -29,8 +29,7 @@ def sglang(make_spec: Callable[..., Any], tmp_path: Path) -> Callable[..., Any]:
 
 BASE = [
     "python", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3.8-27B", "--host", "127.0.0.1",
-    "--port", "8123", "--mem-fraction-static", "0.9", "--enable-metrics", "--enable-cache-report",
-    "--quantization", "fp8",
+    "--port", "8123", "--mem-fraction-static", "0.9", "--quantization", "fp8", "--enable-metrics", "--enable-cache-report",
 ]
 
 
@@ -97,30 +96,64 @@ def test_server_settings_become_their_flags(sglang: Callable[..., Any]) -> None:
     ).build_argv(30000)
     assert argv == [
         "/venv/bin/python", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3.8-27B", "--host", "127.0.0.1",
-        "--port", "30000", "--mem-fraction-static", "0.85", "--enable-metrics", "--enable-cache-report",
-        "--context-length", "131072", "--kv-cache-dtype", "fp8_e4m3", "--disable-radix-cache",
-        "--served-model-name", "qwen", "--tp", "2",
+        "--port", "30000", "--mem-fraction-static", "0.85", "--context-length", "131072", "--kv-cache-dtype", "fp8_e4m3",
+        "--served-model-name", "qwen", "--enable-metrics", "--enable-cache-report", "--disable-radix-cache", "--tp", "2",
     ]
 
 
 # -- counters: acceptance inferred from verify calls ------------------------------------------------
 
 def window(runtime: Any) -> Any:
-    before = runtime.map_counters(promtext.parse(fixture("sglang", "metrics_before.txt")))
-    after = runtime.map_counters(promtext.parse(fixture("sglang", "metrics_after.txt")))
-    return after.delta(before)
+    return counter_window(runtime, "sglang")
 
 
 def test_inferred_acceptance_matches_the_requests_own_spec_details(sglang: Callable[..., Any]) -> None:
     delta = window(sglang("drafter=mtp", "k=3"))
-    assert (delta.drafts, delta.draft_tokens, delta.accepted) == (11, 33, 24)
-    assert acceptance_rate(delta) == pytest.approx(0.727273, abs=1e-6)
-    assert tokens_per_pass(delta) == pytest.approx(3.181818, abs=1e-6)
+    assert (delta.drafts, delta.draft_tokens, delta.accepted) == (11, 33, 25)
+    assert acceptance_rate(delta) == pytest.approx(0.757576, abs=1e-6)
+    assert tokens_per_pass(delta) == pytest.approx(3.272727, abs=1e-6)
     assert acceptance_by_position(delta) is None  # no per-position counters in SGLang
     details = next(c["sglext"]["spec_tokens_details"] for _, c in sse_raw("sglang", "stream_chat_meta.sse").chunks if "sglext" in c)
     assert delta.accepted == details["spec_num_correct_drafts"]
     assert delta.draft_tokens == details["spec_num_proposed_drafts"]
     assert acceptance_rate(delta) == pytest.approx(details["spec_accept_rate"])
+    # SGLang's own figure: spec_accept_length = completion / verify passes (tokenizer_manager
+    # _calculate_spec_decoding_metrics), so completion = verify passes + accepted drafts
+    assert tokens_per_pass(delta) == pytest.approx(details["spec_accept_length"])
+    assert delta.generation_tokens == delta.drafts + delta.accepted
+
+
+def test_the_identity_holds_for_every_request_not_once_per_window(sglang: Callable[..., Any]) -> None:
+    """Two requests of 36 and 128 tokens (the fixtures' stream and /generate response): accepted
+    is completion - verify for each, so the window's figure is their sum, not one less per request."""
+    stream = next(c["sglext"]["spec_tokens_details"] for _, c in sse_raw("sglang", "stream_chat_meta.sse").chunks if "sglext" in c)
+    generate = json.loads(fixture("sglang", "generate_response.json"))["meta_info"]
+    text = lambda gen, verify, n: (  # noqa: E731
+        "# TYPE sglang:generation_tokens_total counter\n"
+        f'sglang:generation_tokens_total{{model_name="m",is_streaming="true"}} {gen}\n'
+        "# TYPE sglang:spec_verify_calls_total counter\n"
+        f'sglang:spec_verify_calls_total{{model_name="m"}} {verify}\n'
+        "# TYPE sglang:num_requests_total counter\n"
+        f'sglang:num_requests_total{{model_name="m",is_streaming="true"}} {n}\n'
+    )
+    runtime = sglang("drafter=mtp", "k=3")
+    delta = runtime.map_counters(promtext.parse(text(36 + 128, 11 + 40, 2))).delta(runtime.map_counters(promtext.parse(text(0, 0, 0))))
+    assert delta.accepted == stream["spec_num_correct_drafts"] + generate["spec_num_correct_drafts"] == 25 + 88
+    assert tokens_per_pass(delta) == pytest.approx((36 + 128) / (11 + 40))
+
+
+def test_data_parallel_ranks_are_summed_and_replicas_counted_once(sglang: Callable[..., Any]) -> None:
+    """Two DP ranks of two TP workers each: each rank's count is exported by both of its workers."""
+    series = lambda name, per_rank: "".join(  # noqa: E731
+        f'{name}{{dp_rank="{dp}",engine_type="unified",model_name="m",moe_ep_rank="0",pp_rank="0",tp_rank="{tp}"}} {v}\n'
+        for dp, v in enumerate(per_rank) for tp in (2 * dp, 2 * dp + 1))
+    text = ("# TYPE sglang:spec_verify_calls_total counter\n" + series("sglang:spec_verify_calls_total", [30.0, 20.0])
+            + "# TYPE sglang:generation_tokens_total counter\n" + series("sglang:generation_tokens_total", [100.0, 70.0])
+            + "# TYPE sglang:cached_tokens_total counter\n"
+            + series('sglang:cached_tokens_total', [64.0, 0.0]).replace("{dp_rank", '{cache_source="device",dp_rank'))
+    counters = sglang("drafter=mtp", "k=3").map_counters(promtext.parse(text))
+    assert (counters.drafts, counters.generation_tokens, counters.accepted) == (50, 170, 120)
+    assert counters.cached_prompt_tokens == 64
 
 
 def test_window_tokens_come_from_the_token_counters(sglang: Callable[..., Any]) -> None:
@@ -170,8 +203,8 @@ def test_chat_stream_becomes_a_trace_with_spec_details(sglang: Callable[..., Any
     assert len(trace.events) == 12
     timings = trace.engine_timings or {}
     assert timings["spec_verify_ct"] == 11
-    assert timings["spec_accept_rate"] == pytest.approx(24 / 33)
-    assert timings["spec_correct_drafts_histogram"] == [1, 1, 4, 5]
+    assert timings["spec_accept_rate"] == pytest.approx(25 / 33)
+    assert timings["spec_correct_drafts_histogram"] == [1, 1, 3, 6]
 
 
 def test_non_streaming_meta_info_gives_counts_and_timings(sglang: Callable[..., Any]) -> None:
@@ -179,7 +212,7 @@ def test_non_streaming_meta_info_gives_counts_and_timings(sglang: Callable[..., 
     details = sglang("drafter=mtp").stream_details(RawStream(sent_at=0.0, chunks=[(1.0, response)], status=200))
     assert (details["completion_tokens"], details["prompt_tokens"], details["cached_tokens"]) == (128, 1533, 1472)
     timings = details["engine_timings"]
-    assert timings["spec_accept_rate"] == 0.725 and timings["spec_verify_ct"] == 40
+    assert timings["spec_accept_rate"] == pytest.approx(88 / 120) and timings["spec_verify_ct"] == 40
     assert timings["e2e_latency"] == pytest.approx(0.6418652534484863)
 
 
@@ -226,13 +259,4 @@ def test_flush_cache_is_the_prefix_cache_reset(sglang: Callable[..., Any], monke
 
 
 def test_conf_file_documents_every_runtime_key() -> None:
-    from omegaconf import OmegaConf
-
-    from specexp.spec import RuntimeSpec
-
-    path = Path(__file__).resolve().parents[3] / "conf" / "runtime" / "sglang.yaml"
-    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line and line[0].isalpha()]
-    keys = [line.split(":", 1)[0] for line in lines]
-    assert sorted(keys) == sorted(RuntimeSpec.model_fields)
-    assert all("#" in line for line in lines), [line for line in lines if "#" not in line]
-    assert RuntimeSpec.model_validate(OmegaConf.to_container(OmegaConf.load(path))).name == "sglang"
+    assert_conf_documents_every_runtime_key("sglang")

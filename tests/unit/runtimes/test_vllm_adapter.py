@@ -16,12 +16,14 @@ from specexp.metrics import acceptance_by_position, acceptance_rate, tokens_per_
 from specexp.runtimes import promtext
 from specexp.runtimes.base import RuntimeFailure, runtime_for
 from specexp.runtimes.client import to_trace
-from tests.support.engines import DT, T0, fixture, mock, sse_raw
+from tests.support.engines import DT, T0, assert_conf_documents_every_runtime_key, counter_window, fixture, mock, sse_raw
 
 
 @pytest.fixture
-def vllm(make_spec: Callable[..., Any], tmp_path: Path) -> Callable[..., Any]:
-    """`vllm("drafter=mtp", "k=3")` -> a VllmRuntime of that composed config."""
+def vllm(make_spec: Callable[..., Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[..., Any]:
+    """`vllm("drafter=mtp", "k=3")` -> a VllmRuntime of that composed config (executable `vllm`)."""
+    monkeypatch.setenv("SPECEXP_VLLM", "vllm")
+    monkeypatch.setenv("SPECEXP_CACHE", str(tmp_path / "cache"))
     return lambda *overrides: runtime_for("vllm")(make_spec("runtime=vllm", *overrides), tmp_path)
 
 
@@ -30,7 +32,7 @@ def vllm(make_spec: Callable[..., Any], tmp_path: Path) -> Callable[..., Any]:
 
 BASE = [
     "vllm", "serve", "Qwen/Qwen3.8-27B", "--host", "127.0.0.1", "--port", "8123",
-    "--gpu-memory-utilization", "0.9", "--max-num-seqs", "256", "--max-num-batched-tokens", "8192",
+    "--gpu-memory-utilization", "0.9", "--quantization", "fp8", "--max-num-seqs", "256", "--max-num-batched-tokens", "8192",
 ]
 
 
@@ -42,7 +44,7 @@ def spec_config(argv: list[str]) -> dict[str, Any] | None:
 
 def test_argv_without_a_drafter_is_exactly_the_documented_command(vllm: Callable[..., Any]) -> None:
     argv = vllm().build_argv(8123)
-    assert argv == BASE + ["--quantization", "fp8", "--enable-prefix-caching", "--enable-prompt-tokens-details"]
+    assert argv == BASE + ["--enable-prefix-caching", "--enable-prompt-tokens-details"]
 
 
 @pytest.mark.parametrize(("overrides", "expected"), [
@@ -85,10 +87,9 @@ def test_server_settings_become_their_flags(vllm: Callable[..., Any]) -> None:
     ).build_argv(9000)
     assert argv == [
         "/opt/vllm/bin/vllm", "serve", "/models/q", "--host", "127.0.0.1", "--port", "9000",
-        "--gpu-memory-utilization", "0.85", "--max-num-seqs", "256", "--max-num-batched-tokens", "8192",
-        "--max-model-len", "32768", "--kv-cache-dtype", "fp8",
-        "--disable-prefix-caching", "--enable-prompt-tokens-details", "--served-model-name", "qwen",
-        "--tensor-parallel-size", "2",
+        "--gpu-memory-utilization", "0.85", "--max-model-len", "32768", "--kv-cache-dtype", "fp8",
+        "--served-model-name", "qwen", "--max-num-seqs", "256", "--max-num-batched-tokens", "8192",
+        "--disable-prefix-caching", "--enable-prompt-tokens-details", "--tensor-parallel-size", "2",
     ]  # bf16's engine_names.vllm is null: no --quantization
 
 
@@ -111,15 +112,15 @@ def test_a_model_without_hf_id_or_path_is_refused(vllm: Callable[..., Any]) -> N
 
 
 def test_the_server_runs_in_dev_mode_for_the_cache_reset(vllm: Callable[..., Any]) -> None:
-    assert vllm().server_env(8123) == {"VLLM_SERVER_DEV_MODE": "1"}
+    env = vllm().server_env(8123)
+    assert env["VLLM_SERVER_DEV_MODE"] == "1" and env["VLLM_NO_USAGE_STATS"] == "1"
+    assert "VLLM_CPU_OMP_THREADS_BIND" not in env and "HF_HUB_OFFLINE" not in env  # a GPU box, a hub model
 
 
 # -- counters --------------------------------------------------------------------------------------
 
 def window(runtime: Any) -> Any:
-    before = runtime.map_counters(promtext.parse(fixture("vllm", "metrics_before.txt")))
-    after = runtime.map_counters(promtext.parse(fixture("vllm", "metrics_after.txt")))
-    return after.delta(before)
+    return counter_window(runtime, "vllm")
 
 
 def test_counters_give_the_windows_acceptance(vllm: Callable[..., Any]) -> None:
@@ -291,13 +292,4 @@ def test_prefix_cache_reset_is_confirmed_only_by_200(vllm: Callable[..., Any], m
 
 
 def test_conf_file_documents_every_runtime_key() -> None:
-    from omegaconf import OmegaConf
-
-    from specexp.spec import RuntimeSpec
-
-    path = Path(__file__).resolve().parents[3] / "conf" / "runtime" / "vllm.yaml"
-    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line and line[0].isalpha()]
-    keys = [line.split(":", 1)[0] for line in lines]
-    assert sorted(keys) == sorted(RuntimeSpec.model_fields)
-    assert all("#" in line for line in lines), [line for line in lines if "#" not in line]
-    assert RuntimeSpec.model_validate(OmegaConf.to_container(OmegaConf.load(path))).name == "vllm"
+    assert_conf_documents_every_runtime_key("vllm")
