@@ -17,6 +17,7 @@ from specexp.identity import fill_output_identity
 from specexp.measure import measurements
 from specexp.plan import Cell
 from specexp.record import SCHEMA, complete_result, write_result
+from specexp.request_log import write_requests
 from specexp.runtimes import pool
 from specexp.runtimes.base import Runtime, RuntimeFailure, runtime_for
 from specexp.events import Window
@@ -93,7 +94,7 @@ def run_job(
         result["conditions"]["runtime_version"] = info.version
         result["conditions"]["drafter_config"] = runtime.drafter_config()
         prompts = PromptBuilder(spec.workload, runtime.tokenize, runtime.detokenize)
-        for window in drive(runtime, spec.workload, marker=prompt_marker(cell), prompt_for=prompts):
+        for window in drive(runtime, spec.workload, marker=prompt_marker(cell), prompt_for=prompts, warmups=True):
             windows.append(window)
             _raise_on_failed_requests(window, runtime)
         result["status"] = "ok"
@@ -157,7 +158,9 @@ def _finish(
     if runtime is not None and runtime.notes():
         result["notes"] = runtime.notes()
     result["provenance"]["finished_at"] = provenance.now()
-    if not write_result(job_dir, result):
+    if write_result(job_dir, result):
+        write_requests(job_dir, windows, spec.workload.record_chunk_times)
+    else:
         log.warning("kept the complete result in %s; this run %s", job_dir, result["status"])
     return result
 
