@@ -10,7 +10,8 @@ concurrency 8 and 64. What the client does to be exact and light:
   is handed to aiohttp over an idle open connection.
 - Per network read the event loop only stamps time.perf_counter and keeps the bytes; SSE lines
   and JSON are parsed after the window (specexp.runtimes.stream). An SSE event's arrival is the
-  read that completed its `data:` line.
+  read that completed its `data:` line. No timer is rescheduled per chunk: one watchdog per
+  window finds stalled (no byte for stall_s) and overlong (timeout_s) requests.
 - `processes` > 1 spreads a window over that many client processes (spawned; perf_counter is
   CLOCK_MONOTONIC, one clock for every process of the host); they warm their connections, meet
   at a barrier and send together.
@@ -61,36 +62,46 @@ class Prepared:
     body: bytes
 
 
-def _timeouts(timeout_s: float, stall_s: float | None) -> aiohttp.ClientTimeout:
-    # sock_read bounds every wait for bytes, the response head included: a server that stops
-    # answering mid-request is a stalled request after stall_s, not after timeout_s.
-    return aiohttp.ClientTimeout(total=None, connect=30.0, sock_read=stall_s or timeout_s)
-
-
-async def _one(session: aiohttp.ClientSession, base: str, req: Prepared, raw: RawStream, timeout_s: float,
-               stall_s: float | None) -> None:
+async def _one(session: aiohttp.ClientSession, base: str, req: Prepared, raw: RawStream) -> None:
     """Send one prepared request and keep (arrival, bytes) of every read. Never raises for what a
-    server does: HTTP errors, hangs, dropped connections end up in raw.error_kind / raw.error."""
+    server does: HTTP errors and dropped connections end up in raw.error_kind / raw.error (hangs
+    and overlong requests are the watchdog's)."""
     reads = raw.reads
     clock = time.perf_counter
     url = base + req.path
     try:
-        async with asyncio.timeout(timeout_s):
-            raw.sent_at = clock()
-            async with session.post(url, data=req.body) as response:
-                raw.status = response.status
-                if response.status != 200:
-                    text = (await response.read()).decode("utf-8", errors="replace")
-                    raw.fail(_status_kind(response.status), f"HTTP {response.status}: {text[:500]}")
-                    return
-                async for data in response.content.iter_any():
-                    reads.append((clock(), data))
-    except aiohttp.SocketTimeoutError:
-        raw.fail("stalled", f"no byte from the server for {stall_s or timeout_s:g} s")
-    except TimeoutError:
-        raw.fail("timeout", f"no complete response after {timeout_s:g} s")
-    except (aiohttp.ClientError, OSError) as err:
+        raw.sent_at = clock()
+        async with session.post(url, data=req.body) as response:
+            raw.status = response.status
+            if response.status != 200:
+                text = (await response.read()).decode("utf-8", errors="replace")
+                raw.fail(_status_kind(response.status), f"HTTP {response.status}: {text[:500]}")
+                return
+            async for data in response.content.iter_any():
+                reads.append((clock(), data))
+    except (aiohttp.ClientError, OSError, TimeoutError) as err:
         raw.fail("connection", f"{type(err).__name__}: {err}")
+
+
+async def _watchdog(tasks: list[asyncio.Task[None]], raws: list[RawStream], timeout_s: float,
+                    stall_s: float | None) -> None:
+    """One timer for the whole window instead of one per chunk: a request with no byte for
+    `stall_s` is stalled, one not complete after `timeout_s` timed out; either is cancelled."""
+    stall = stall_s or timeout_s
+    interval = max(min(stall, timeout_s) / 20, 0.02)
+    while True:
+        await asyncio.sleep(interval)
+        now = time.perf_counter()
+        for task, raw in zip(tasks, raws):
+            if task.done() or not raw.sent_at:
+                continue
+            last = raw.reads[-1][0] if raw.reads else raw.sent_at
+            if now - raw.sent_at >= timeout_s:
+                raw.fail("timeout", f"no complete response after {timeout_s:g} s")
+                task.cancel()
+            elif now - last >= stall:
+                raw.fail("stalled", f"no byte from the server for {stall:g} s")
+                task.cancel()
 
 
 def _status_kind(status: int) -> str:
@@ -99,9 +110,9 @@ def _status_kind(status: int) -> str:
     return "http_5xx" if status >= 500 else "http_4xx"
 
 
-async def _warm(session: aiohttp.ClientSession, path: str) -> None:
+async def _warm(session: aiohttp.ClientSession, url: str, limit_s: float) -> None:
     try:
-        async with session.get(path) as response:
+        async with asyncio.timeout(limit_s), session.get(url) as response:
             await response.read()
     except (aiohttp.ClientError, OSError, TimeoutError):
         pass  # a server that refuses the probe still gets measured, with connect inside the clock
@@ -113,16 +124,20 @@ async def _send(base_url: str, reqs: Sequence[Prepared], timeout_s: float, heade
     connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=max(60.0, stall_s or 0.0))
     all_headers = {"content-type": "application/json", **(headers or {})}
     base = base_url.rstrip("/")  # paths append to it as they are (a base URL may carry a path)
-    async with aiohttp.ClientSession(connector=connector, headers=all_headers,
-                                     timeout=_timeouts(timeout_s, stall_s), auto_decompress=False) as session:
+    timeout = aiohttp.ClientTimeout(total=None, connect=30.0)
+    async with aiohttp.ClientSession(connector=connector, headers=all_headers, timeout=timeout,
+                                     auto_decompress=False) as session:
         if warm_path and reqs:
-            await asyncio.gather(*(_warm(session, base + warm_path) for _ in reqs))
+            await asyncio.gather(*(_warm(session, base + warm_path, min(stall_s or 30.0, 30.0)) for _ in reqs))
         if barrier is not None:
             barrier.wait(BARRIER_S)
         offset = time.time() - time.perf_counter()
         cpu, start = time.process_time(), time.perf_counter()
-        await asyncio.gather(*(_one(session, base, r, raw, timeout_s, stall_s) for r, raw in zip(reqs, raws)))
+        tasks = [asyncio.ensure_future(_one(session, base, r, raw)) for r, raw in zip(reqs, raws)]
+        watchdog = asyncio.ensure_future(_watchdog(tasks, raws, timeout_s, stall_s))
+        await asyncio.gather(*tasks, return_exceptions=True)
         wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+        watchdog.cancel()
     return ClientWindow(raws, start, wall, cpu, 1, offset)
 
 
