@@ -33,6 +33,8 @@ class Row:
     spread: dict[str, list[float]] = field(default_factory=dict)
     link: str = ""
     """Relative path from the report to the run's result.json."""
+    client: dict[str, Any] = field(default_factory=dict)
+    """The measurement's `client` record (what the measuring client spent), where it has one."""
 
     def get(self, key: str) -> Any:
         return self.conditions.get(key)
@@ -59,7 +61,8 @@ def rows_of(found: Iterable[tuple[Path, dict[str, Any]]], report_dir: Path) -> t
             failures.append(Failure(run_id, status, result.get("conditions") or {}, result.get("error") or {}, link))
         for m in result.get("measurements") or []:
             if status == "ok" or m.get("partial"):
-                rows.append(Row(run_id, m.get("conditions") or {}, m.get("metrics") or {}, m.get("spread") or {}, link))
+                rows.append(Row(run_id, m.get("conditions") or {}, m.get("metrics") or {}, m.get("spread") or {}, link,
+                                m.get("client") or {}))
     return rows, failures
 
 
