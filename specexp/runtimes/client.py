@@ -11,7 +11,8 @@ concurrency 8 and 64. What the client does to be exact and light:
 - Per network read the event loop only stamps time.perf_counter and keeps the bytes; SSE lines
   and JSON are parsed after the window (specexp.runtimes.stream). An SSE event's arrival is the
   read that completed its `data:` line. No timer is rescheduled per chunk: one watchdog per
-  window finds stalled (no byte for stall_s) and overlong (timeout_s) requests.
+  window finds stalled (no byte for stall_s) and overlong (timeout_s) requests. The garbage
+  collector is paused while a window runs, so no collection delays a stamp.
 - `processes` > 1 spreads a window over that many client processes (spawned; perf_counter is
   CLOCK_MONOTONIC, one clock for every process of the host); they warm their connections, meet
   at a barrier and send together.
@@ -22,6 +23,7 @@ concurrency 8 and 64. What the client does to be exact and light:
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import multiprocessing as mp
 import queue
@@ -132,12 +134,18 @@ async def _send(base_url: str, reqs: Sequence[Prepared], timeout_s: float, heade
         if barrier is not None:
             barrier.wait(BARRIER_S)
         offset = time.time() - time.perf_counter()
-        cpu, start = time.process_time(), time.perf_counter()
-        tasks = [asyncio.ensure_future(_one(session, base, r, raw)) for r, raw in zip(reqs, raws)]
-        watchdog = asyncio.ensure_future(_watchdog(tasks, raws, timeout_s, stall_s))
-        await asyncio.gather(*tasks, return_exceptions=True)
-        wall, cpu = time.perf_counter() - start, time.process_time() - cpu
-        watchdog.cancel()
+        collecting = gc.isenabled()
+        gc.disable()  # no collector pause delays an arrival stamp (a window makes no reference cycles)
+        try:
+            cpu, start = time.process_time(), time.perf_counter()
+            tasks = [asyncio.ensure_future(_one(session, base, r, raw)) for r, raw in zip(reqs, raws)]
+            watchdog = asyncio.ensure_future(_watchdog(tasks, raws, timeout_s, stall_s))
+            await asyncio.gather(*tasks, return_exceptions=True)
+            wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+            watchdog.cancel()
+        finally:
+            if collecting:
+                gc.enable()
     return ClientWindow(raws, start, wall, cpu, 1, offset)
 
 
