@@ -124,11 +124,11 @@ async def _send(base_url: str, reqs: Sequence[Prepared], timeout_s: float, heade
                 stall_s: float | None, warm_path: str | None, barrier: Any = None) -> ClientWindow:
     raws = [RawStream(sent_at=0.0) for _ in reqs]
     connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=max(60.0, stall_s or 0.0))
-    all_headers = {"content-type": "application/json", **(headers or {})}
+    # identity: a compressed stream would hold chunks back until a compression block fills
+    all_headers = {"content-type": "application/json", "accept-encoding": "identity", **(headers or {})}
     base = base_url.rstrip("/")  # paths append to it as they are (a base URL may carry a path)
     timeout = aiohttp.ClientTimeout(total=None, connect=30.0)
-    async with aiohttp.ClientSession(connector=connector, headers=all_headers, timeout=timeout,
-                                     auto_decompress=False) as session:
+    async with aiohttp.ClientSession(connector=connector, headers=all_headers, timeout=timeout) as session:
         if warm_path and reqs:
             await asyncio.gather(*(_warm(session, base + warm_path, min(stall_s or 30.0, 30.0)) for _ in reqs))
         if barrier is not None:
