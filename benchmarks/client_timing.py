@@ -54,6 +54,8 @@ import reference_clients  # noqa: E402
 from specexp import metrics  # noqa: E402
 from specexp.runtimes.client import stream_window, to_trace  # noqa: E402
 
+SETTLE_S = 0.1
+"""Pause before every window, so the previous window's connection teardown is over."""
 PROMPT = "Write a Python module implementing an LRU cache with TTL expiry, thread safety, and a decorator API."
 
 
@@ -150,7 +152,10 @@ def measure(url: str, clients: list[str], levels: list[int], chunkings: list[int
     for max_chunk in chunkings:
         for c in levels:
             for w in range(windows):
-                for client in clients:
+                # each window in turn starts with another client, and the previous window's
+                # connections are closed and settled first: no client pays for another's teardown
+                for client in clients[w % len(clients):] + clients[:w % len(clients)]:
+                    time.sleep(SETTLE_S)
                     reqs = bodies(c, max_tokens, max_chunk, f"{client}-c{c}-m{max_chunk}-w{w}")
                     cell = cells[(max_chunk, c, client)]
                     cpu = time.process_time()
@@ -294,7 +299,8 @@ def header(args: argparse.Namespace, load: list[tuple[float, float, float]], sta
         f"{loads} (before -> after; other work shares the cores)",
         f"- server: benchmarks/pacing_server.py, TTFT {args.ttft_ms:g} ms, a chunk every {args.gap_ms:g} ms, "
         f"{args.max_tokens} tokens per request, continuous usage",
-        f"- {args.windows} windows per client, level and chunking, clients interleaved window by window",
+        f"- {args.windows} windows per client, level and chunking, clients interleaved window by window "
+        "(the first client rotating, 0.1 s between windows)",
         "- TTFT error: signed mean and p99 (client minus server). TPOT error is per token; tok/s errors are "
         "relative. Server's own TTFT: first chunk sent - request read, as the server stamps it.", "",
     ]) + "\n"
