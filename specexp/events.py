@@ -54,8 +54,16 @@ class RequestTrace:
     engine_timings: dict[str, Any] | None = None
     error: str | None = None
     error_kind: str | None = None
-    """http_429, http_5xx, http_4xx, timeout, stalled, connection, malformed_stream,
+    """http_429, http_5xx, http_4xx, timeout, stalled, connection, client, malformed_stream,
     truncated_stream or no_tokens."""
+    response_id: str | None = None
+    """The server's response `id` (e.g. `chatcmpl-...`), from the first chunk that has one."""
+    status: int | None = None
+    """HTTP status of the response (None: none came, or no HTTP was involved)."""
+    send_lag_s: float | None = None
+    """Actual send minus the window's start, when every request was due: the client's lag."""
+    sent_wall: float | None = None
+    """`sent_at` on the wall clock (Unix seconds); None on a virtual clock."""
 
     @property
     def token_events(self) -> tuple[TokenEvent, ...]:
@@ -137,6 +145,17 @@ class Point:
 
 
 @dataclass(frozen=True)
+class ClientStats:
+    """What the measuring client spent on one window (real HTTP runtimes only)."""
+
+    cpu_s: float
+    """CPU seconds of the client process(es) while the window's requests were in flight."""
+    wall_s: float
+    """From the window's start to its last stream's end."""
+    processes: int = 1
+
+
+@dataclass(frozen=True)
 class Window:
     """The requests of one repeat at one point, with the counter delta around them."""
 
@@ -146,3 +165,7 @@ class Window:
     cache_reset: bool | None = None
     """Before a cold window of a cache-reuse workload: whether the engine confirmed that it
     emptied its prefix cache (None: not asked)."""
+    repeat: int = 0
+    warmup: bool = False
+    """A warm-up or cache-priming window: its requests are recorded and count in no figure."""
+    client: ClientStats | None = None

@@ -18,6 +18,7 @@ from specexp.measure import measurements
 from specexp.plan import Cell
 from specexp.record import ErrorInfo, Provenance, RunRecord, complete_result, write_record
 from specexp.record.schema import Status
+from specexp.request_log import write_requests
 from specexp.runtimes import pool
 from specexp.runtimes.base import Runtime, RuntimeFailure, runtime_for
 from specexp.events import EngineInfo, Window
@@ -89,7 +90,7 @@ def run_job(
             cell.server_key, spec, job_dir, lambda: runtime_cls(spec, job_dir))
         progress.argv, progress.drafter_config = runtime.server_argv(), runtime.drafter_config()
         prompts = PromptBuilder(spec.workload, runtime.tokenize, runtime.detokenize) if runtime_cls.reads_prompts else None
-        for window in drive(runtime, spec.workload, marker=prompt_marker(cell), prompt_for=prompts):
+        for window in drive(runtime, spec.workload, marker=prompt_marker(cell), prompt_for=prompts, warmups=True):
             progress.windows.append(window)
             _raise_on_failed_requests(window, runtime)
         progress.status = "ok"
@@ -158,6 +159,8 @@ def _finish(
         ),
         notes=runtime.notes() if runtime is not None else [],
     )
-    if not write_record(job_dir, record):
+    if write_record(job_dir, record):
+        write_requests(job_dir, progress.windows, spec.workload.record_chunk_times)
+    else:
         log.warning("kept the complete result in %s; this run %s", job_dir, record.status)
     return record

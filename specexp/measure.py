@@ -8,20 +8,27 @@ from collections.abc import Iterable
 from typing import Any
 
 from specexp.events import Counters, Point, Window
-from specexp.metrics import acceptance_by_position, acceptance_rate, tokens_per_pass, window_metrics
-from specexp.record.schema import Conditions, Measurement, Metrics
+from specexp.metrics import (
+    acceptance_by_position, acceptance_rate, latency_distributions, percentile, tokens_per_pass, window_metrics,
+)
+from specexp.record.schema import ClientLoad, Conditions, Measurement, Metrics
 
 POOLED = ("acceptance_rate", "acceptance_by_position", "tokens_per_pass")
 """Acceptance metrics pool the counters of every repeat instead of taking a median."""
+CLIENT_BUSY = 0.8
+"""A window whose client processes were on CPU this share of its wall time is client-bound."""
+CLIENT_LAG_S = 0.010
+"""... as is one where a request left this long after the window's start."""
 
 
 def measurements(
     windows: Iterable[Window], run_conditions: Conditions, *, prefill_only: bool,  # type: ignore[valid-type]
     kv_cache_tokens: int | None, partial: bool = False,
 ) -> list[Measurement]:
-    """One measurement per point, in the order points were first measured."""
+    """One measurement per point, in the order points were first measured; warm-up windows
+    count in none."""
     by_point: dict[Point, list[Window]] = {}
-    for window in windows:
+    for window in (w for w in windows if not w.warmup):
         by_point.setdefault(window.point, []).append(window)
     return [
         _measurement(point, group, run_conditions, prefill_only, kv_cache_tokens, partial)
@@ -46,6 +53,7 @@ def _measurement(
     metrics["tokens_per_pass"] = tokens_per_pass(pooled)
     metrics["kv_cache_tokens"] = kv_cache_tokens
     traces = [t for w in windows for t in w.traces]
+    metrics.update(latency_distributions(traces, prefill_only=prefill_only))
     prompt_counts = [t.prompt_tokens for t in traces if t.prompt_tokens is not None]
     conditions = run.model_copy(update={
         "prompt_tokens": int(statistics.median(prompt_counts)) if prompt_counts else point.prompt_tokens,
@@ -71,6 +79,25 @@ def _measurement(
         engine_timings=[t.engine_timings for t in traces if t.engine_timings] or None,
         prefix_cache_reset=_reset(windows),
         partial=partial,
+        client=_client(windows),
+    )
+
+
+def _client(windows: list[Window]) -> ClientLoad | None:
+    """`client`: what the measuring client spent, and whether it, not the server, set the pace."""
+    stats = [w.client for w in windows if w.client is not None]
+    if not stats:
+        return None
+    lags = sorted(t.send_lag_s for w in windows for t in w.traces if t.send_lag_s is not None)
+    busy = max((s.cpu_s / (s.wall_s * s.processes) for s in stats if s.wall_s > 0), default=0.0)
+    lag_max = lags[-1] if lags else 0.0
+    return ClientLoad(
+        processes=max(s.processes for s in stats),
+        cpu_s=round(sum(s.cpu_s for s in stats), 4),
+        busy=round(busy, 3),
+        send_lag_p99_s=round(percentile(lags, 99), 6) if lags else None,
+        send_lag_max_s=round(lag_max, 6),
+        bound=busy >= CLIENT_BUSY or lag_max >= CLIENT_LAG_S,
     )
 
 

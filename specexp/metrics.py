@@ -33,8 +33,8 @@ METRICS: dict[str, MetricDef] = {
         MetricDef("ttft_s", "s", "lower", "request sent -> first chunk that carries generated tokens", "TTFT"),
         MetricDef("prefill_tps", "tok/s", "higher", "(prompt tokens - cached prompt tokens) / ttft_s, with max_tokens = 1", "prefill"),
         MetricDef("tpot_s", "s", "lower", "(e2e latency - ttft_s) / (completion tokens - 1)", "TPOT"),
-        MetricDef("itl_s", "s", "lower", "mean gap between consecutive token-bearing chunks (see tokens_per_chunk)", "ITL"),
-        MetricDef("tokens_per_chunk", "tok", "", "completion tokens / token-bearing chunks (speculation packs several per chunk)", "tok/chunk"),
+        MetricDef("itl_s", "s", "lower", "per chunk, not per token: mean gap between consecutive token-bearing chunks, one request (tpot_s is the per-token figure; itl_s / tokens_per_chunk = tpot_s)", "ITL"),
+        MetricDef("tokens_per_chunk", "tok", "", "tokens per gap: (completion tokens - tokens of the first chunk) / (token-bearing chunks - 1), the tokens each itl_s gap brought (speculation packs several per chunk)", "tok/chunk"),
         MetricDef("acceptance_rate", "ratio", "higher", "delta accepted draft tokens / delta proposed draft tokens, engine counters over the window", "acceptance"),
         MetricDef("acceptance_by_position", "ratios", "higher", "for draft position i = 1..k: delta accepted at position i / delta drafts", "accepted by position"),
         MetricDef("tokens_per_pass", "tok", "higher", "1 + delta accepted / delta drafts (acceptance length)", "tok/pass"),
@@ -43,6 +43,20 @@ METRICS: dict[str, MetricDef] = {
         MetricDef("output_identical", "bool", "", "at temperature 0, completion equals the drafter=none completion of the same prompt", "identical"),
     )
 }
+
+DISTRIBUTED = {
+    "ttft": ("TTFT", "ttft_s of each request"),
+    "tpot": ("TPOT", "tpot_s of each request (per token)"),
+    "chunk_gap": ("chunk gap", "every gap between consecutive token-bearing chunks of every request (per chunk)"),
+    "e2e": ("e2e", "e2e_s of each request: request sent -> last token-bearing chunk"),
+}
+"""Latency distributions over the requests of a measurement's window set (every repeat, pooled)."""
+STATS = ("p50", "p90", "p99", "mean")
+for _key, (_label, _what) in DISTRIBUTED.items():
+    for _stat in STATS:
+        _name = f"{_key}_{_stat}_s"
+        METRICS[_name] = MetricDef(_name, "s", "lower", f"{_stat} over the requests of every repeat of a point: {_what}",
+                                   f"{_label} {_stat}")
 
 
 def ttft_s(trace: RequestTrace) -> float | None:
@@ -72,6 +86,7 @@ def tpot_s(trace: RequestTrace) -> float | None:
 
 
 def itl_s(trace: RequestTrace) -> float | None:
+    """Per chunk: the mean gap between consecutive token-bearing chunks."""
     times = [e.t for e in trace.token_events]
     if len(times) < 2:
         return None
@@ -79,10 +94,23 @@ def itl_s(trace: RequestTrace) -> float | None:
 
 
 def tokens_per_chunk(trace: RequestTrace) -> float | None:
+    """Tokens per gap: what each itl_s gap brought, so itl_s / tokens_per_chunk = tpot_s."""
     events = trace.token_events
-    if not events or trace.completion_tokens is None:
+    if len(events) < 2 or trace.completion_tokens is None:
         return None
-    return trace.completion_tokens / len(events)
+    return (trace.completion_tokens - events[0].tokens) / (len(events) - 1)
+
+
+def chunk_gaps(trace: RequestTrace) -> list[float]:
+    """Every gap between consecutive token-bearing chunks, seconds."""
+    times = [e.t for e in trace.token_events]
+    return [b - a for a, b in zip(times, times[1:])]
+
+
+def e2e_s(trace: RequestTrace) -> float | None:
+    """Request sent -> last token-bearing chunk."""
+    last = trace.last_token_at
+    return None if last is None else last - trace.sent_at
 
 
 def prefill_tps(trace: RequestTrace) -> float | None:
@@ -158,6 +186,33 @@ def window_metrics(
     out["acceptance_by_position"] = acceptance_by_position(delta)
     out["tokens_per_pass"] = tokens_per_pass(delta)
     return out
+
+
+def latency_distributions(traces: Sequence[RequestTrace], *, prefill_only: bool) -> dict[str, float | None]:
+    """p50 / p90 / p99 / mean of TTFT, TPOT, chunk gap and e2e over `traces` (failed ones left
+    out); with `prefill_only` the decode-side ones are None."""
+    ok = [t for t in traces if t.error is None]
+    values: dict[str, list[float]] = {
+        "ttft": [v for v in map(ttft_s, ok) if v is not None],
+        "tpot": [] if prefill_only else [v for v in map(tpot_s, ok) if v is not None],
+        "chunk_gap": [] if prefill_only else [g for t in ok for g in chunk_gaps(t)],
+        "e2e": [v for v in map(e2e_s, ok) if v is not None],
+    }
+    out: dict[str, float | None] = {}
+    for key, xs in values.items():
+        ordered = sorted(xs)
+        for stat in STATS:
+            out[f"{key}_{stat}_s"] = (None if not ordered else statistics.fmean(ordered) if stat == "mean"
+                                      else percentile(ordered, float(stat[1:])))
+    return out
+
+
+def percentile(ordered: Sequence[float], q: float) -> float:
+    """The q-th percentile of sorted values, linear between closest ranks (numpy's default)."""
+    pos = (len(ordered) - 1) * q / 100
+    lo = int(pos)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
 
 
 def _mean(values: Sequence[float | None]) -> float | None:

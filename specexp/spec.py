@@ -280,6 +280,19 @@ class WorkloadSpec(_Spec):
     """Requests share their prefix (prefix-cache workloads); otherwise each is unique."""
     temperature: float = Field(default=0.0, ge=0)
     thinking: bool = False
+    endpoint: Literal["chat", "completions"] = Field(default="chat", exclude_if=lambda v: v == "chat")
+    """Which OpenAI endpoint requests go to: `chat` (/v1/chat/completions, the chat template
+    applies) or `completions` (/v1/completions, the prompt as it is). Left out of run ids and
+    prompt markers at its default, so chat runs keep the ids they had."""
+    warmup_output_tokens: int | None = Field(default=16, ge=1, exclude=True)
+    """max_tokens of a warm-up request (at most output_tokens); None: output_tokens. Warm-up
+    requests count in no figure. Operational: not part of the run id."""
+    client_processes: int = Field(default=1, ge=1, exclude=True)
+    """Client processes one window is spread over (real HTTP runtimes), for windows one event
+    loop cannot keep up with. Operational: not part of the run id."""
+    record_chunk_times: bool = Field(default=False, exclude=True)
+    """requests.jsonl keeps every token-bearing chunk's arrival (seconds after the request was
+    sent) and token count. Operational: not part of the run id."""
 
 
 class ExperimentSpec(_Spec):

@@ -128,14 +128,20 @@ _IDENTITY = {
     "concurrency": "batch-variant kernels change the logits with the batch",
 }
 
+def _dist(key: str) -> tuple[str, ...]:
+    """The latency distribution metrics of `key` (specexp.metrics.DISTRIBUTED)."""
+    return tuple(f"{key}_{stat}_s" for stat in ("p50", "p90", "p99", "mean"))
+
+
 FAMILIES: Mapping[str, Family] = MappingProxyType({
     f.name: f
     for f in (
-        Family("ttft", "time to first token", ("ttft_s",), MappingProxyType({**_DEVICE, **_PREFILL})),
+        Family("ttft", "time to first token", ("ttft_s", *_dist("ttft")), MappingProxyType({**_DEVICE, **_PREFILL})),
         Family("prefill", "prefill throughput", ("prefill_tps",), MappingProxyType({**_DEVICE, **_PREFILL})),
         Family("decode", "one stream's decode rate after the first token",
-               ("decode_tps", "tpot_s", "itl_s", "tokens_per_chunk"), MappingProxyType(_DECODE)),
-        Family("e2e", "one stream's rate including the first token", ("e2e_tps",), MappingProxyType(_E2E)),
+               ("decode_tps", "tpot_s", "itl_s", "tokens_per_chunk", *_dist("tpot"), *_dist("chunk_gap")),
+               MappingProxyType(_DECODE)),
+        Family("e2e", "one stream's rate including the first token", ("e2e_tps", *_dist("e2e")), MappingProxyType(_E2E)),
         Family("aggregate", "throughput of concurrent streams, summed or per stream",
                ("aggregate_tps", "per_stream_tps"), MappingProxyType(_AGGREGATE)),
         Family("acceptance", "how many drafted tokens the target accepts",

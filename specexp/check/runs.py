@@ -35,6 +35,8 @@ class Run:
     origin: str = field(default="measured")
     spread: Mapping[str, list[float]] = field(default_factory=dict)
     """[min, max] of each metric over the repeats."""
+    client: Mapping[str, Any] = field(default_factory=dict)
+    """What the measuring client spent (`ClientLoad`), where the measurement has it."""
 
     def get(self, condition: str) -> Any:
         return self.conditions.get(condition)
@@ -70,7 +72,8 @@ def runs_of(found: Iterable[tuple[Path, RunRecord]], relative_to: Path | None = 
         runs.append(Run(run_id if counts[run_id] == 1 else f"{run_id}#{i}", run_id,
                         MappingProxyType(conditions), MappingProxyType(metrics), link,
                         origin if origin in ("measured", "simulated") else "measured",
-                        MappingProxyType(dict(m.spread))))
+                        MappingProxyType(dict(m.spread)),
+                        MappingProxyType(m.client.model_dump() if m.client is not None else {})))
     return runs
 
 

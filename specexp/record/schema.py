@@ -70,6 +70,23 @@ class Provenance(_Record):
     """What the engine said about itself: version, KV capacity, reuse of the server, details."""
 
 
+class ClientLoad(_Record):
+    """What the measuring client spent on a measurement, and whether it, not the server, set the pace."""
+
+    processes: int
+    """Client processes the windows were spread over."""
+    cpu_s: float
+    """Client CPU seconds over the windows."""
+    busy: float
+    """The busiest window's client CPU share (CPU seconds / wall seconds / processes)."""
+    send_lag_p99_s: float | None
+    """p99 of the lag between a request's scheduled and actual send."""
+    send_lag_max_s: float
+    bound: bool
+    """The client was the bottleneck (busy at 0.8 or more, or a request sent 10 ms late or more):
+    the figures say more about the client than about the server."""
+
+
 class Measurement(_Record):
     conditions: Conditions  # type: ignore[valid-type]
     metrics: Metrics  # type: ignore[valid-type]
@@ -86,6 +103,8 @@ class Measurement(_Record):
     prefix_cache_reset: bool | None = None
     partial: bool = False
     """The job did not finish; the windows it completed are kept."""
+    client: ClientLoad | None = None
+    """What the measuring client spent (None where the runtime has no client, the simulator)."""
 
 
 class RunRecord(_Record):

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from specexp.metrics import METRICS
+from specexp.metrics import DISTRIBUTED, METRICS, STATS
 from specexp.report.blocks import Block, Chart, Heading, Paragraph, TableBlock
 from specexp.report.format import cell, code_span
 from specexp.check.figures import FigureSet
@@ -120,7 +120,15 @@ def definitions(rows: Sequence[Row]) -> list[Block]:
     used = [m for m in METRICS if any(r.metrics.get(m) is not None for r in rows)]
     if not used:
         return []
-    lines = [f"- `{m}` ({METRICS[m].unit}, {METRICS[m].better or 'no direction'}): {METRICS[m].definition}." for m in used]
+    spread = {f"{key}_{stat}_s": key for key in DISTRIBUTED for stat in STATS}
+    lines, said = [], set()
+    for m in used:
+        if m not in spread:
+            lines.append(f"- `{m}` ({METRICS[m].unit}, {METRICS[m].better or 'no direction'}): {METRICS[m].definition}.")
+        elif spread[m] not in said:  # one line for the four figures of a distribution
+            said.add(spread[m])
+            lines.append(f"- `{spread[m]}_{{{','.join(STATS)}}}_s` (s, lower): {'/'.join(STATS)} over the requests "
+                         f"of every repeat of a point: {DISTRIBUTED[spread[m]][1]}.")
     return [Heading("Metric definitions"), Paragraph("\n".join(lines))]
 
 

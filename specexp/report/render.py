@@ -3,6 +3,7 @@ off, so any text from a server arrives escaped) and its charts drawn by an inlin
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import re
 from functools import lru_cache
@@ -11,6 +12,7 @@ from pathlib import Path
 import vl_convert
 from markdown_it import MarkdownIt
 
+from specexp.paths_cache import cache_dir
 from specexp.record import atomic_write
 from specexp.report.build import Report
 from specexp.report.markdown import environment, render_markdown
@@ -30,8 +32,19 @@ def write_charts(report: Report, folder: Path) -> list[Path]:
 
 @lru_cache(maxsize=1)
 def vega_bundle() -> str:
-    """vega, vega-lite and vega-embed in one script, so the HTML needs no network."""
-    return vl_convert.javascript_bundle().replace("</script", "<\\/script")
+    """vega, vega-lite and vega-embed in one script, so the HTML needs no network. Building it
+    takes vl-convert ~1.5 s, so it is kept in specexp's cache per vl-convert version."""
+    path = cache_dir() / f"vega-bundle-vl-convert-{importlib.metadata.version('vl-convert-python')}.js"
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError:
+        pass
+    bundle = vl_convert.javascript_bundle().replace("</script", "<\\/script")
+    try:
+        atomic_write(path, bundle)
+    except OSError:
+        pass  # an unwritable cache costs time, not the report
+    return bundle
 
 
 def render_html(report: Report) -> str:
@@ -40,7 +53,7 @@ def render_html(report: Report) -> str:
     body = _IMG.sub(lambda m: f'<div class="chart" id="chart-{m.group(1)}"></div>', body)
     specs = json.dumps({c.name: c.spec for c in report.charts}).replace("</", "<\\/")
     return environment().get_template("report.html.j2").render(
-        title=report.title, body=body, bundle=vega_bundle(), specs=specs
+        title=report.title, body=body, bundle=vega_bundle() if report.charts else "", specs=specs
     )
 
 

@@ -14,6 +14,7 @@ from specexp.report import charts
 from specexp.report.blocks import Block, Heading, Paragraph, TableBlock
 from specexp.report.format import cell, header, number, with_spread
 from specexp.report.tables import CHART_KEYS, DRAFTER_KEYS, SPEC_KEYS, Row, baseline, group, sort_rows, varying
+from specexp.report.latency import latency_table
 
 
 def classify(rows: Sequence[Row]) -> dict[str, list[Row]]:
@@ -133,6 +134,7 @@ def concurrency_section(rows: Sequence[Row], fixed: dict[str, Any]) -> list[Bloc
                         + [_speedup(r, baseline(r, members), "aggregate_tps"), _run(r)])
         blocks.append(TableBlock([*columns, *(header(m) for m in metrics), "speedup vs none", "run"], body,
                                  align=["l"] * len(columns) + ["r"] * (len(metrics) + 1) + ["l"]))
+        blocks += latency_table(sort_rows(members, [c for c in columns if c != "concurrency"] + ["concurrency"]), columns)
         blocks += _crossovers(members)
         name = "-".join(str(v) for v in conditions.values() if v not in (None, False, True))
         setups = varying(members, exclude=(*DRAFTER_KEYS, "prompt_tokens", "concurrency", "repeats"))
@@ -184,6 +186,7 @@ def prefill_section(rows: Sequence[Row], fixed: dict[str, Any]) -> list[Block]:
                 + [_run(r)] for r in sort_rows(members, [*setup, "prompt_tokens"])]
         blocks.append(TableBlock([*setup, "prompt_tokens", *(header(m) for m in metrics), "run"], body,
                                  align=["l"] * len(setup) + ["r"] * (len(metrics) + 1) + ["l"]))
+        blocks += latency_table(sort_rows(members, [*setup, "prompt_tokens"]), [*setup, "prompt_tokens"])
     blocks += charts.prefill_by_length(rows, "prefill-by-length")
     return blocks
 

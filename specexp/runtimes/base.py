@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import ClassVar, Literal
 
-from specexp.events import Counters, EngineInfo, Request, RequestTrace
+from specexp.events import ClientStats, Counters, EngineInfo, Request, RequestTrace
 from specexp.registry import Registry
 from specexp.spec import ExperimentSpec
 
@@ -74,6 +74,10 @@ class Runtime(ABC):
     @abstractmethod
     def counters(self) -> Counters:
         """The engine's cumulative counters now."""
+
+    def client_stats(self) -> ClientStats | None:
+        """What the measuring client spent on the last window (None: no HTTP client measured it)."""
+        return None
 
     def log_tail(self) -> str:
         """The last lines of the server's log, when specexp started the server."""

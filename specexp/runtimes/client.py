@@ -1,101 +1,109 @@
-"""The HTTP measurement client: async httpx, streamed OpenAI-compatible responses.
+"""The HTTP measurement client: aiohttp on uvloop, streamed OpenAI-compatible responses.
 
-Each chunk is timestamped when it arrives (time.perf_counter); TTFT is the first chunk that
-carries generated tokens. Token counts come from the server: usage (final, or continuous when
-the engine sends it per chunk), llama.cpp `timings`, SGLang `meta_info`. Only where a server
-gives none does the trace count chunks and say `token_source: client`.
+Chosen by measurement (benchmarks/results/client_timing.md): against a server that stamps every
+chunk, httpx's client added several times the TTFT error and CPU of aiohttp on uvloop at
+concurrency 8 and 64. What the client does to be exact and light:
+
+- Before a window's clock starts, every request body is serialized and one keep-alive connection
+  per request is opened and warmed (a GET of the runtime's health path), so no TCP handshake or
+  JSON encoding falls inside a TTFT. TTFT's clock starts at `sent_at`: right before the request
+  is handed to aiohttp over an idle open connection.
+- Per network read the event loop only stamps time.perf_counter and keeps the bytes; SSE lines
+  and JSON are parsed after the window (specexp.runtimes.stream). An SSE event's arrival is the
+  read that completed its `data:` line. No timer is rescheduled per chunk: one watchdog per
+  window finds stalled (no byte for stall_s) and overlong (timeout_s) requests. The garbage
+  collector is paused while a window runs, so no collection delays a stamp.
+- `processes` > 1 spreads a window over that many client processes (spawned; perf_counter is
+  CLOCK_MONOTONIC, one clock for every process of the host); they warm their connections, meet
+  at a barrier and send together.
+- Every window says what the client spent: its CPU seconds, wall seconds and each request's
+  send lag (actual send minus the window's start), so a report can tell a client-bound window.
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
+import multiprocessing as mp
+import queue
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
+import aiohttp
 
-from specexp.events import RequestTrace, TokenEvent
+from specexp.runtimes.stream import RawStream, chunk_text, parse_reads, to_trace
+
+__all__ = ["ClientWindow", "RawStream", "chunk_text", "stream_all", "stream_window", "to_trace"]
+
+BARRIER_S = 120.0
+"""Longest the client processes of one window wait for each other to be ready."""
 
 
 @dataclass
-class RawStream:
-    """What arrived for one request, before interpretation."""
+class ClientWindow:
+    """The raw streams of one window, in request order, and what the client spent on it."""
 
-    sent_at: float
-    chunks: list[tuple[float, dict[str, Any]]] = field(default_factory=list)
-    status: int | None = None
-    error: str | None = None
-    error_kind: str | None = None
-    malformed: int = 0
-    done: bool = False
-    """The stream ended with `data: [DONE]` (or a finish_reason)."""
-
-    def fail(self, kind: str, message: str) -> None:
-        if self.error is None:
-            self.error_kind, self.error = kind, message
+    raws: list[RawStream]
+    started_at: float
+    """perf_counter when the window's sending began (the schedule every request was due at)."""
+    wall_s: float
+    """From the window's start until its last stream ended."""
+    cpu_s: float
+    """CPU seconds of the client process(es) over the same span (warm-up of connections excluded)."""
+    processes: int = 1
+    wall_offset: float = field(default=0.0)
+    """time.time() - time.perf_counter() at the window's start: wall clock of a perf_counter stamp."""
 
 
-async def stream_request(
-    client: httpx.AsyncClient, url: str, body: dict[str, Any], timeout_s: float, stall_s: float | None = None
-) -> RawStream:
-    """POST `body` with stream=true and collect every SSE `data:` chunk with its arrival time.
+@dataclass(frozen=True)
+class Prepared:
+    path: str
+    body: bytes
 
-    Never raises for what a server does: HTTP errors, hangs (no chunk for `stall_s`), dropped
-    connections, malformed or truncated streams end up in `error_kind` / `error`.
-    """
-    raw = RawStream(sent_at=time.perf_counter())
+
+async def _one(session: aiohttp.ClientSession, base: str, req: Prepared, raw: RawStream) -> None:
+    """Send one prepared request and keep (arrival, bytes) of every read. Never raises for what a
+    server does: HTTP errors and dropped connections end up in raw.error_kind / raw.error (hangs
+    and overlong requests are the watchdog's)."""
+    reads = raw.reads
+    clock = time.perf_counter
+    url = base + req.path
     try:
-        async with asyncio.timeout(timeout_s):
-            async with client.stream("POST", url, json=body) as response:
-                raw.status = response.status_code
-                if response.status_code != 200:
-                    text = (await response.aread()).decode("utf-8", errors="replace")
-                    raw.fail(_status_kind(response.status_code), f"HTTP {response.status_code}: {text[:500]}")
-                    return raw
-                await _read_events(response, raw, stall_s)
-    except TimeoutError:
-        raw.fail("timeout", f"no complete response after {timeout_s:g} s")
-    except httpx.ReadTimeout:
-        raw.fail("stalled", f"no byte from the server for {stall_s or timeout_s:g} s")
-    except httpx.HTTPError as err:
+        raw.sent_at = clock()
+        async with session.post(url, data=req.body) as response:
+            raw.status = response.status
+            if response.status != 200:
+                text = (await response.read()).decode("utf-8", errors="replace")
+                raw.fail(_status_kind(response.status), f"HTTP {response.status}: {text[:500]}")
+                return
+            async for data in response.content.iter_any():
+                reads.append((clock(), data))
+    except (aiohttp.ClientError, OSError, TimeoutError) as err:
         raw.fail("connection", f"{type(err).__name__}: {err}")
-    if raw.error is None and not raw.done:
-        raw.fail("truncated_stream", "the stream ended without [DONE] or a finish_reason")
-    return raw
 
 
-async def _read_events(response: httpx.Response, raw: RawStream, stall_s: float | None) -> None:
-    lines = response.aiter_lines().__aiter__()
+async def _watchdog(tasks: list[asyncio.Task[None]], raws: list[RawStream], timeout_s: float,
+                    stall_s: float | None) -> None:
+    """One timer for the whole window instead of one per chunk: a request with no byte for
+    `stall_s` is stalled, one not complete after `timeout_s` timed out; either is cancelled."""
+    stall = stall_s or timeout_s
+    interval = max(min(stall, timeout_s) / 20, 0.02)
     while True:
-        try:
-            line = await asyncio.wait_for(lines.__anext__(), stall_s) if stall_s else await lines.__anext__()
-        except StopAsyncIteration:
-            return
-        except TimeoutError:
-            raw.fail("stalled", f"no chunk for {stall_s:g} s")
-            return
+        await asyncio.sleep(interval)
         now = time.perf_counter()
-        if line.startswith("{"):  # NDJSON (Ollama's native API): one JSON object a line, the last "done": true
-            data = line
-        elif not line.startswith("data:"):
-            continue
-        else:
-            data = line[5:].strip()
-        if data == "[DONE]":
-            raw.done = True
-            return
-        try:
-            chunk = json.loads(data)
-        except ValueError:
-            raw.malformed += 1
-            continue
-        if isinstance(chunk, dict):
-            raw.chunks.append((now, chunk))
-            if chunk.get("done") is True or any(isinstance(c, dict) and c.get("finish_reason") for c in chunk.get("choices") or []):
-                raw.done = True
+        for task, raw in zip(tasks, raws):
+            if task.done() or not raw.sent_at:
+                continue
+            last = raw.reads[-1][0] if raw.reads else raw.sent_at
+            if now - raw.sent_at >= timeout_s:
+                raw.fail("timeout", f"no complete response after {timeout_s:g} s")
+                task.cancel()
+            elif now - last >= stall:
+                raw.fail("stalled", f"no byte from the server for {stall:g} s")
+                task.cancel()
 
 
 def _status_kind(status: int) -> str:
@@ -104,93 +112,116 @@ def _status_kind(status: int) -> str:
     return "http_5xx" if status >= 500 else "http_4xx"
 
 
-def chunk_text(chunk: dict[str, Any]) -> str:
-    """Generated text of one chunk (chat delta content or reasoning, or completion text)."""
-    choices = chunk.get("choices") or []
-    if not choices and isinstance(chunk.get("message"), dict):  # Ollama native /api/chat
-        return "".join(str(chunk["message"].get(k) or "") for k in ("thinking", "content"))
-    if not choices and isinstance(chunk.get("response"), str):  # Ollama native /api/generate
-        return chunk["response"]
-    if not choices or not isinstance(choices[0], dict):
-        return ""
-    choice = choices[0]
-    delta = choice.get("delta")
-    if isinstance(delta, dict):
-        return "".join(str(delta.get(k) or "") for k in ("reasoning_content", "reasoning", "content"))
-    return str(choice.get("text") or "")
+async def _warm(session: aiohttp.ClientSession, url: str, limit_s: float) -> None:
+    try:
+        async with asyncio.timeout(limit_s), session.get(url) as response:
+            await response.read()
+    except (aiohttp.ClientError, OSError, TimeoutError):
+        pass  # a server that refuses the probe still gets measured, with connect inside the clock
 
 
-def _cumulative_tokens(chunk: dict[str, Any]) -> int | None:
-    usage = chunk.get("usage")
-    if isinstance(usage, dict) and chunk.get("choices"):
-        value = usage.get("completion_tokens")
-        if isinstance(value, int):
-            return value
-    timings = chunk.get("timings")
-    if isinstance(timings, dict) and isinstance(timings.get("predicted_n"), int):
-        return int(timings["predicted_n"])
-    return None
+async def _send(base_url: str, reqs: Sequence[Prepared], timeout_s: float, headers: dict[str, str] | None,
+                stall_s: float | None, warm_path: str | None, barrier: Any = None) -> ClientWindow:
+    raws = [RawStream(sent_at=0.0) for _ in reqs]
+    connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=max(60.0, stall_s or 0.0))
+    # identity: a compressed stream would hold chunks back until a compression block fills
+    all_headers = {"content-type": "application/json", "accept-encoding": "identity", **(headers or {})}
+    base = base_url.rstrip("/")  # paths append to it as they are (a base URL may carry a path)
+    timeout = aiohttp.ClientTimeout(total=None, connect=30.0)
+    async with aiohttp.ClientSession(connector=connector, headers=all_headers, timeout=timeout) as session:
+        if warm_path and reqs:
+            await asyncio.gather(*(_warm(session, base + warm_path, min(stall_s or 30.0, 30.0)) for _ in reqs))
+        if barrier is not None:
+            barrier.wait(BARRIER_S)
+        offset = time.time() - time.perf_counter()
+        collecting = gc.isenabled()
+        gc.disable()  # no collector pause delays an arrival stamp (a window makes no reference cycles)
+        try:
+            cpu, start = time.process_time(), time.perf_counter()
+            tasks = [asyncio.ensure_future(_one(session, base, r, raw)) for r, raw in zip(reqs, raws)]
+            watchdog = asyncio.ensure_future(_watchdog(tasks, raws, timeout_s, stall_s))
+            await asyncio.gather(*tasks, return_exceptions=True)
+            wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+            watchdog.cancel()
+        finally:
+            if collecting:
+                gc.enable()
+    return ClientWindow(raws, start, wall, cpu, 1, offset)
 
 
-def to_trace(request_id: str, raw: RawStream, details: Callable[[RawStream], dict[str, Any]] | None = None) -> RequestTrace:
-    """Interpret a raw stream: token events, server token counts, engine timings."""
-    events: list[TokenEvent] = []
-    texts: list[str] = []
-    usage: dict[str, Any] | None = None
-    timings: dict[str, Any] | None = None
-    finish: str | None = None
-    seen, tracked = 0, False
-    for t, chunk in raw.chunks:
-        text = chunk_text(chunk)
-        cumulative = _cumulative_tokens(chunk)
-        if isinstance(chunk.get("usage"), dict):
-            usage = chunk["usage"]
-        if isinstance(chunk.get("timings"), dict):
-            timings = chunk["timings"]
-        for choice in chunk.get("choices") or []:
-            if isinstance(choice, dict) and choice.get("finish_reason"):
-                finish = str(choice["finish_reason"])
-        if chunk.get("done_reason"):  # Ollama native
-            finish = str(chunk["done_reason"])
-        grew = cumulative - seen if cumulative is not None else 0
-        # A chunk carries tokens when it has text, or when a per-chunk count (continuous usage,
-        # per-token timings) that was already being tracked grew; a final summary chunk with
-        # the whole count and no text is not a token event.
-        if text or (tracked and grew > 0):
-            events.append(TokenEvent(t=t, tokens=grew if grew > 0 else 1))
-            texts.append(text)
-        if cumulative is not None:
-            tracked = tracked or bool(text)
-            seen = max(seen, cumulative)
-    extra = details(raw) if details else {}
-    completion = _first_int(extra.get("completion_tokens"), (usage or {}).get("completion_tokens"),
-                            (timings or {}).get("predicted_n"))
-    prompt = _first_int(extra.get("prompt_tokens"), (usage or {}).get("prompt_tokens"))
-    cached = _first_int(extra.get("cached_tokens"), ((usage or {}).get("prompt_tokens_details") or {}).get("cached_tokens"),
-                        (timings or {}).get("cache_n"))
-    source = "server"
-    if completion is None:
-        completion, source = sum(e.tokens for e in events), "client"
-    engine_timings = extra.get("engine_timings") or timings
-    if raw.malformed:
-        raw.fail("malformed_stream", f"{raw.malformed} chunk(s) of the stream were not valid JSON")
-    if not events:
-        raw.fail("no_tokens", "the stream carried no generated token")
-    error, error_kind = raw.error, raw.error_kind
-    return RequestTrace(
-        request_id=request_id, sent_at=raw.sent_at, events=tuple(events), prompt_tokens=prompt,
-        completion_tokens=completion, cached_prompt_tokens=cached, token_source=source,  # type: ignore[arg-type]
-        text="".join(texts), finish_reason=finish, engine_timings=engine_timings, error=error, error_kind=error_kind,
-    )
+def _run(coro: Any) -> ClientWindow:
+    import uvloop
+
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        return runner.run(coro)  # type: ignore[no-any-return]
 
 
-def _first_int(*values: Any) -> int | None:
-    for value in values:
-        if isinstance(value, bool):
-            continue
-        if isinstance(value, (int, float)):
-            return int(value)
-    return None
+def stream_window(
+    base_url: str,
+    bodies: Sequence[tuple[str, dict[str, Any]]],
+    timeout_s: float,
+    headers: dict[str, str] | None = None,
+    stall_s: float | None = None,
+    warm_path: str | None = "/health",
+    processes: int = 1,
+) -> ClientWindow:
+    """Send every (path, body) at once (over warmed connections); the raw streams, parsed, in order."""
+    reqs = [Prepared(path, json.dumps(body, separators=(",", ":")).encode()) for path, body in bodies]
+    if processes <= 1 or len(reqs) <= 1:
+        window = _run(_send(base_url, reqs, timeout_s, headers, stall_s, warm_path))
+    else:
+        window = _spread(base_url, reqs, timeout_s, headers, stall_s, warm_path, min(processes, len(reqs)))
+    for raw in window.raws:
+        parse_reads(raw)
+    return window
+
+
+def _worker(index: int, args: tuple[Any, ...], barrier: Any, results: Any) -> None:
+    try:
+        results.put((index, _run(_send(*args, barrier=barrier))))
+    except BaseException as err:  # noqa: BLE001 - the parent records the failure per request
+        results.put((index, f"{type(err).__name__}: {err}"))
+
+
+def _spread(base_url: str, reqs: list[Prepared], timeout_s: float, headers: dict[str, str] | None,
+            stall_s: float | None, warm_path: str | None, processes: int) -> ClientWindow:
+    """One window over `processes` spawned client processes: request i goes to process i % n."""
+    ctx = mp.get_context("spawn")
+    barrier, results = ctx.Barrier(processes), ctx.Queue()
+    parts = [reqs[i::processes] for i in range(processes)]
+    workers = [ctx.Process(target=_worker, args=(i, (base_url, part, timeout_s, headers, stall_s, warm_path),
+                                                     barrier, results), daemon=True)
+               for i, part in enumerate(parts)]
+    for w in workers:
+        w.start()
+    got: dict[int, ClientWindow | str] = {}
+    deadline = time.monotonic() + timeout_s + BARRIER_S + 60
+    try:
+        while len(got) < processes:
+            try:
+                index, value = results.get(timeout=max(deadline - time.monotonic(), 0.1))
+            except queue.Empty:
+                break
+            got[index] = value
+    finally:
+        for w in workers:
+            w.join(5)
+            if w.is_alive():
+                w.kill()
+    raws: list[RawStream] = [RawStream(sent_at=0.0) for _ in reqs]
+    done = [v for v in got.values() if isinstance(v, ClientWindow)]
+    for i in range(processes):
+        value = got.get(i, "the client process did not answer")
+        for j, raw in enumerate(value.raws if isinstance(value, ClientWindow) else []):
+            raws[i + j * processes] = raw
+        if not isinstance(value, ClientWindow):
+            for j in range(len(parts[i])):
+                raws[i + j * processes].fail("client", f"client process {i} failed: {value}")
+    if not done:
+        return ClientWindow(raws, time.perf_counter(), 0.0, 0.0, processes, time.time() - time.perf_counter())
+    start = min(w.started_at for w in done)
+    end = max(w.started_at + w.wall_s for w in done)
+    return ClientWindow(raws, start, end - start, sum(w.cpu_s for w in done), processes, done[0].wall_offset)
 
 
 async def stream_all(
@@ -200,10 +231,9 @@ async def stream_all(
     headers: dict[str, str] | None = None,
     stall_s: float | None = None,
 ) -> list[RawStream]:
-    """Send every (path, request id, body) at once; return the raw streams in order."""
-    limits = httpx.Limits(max_connections=max(len(bodies), 1) + 4, max_keepalive_connections=max(len(bodies), 1) + 4)
-    # httpx's read timeout bounds every wait for bytes, the response headers included: a server
-    # that stops answering mid-request is a stalled request after stall_s, not after timeout_s.
-    timeout = httpx.Timeout(timeout_s, connect=30.0, read=stall_s or timeout_s)
-    async with httpx.AsyncClient(base_url=base_url, headers=headers, limits=limits, timeout=timeout) as client:
-        return list(await asyncio.gather(*(stream_request(client, path, body, timeout_s, stall_s) for path, _, body in bodies)))
+    """Send every (path, request id, body) at once on the running loop; the parsed raw streams."""
+    reqs = [Prepared(path, json.dumps(body, separators=(",", ":")).encode()) for path, _, body in bodies]
+    window = await _send(base_url, reqs, timeout_s, headers, stall_s, None)
+    for raw in window.raws:
+        parse_reads(raw)
+    return window.raws

@@ -7,17 +7,16 @@ engine-neutral ones, its request extras, its prefix-cache reset and its tokenize
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, ClassVar
 
 import httpx
 
-from specexp.events import Counters, EngineInfo, Request, RequestTrace
+from specexp.events import ClientStats, Counters, EngineInfo, Request, RequestTrace
 from specexp.runtimes import promtext
 from specexp.runtimes.base import Runtime, RuntimeFailure
-from specexp.runtimes.client import RawStream, stream_all, to_trace
+from specexp.runtimes.client import RawStream, stream_window, to_trace
 from specexp.runtimes.process import ServerProcess, free_port
 
 PROBE_TIMEOUT_S = 5.0
@@ -56,6 +55,7 @@ class HttpRuntime(Runtime):
     port: int | None = None
     _discovered_model: str | None = None
     _notes: list[str] | None = None
+    _client: ClientStats | None = None
 
     # -- what an engine module says -------------------------------------------------------
     def build_argv(self, port: int) -> list[str] | None:
@@ -212,15 +212,19 @@ class HttpRuntime(Runtime):
         return body
 
     def run_window(self, requests: Sequence[Request]) -> list[RequestTrace]:
-        bodies = [
-            (self.chat_path if r.chat else self.completion_path, r.request_id, self.body(r)) for r in requests
-        ]
+        bodies = [(self.chat_path if r.chat else self.completion_path, self.body(r)) for r in requests]
         rt = self.spec.runtime
-        raws = asyncio.run(stream_all(self.base_url, bodies, rt.request_timeout_s, self.headers(), rt.stall_timeout_s))
-        traces = [to_trace(r.request_id, raw, self.stream_details) for r, raw in zip(requests, raws)]
+        window = stream_window(self.base_url, bodies, rt.request_timeout_s, self.headers(), rt.stall_timeout_s,
+                               warm_path=self.health_path, processes=self.spec.workload.client_processes)
+        self._client = ClientStats(cpu_s=window.cpu_s, wall_s=window.wall_s, processes=window.processes)
+        traces = [to_trace(r.request_id, raw, self.stream_details, window.started_at, window.wall_offset)
+                  for r, raw in zip(requests, window.raws)]
         if self.process is not None and not self.process.alive:
             raise RuntimeFailure("failed", "server_died", "the server exited while measuring", self.process.tail())
         return traces
+
+    def client_stats(self) -> ClientStats | None:
+        return self._client
 
     def counters(self) -> Counters:
         if self.metrics_path is None:

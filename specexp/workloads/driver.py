@@ -2,7 +2,9 @@
 
 A measurement point is (prompt length, concurrency, cache state). Each repeat sends one
 window of `concurrency` requests at once; counters are read right before and after the
-window, so acceptance belongs to exactly that window. Cache-reuse workloads send the cold
+window, so acceptance belongs to exactly that window. Warm-up windows (requests of
+`warmup_output_tokens`) and cache-priming windows are yielded too when asked (`warmups`),
+marked `warmup`, so every request can be recorded; they count in no figure. Cache-reuse workloads send the cold
 window and then the warm one over the same prefix, in that order; every other request
 carries a unique marker so no cache can serve it.
 """
@@ -11,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from specexp.events import Point, Request, Window
+from specexp.events import Counters, Point, Request, Window
 from specexp.runtimes.base import Runtime
 from specexp.spec import WorkloadSpec
 
@@ -39,30 +41,40 @@ def drive(
     workload: WorkloadSpec,
     marker: str,
     prompt_for: PromptFor | None = None,
-    chat: bool = True,
+    chat: bool | None = None,
+    warmups: bool = False,
 ) -> Iterator[Window]:
-    """Yield one Window per repeat per point, warm-up excluded."""
+    """Yield one Window per repeat per point; with `warmups` also the warm-up and priming windows,
+    marked `warmup`. `chat` None: as `workload.endpoint` says."""
     build = prompt_for or default_prompt(workload)
+    chat = workload.endpoint == "chat" if chat is None else chat
+    warm_tokens = min(workload.warmup_output_tokens or workload.output_tokens, workload.output_tokens)
 
     def request(rid: str, tokens: int, group: str | None, warmup: bool = False) -> Request:
         prefix = tokens - 16 if group is not None else 0
         return Request(
             request_id=rid, prompt=build(rid, tokens, group, prefix), prompt_tokens=tokens,
-            max_tokens=workload.output_tokens, ignore_eos=workload.ignore_eos,
+            max_tokens=warm_tokens if warmup else workload.output_tokens, ignore_eos=workload.ignore_eos,
             temperature=workload.temperature, thinking=workload.thinking,
             cache_group=group, shared_prefix_tokens=max(prefix, 0), warmup=warmup, chat=chat,
         )
 
     lengths = prompt_lengths(workload)
     if workload.warmup:
-        runtime.run_window([request(f"{marker}-warmup-{i}", lengths[0], None, True) for i in range(workload.warmup)])
+        traces = runtime.run_window([request(f"{marker}-warmup-{i}", lengths[0], None, True) for i in range(workload.warmup)])
+        if warmups:
+            yield Window(Point(lengths[0], workload.warmup, "cold"), traces, Counters(), warmup=True,
+                         client=runtime.client_stats())
     for tokens in lengths:
         for concurrency in workload.concurrency:
             for repeat in range(workload.repeats):
                 tag = f"{marker}-p{tokens}-c{concurrency}-r{repeat}"
                 groups = [f"{tag}-s{i}" if workload.shared_prefix else None for i in range(concurrency)]
                 if "warm" in workload.cache and "cold" not in workload.cache:
-                    runtime.run_window([request(f"{tag}-prime-{i}", tokens, g) for i, g in enumerate(groups)])
+                    traces = runtime.run_window([request(f"{tag}-prime-{i}", tokens, g) for i, g in enumerate(groups)])
+                    if warmups:
+                        yield Window(Point(tokens, concurrency, "cold"), traces, Counters(), repeat=repeat,
+                                     warmup=True, client=runtime.client_stats())
                 for cache in workload.cache:
                     requests = [request(f"{tag}-{cache}-{i}", tokens, g) for i, g in enumerate(groups)]
                     # the prefix is new to the engine anyway; emptying the cache too makes "cold" certain,
@@ -71,4 +83,5 @@ def drive(
                     before = runtime.counters()
                     traces = runtime.run_window(requests)
                     delta = runtime.counters().delta(before)
-                    yield Window(Point(tokens, concurrency, cache), traces, delta, reset)
+                    yield Window(Point(tokens, concurrency, cache), traces, delta, reset, repeat=repeat,
+                                 client=runtime.client_stats())

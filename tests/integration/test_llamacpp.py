@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import statistics
 from pathlib import Path
 
@@ -143,3 +144,30 @@ def test_a_quantization_label_that_is_not_the_gguf_is_refused(llama_server: Path
     (record,) = results(tmp_path)
     assert record["status"] == "refused" and record["error"]["kind"] == "quantization_mismatch"
     assert "F32" in record["error"]["message"] and "quantization=q4_k_m" in record["error"]["message"]
+
+
+def test_requests_jsonl_has_every_request_with_the_servers_response_id(draft_sweep: Path) -> None:
+    for job in sorted(p.parent for p in draft_sweep.glob("*/result.json")):
+        record = json.loads((job / "result.json").read_text())
+        lines = [json.loads(x) for x in (job / "requests.jsonl").read_text().splitlines()]
+        warm, measured = [x for x in lines if x["warmup"]], [x for x in lines if not x["warmup"]]
+        assert len(warm) == 1 and len(measured) == 2 * (1 + 4)  # concurrency 1 and 4, two repeats each
+        ids = [x["id"] for x in lines]
+        assert all(i and i.startswith("chatcmpl-") for i in ids) and len(set(ids)) == len(ids)
+        assert sorted(x["request_id"] for x in measured) == sorted(
+            r for m in record["measurements"] for r in m["requests"])
+        # each line's counts are the server's own (llama.cpp timings ride on the same stream)
+        timings = [t for m in record["measurements"] for t in m["engine_timings"]]
+        assert sorted(x["output_tokens"] for x in measured) == sorted(t["predicted_n"] for t in timings)
+        assert all(x["status"] == 200 and x["finish_reason"] == "length" and x["ttft_s"] > 0 for x in lines)
+
+
+def test_the_completions_endpoint_is_measured_too(llama_server: Path, tmp_path: Path) -> None:
+    done = run_specexp(tmp_path, *TINY, "workload.endpoint=completions", "workload.output_tokens=16")
+    assert done.returncode == 0, done.stderr
+    (record,) = results(tmp_path)
+    assert record["status"] == "ok", record["error"]
+    assert record["provenance"]["config"]["workload"]["endpoint"] == "completions"
+    (job,) = [p.parent for p in tmp_path.glob("*/result.json")]
+    lines = [json.loads(x) for x in (job / "requests.jsonl").read_text().splitlines()]
+    assert len(lines) == 2 and all(x["id"] and x["output_tokens"] == 16 for x in lines)  # warm-up and request

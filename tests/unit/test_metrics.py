@@ -83,7 +83,10 @@ def test_tpot_is_latency_after_first_token_per_remaining_token() -> None:
 
 def test_itl_and_tokens_per_chunk_with_multi_token_chunks() -> None:
     assert itl_s(MULTI) == pytest.approx(0.2)  # gaps between chunks, not between tokens
-    assert tokens_per_chunk(MULTI) == pytest.approx(9 / 4)
+    # the 3 gaps brought 3 + 1 + 4 tokens: tokens per chunk explains the gaps, so per-chunk ITL
+    # over tokens per chunk is the per-token TPOT
+    assert tokens_per_chunk(MULTI) == pytest.approx(8 / 3)
+    assert itl_s(MULTI) / tokens_per_chunk(MULTI) == pytest.approx(tpot_s(MULTI))
     assert decode_tps(MULTI) == pytest.approx(8 / 0.6)
 
 

@@ -170,3 +170,21 @@ def test_a_broken_citation_is_reported_not_fatal(tmp_path: Path, monkeypatch: py
     text = render_markdown(build_report(find_records([tmp_path / "runs"]), tmp_path))
     section = text.split("## Published figures", 1)[1].split("\n## ", 1)[0]
     assert "could not be read" in section and "missing.yaml" in section
+
+
+def test_the_vega_bundle_is_built_once_and_only_for_reports_with_charts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from specexp.report import render
+
+    monkeypatch.setenv("SPECEXP_CACHE", str(tmp_path / "cache"))
+    render.vega_bundle.cache_clear()
+    shutil.copytree(FIXTURES / "refused", tmp_path / "refused")
+    no_charts = build_report(find_records([tmp_path / "refused"]), tmp_path)
+    assert not no_charts.charts and len(render_html(no_charts)) < 100_000  # the bundle alone is ~900 kB
+    assert not (tmp_path / "cache").exists()  # nothing built for a report that draws nothing
+    bundle = render.vega_bundle()
+    (cached,) = (tmp_path / "cache").glob("vega-bundle-*.js")
+    render.vega_bundle.cache_clear()
+    assert render.vega_bundle() == bundle == cached.read_text(encoding="utf-8") and "</script" not in bundle
+    render.vega_bundle.cache_clear()

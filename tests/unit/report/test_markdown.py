@@ -164,3 +164,23 @@ def test_mixed_sources_are_flagged(tmp_path: Path) -> None:
     text = render(tmp_path, [result("base0001"), measured])
     top = "\n".join(text.splitlines()[:5]).lower()
     assert "simulat" in top and "measured" in top
+
+
+def test_a_concurrency_table_has_its_latency_distribution_and_names_a_client_bound_row(tmp_path: Path) -> None:
+    results = []
+    for i, (c, bound) in enumerate(((2, False), (64, True))):
+        r = result(f"conc000{i}", concurrency=c)
+        m = r["measurements"][0]
+        m["metrics"].update({"ttft_p50_s": 0.05 * c, "ttft_p99_s": 0.08 * c, "tpot_p50_s": 0.01, "tpot_p99_s": 0.02,
+                             "e2e_p99_s": 4.0})
+        m["client"] = {"processes": 1, "cpu_s": 1.0, "busy": 0.95 if bound else 0.1, "send_lag_p99_s": 0.0,
+                       "send_lag_max_s": 0.0, "bound": bound}
+        results.append(r)
+    results.append(result("conc0002", concurrency=8))  # an older record: no distribution, no client
+    text = render(tmp_path, results)
+    [(header, body)] = [t for t in md_tables(text) if "`ttft_p99_s`" in t[0]]
+    rows = {r[header.index("concurrency")]: dict(zip(header, r, strict=True)) for r in body}
+    assert rows["64"]["`ttft_p99_s`"] == "5.120" and rows["2"]["`ttft_p50_s`"] == "0.100"
+    assert rows["64"]["client"].startswith("client-bound") and not rows["2"]["client"].startswith("client-bound")
+    assert rows["8"]["`ttft_p50_s`"] == "—" and rows["8"]["client"] == "—"
+    assert "**Client-bound**" in text

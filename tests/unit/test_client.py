@@ -1,0 +1,126 @@
+"""specexp's measuring client and requests.jsonl, against a real local server (the sim HTTP server).
+
+runtime=openai measures `python -m specexp.sim` (--speed 2) as it would any endpoint; what
+specexp recorded is held against what the server says it served (GET /debug/requests/{id}).
+"""
+
+from __future__ import annotations
+
+import json
+
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from specexp.job import run_job
+from specexp.plan import make_cell
+from specexp.request_log import read_requests
+from specexp.runtimes.client import stream_window, to_trace
+from specexp.runtimes.process import ServerProcess, free_port
+
+SMALL = ("workload=fresh_generation", "workload.output_tokens=24", "workload.concurrency=[3]", "workload.repeats=2",
+         "workload.warmup=1", "model=qwen3-8b", "quantization=bf16")
+
+
+@pytest.fixture(scope="module")
+def sim_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    port = free_port()
+    argv = [sys.executable, "-m", "specexp.sim", "hardware=h200", "model=qwen3-8b", "quantization=bf16",
+            "drafter=mtp", "k=3", "--port", str(port), "--speed", "2"]
+    server = ServerProcess(argv, tmp_path_factory.mktemp("sim_serve") / "server.log")
+    url = f"http://127.0.0.1:{port}"
+
+    def ready() -> bool:
+        try:
+            return httpx.get(f"{url}/health", timeout=1.0).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    try:
+        server.wait_ready(ready, timeout_s=60)
+        yield url
+    finally:
+        server.stop()
+
+
+def _job(make_spec: Callable[..., Any], url: str, tmp_path: Path, *overrides: str,
+         runtime: str = "openai") -> tuple[dict[str, Any], Path]:
+    spec = make_spec(f"runtime={runtime}", f"runtime.url={url}", *SMALL, *overrides)
+    job_dir = tmp_path / "job"
+    record = run_job(make_cell(spec), job_dir, None, [], {})
+    assert record is not None
+    return json.loads(record.to_json()), job_dir
+
+
+@pytest.mark.parametrize(("endpoint", "prefix"), [("chat", "chatcmpl-"), ("completions", "cmpl-")])
+def test_every_request_is_recorded_with_the_servers_response_id(
+    make_spec: Callable[..., Any], sim_url: str, tmp_path: Path, endpoint: str, prefix: str
+) -> None:
+    result, job_dir = _job(make_spec, sim_url, tmp_path, f"workload.endpoint={endpoint}")
+    assert result["status"] == "ok", result["error"]
+    lines = read_requests(job_dir)
+    assert len(lines) == 1 + 2 * 3  # the warm-up, then two windows of three
+    warm, measured = lines[0], lines[1:]
+    assert warm["warmup"] is True and warm["output_tokens"] == 16  # a short warm-up by default
+    assert all(not line["warmup"] for line in measured)
+    assert sorted(line["repeat"] for line in measured) == [0, 0, 0, 1, 1, 1]
+    for line in lines:
+        assert line["id"].startswith(prefix)  # the endpoint asked for answered
+        served = httpx.get(f"{sim_url}/debug/requests/{line['id']}", timeout=5).json()
+        assert served["response_id"] == line["id"] and served["endpoint"] == {"chat": "chat", "completions": "completion"}[endpoint]
+        assert line["chunks"] == len(served["chunks"])
+        assert line["output_tokens"] == sum(c["tokens"] for c in served["chunks"])
+        assert line["status"] == 200 and line["error"] is None and line["finish_reason"] == "length"
+        assert 0 < line["ttft_s"] <= line["e2e_s"] and line["tpot_s"] >= 0 and line["max_chunk_gap_s"] >= 0
+        assert line["sent_at"] > 1.7e9  # Unix seconds
+    assert any(line["tpot_s"] > 0 for line in lines)
+    # the measurement counts the measured requests only
+    (m,) = result["measurements"]
+    assert sorted(m["requests"]) == sorted(line["request_id"] for line in measured)
+
+
+def test_latency_distributions_and_client_costs_are_recorded(
+    make_spec: Callable[..., Any], sim_url: str, tmp_path: Path
+) -> None:
+    result, job_dir = _job(make_spec, sim_url, tmp_path)
+    (m,) = result["measurements"]
+    metrics = m["metrics"]
+    measured = [line for line in read_requests(job_dir) if not line["warmup"]]
+    ttfts = sorted(line["ttft_s"] for line in measured)
+    assert metrics["ttft_p50_s"] == pytest.approx(ttfts[len(ttfts) // 2 - 1] / 2 + ttfts[len(ttfts) // 2] / 2, rel=1e-5)
+    for key in ("ttft", "tpot", "chunk_gap", "e2e"):
+        p50, p90, p99 = (metrics[f"{key}_{q}_s"] for q in ("p50", "p90", "p99"))
+        assert 0 < p50 <= p90 <= p99 and metrics[f"{key}_mean_s"] > 0
+    assert metrics["ttft_p99_s"] <= max(ttfts) and metrics["e2e_p50_s"] > metrics["ttft_p50_s"]
+    client = m["client"]
+    assert client["processes"] == 1 and client["cpu_s"] > 0 and 0 <= client["busy"]
+    assert client["send_lag_max_s"] >= 0 and isinstance(client["bound"], bool)
+
+
+def test_chunk_arrivals_are_kept_when_asked(make_spec: Callable[..., Any], sim_url: str, tmp_path: Path) -> None:
+    # runtime=vllm asks for per-chunk usage, so each chunk's tokens are the server's count
+    _, job_dir = _job(make_spec, sim_url, tmp_path, "workload.record_chunk_times=true", "drafter=mtp", "k=3",
+                      runtime="vllm")
+    for line in read_requests(job_dir):
+        times = line["chunk_times_s"]
+        assert len(times) == line["chunks"] == len(line["chunk_tokens"])
+        assert times == sorted(times) and times[0] == pytest.approx(line["ttft_s"], abs=1e-6)
+        assert sum(line["chunk_tokens"]) == line["output_tokens"]
+
+
+def test_a_window_spread_over_client_processes_keeps_every_request_in_place(sim_url: str) -> None:
+    bodies = [("/v1/chat/completions" if i % 2 else "/v1/completions", {
+        "model": "Qwen/Qwen3-8B", "request_id": f"spread-{i}", "max_tokens": 6 + i, "stream": True,
+        **({"messages": [{"role": "user", "content": f"q{i}"}]} if i % 2 else {"prompt": f"q{i}"}),
+        "stream_options": {"include_usage": True, "continuous_usage_stats": True}}) for i in range(5)]
+    window = stream_window(sim_url, bodies, 60.0, None, 30.0, warm_path="/health", processes=2)
+    assert window.processes == 2 and window.cpu_s > 0
+    for i, raw in enumerate(window.raws):
+        trace = to_trace(f"spread-{i}", raw, None, window.started_at, window.wall_offset)
+        assert trace.error is None
+        assert trace.response_id == f"{'chatcmpl' if i % 2 else 'cmpl'}-spread-{i}"
+        assert trace.completion_tokens == 6 + i and trace.send_lag_s is not None and trace.send_lag_s >= 0
