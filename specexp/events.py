@@ -144,3 +144,6 @@ class Window:
     cache_reset: bool | None = None
     """Before a cold window of a cache-reuse workload: whether the engine confirmed that it
     emptied its prefix cache (None: not asked)."""
+    telemetry: dict[str, Any] | None = None
+    """The GPU's power, energy, memory, utilisation and clocks over the window (specexp.telemetry),
+    or why there are none (``{"source": None, "reason": ...}``); None: not sampled."""

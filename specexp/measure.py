@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from specexp.events import Counters, Point, Window
-from specexp.metrics import acceptance_by_position, acceptance_rate, tokens_per_pass, window_metrics
+from specexp.metrics import acceptance_by_position, acceptance_rate, energy_metrics, tokens_per_pass, window_metrics
 
 POOLED = ("acceptance_rate", "acceptance_by_position", "tokens_per_pass")
 """Acceptance metrics pool the counters of every repeat instead of taking a median."""
@@ -30,7 +30,8 @@ def measurements(
 def _measurement(
     point: Point, windows: list[Window], run: dict[str, Any], prefill_only: bool, kv_cache_tokens: int | None
 ) -> dict[str, Any]:
-    per_window = [window_metrics(w.traces, w.delta, prefill_only=prefill_only) for w in windows]
+    per_window = [{**window_metrics(w.traces, w.delta, prefill_only=prefill_only),
+                   **energy_metrics(w.telemetry, w.traces, prefill_only=prefill_only)} for w in windows]
     scalar_names = [n for n, v in per_window[0].items() if not isinstance(v, list) and n not in POOLED]
     samples = {n: [m[n] for m in per_window] for n in scalar_names}
     metrics: dict[str, Any] = {}
@@ -68,6 +69,7 @@ def _measurement(
         },
         "errors": [t.error for t in traces if t.error],
         "engine_timings": [t.engine_timings for t in traces if t.engine_timings] or None,
+        "telemetry": [w.telemetry for w in windows] if any(w.telemetry is not None for w in windows) else None,
         **_reset(windows),
     }
 
