@@ -1,0 +1,181 @@
+"""llama-server with CUDA on an H200, measured by specexp, beside the simulator on the same cells.
+
+    python benchmarks/gpu/llamacpp_h200.py all --src llama.cpp.tar.xz --work /root/specexp-gpu --out OUT
+    python benchmarks/gpu/llamacpp_h200.py sim report --records OUT/records.tar.gz   # here, no GPU
+
+Stages (each skips what is already done under --work, so a second call resumes the first):
+
+- ``build``: llama-server alone, with CUDA for sm_90 (GGML_CUDA=ON, CMAKE_CUDA_ARCHITECTURES=90,
+  native off, -j of every core), from the llama.cpp sources vendored in the llama-cpp-python sdist
+  (scripts/build-llama-server.sh's sources); the commit is passed to CMake, so build_info names it.
+- ``models``: the Qwen3-8B shape in BF16 and a Qwen3-0.6B-shaped draft with the same vocabulary,
+  random weights (specexp.models.shaped_gguf), written while the build runs.
+- ``sweep``: specexp sweeps of runtime=llamacpp with GPU telemetry: decode at concurrency 1, 8, 32
+  with no drafter and with the draft model, and the prefill sweep 1k-32k (TTFT), cold, the host
+  prompt cache off; the records go to OUT/records.tar.gz after each part.
+- ``sim``: the same cells on runtime=sim.
+- ``report``: benchmarks/results/gpu-h200-llamacpp.md (measured, simulated, ratio, energy) and
+  gpu-h200-llamacpp.jsonl (the measured records, one per line, for calibrating the simulator).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+from benchmarks.gpu import cells  # noqa: E402
+
+COMMIT = "0c1e57098"  # llama-cpp-python 0.3.36's CHANGELOG: "update llama.cpp to ggml-org/llama.cpp@0c1e57098"
+CMAKE_FLAGS = [
+    "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release", "-DGGML_CUDA=ON", "-DGGML_NATIVE=OFF",
+    "-DCMAKE_CUDA_ARCHITECTURES=90", "-DBUILD_SHARED_LIBS=OFF", "-DLLAMA_CURL=OFF", "-DLLAMA_OPENSSL=OFF",
+    "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_TOOLS=ON", "-DLLAMA_BUILD_SERVER=ON",
+    "-DLLAMA_BUILD_UI=OFF", "-DLLAMA_USE_PREBUILT_UI=OFF", f"-DLLAMA_BUILD_COMMIT={COMMIT}", "-DLLAMA_BUILD_NUMBER=0",
+]
+T0 = time.monotonic()
+
+
+def log(out: Path, text: str) -> None:
+    line = f"[{time.monotonic() - T0:7.1f}s] {text}"
+    print(line, flush=True)
+    with (out / "log.txt").open("a") as f:
+        f.write(line + "\n")
+
+
+def build(work: Path, src_tar: Path, out: Path) -> Path:
+    binary = work / "llama-server" / "bin" / "llama-server"
+    if binary.is_file():
+        log(out, f"build: {binary} is there")
+        return binary
+    src = work / "src" / "llama.cpp"
+    if not src.is_dir():
+        src.parent.mkdir(parents=True, exist_ok=True)
+        with tarfile.open(src_tar) as tar:
+            tar.extractall(src.parent, filter="tar")
+    env = dict(os.environ)
+    if not shutil.which("nvcc") and Path("/usr/local/cuda/bin/nvcc").is_file():
+        env["PATH"] = "/usr/local/cuda/bin:" + env["PATH"]
+        env["CUDACXX"] = "/usr/local/cuda/bin/nvcc"
+    started = time.monotonic()
+    with (out / "build.log").open("w") as blog:
+        subprocess.run(["cmake", "-S", str(src), "-B", str(work / "build"), *CMAKE_FLAGS], check=True,
+                       stdout=blog, stderr=subprocess.STDOUT, env=env)
+        configured = time.monotonic()
+        subprocess.run(["cmake", "--build", str(work / "build"), "--target", "llama-server", "-j", str(os.cpu_count())],
+                       check=True, stdout=blog, stderr=subprocess.STDOUT, env=env)
+    binary.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(work / "build" / "bin" / "llama-server", binary)
+    (binary.parent.parent / "llama.cpp-commit").write_text(COMMIT + "\n")  # read by runtime=llamacpp
+    version = subprocess.run([str(binary), "--version"], capture_output=True, text=True, check=False)
+    log(out, f"build: configure {configured - started:.0f} s, build {time.monotonic() - configured:.0f} s; "
+             f"{(version.stdout + version.stderr).strip().splitlines()[-2:]}")
+    return binary
+
+
+def write_models(work: Path, out: Path) -> dict[str, Path]:
+    from specexp.models.shaped_gguf import Qwen3Shape, load_model, write_shaped_model
+
+    paths = {}
+    for name, seed in (("qwen3-8b", 0), ("qwen3-0.6b", 1)):
+        path = work / "models" / f"{name}-bf16-random.gguf"
+        paths[name] = path
+        if path.is_file():
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        started = time.monotonic()
+        write_shaped_model(path, Qwen3Shape.of(load_model(name)), dtype="bf16", seed=seed,
+                           name=f"specexp-random-{name}")
+        log(out, f"models: {path.name} {path.stat().st_size / 1e9:.2f} GB in {time.monotonic() - started:.0f} s")
+    return paths
+
+
+def specexp(sweep_dir: Path, overrides: list[str], timeout_s: float, out: Path) -> int:
+    argv = [sys.executable, "-m", "specexp", "-m", *overrides, f"hydra.sweep.dir={sweep_dir}"]
+    log(out, "run: " + " ".join(argv[3:]))
+    try:
+        done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=max(timeout_s, 1), check=False)
+    except subprocess.TimeoutExpired:
+        log(out, f"  stopped at the deadline ({timeout_s:.0f} s); finished jobs are kept")
+        return 124
+    tail = (done.stdout + done.stderr).strip().splitlines()[-6:]
+    log(out, f"  rc={done.returncode}: " + " | ".join(tail))
+    return done.returncode
+
+
+def pack(work: Path, out: Path) -> None:
+    """Every result.json (and the head and tail of its server.log) into OUT/records.tar.gz."""
+    with tarfile.open(out / "records.tar.gz", "w:gz") as tar:
+        for path in sorted((work / "sweeps").rglob("result.json")):
+            tar.add(path, arcname=str(path.relative_to(work)))
+            server_log = path.parent / "server.log"
+            if server_log.is_file():
+                lines = server_log.read_text(errors="replace").splitlines()
+                short = "\n".join(lines[:150] + ["..."] + lines[-80:]) if len(lines) > 230 else "\n".join(lines)
+                keep = path.parent / "server.log.short"
+                keep.write_text(short + "\n")
+                tar.add(keep, arcname=str(keep.relative_to(work)))
+
+
+def sweep(work: Path, binary: Path, models: dict[str, Path], out: Path, deadline: float) -> None:
+    for part in cells.PARTS:
+        left = deadline - time.monotonic()
+        if left < 30:
+            log(out, f"sweep: {part.name} not started ({left:.0f} s left)")
+            continue
+        overrides = part.measured(str(binary), str(models["qwen3-8b"]), str(models["qwen3-0.6b"]))
+        specexp(work / "sweeps" / part.name, overrides, left - 10, out)
+        pack(work, out)
+
+
+def simulate(sim_dir: Path, out: Path, extra: list[str]) -> None:
+    for part in cells.PARTS:
+        specexp(sim_dir / part.name, part.simulated() + extra, 600, out)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("stages", nargs="+", choices=["all", "build", "models", "sweep", "sim", "report"])
+    parser.add_argument("--src", type=Path, help="tarball of the sdist's vendor/llama.cpp (top folder llama.cpp/)")
+    parser.add_argument("--work", type=Path, default=Path("/root/specexp-gpu"))
+    parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "gpu-out")))
+    parser.add_argument("--deadline-s", type=float, default=570.0, help="stop starting sweep parts after this")
+    parser.add_argument("--records", type=Path, help="records.tar.gz of a device run (sim/report stages)")
+    parser.add_argument("--sim-override", action="append", default=[], help="extra override for the sim runs")
+    args = parser.parse_args()
+    stages = {"build", "models", "sweep", "sim", "report"} if "all" in args.stages else set(args.stages)
+    args.out.mkdir(parents=True, exist_ok=True)
+    deadline = T0 + args.deadline_s
+    models: dict[str, Path] = {}
+    writer = None
+    if "models" in stages:  # the writer is I/O bound: it runs beside the build
+        writer = threading.Thread(target=lambda: models.update(write_models(args.work, args.out)))
+        writer.start()
+    binary = build(args.work, args.src, args.out) if "build" in stages else args.work / "llama-server/bin/llama-server"
+    if writer is not None:
+        writer.join()
+    if "sweep" in stages:
+        sweep(args.work, binary, models or write_models(args.work, args.out), args.out, deadline)
+    if "sim" in stages or "report" in stages:
+        from benchmarks.gpu import compare
+
+        measured = compare.unpack(args.records, args.work) if args.records else args.work / "sweeps"
+        if "sim" in stages:
+            simulate(args.work / "sim", args.out, args.sim_override)
+        if "report" in stages:
+            for path in compare.write(measured, args.work / "sim", REPO / "benchmarks" / "results"):
+                log(args.out, f"report: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
