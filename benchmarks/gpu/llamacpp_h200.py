@@ -21,8 +21,10 @@ Stages (each skips what is already done under --work, so a second call resumes t
 from __future__ import annotations
 
 import argparse
+import lzma
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tarfile
@@ -52,10 +54,18 @@ def log(out: Path, text: str) -> None:
         f.write(line + "\n")
 
 
-def build(work: Path, src_tar: Path, out: Path) -> Path:
+def build(work: Path, src_tar: Path, out: Path, parts: Path | None) -> Path:
     binary = work / "llama-server" / "bin" / "llama-server"
     if binary.is_file():
         log(out, f"build: {binary} is there")
+        return binary
+    if parts is not None and sorted(parts.glob("llama-server.xz.part-*")):
+        binary.parent.mkdir(parents=True, exist_ok=True)
+        blob = b"".join(p.read_bytes() for p in sorted(parts.glob("llama-server.xz.part-*")))
+        binary.write_bytes(lzma.decompress(blob))
+        binary.chmod(0o755)
+        (binary.parent.parent / "llama.cpp-commit").write_text(COMMIT + "\n")
+        log(out, f"build: {binary} from the parts a previous call brought back")
         return binary
     src = work / "src" / "llama.cpp"
     if not src.is_dir():
@@ -67,19 +77,38 @@ def build(work: Path, src_tar: Path, out: Path) -> Path:
         env["PATH"] = "/usr/local/cuda/bin:" + env["PATH"]
         env["CUDACXX"] = "/usr/local/cuda/bin/nvcc"
     started = time.monotonic()
-    with (out / "build.log").open("w") as blog:
-        subprocess.run(["cmake", "-S", str(src), "-B", str(work / "build"), *CMAKE_FLAGS], check=True,
-                       stdout=blog, stderr=subprocess.STDOUT, env=env)
-        configured = time.monotonic()
-        subprocess.run(["cmake", "--build", str(work / "build"), "--target", "llama-server", "-j", str(os.cpu_count())],
-                       check=True, stdout=blog, stderr=subprocess.STDOUT, env=env)
+    configured = started
+    try:
+        with (out / "build.log").open("w") as blog:
+            subprocess.run(["cmake", "-S", str(src), "-B", str(work / "build"), *CMAKE_FLAGS], check=True,
+                           stdout=blog, stderr=subprocess.STDOUT, env=env)
+            configured = time.monotonic()
+            subprocess.run(["cmake", "--build", str(work / "build"), "--target", "llama-server", "-j",
+                            str(os.cpu_count())], check=True, stdout=blog, stderr=subprocess.STDOUT, env=env)
+    except subprocess.CalledProcessError:
+        print("\n".join((out / "build.log").read_text(errors="replace").splitlines()[-60:]), flush=True)
+        raise
     binary.parent.mkdir(parents=True, exist_ok=True)
     shutil.copy2(work / "build" / "bin" / "llama-server", binary)
     (binary.parent.parent / "llama.cpp-commit").write_text(COMMIT + "\n")  # read by runtime=llamacpp
     version = subprocess.run([str(binary), "--version"], capture_output=True, text=True, check=False)
     log(out, f"build: configure {configured - started:.0f} s, build {time.monotonic() - configured:.0f} s; "
              f"{(version.stdout + version.stderr).strip().splitlines()[-2:]}")
+    _bring_back(binary, out)
     return binary
+
+
+def _bring_back(binary: Path, out: Path) -> None:
+    """The binary, xz-compressed in parts of 15 MiB, into OUT when it fits in three: a later call on a
+    fresh machine can carry them instead of building again."""
+    started = time.monotonic()
+    blob = subprocess.run(["xz", "-T0", "-6", "-c", str(binary)], capture_output=True, check=True).stdout
+    part = 15 << 20
+    log(out, f"build: binary {binary.stat().st_size / 2**20:.0f} MiB, xz {len(blob) / 2**20:.0f} MiB "
+             f"({time.monotonic() - started:.0f} s)")
+    if len(blob) <= 3 * part:
+        for i in range(0, len(blob), part):
+            (out / f"llama-server.xz.part-{i // part}").write_bytes(blob[i:i + part])
 
 
 def write_models(work: Path, out: Path) -> dict[str, Path]:
@@ -100,16 +129,26 @@ def write_models(work: Path, out: Path) -> dict[str, Path]:
 
 
 def specexp(sweep_dir: Path, overrides: list[str], timeout_s: float, out: Path) -> int:
+    """`python -m specexp -m ...`; at the deadline it gets Ctrl-C, so it records the job as interrupted
+    and stops the llama-server it started (a server runs in its own session and would outlive a kill)."""
     argv = [sys.executable, "-m", "specexp", "-m", *overrides, f"hydra.sweep.dir={sweep_dir}"]
     log(out, "run: " + " ".join(argv[3:]))
-    try:
-        done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=max(timeout_s, 1), check=False)
-    except subprocess.TimeoutExpired:
-        log(out, f"  stopped at the deadline ({timeout_s:.0f} s); finished jobs are kept")
-        return 124
-    tail = (done.stdout + done.stderr).strip().splitlines()[-6:]
-    log(out, f"  rc={done.returncode}: " + " | ".join(tail))
-    return done.returncode
+    sweep_dir.mkdir(parents=True, exist_ok=True)
+    with (sweep_dir / "console.txt").open("w") as console:
+        proc = subprocess.Popen(argv, cwd=REPO, stdout=console, stderr=subprocess.STDOUT)
+        try:
+            rc = proc.wait(timeout=max(timeout_s, 1))
+        except subprocess.TimeoutExpired:
+            log(out, f"  deadline ({timeout_s:.0f} s): interrupting; finished jobs are kept")
+            proc.send_signal(signal.SIGINT)
+            try:
+                rc = proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                rc = proc.wait()
+    tail = (sweep_dir / "console.txt").read_text(errors="replace").strip().splitlines()[-4:]
+    log(out, f"  rc={rc}: " + " | ".join(tail))
+    return rc
 
 
 def pack(work: Path, out: Path) -> None:
@@ -149,6 +188,7 @@ def main() -> int:
     parser.add_argument("--work", type=Path, default=Path("/root/specexp-gpu"))
     parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "gpu-out")))
     parser.add_argument("--deadline-s", type=float, default=570.0, help="stop starting sweep parts after this")
+    parser.add_argument("--binary-parts", type=Path, help="folder of llama-server.xz.part-* from an earlier call")
     parser.add_argument("--records", type=Path, help="records.tar.gz of a device run (sim/report stages)")
     parser.add_argument("--sim-override", action="append", default=[], help="extra override for the sim runs")
     args = parser.parse_args()
@@ -160,7 +200,7 @@ def main() -> int:
     if "models" in stages:  # the writer is I/O bound: it runs beside the build
         writer = threading.Thread(target=lambda: models.update(write_models(args.work, args.out)))
         writer.start()
-    binary = build(args.work, args.src, args.out) if "build" in stages else args.work / "llama-server/bin/llama-server"
+    binary = build(args.work, args.src, args.out, args.binary_parts) if "build" in stages else args.work / "llama-server/bin/llama-server"
     if writer is not None:
         writer.join()
     if "sweep" in stages:
