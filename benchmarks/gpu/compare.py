@@ -68,6 +68,10 @@ def _fmt(v: Any, digits: int = 3) -> str:
     return str(v)
 
 
+def _ratio(v: float | None) -> str:
+    return "–" if v is None else f"{v:.2f}" if v < 100 else f"{v:,.0f}"
+
+
 def rows(measured_root: Path, sim_root: Path) -> list[dict[str, Any]]:
     """One row per measured measurement (or failed run): measured and simulated metrics, ratios."""
     sim = {part: [m for r in results for m in r.get("measurements") or []] for part, results in _parts(sim_root).items()}
@@ -106,7 +110,7 @@ def _table(part_rows: list[dict[str, Any]], metrics: list[str]) -> list[str]:
         c = m["conditions"]
         cols = [c["drafter"], str(c["concurrency"]), str(c["prompt_tokens"])]
         for name in metrics:
-            cols += [_fmt(m["metrics"].get(name)), _fmt((r["simulated"] or {}).get(name)), _fmt(r["ratio"].get(name), 2)]
+            cols += [_fmt(m["metrics"].get(name)), _fmt((r["simulated"] or {}).get(name)), _ratio(r["ratio"].get(name))]
         cols += [_fmt(r["engine_decode_tps"]), _fmt(m["metrics"].get("energy_j_per_token")),
                  _fmt(m["metrics"].get("mean_power_w")), _fmt(_telemetry(m, "sm_clock_mhz_mean"), 4),
                  _fmt(_telemetry(m, "memory_used_mib_max"), 6)]
@@ -154,10 +158,31 @@ def markdown(all_rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write(measured_root: Path, sim_root: Path, results_dir: Path) -> list[Path]:
+def host_cache(all_rows: list[dict[str, Any]]) -> list[str]:
+    """Cold TTFT with llama-server's host prompt cache off (specexp's default) and on (its default)."""
+    def ttft(part: str) -> dict[int, float]:
+        return {r["measured"]["conditions"]["prompt_tokens"]: r["measured"]["metrics"]["ttft_s"]
+                for r in all_rows if r["part"] == part and r["measured"] and r["measured"]["metrics"].get("ttft_s")}
+    off, on = ttft("prefill"), ttft("prefill-host-cache")
+    both = sorted(set(off) & set(on))
+    if not both:
+        return []
+    lines = ["## Host prompt cache and cold TTFT", "",
+             "The same cold prefill with `--cache-ram 0` (how runtime=llamacpp starts llama-server) and with "
+             "`--cache-ram 8192` (llama-server's default): the host cache saves the previous request's KV to host "
+             "memory before the next request is served.", "",
+             "| prompt tok | TTFT, cache-ram 0 (s) | TTFT, cache-ram 8192 (s) | added (s) |", "|---|---|---|---|"]
+    lines += [f"| {n} | {off[n]:.3f} | {on[n]:.3f} | {on[n] - off[n]:+.3f} |" for n in both]
+    return lines + [""]
+
+
+def write(measured_root: Path, sim_root: Path, results_dir: Path, device_log: Path | None = None) -> list[Path]:
     all_rows = rows(measured_root, sim_root)
     results_dir.mkdir(parents=True, exist_ok=True)
     md, jsonl = results_dir / f"{NAME}.md", results_dir / f"{NAME}.jsonl"
-    md.write_text(markdown(all_rows))
+    text = markdown(all_rows) + "\n".join(host_cache(all_rows))
+    if device_log is not None and device_log.is_file():
+        text += "\n## Device log\n\n```\n" + device_log.read_text().strip() + "\n```\n"
+    md.write_text(text)
     jsonl.write_text("".join(json.dumps(r, default=str, sort_keys=True) + "\n" for r in all_rows))
     return [md, jsonl]

@@ -212,7 +212,8 @@ def main() -> int:
         if "sim" in stages:
             simulate(args.work / "sim", args.out, args.sim_override)
         if "report" in stages:
-            for path in compare.write(measured, args.work / "sim", REPO / "benchmarks" / "results"):
+            device_log = args.records.parent / "log.txt" if args.records else args.out / "log.txt"
+            for path in compare.write(measured, args.work / "sim", REPO / "benchmarks" / "results", device_log):
                 log(args.out, f"report: {path}")
     return 0
 
