@@ -176,13 +176,14 @@ def host_cache(all_rows: list[dict[str, Any]]) -> list[str]:
     return lines + [""]
 
 
-def write(measured_root: Path, sim_root: Path, results_dir: Path, device_log: Path | None = None) -> list[Path]:
+def write(measured_root: Path, sim_root: Path, results_dir: Path, device_logs: list[Path] = ()) -> list[Path]:  # type: ignore[assignment]
     all_rows = rows(measured_root, sim_root)
     results_dir.mkdir(parents=True, exist_ok=True)
     md, jsonl = results_dir / f"{NAME}.md", results_dir / f"{NAME}.jsonl"
     text = markdown(all_rows) + "\n".join(host_cache(all_rows))
-    if device_log is not None and device_log.is_file():
-        text += "\n## Device log\n\n```\n" + device_log.read_text().strip() + "\n```\n"
+    for i, device_log in enumerate(device_logs, 1):
+        if device_log.is_file():
+            text += f"\n## Device log, call {i}\n\n```\n" + device_log.read_text().strip() + "\n```\n"
     md.write_text(text)
     jsonl.write_text("".join(json.dumps(r, default=str, sort_keys=True) + "\n" for r in all_rows))
     return [md, jsonl]

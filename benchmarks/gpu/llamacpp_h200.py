@@ -111,18 +111,20 @@ def _bring_back(binary: Path, out: Path) -> None:
             (out / f"llama-server.xz.part-{i // part}").write_bytes(blob[i:i + part])
 
 
-def write_models(work: Path, out: Path) -> dict[str, Path]:
+def write_models(work: Path, out: Path, dtypes: set[str]) -> dict[str, Path]:
+    """The targets (qwen3-8b, one per weight type) and the draft (qwen3-0.6b, BF16), keyed NAME-DTYPE."""
     from specexp.models.shaped_gguf import Qwen3Shape, load_model, write_shaped_model
 
     paths = {}
-    for name, seed in (("qwen3-8b", 0), ("qwen3-0.6b", 1)):
-        path = work / "models" / f"{name}-bf16-random.gguf"
-        paths[name] = path
+    wanted = [("qwen3-8b", dtype, 0) for dtype in sorted(dtypes)] + [("qwen3-0.6b", "bf16", 1)]
+    for name, dtype, seed in wanted:
+        path = work / "models" / f"{name}-{dtype}-random.gguf"
+        paths[f"{name}-{dtype}"] = path
         if path.is_file():
             continue
         path.parent.mkdir(parents=True, exist_ok=True)
         started = time.monotonic()
-        write_shaped_model(path, Qwen3Shape.of(load_model(name)), dtype="bf16", seed=seed,
+        write_shaped_model(path, Qwen3Shape.of(load_model(name)), dtype=dtype, seed=seed,  # type: ignore[arg-type]
                            name=f"specexp-random-{name}")
         log(out, f"models: {path.name} {path.stat().st_size / 1e9:.2f} GB in {time.monotonic() - started:.0f} s")
     return paths
@@ -165,19 +167,20 @@ def pack(work: Path, out: Path) -> None:
                 tar.add(keep, arcname=str(keep.relative_to(work)))
 
 
-def sweep(work: Path, binary: Path, models: dict[str, Path], out: Path, deadline: float) -> None:
-    for part in cells.PARTS:
+def sweep(work: Path, binary: Path, models: dict[str, Path], out: Path, deadline: float,
+          parts: list[cells.Part]) -> None:
+    for part in parts:
         left = deadline - time.monotonic()
         if left < 30:
             log(out, f"sweep: {part.name} not started ({left:.0f} s left)")
             continue
-        overrides = part.measured(str(binary), str(models["qwen3-8b"]), str(models["qwen3-0.6b"]))
+        overrides = part.measured(str(binary), str(models[f"qwen3-8b-{part.dtype}"]), str(models["qwen3-0.6b-bf16"]))
         specexp(work / "sweeps" / part.name, overrides, left - 10, out)
         pack(work, out)
 
 
-def simulate(sim_dir: Path, out: Path, extra: list[str]) -> None:
-    for part in cells.PARTS:
+def simulate(sim_dir: Path, out: Path, extra: list[str], parts: list[cells.Part]) -> None:
+    for part in parts:
         specexp(sim_dir / part.name, part.simulated() + extra, 600, out)
 
 
@@ -189,31 +192,39 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "gpu-out")))
     parser.add_argument("--deadline-s", type=float, default=570.0, help="stop starting sweep parts after this")
     parser.add_argument("--binary-parts", type=Path, help="folder of llama-server.xz.part-* from an earlier call")
-    parser.add_argument("--records", type=Path, help="records.tar.gz of a device run (sim/report stages)")
+    parser.add_argument("--records", type=Path, action="append", default=[],
+                        help="records.tar.gz of a device run (sim/report stages); repeat for several calls")
+    parser.add_argument("--parts", nargs="+", choices=[p.name for p in cells.PARTS],
+                        help="sweep parts to run (default: the first call's set; sim/report: all)")
     parser.add_argument("--sim-override", action="append", default=[], help="extra override for the sim runs")
     args = parser.parse_args()
     stages = {"build", "models", "sweep", "sim", "report"} if "all" in args.stages else set(args.stages)
     args.out.mkdir(parents=True, exist_ok=True)
     deadline = T0 + args.deadline_s
+    chosen = [p for p in cells.PARTS if p.name in args.parts] if args.parts else None
+    run_parts = chosen or [p for p in cells.PARTS if not p.extra]
+    dtypes = {p.dtype for p in run_parts}
     models: dict[str, Path] = {}
     writer = None
     if "models" in stages:  # the writer is I/O bound: it runs beside the build
-        writer = threading.Thread(target=lambda: models.update(write_models(args.work, args.out)))
+        writer = threading.Thread(target=lambda: models.update(write_models(args.work, args.out, dtypes)))
         writer.start()
     binary = build(args.work, args.src, args.out, args.binary_parts) if "build" in stages else args.work / "llama-server/bin/llama-server"
     if writer is not None:
         writer.join()
     if "sweep" in stages:
-        sweep(args.work, binary, models or write_models(args.work, args.out), args.out, deadline)
+        sweep(args.work, binary, models or write_models(args.work, args.out, dtypes), args.out, deadline, run_parts)
     if "sim" in stages or "report" in stages:
         from benchmarks.gpu import compare
 
-        measured = compare.unpack(args.records, args.work) if args.records else args.work / "sweeps"
+        measured = args.work / "sweeps"
+        for records in args.records:
+            measured = compare.unpack(records, args.work)
         if "sim" in stages:
-            simulate(args.work / "sim", args.out, args.sim_override)
+            simulate(args.work / "sim", args.out, args.sim_override, chosen or cells.PARTS)
         if "report" in stages:
-            device_log = args.records.parent / "log.txt" if args.records else args.out / "log.txt"
-            for path in compare.write(measured, args.work / "sim", REPO / "benchmarks" / "results", device_log):
+            logs = [r.parent / "log.txt" for r in args.records] if args.records else [args.out / "log.txt"]
+            for path in compare.write(measured, args.work / "sim", REPO / "benchmarks" / "results", logs):
                 log(args.out, f"report: {path}")
     return 0
 
