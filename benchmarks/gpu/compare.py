@@ -135,12 +135,13 @@ def markdown(all_rows: list[dict[str, Any]]) -> str:
         f"- llama-server: build_info `{info.get('version')}`, llama.cpp commit `{info.get('llama_cpp_commit')}` "
         f"(from {info.get('llama_cpp_commit_source')}), built with CUDA for sm_90; `-ngl {info.get('gpu_layers')}`, "
         f"host prompt cache `--cache-ram {info.get('host_prompt_cache_mib')}` unless the part says otherwise",
-        "- model: the Qwen3-8B shape (36 layers, 4096 hidden, 151,936 vocabulary) in BF16 with random weights "
+        "- model: the Qwen3-8B shape (36 layers, 4096 hidden, 151,936 vocabulary) in BF16 (F16 in decode-f16) with random weights "
         "(`specexp.models.shaped_gguf`); draft model: the Qwen3-0.6B shape, same vocabulary, random weights, k = 4 "
         "(random weights: acceptance is whatever two unrelated random models agree on)",
-        "- simulated: `runtime=sim` with the same overrides (hardware=h200, model=qwen3-8b, quantization=bf16, "
-        "same workload); ratio = simulated / measured",
+        "- simulated: `runtime=sim` with the same overrides (hardware=h200, model=qwen3-8b, the same quantization "
+        "and workload); ratio = simulated / measured",
         "",
+        *summary(all_rows),
     ]
     by_part: dict[str, list[dict[str, Any]]] = {}
     for r in all_rows:
@@ -156,6 +157,44 @@ def markdown(all_rows: list[dict[str, Any]]) -> str:
                 lines += [f"- run `{r['run_id']}`: **{r['status']}** ({err.get('kind')}): {err.get('message')}", ""]
         lines += _table(part_rows, PREFILL_METRICS if part.startswith("prefill") else DECODE_METRICS) + [""]
     return "\n".join(lines) + "\n"
+
+
+def _span(values: list[float]) -> str:
+    return f"{min(values):.2f}-{max(values):.2f}" if values else "–"
+
+
+def summary(all_rows: list[dict[str, Any]]) -> list[str]:
+    """Simulated/measured ranges per kind of cell, the run-to-run spread, and energy per token."""
+    ok = [r for r in all_rows if r["measured"]]
+
+    def ratios(metric: str, pick: Any) -> list[float]:
+        return [r["ratio"][metric] for r in ok if metric in r["ratio"] and pick(r)]
+
+    plain = lambda c: lambda r: r["measured"]["conditions"]["drafter"] == "none" and pick_c(r, c)  # noqa: E731
+    pick_c = lambda r, c: r["measured"]["conditions"]["concurrency"] == c and not r["part"].startswith("prefill")  # noqa: E731
+    lines = ["## Summary", "", "| cells | metric | simulated / measured |", "|---|---|---|"]
+    for c in (1, 2, 4, 8, 16, 32):
+        if ratios("decode_tps", plain(c)):
+            lines.append(f"| no drafter, concurrency {c} | decode_tps | {_span(ratios('decode_tps', plain(c)))} |")
+            lines.append(f"| no drafter, concurrency {c} | aggregate_tps | {_span(ratios('aggregate_tps', plain(c)))} |")
+    cold = lambda r: r["part"] == "prefill"  # noqa: E731
+    lines.append(f"| prefill 1k-32k, host cache off | prefill_tps | {_span(ratios('prefill_tps', cold))} |")
+    lines.append(f"| every cell, host cache off | ttft_s | {_span(ratios('ttft_s', lambda r: r['part'] != 'prefill-host-cache'))} |")
+    draft = lambda r: r["measured"]["conditions"]["drafter"] == "draft_model"  # noqa: E731
+    lines.append(f"| draft model (random weights), c = 1, 8, 32 | decode_tps | {_span(ratios('decode_tps', draft))} |")
+    lines.append("")
+    first = {(r["measured"]["conditions"]["concurrency"]): r["measured"]["metrics"]["decode_tps"] for r in ok if r["part"] == "decode"}
+    again = {(r["measured"]["conditions"]["concurrency"]): r["measured"]["metrics"]["decode_tps"] for r in ok if r["part"] == "decode-again"}
+    if first and again:
+        spread = ", ".join(f"c = {c}: {first[c]:.1f} vs {again[c]:.1f} tok/s ({again[c] / first[c] - 1:+.0%})"
+                           for c in sorted(set(first) & set(again)))
+        lines += [f"Run-to-run (the decode part on two fresh machines, decode_tps): {spread}.", ""]
+    energy = [(r["part"], r["measured"]["conditions"]["concurrency"], r["measured"]["metrics"].get("energy_j_per_token"),
+               r["measured"]["metrics"].get("mean_power_w")) for r in ok if r["part"] == "decode"]
+    if energy:
+        lines += ["Energy (decode part, whole GPU over each window): " + ", ".join(
+            f"c = {c}: {e:.2f} J/token at {w:.0f} W" for _, c, e, w in energy if e is not None and w is not None) + ".", ""]
+    return lines
 
 
 def host_cache(all_rows: list[dict[str, Any]]) -> list[str]:
