@@ -5,6 +5,9 @@
 
 Stages (each skips what is already done under --work, so a second call resumes the first):
 
+- ``source`` (here, once): ``--sdist llama_cpp_python-0.3.36.tar.gz --src llama.cpp.tar.xz`` packs the
+  sdist's vendor/llama.cpp without what a CUDA server build does not read (76 MB -> 4 MB).
+
 - ``build``: llama-server alone, with CUDA for sm_90 (GGML_CUDA=ON, CMAKE_CUDA_ARCHITECTURES=90,
   native off, -j of every core), from the llama.cpp sources vendored in the llama-cpp-python sdist
   (scripts/build-llama-server.sh's sources); the commit is passed to CMake, so build_info names it.
@@ -45,6 +48,28 @@ CMAKE_FLAGS = [
     "-DLLAMA_BUILD_UI=OFF", "-DLLAMA_USE_PREBUILT_UI=OFF", f"-DLLAMA_BUILD_COMMIT={COMMIT}", "-DLLAMA_BUILD_NUMBER=0",
 ]
 T0 = time.monotonic()
+LEFT_OUT = ("docs", "models", "tests", "examples", "pocs", "benches", "media", "gguf-py", ".github", ".devops",
+            "conversion", "skills", "tools/ui/src", "tools/ui/static", "tools/ui/tests", "tools/ui/package-lock.json",
+            *(f"ggml/src/ggml-{b}" for b in ("vulkan", "sycl", "opencl", "metal", "hexagon", "cann", "webgpu",
+                                              "openvino", "et", "virtgpu", "zdnn", "zendnn", "musa", "hip")))
+"""Parts of the sdist's vendor/llama.cpp that a CUDA llama-server build does not read (4 MB remain)."""
+
+
+def pack_source(sdist: Path, dest: Path) -> Path:
+    """The sdist's vendor/llama.cpp as llama.cpp/ in a .tar.xz, without LEFT_OUT: small enough to
+    travel to a machine with no network (`pip download --no-binary :all: llama-cpp-python==0.3.36`)."""
+    with tarfile.open(sdist) as src, tarfile.open(dest, "w:xz") as out:
+        for member in src:
+            inner = member.name.split("/", 1)[1] if "/" in member.name else ""  # below llama_cpp_python-X/
+            if inner != "vendor/llama.cpp" and not inner.startswith("vendor/llama.cpp/"):
+                continue
+            rel = inner[len("vendor/llama.cpp"):].lstrip("/")
+            if any(rel == x or rel.startswith(x + "/") for x in LEFT_OUT):
+                continue
+            member.name = "llama.cpp/" + rel if rel else "llama.cpp"
+            member.pax_headers = {k: v for k, v in member.pax_headers.items() if k != "path"}  # long names
+            out.addfile(member, src.extractfile(member) if member.isfile() else None)
+    return dest
 
 
 def log(out: Path, text: str) -> None:
@@ -186,7 +211,8 @@ def simulate(sim_dir: Path, out: Path, extra: list[str], parts: list[cells.Part]
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("stages", nargs="+", choices=["all", "build", "models", "sweep", "sim", "report"])
+    parser.add_argument("stages", nargs="+", choices=["source", "all", "build", "models", "sweep", "sim", "report"])
+    parser.add_argument("--sdist", type=Path, help="llama_cpp_python-0.3.36.tar.gz (source stage: writes --src)")
     parser.add_argument("--src", type=Path, help="tarball of the sdist's vendor/llama.cpp (top folder llama.cpp/)")
     parser.add_argument("--work", type=Path, default=Path("/root/specexp-gpu"))
     parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "gpu-out")))
@@ -200,6 +226,9 @@ def main() -> int:
     args = parser.parse_args()
     stages = {"build", "models", "sweep", "sim", "report"} if "all" in args.stages else set(args.stages)
     args.out.mkdir(parents=True, exist_ok=True)
+    if "source" in stages:
+        print(pack_source(args.sdist, args.src))
+        stages.discard("source")
     deadline = T0 + args.deadline_s
     chosen = [p for p in cells.PARTS if p.name in args.parts] if args.parts else None
     run_parts = chosen or [p for p in cells.PARTS if not p.extra]
