@@ -34,7 +34,7 @@ GROUPS: dict[str, type[BaseModel]] = {
     "workload": WorkloadSpec,
 }
 TOP_LEVEL_KEYS = ("k", "seed", "gpu_shared", "experiment", "draft_model", "rerun", "baseline", "citations", "figures",
-                  "comparisons")
+                  "comparisons", "slo")
 """Top-level keys besides the groups. `citations`, `figures` and `comparisons` name published figures
 an experiment is compared with (docs/vocabulary.md section 4); the report reads them, not the job."""
 
@@ -117,7 +117,7 @@ def to_spec(
         parts["draft_model"] = load_option(
             ModelSpec, "model", str(draft_model), "draft_model", where=_where("draft_model", None, overrides)
         )
-    top = {key: data[key] for key in ("seed", "gpu_shared", "experiment", "baseline") if key in data}
+    top = {key: data[key] for key in ("seed", "gpu_shared", "experiment", "baseline", "slo") if key in data}
     requested = data.get("k")
     try:
         ExperimentSpec(**parts, **top, k=requested)  # validates k as given

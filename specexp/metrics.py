@@ -41,6 +41,10 @@ METRICS: dict[str, MetricDef] = {
         MetricDef("cached_prompt_tokens", "tok", "", "prompt tokens served from the prefix cache, as the engine reports them", "cached"),
         MetricDef("kv_cache_tokens", "tok", "higher", "KV cache capacity the engine reports at start", "KV capacity"),
         MetricDef("output_identical", "bool", "", "at temperature 0, completion equals the drafter=none completion of the same prompt", "identical"),
+        MetricDef("achieved_rate_rps", "req/s", "", "open-loop: requests sent per second, (requests - 1) / (last send - first send), every repeat's median", "achieved rate"),
+        MetricDef("scheduled_rate_rps", "req/s", "", "open-loop: the same over the arrival schedule the client was given (what request_rate drew for this window)", "scheduled rate"),
+        MetricDef("slo_attainment", "ratio", "higher", "share of a point's requests (every repeat) that finished without error with ttft_s, tpot_s and e2e_s each within the SLO set for it (slo.*)", "SLO attainment"),
+        MetricDef("goodput_rps", "req/s", "higher", "requests meeting every SLO per second of their window (first send -> last token of any), every repeat's median", "goodput"),
     )
 }
 

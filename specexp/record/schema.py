@@ -36,9 +36,10 @@ def _metric_type(unit: str) -> Any:
 
 Conditions: type[_Record] = create_model(  # type: ignore[call-overload]
     "Conditions", __base__=_Record,
-    **{c.name: (c.type | None, ...) for c in CONDITIONS.values()},
+    **{c.name: (c.type | None, None if c.absent_is_null else ...) for c in CONDITIONS.values()},
 )
-"""Every condition of the vocabulary, each present (null when unknown, never omitted)."""
+"""Every condition of the vocabulary, each present (null when unknown, never omitted; records written
+before a condition was added read it as null)."""
 
 Metrics: type[_Record] = create_model(  # type: ignore[call-overload]
     "Metrics", __base__=_Record,
@@ -105,6 +106,11 @@ class Measurement(_Record):
     """The job did not finish; the windows it completed are kept."""
     client: ClientLoad | None = None
     """What the measuring client spent (None where the runtime has no client, the simulator)."""
+    load_delivered: bool | None = None
+    """Open-loop: the achieved rate came within measure.RATE_MARGIN (10 %) of the scheduled one in every
+    repeat; false: the client or a max_concurrency cap could not deliver the load; null: closed-loop."""
+    slo_met: bool | None = None
+    """With an SLO set: at least slo.percentile % of the point's requests met every objective."""
 
 
 class RunRecord(_Record):

@@ -15,6 +15,7 @@ from specexp.report.blocks import Block, Heading, Paragraph, TableBlock
 from specexp.report.format import cell, header, number, with_spread
 from specexp.report.tables import CHART_KEYS, DRAFTER_KEYS, SPEC_KEYS, Row, baseline, group, sort_rows, varying
 from specexp.report.latency import latency_table
+from specexp.vocabulary import CONDITIONS
 
 
 def classify(rows: Sequence[Row]) -> dict[str, list[Row]]:
@@ -40,7 +41,8 @@ def classify(rows: Sequence[Row]) -> dict[str, list[Row]]:
 def _label(conditions: dict[str, Any], report_fixed: dict[str, Any], skip: Sequence[str] = ()) -> str:
     """The conditions that set a group apart from the rest of the report."""
     parts = [f"{k} {number(v)}" for k, v in conditions.items()
-             if k not in report_fixed and k not in skip and k != "repeats"]  # repeats: in the method section
+             if k not in report_fixed and k not in skip and k != "repeats"  # repeats: in the method section
+             and not (v is None and CONDITIONS[k].absent_is_null)]
     return " · ".join(parts)
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from specexp.check.runs import Run, runs_of
 from specexp.record import ErrorInfo, RunRecord
-from specexp.vocabulary import DRAFTER, NAMES, SETUP, is_baseline_of, value_key
+from specexp.vocabulary import CONDITIONS, DRAFTER, NAMES, SETUP, is_baseline_of, value_key
 
 Row = Run
 """One measurement, as the report shows it."""
@@ -52,10 +52,12 @@ def rows_of(found: Sequence[tuple[Path, RunRecord]], report_dir: Path) -> tuple[
 
 
 def fixed_conditions(rows: Sequence[Row]) -> dict[str, Any]:
-    """Conditions with one value across all rows."""
+    """Conditions with one value across all rows (a later-added condition null in every row, such
+    as request_rate in closed-loop sweeps, is left out: it says nothing)."""
     if not rows:
         return {}
-    return {c: rows[0].get(c) for c in NAMES if len({value_key(r.get(c)) for r in rows}) == 1}
+    return {c: rows[0].get(c) for c in NAMES if len({value_key(r.get(c)) for r in rows}) == 1
+            and not (CONDITIONS[c].absent_is_null and rows[0].get(c) is None)}
 
 
 def varying(rows: Sequence[Row], exclude: Iterable[str] = ()) -> list[str]:
