@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from specexp.events import RequestTrace
 from specexp.metrics import e2e_s, tpot_s, ttft_s
 from specexp.spec import SloSpec
+from specexp.workloads.arrivals import rate_of
 
 
 def meets(trace: RequestTrace, slo: SloSpec) -> bool:
@@ -36,9 +37,15 @@ def attainment(traces: Sequence[RequestTrace], slo: SloSpec) -> float | None:
 
 
 def goodput(traces: Sequence[RequestTrace], slo: SloSpec) -> float | None:
-    """Requests meeting every objective per second of the window: first send -> last token of any."""
-    if not slo.active or not traces:
+    """Requests meeting every objective per second. Open-loop (requests with a schedule): the share
+    that met it times the rate they were sent at, so goodput never exceeds the load delivered; a
+    closed-loop burst: those requests over the window, first send -> last token of any."""
+    share = attainment(traces, slo)
+    if share is None:
         return None
+    if any(t.due_at is not None for t in traces):
+        rate = rate_of([t.sent_at for t in traces])
+        return None if rate is None else share * rate
     ends = [t.last_token_at for t in traces if t.last_token_at is not None]
     if not ends:
         return 0.0
