@@ -73,7 +73,7 @@ async def _one(session: aiohttp.ClientSession, base: str, req: Prepared, raw: Ra
     clock = time.perf_counter
     if due is not None:
         raw.due_at = due
-        if (wait := due - clock()) > 0:
+        while (wait := due - clock()) > 0:  # uvloop's timers tick in ms and may fire early
             await asyncio.sleep(wait)
         if slots is not None:
             if slots.locked():
