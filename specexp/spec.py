@@ -319,6 +319,12 @@ class WorkloadSpec(_Spec):
     """requests.jsonl keeps every token-bearing chunk's arrival (seconds after the request was
     sent) and token count. Operational: not part of the run id."""
 
+    @property
+    def slots(self) -> int:
+        """Requests a server with fixed slots (llama.cpp, Ollama) must run at once: the largest
+        concurrency, or an open-loop max_concurrency cap when larger."""
+        return max([*self.concurrency, self.max_concurrency or 1])
+
     @model_validator(mode="after")
     def _open_loop(self) -> WorkloadSpec:
         rates = self.request_rate
