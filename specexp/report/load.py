@@ -170,6 +170,7 @@ def goodput_vs_rate(rows: Sequence[Row], name: str, label: str, setups: Sequence
     chart = alt.Chart(alt.Data(values=data)).mark_line(point=True).encode(
         x=alt.X("rate:Q", title="request_rate (req/s)", scale=alt.Scale(type="log")),
         y=alt.Y("goodput:Q", title="goodput_rps (req/s)"), color=alt.Color("arm:N", title="drafter"),
+        order=alt.Order("rate:Q"),
     ).properties(width=charts.WIDTH * 2, height=charts.HEIGHT, title=label)
     return [Chart(charts._name(name), f"Goodput vs request rate: {label}" if label else "Goodput vs request rate",
                   chart.to_dict())]
