@@ -387,9 +387,3 @@ class ExperimentSpec(_Spec):
     the run id."""
     experiment: str | None = None
     """Name of the experiment file this job came from, if any."""
-
-    @model_validator(mode="after")
-    def _search_has_slo(self) -> ExperimentSpec:
-        if self.workload.search is not None and not self.slo.active:
-            raise ValueError(f"workload.search={self.workload.search} needs an SLO: set slo.ttft_s, slo.tpot_s or slo.e2e_s")
-        return self
