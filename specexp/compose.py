@@ -34,7 +34,7 @@ GROUPS: dict[str, type[BaseModel]] = {
     "workload": WorkloadSpec,
 }
 TOP_LEVEL_KEYS = ("k", "seed", "gpu_shared", "experiment", "draft_model", "rerun", "baseline", "citations", "figures",
-                  "comparisons")
+                  "comparisons", "slo")
 """Top-level keys besides the groups. `citations`, `figures` and `comparisons` name published figures
 an experiment is compared with (docs/vocabulary.md section 4); the report reads them, not the job."""
 
@@ -117,7 +117,7 @@ def to_spec(
         parts["draft_model"] = load_option(
             ModelSpec, "model", str(draft_model), "draft_model", where=_where("draft_model", None, overrides)
         )
-    top = {key: data[key] for key in ("seed", "gpu_shared", "experiment", "baseline") if key in data}
+    top = {key: data[key] for key in ("seed", "gpu_shared", "experiment", "baseline", "slo") if key in data}
     requested = data.get("k")
     try:
         ExperimentSpec(**parts, **top, k=requested)  # validates k as given
@@ -126,6 +126,9 @@ def to_spec(
     except ValidationError as err:
         raise _spec_error(err, None, None, overrides) from None
     _refuse_overrides_that_do_nothing(spec, overrides)
+    if spec.workload.search is not None and not spec.slo.active:
+        raise SpecError(_where("workload.search", None, overrides), "workload.search",
+                        f"search={spec.workload.search} needs an SLO: set slo.ttft_s, slo.tpot_s or slo.e2e_s")
     return spec
 
 
@@ -188,6 +191,8 @@ def _spec_error(
         return SpecError(where, key, "required key is missing")
     if kind == "list_type":
         return SpecError(where, key, f"expected a list (got {value!r}); write it as [{value}]")
+    if kind == "value_error":  # a validator's own sentence: it names the keys; the input is not repeated
+        return SpecError(where, key, first["msg"].removeprefix("Value error, "))
     accepted = None
     expected = (first.get("ctx") or {}).get("expected")
     if expected:

@@ -53,6 +53,7 @@ def run_conditions(
         "output_tokens": w.output_tokens,
         "ignore_eos": w.ignore_eos,
         "concurrency": None,
+        "request_rate": None,
         "cache": None,
         "prefix_caching": spec.runtime.prefix_caching,
         "thinking": w.thinking,

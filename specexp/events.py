@@ -36,6 +36,8 @@ class Request:
     warmup: bool = False
     chat: bool = True
     """Send as a chat completion (the chat template applies); False: a plain completion."""
+    send_at: float | None = None
+    """Open-loop: scheduled send, seconds after the window's start (None: at once, a closed-loop burst)."""
 
 
 @dataclass(frozen=True)
@@ -61,7 +63,11 @@ class RequestTrace:
     status: int | None = None
     """HTTP status of the response (None: none came, or no HTTP was involved)."""
     send_lag_s: float | None = None
-    """Actual send minus the window's start, when every request was due: the client's lag."""
+    """Actual send minus when the client could first send it (the window's start in a burst; its
+    scheduled time, or the moment a max_concurrency slot freed, open-loop): the client's lag."""
+    due_at: float | None = None
+    """Open-loop: when the schedule had the request sent, on the `sent_at` clock (a request that
+    waited for a `max_concurrency` slot left later); None in a closed-loop burst."""
     sent_wall: float | None = None
     """`sent_at` on the wall clock (Unix seconds); None on a virtual clock."""
 
@@ -140,8 +146,10 @@ class Point:
     """A measurement point: prompt length, concurrency and cache state."""
 
     prompt_tokens: int
-    concurrency: int
+    concurrency: int | None
     cache: str
+    request_rate: float | None = None
+    """Open-loop requests per second (None: a closed-loop burst of `concurrency`)."""
 
 
 @dataclass(frozen=True)

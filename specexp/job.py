@@ -90,7 +90,8 @@ def run_job(
             cell.server_key, spec, job_dir, lambda: runtime_cls(spec, job_dir))
         progress.argv, progress.drafter_config = runtime.server_argv(), runtime.drafter_config()
         prompts = PromptBuilder(spec.workload, runtime.tokenize, runtime.detokenize) if runtime_cls.reads_prompts else None
-        for window in drive(runtime, spec.workload, marker=prompt_marker(cell), prompt_for=prompts, warmups=True):
+        for window in drive(runtime, spec.workload, marker=prompt_marker(cell), prompt_for=prompts, warmups=True,
+                            seed=spec.seed, slo=spec.slo):
             progress.windows.append(window)
             _raise_on_failed_requests(window, runtime)
         progress.status = "ok"
@@ -156,6 +157,7 @@ def _finish(
         measurements=measurements(
             progress.windows, conditions, prefill_only=spec.workload.output_tokens == 1,
             kv_cache_tokens=info.kv_cache_tokens if info else None, partial=progress.status != "ok",
+            slo=spec.slo,
         ),
         notes=runtime.notes() if runtime is not None else [],
     )

@@ -11,7 +11,10 @@ from specexp.events import Counters, Point, Window
 from specexp.metrics import (
     acceptance_by_position, acceptance_rate, energy_metrics, latency_distributions, percentile, tokens_per_pass, window_metrics,
 )
+from specexp import slo as slos
 from specexp.record.schema import ClientLoad, Conditions, Measurement, Metrics
+from specexp.spec import SloSpec
+from specexp.workloads.arrivals import rate_of
 
 POOLED = ("acceptance_rate", "acceptance_by_position", "tokens_per_pass")
 """Acceptance metrics pool the counters of every repeat instead of taking a median."""
@@ -19,11 +22,14 @@ CLIENT_BUSY = 0.8
 """A window whose client processes were on CPU this share of its wall time is client-bound."""
 CLIENT_LAG_S = 0.010
 """... as is one where a request left this long after the window's start."""
+RATE_MARGIN = 0.10
+"""An open-loop point whose achieved rate falls short of its scheduled rate by more than this share
+did not get its load delivered (`load_delivered: false`)."""
 
 
 def measurements(
     windows: Iterable[Window], run_conditions: Conditions, *, prefill_only: bool,  # type: ignore[valid-type]
-    kv_cache_tokens: int | None, partial: bool = False,
+    kv_cache_tokens: int | None, partial: bool = False, slo: SloSpec | None = None,
 ) -> list[Measurement]:
     """One measurement per point, in the order points were first measured; warm-up windows
     count in none."""
@@ -31,7 +37,7 @@ def measurements(
     for window in (w for w in windows if not w.warmup):
         by_point.setdefault(window.point, []).append(window)
     return [
-        _measurement(point, group, run_conditions, prefill_only, kv_cache_tokens, partial)
+        _with_load(_measurement(point, group, run_conditions, prefill_only, kv_cache_tokens, partial), group, slo)
         for point, group in by_point.items()
     ]
 
@@ -59,6 +65,7 @@ def _measurement(
     conditions = run.model_copy(update={
         "prompt_tokens": int(statistics.median(prompt_counts)) if prompt_counts else point.prompt_tokens,
         "concurrency": point.concurrency,
+        "request_rate": point.request_rate,
         "cache": point.cache,
         "repeats": len(windows),
     })
@@ -83,6 +90,36 @@ def _measurement(
         client=_client(windows),
         telemetry=[w.telemetry for w in windows] if any(w.telemetry is not None for w in windows) else None,
     )
+
+
+def _with_load(m: Measurement, windows: list[Window], slo: SloSpec | None) -> Measurement:
+    """Open-loop rates (achieved against scheduled, `load_delivered`) and SLO scores of a point."""
+    update: dict[str, Any] = {}
+    open_loop = [w for w in windows if any(t.due_at is not None for t in w.traces)]
+    if open_loop:
+        achieved = [rate_of([t.sent_at for t in w.traces]) for w in open_loop]
+        scheduled = [rate_of([t.due_at for t in w.traces if t.due_at is not None]) for w in open_loop]
+        update["achieved_rate_rps"] = _median(achieved)
+        update["scheduled_rate_rps"] = _median(scheduled)
+        pairs = [(a, q) for a, q in zip(achieved, scheduled) if q is not None]
+        delivered = all(a is not None and a >= (1 - RATE_MARGIN) * q for a, q in pairs) if pairs else None
+    else:
+        delivered = None
+    met = None
+    if slo is not None and slo.active:
+        traces = [t for w in windows for t in w.traces]
+        update["slo_attainment"] = slos.attainment(traces, slo)
+        update["goodput_rps"] = _median([slos.goodput(w.traces, slo) for w in windows])
+        met = slos.met(traces, slo)
+    if not update:
+        return m
+    metrics = m.metrics.model_copy(update=update)
+    return m.model_copy(update={"metrics": metrics, "load_delivered": delivered, "slo_met": met})
+
+
+def _median(values: list[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return statistics.median(present) if present else None
 
 
 def _client(windows: list[Window]) -> ClientLoad | None:

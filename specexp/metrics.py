@@ -44,6 +44,10 @@ METRICS: dict[str, MetricDef] = {
         MetricDef("output_identical", "bool", "", "at temperature 0, completion equals the drafter=none completion of the same prompt", "identical"),
         MetricDef("mean_power_w", "W", "", "GPU energy over the window / window duration (NVML, every GPU the server uses)", "power"),
         MetricDef("energy_j_per_token", "J/tok", "lower", "GPU energy over the window / completion tokens of the window; with max_tokens = 1, / uncached prompt tokens", "energy/tok"),
+        MetricDef("achieved_rate_rps", "req/s", "", "open-loop: requests sent per second, (requests - 1) / (last send - first send), every repeat's median", "achieved rate"),
+        MetricDef("scheduled_rate_rps", "req/s", "", "open-loop: the same over the arrival schedule the client was given (what request_rate drew for this window)", "scheduled rate"),
+        MetricDef("slo_attainment", "ratio", "higher", "share of a point's requests (every repeat) that finished without error with ttft_s, tpot_s and e2e_s each within the SLO set for it (slo.*)", "SLO attainment"),
+        MetricDef("goodput_rps", "req/s", "higher", "requests meeting every SLO per second: open-loop, slo_attainment x achieved_rate_rps of each repeat; a closed-loop burst, such requests / (last token of any - first sent); every repeat's median", "goodput"),
     )
 }
 

@@ -68,7 +68,7 @@ def _server_key(spec: ExperimentSpec) -> str:
     """Equal for cells one started server can serve: everything its argv depends on."""
     fields = {"hardware", "model", "quantization", "runtime", "drafter", "k", "draft_model", "seed", "gpu_shared"}
     data = spec.model_dump(mode="json", include=fields)
-    data["slots"] = max(spec.workload.concurrency)
+    data["slots"] = spec.workload.slots
     blob = json.dumps(data, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 

@@ -34,6 +34,8 @@ def request_line(trace: RequestTrace, window: Window, index: int, chunk_times: b
         "cache": window.point.cache,
         "sent_at": trace.sent_wall,
         "send_lag_s": _round(trace.send_lag_s),
+        "request_rate": window.point.request_rate,
+        "behind_schedule_s": None if trace.due_at is None else _round(trace.sent_at - trace.due_at),
         "ttft_s": _round(ttft_s(trace)),
         "e2e_s": _round(e2e_s(trace)),
         "tpot_s": _round(tpot_s(trace)),

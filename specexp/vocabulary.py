@@ -34,6 +34,8 @@ class Condition:
     """Where the accepted values come from: a `conf/` group, or a closed list (see `accepted`)."""
     baseline_may_differ: bool = False
     """A run and its drafter=none baseline may differ in this without being incomparable."""
+    absent_is_null: bool = False
+    """Added after records of this schema were written: a record without it reads it as null."""
 
 
 def _c(name: str, kind: type, role: Role, meaning: str, **extra: Any) -> Condition:
@@ -65,6 +67,8 @@ CONDITIONS: Mapping[str, Condition] = MappingProxyType({c.name: c for c in (
     _c("output_tokens", int, "workload", "requested max_tokens", minimum=1),
     _c("ignore_eos", bool, "workload", "generation forced to output_tokens"),
     _c("concurrency", int, "workload", "requests in flight at once", minimum=1),
+    _c("request_rate", float, "workload", "open-loop requests per second (workload.request_rate); null for "
+       "closed-loop bursts", minimum=0, absent_is_null=True),
     _c("cache", str, "workload", "cold (no reusable prefix cached) or warm (prefix already cached)",
        options="cache"),
     _c("prefix_caching", bool, "setup", "the engine's prefix cache is enabled"),

@@ -43,6 +43,7 @@ _PREFILL = {
     "cache": "a warm prefix is served from the cache instead of being computed",
     "prefix_caching": "off, nothing is reused however warm the prompt",
     "concurrency": "requests in flight share the passes (queueing, batched prefill)",
+    "request_rate": "open-loop arrivals queue behind each other once the server falls behind",
     "drafter": "a drafter prefills its own layers over the prompt before the first token",
 }
 _SPECULATION = {
@@ -61,6 +62,7 @@ _DECODE = {
     **_DEVICE,
     **_SPECULATION,
     "concurrency": "streams in flight share every pass: one stream's rate falls as the batch grows",
+    "request_rate": "the arrival rate sets how many streams share each pass",
 }
 _E2E = {
     **_DECODE,
@@ -152,6 +154,9 @@ FAMILIES: Mapping[str, Family] = MappingProxyType({
                MappingProxyType(_ENERGY)),
         Family("acceptance", "how many drafted tokens the target accepts",
                ("acceptance_rate", "acceptance_by_position", "tokens_per_pass"), MappingProxyType(_ACCEPTANCE)),
+        Family("load", "open-loop delivery and SLO scores: the load sent and the share served in time",
+               ("achieved_rate_rps", "scheduled_rate_rps", "slo_attainment", "goodput_rps"),
+               MappingProxyType(_AGGREGATE)),
         Family("capacity", "KV cache capacity at start", ("kv_cache_tokens",), MappingProxyType(_CAPACITY)),
         Family("cache", "prompt tokens served from the prefix cache", ("cached_prompt_tokens",),
                MappingProxyType(_CACHE)),

@@ -37,6 +37,8 @@ class Run:
     """[min, max] of each metric over the repeats."""
     client: Mapping[str, Any] = field(default_factory=dict)
     """What the measuring client spent (`ClientLoad`), where the measurement has it."""
+    load: Mapping[str, Any] = field(default_factory=dict)
+    """Open-loop and SLO verdicts of the measurement: `load_delivered`, `slo_met` (where set)."""
 
     def get(self, condition: str) -> Any:
         return self.conditions.get(condition)
@@ -73,7 +75,9 @@ def runs_of(found: Iterable[tuple[Path, RunRecord]], relative_to: Path | None = 
                         MappingProxyType(conditions), MappingProxyType(metrics), link,
                         origin if origin in ("measured", "simulated") else "measured",
                         MappingProxyType(dict(m.spread)),
-                        MappingProxyType(m.client.model_dump() if m.client is not None else {})))
+                        MappingProxyType(m.client.model_dump() if m.client is not None else {}),
+                        MappingProxyType({k: v for k, v in (("load_delivered", m.load_delivered),
+                                                            ("slo_met", m.slo_met)) if v is not None})))
     return runs
 
 

@@ -36,9 +36,10 @@ def _metric_type(unit: str) -> Any:
 
 Conditions: type[_Record] = create_model(  # type: ignore[call-overload]
     "Conditions", __base__=_Record,
-    **{c.name: (c.type | None, ...) for c in CONDITIONS.values()},
+    **{c.name: (c.type | None, None if c.absent_is_null else ...) for c in CONDITIONS.values()},
 )
-"""Every condition of the vocabulary, each present (null when unknown, never omitted)."""
+"""Every condition of the vocabulary, each present (null when unknown, never omitted; records written
+before a condition was added read it as null)."""
 
 Metrics: type[_Record] = create_model(  # type: ignore[call-overload]
     "Metrics", __base__=_Record,
@@ -108,6 +109,11 @@ class Measurement(_Record):
     telemetry: list[dict[str, Any]] | None = None
     """Per window, the GPU's power, energy, memory, utilisation and clocks (specexp.telemetry), or
     why there are none (`{"source": null, "reason": ...}`); None: not sampled."""
+    load_delivered: bool | None = None
+    """Open-loop: the achieved rate came within measure.RATE_MARGIN (10 %) of the scheduled one in every
+    repeat; false: the client or a max_concurrency cap could not deliver the load; null: closed-loop."""
+    slo_met: bool | None = None
+    """With an SLO set: at least slo.percentile % of the point's requests met every objective."""
 
 
 class RunRecord(_Record):

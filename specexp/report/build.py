@@ -22,6 +22,7 @@ from specexp.report.sections import (
     prefix_cache_section,
 )
 from specexp.record import RunRecord
+from specexp.report.load import rate_section, slo_text
 from specexp.report.tables import Row, fixed_conditions, rows_of
 
 
@@ -70,7 +71,9 @@ def build_report(
     blocks: list[Block] = [Paragraph(f"{len(rows)} measurement(s) from {len(results)} run(s).")]
     blocks += method_section(rows, results)
     blocks += decode_section(sections["decode"], fixed)
-    blocks += concurrency_section(sections["concurrency"], fixed)
+    slo = slo_text(next((r.provenance.config["slo"] for r in results if r.provenance.config.get("slo")), None))
+    blocks += concurrency_section(sections["concurrency"], fixed, slo)
+    blocks += rate_section(sections["rate"], fixed, slo)
     blocks += prefill_section(sections["prefill"], fixed)
     blocks += prefix_cache_section(sections["prefix_cache"], fixed)
     blocks += check_sections(results, rows, sections, cited)

@@ -19,6 +19,7 @@ from specexp.report.tables import CHART_KEYS, DRAFTER_KEYS, SPEC_KEYS, Row, grou
 VARIED = {
     "decode": SPEC_KEYS,
     "concurrency": (*SPEC_KEYS, "concurrency"),
+    "rate": (*SPEC_KEYS, "request_rate"),
     "prefill": ("prompt_tokens", *DRAFTER_KEYS),
     "prefix_cache": ("prompt_tokens", "cache", *DRAFTER_KEYS),
 }

@@ -10,23 +10,27 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from specexp.report import charts
+from specexp.report import charts, load
 from specexp.report.blocks import Block, Heading, Paragraph, TableBlock
 from specexp.report.format import cell, header, number, with_spread
 from specexp.report.tables import CHART_KEYS, DRAFTER_KEYS, SPEC_KEYS, Row, baseline, group, sort_rows, varying
+from specexp.report.tables import group_label as _label
 from specexp.report.latency import latency_table
+from specexp.vocabulary import CONDITIONS
 
 
 def classify(rows: Sequence[Row]) -> dict[str, list[Row]]:
-    """Rows by section: decode, concurrency, prefill, prefix_cache."""
+    """Rows by section: decode, concurrency, rate (open-loop), prefill, prefix_cache."""
     caches: dict[str, set[str]] = {}
     concurrencies: dict[str, set[int]] = {}
     for r in rows:
         caches.setdefault(r.run_id, set()).add(str(r.get("cache")))
         concurrencies.setdefault(r.run_id, set()).add(int(r.get("concurrency") or 1))
-    out: dict[str, list[Row]] = {"decode": [], "concurrency": [], "prefill": [], "prefix_cache": []}
+    out: dict[str, list[Row]] = {"decode": [], "concurrency": [], "rate": [], "prefill": [], "prefix_cache": []}
     for r in rows:
-        if {"cold", "warm"} <= caches[r.run_id] or "warm" in caches[r.run_id]:
+        if r.get("request_rate") is not None:
+            out["rate"].append(r)
+        elif {"cold", "warm"} <= caches[r.run_id] or "warm" in caches[r.run_id]:
             out["prefix_cache"].append(r)
         elif r.get("output_tokens") == 1:
             out["prefill"].append(r)
@@ -35,13 +39,6 @@ def classify(rows: Sequence[Row]) -> dict[str, list[Row]]:
         else:
             out["decode"].append(r)
     return out
-
-
-def _label(conditions: dict[str, Any], report_fixed: dict[str, Any], skip: Sequence[str] = ()) -> str:
-    """The conditions that set a group apart from the rest of the report."""
-    parts = [f"{k} {number(v)}" for k, v in conditions.items()
-             if k not in report_fixed and k not in skip and k != "repeats"]  # repeats: in the method section
-    return " · ".join(parts)
 
 
 def _speedup(row: Row, base: Row | None, metric: str) -> str:
@@ -112,7 +109,7 @@ def decode_section(rows: Sequence[Row], fixed: dict[str, Any]) -> list[Block]:
     return blocks
 
 
-def concurrency_section(rows: Sequence[Row], fixed: dict[str, Any]) -> list[Block]:
+def concurrency_section(rows: Sequence[Row], fixed: dict[str, Any], slo: str | None = None) -> list[Block]:
     """Aggregate and per-stream throughput vs concurrency, speedup at each level, crossover."""
     if not rows:
         return []
@@ -136,10 +133,13 @@ def concurrency_section(rows: Sequence[Row], fixed: dict[str, Any]) -> list[Bloc
                                  align=["l"] * len(columns) + ["r"] * (len(metrics) + 1) + ["l"]))
         blocks += latency_table(sort_rows(members, [c for c in columns if c != "concurrency"] + ["concurrency"]), columns)
         blocks += _crossovers(members)
+        blocks += load.crossover(members, "concurrency", "", slo)
         name = "-".join(str(v) for v in conditions.values() if v not in (None, False, True))
         setups = varying(members, exclude=(*DRAFTER_KEYS, "prompt_tokens", "concurrency", "repeats"))
-        blocks += charts.concurrency_scaling(members, f"concurrency-{name}",
-                                             _label(conditions, fixed, skip=("prompt_tokens",)), setups)
+        label = _label(conditions, fixed, skip=("prompt_tokens",))
+        blocks += charts.concurrency_scaling(members, f"concurrency-{name}", label, setups)
+        blocks += charts.acceptance_by_position(members, f"concurrency-acceptance-{name}", label,
+                                                [*setups, "concurrency"])
     return blocks
 
 

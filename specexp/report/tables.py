@@ -16,7 +16,7 @@ from typing import Any
 
 from specexp.check.runs import Run, runs_of
 from specexp.record import ErrorInfo, RunRecord
-from specexp.vocabulary import DRAFTER, NAMES, SETUP, is_baseline_of, value_key
+from specexp.vocabulary import CONDITIONS, DRAFTER, NAMES, SETUP, is_baseline_of, value_key
 
 Row = Run
 """One measurement, as the report shows it."""
@@ -52,10 +52,12 @@ def rows_of(found: Sequence[tuple[Path, RunRecord]], report_dir: Path) -> tuple[
 
 
 def fixed_conditions(rows: Sequence[Row]) -> dict[str, Any]:
-    """Conditions with one value across all rows."""
+    """Conditions with one value across all rows (a later-added condition null in every row, such
+    as request_rate in closed-loop sweeps, is left out: it says nothing)."""
     if not rows:
         return {}
-    return {c: rows[0].get(c) for c in NAMES if len({value_key(r.get(c)) for r in rows}) == 1}
+    return {c: rows[0].get(c) for c in NAMES if len({value_key(r.get(c)) for r in rows}) == 1
+            and not (CONDITIONS[c].absent_is_null and rows[0].get(c) is None)}
 
 
 def varying(rows: Sequence[Row], exclude: Iterable[str] = ()) -> list[str]:
@@ -80,6 +82,16 @@ def group(rows: Sequence[Row], shown: Iterable[str]) -> list[tuple[dict[str, Any
 def baseline(row: Row, candidates: Sequence[Row]) -> Row | None:
     """The drafter=none row that `row` is compared with."""
     return next((o for o in candidates if is_baseline_of(o.conditions, row.conditions)), None)
+
+
+def group_label(conditions: dict[str, Any], report_fixed: dict[str, Any], skip: Sequence[str] = ()) -> str:
+    """The conditions that set a group apart from the rest of the report."""
+    from specexp.report.format import number
+
+    parts = [f"{k} {number(v)}" for k, v in conditions.items()
+             if k not in report_fixed and k not in skip and k != "repeats"  # repeats: in the method section
+             and not (v is None and CONDITIONS[k].absent_is_null)]
+    return " · ".join(parts)
 
 
 def sort_rows(rows: Sequence[Row], columns: Sequence[str]) -> list[Row]:

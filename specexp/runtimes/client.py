@@ -64,10 +64,32 @@ class Prepared:
     body: bytes
 
 
-async def _one(session: aiohttp.ClientSession, base: str, req: Prepared, raw: RawStream) -> None:
-    """Send one prepared request and keep (arrival, bytes) of every read. Never raises for what a
-    server does: HTTP errors and dropped connections end up in raw.error_kind / raw.error (hangs
-    and overlong requests are the watchdog's)."""
+async def _one(session: aiohttp.ClientSession, base: str, req: Prepared, raw: RawStream,
+               due: float | None = None, slots: asyncio.Semaphore | None = None) -> None:
+    """Send one prepared request (at perf_counter `due`, open-loop, once one of `slots` is free) and
+    keep (arrival, bytes) of every read. Never raises for what a server does: HTTP errors and
+    dropped connections end up in raw.error_kind / raw.error (hangs and overlong requests are the
+    watchdog's)."""
+    clock = time.perf_counter
+    if due is not None:
+        raw.due_at = due
+        while (wait := due - clock()) > 0:  # uvloop's timers tick in ms and may fire early
+            await asyncio.sleep(wait)
+        if slots is not None:
+            if slots.locked():
+                await slots.acquire()
+                raw.free_at = clock()  # it waited for a slot: its lag counts from there
+            else:
+                await slots.acquire()
+            try:
+                await _stream(session, base, req, raw)
+            finally:
+                slots.release()
+            return
+    await _stream(session, base, req, raw)
+
+
+async def _stream(session: aiohttp.ClientSession, base: str, req: Prepared, raw: RawStream) -> None:
     reads = raw.reads
     clock = time.perf_counter
     url = base + req.path
@@ -121,7 +143,8 @@ async def _warm(session: aiohttp.ClientSession, url: str, limit_s: float) -> Non
 
 
 async def _send(base_url: str, reqs: Sequence[Prepared], timeout_s: float, headers: dict[str, str] | None,
-                stall_s: float | None, warm_path: str | None, barrier: Any = None) -> ClientWindow:
+                stall_s: float | None, warm_path: str | None, barrier: Any = None,
+                offsets: Sequence[float] | None = None, max_concurrency: int | None = None) -> ClientWindow:
     raws = [RawStream(sent_at=0.0) for _ in reqs]
     connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=max(60.0, stall_s or 0.0))
     # identity: a compressed stream would hold chunks back until a compression block fills
@@ -138,7 +161,12 @@ async def _send(base_url: str, reqs: Sequence[Prepared], timeout_s: float, heade
         gc.disable()  # no collector pause delays an arrival stamp (a window makes no reference cycles)
         try:
             cpu, start = time.process_time(), time.perf_counter()
-            tasks = [asyncio.ensure_future(_one(session, base, r, raw)) for r, raw in zip(reqs, raws)]
+            if offsets is None:
+                tasks = [asyncio.ensure_future(_one(session, base, r, raw)) for r, raw in zip(reqs, raws)]
+            else:
+                slots = asyncio.Semaphore(max_concurrency) if max_concurrency else None
+                tasks = [asyncio.ensure_future(_one(session, base, r, raw, start + at, slots))
+                         for r, raw, at in zip(reqs, raws, offsets)]
             watchdog = asyncio.ensure_future(_watchdog(tasks, raws, timeout_s, stall_s))
             await asyncio.gather(*tasks, return_exceptions=True)
             wall, cpu = time.perf_counter() - start, time.process_time() - cpu
@@ -164,13 +192,18 @@ def stream_window(
     stall_s: float | None = None,
     warm_path: str | None = "/health",
     processes: int = 1,
+    offsets: Sequence[float] | None = None,
+    max_concurrency: int | None = None,
 ) -> ClientWindow:
-    """Send every (path, body) at once (over warmed connections); the raw streams, parsed, in order."""
+    """Send every (path, body) at once, or open-loop each at its `offsets` second after the
+    window's start with at most `max_concurrency` in flight (over warmed connections); the raw
+    streams, parsed, in order."""
     reqs = [Prepared(path, json.dumps(body, separators=(",", ":")).encode()) for path, body in bodies]
     if processes <= 1 or len(reqs) <= 1:
-        window = _run(_send(base_url, reqs, timeout_s, headers, stall_s, warm_path))
+        window = _run(_send(base_url, reqs, timeout_s, headers, stall_s, warm_path, None, offsets, max_concurrency))
     else:
-        window = _spread(base_url, reqs, timeout_s, headers, stall_s, warm_path, min(processes, len(reqs)))
+        window = _spread(base_url, reqs, timeout_s, headers, stall_s, warm_path, min(processes, len(reqs)),
+                         offsets, max_concurrency)
     for raw in window.raws:
         parse_reads(raw)
     return window
@@ -178,18 +211,23 @@ def stream_window(
 
 def _worker(index: int, args: tuple[Any, ...], barrier: Any, results: Any) -> None:
     try:
-        results.put((index, _run(_send(*args, barrier=barrier))))
+        *head, _, offsets, cap = args
+        results.put((index, _run(_send(*head, barrier=barrier, offsets=offsets, max_concurrency=cap))))
     except BaseException as err:  # noqa: BLE001 - the parent records the failure per request
         results.put((index, f"{type(err).__name__}: {err}"))
 
 
 def _spread(base_url: str, reqs: list[Prepared], timeout_s: float, headers: dict[str, str] | None,
-            stall_s: float | None, warm_path: str | None, processes: int) -> ClientWindow:
-    """One window over `processes` spawned client processes: request i goes to process i % n."""
+            stall_s: float | None, warm_path: str | None, processes: int,
+            offsets: Sequence[float] | None = None, max_concurrency: int | None = None) -> ClientWindow:
+    """One window over `processes` spawned client processes: request i goes to process i % n (open-loop,
+    each process keeps its requests' offsets; a max_concurrency cap is shared out evenly)."""
     ctx = mp.get_context("spawn")
     barrier, results = ctx.Barrier(processes), ctx.Queue()
     parts = [reqs[i::processes] for i in range(processes)]
-    workers = [ctx.Process(target=_worker, args=(i, (base_url, part, timeout_s, headers, stall_s, warm_path),
+    cap = max(1, max_concurrency // processes) if max_concurrency else None
+    workers = [ctx.Process(target=_worker, args=(i, (base_url, part, timeout_s, headers, stall_s, warm_path, None,
+                                                     None if offsets is None else list(offsets[i::processes]), cap),
                                                      barrier, results), daemon=True)
                for i, part in enumerate(parts)]
     for w in workers:

@@ -215,7 +215,8 @@ class HttpRuntime(Runtime):
         bodies = [(self.chat_path if r.chat else self.completion_path, self.body(r)) for r in requests]
         rt = self.spec.runtime
         window = stream_window(self.base_url, bodies, rt.request_timeout_s, self.headers(), rt.stall_timeout_s,
-                               warm_path=self.health_path, processes=self.spec.workload.client_processes)
+                               warm_path=self.health_path, processes=self.spec.workload.client_processes,
+                               offsets=_offsets(requests), max_concurrency=self.spec.workload.max_concurrency)
         self._client = ClientStats(cpu_s=window.cpu_s, wall_s=window.wall_s, processes=window.processes)
         traces = [to_trace(r.request_id, raw, self.stream_details, window.started_at, window.wall_offset)
                   for r, raw in zip(requests, window.raws)]
@@ -256,3 +257,10 @@ class HttpRuntime(Runtime):
     def stop(self) -> None:
         if self.process is not None:
             self.process.stop()
+
+
+def _offsets(requests: Sequence[Request]) -> list[float] | None:
+    """Open-loop send offsets of a window (None: a closed-loop burst, all at once)."""
+    if all(r.send_at is None for r in requests):
+        return None
+    return [r.send_at or 0.0 for r in requests]

@@ -130,7 +130,7 @@ class LlamaCppRuntime(HttpRuntime):
 
     def build_argv(self, port: int) -> list[str]:
         spec, rt = self.spec, self.spec.runtime
-        slots = max(spec.workload.concurrency)
+        slots = spec.workload.slots
         context = rt.max_model_len or spec.model.max_position_embeddings
         executable = rt.executable or str(default_executable())
         model_file = gguf_path(spec.model, rt.model_path)

@@ -53,7 +53,7 @@ class OllamaRuntime(HttpRuntime):
     def server_env(self, port: int) -> dict[str, str]:
         """The environment `ollama serve` needs: where to listen, and as many parallel slots as
         the largest concurrency (OLLAMA_NUM_PARALLEL, envconfig/config.go; not in engines.md)."""
-        slots = max(self.spec.workload.concurrency)
+        slots = self.spec.workload.slots
         return {"OLLAMA_HOST": f"127.0.0.1:{port}", "OLLAMA_NUM_PARALLEL": str(slots)}
 
     def served_model(self) -> str:

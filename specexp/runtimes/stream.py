@@ -21,6 +21,10 @@ class RawStream:
     """What arrived for one request, before interpretation."""
 
     sent_at: float
+    due_at: float | None = None
+    """Open-loop: perf_counter at which the schedule had it sent."""
+    free_at: float | None = None
+    """Open-loop with a cap: perf_counter at which a slot freed for it (it waited for one)."""
     chunks: list[tuple[float, dict[str, Any]]] = field(default_factory=list)
     """(arrival, JSON object) of every SSE `data:` event, filled by `parse_reads`."""
     reads: list[tuple[float, bytes]] = field(default_factory=list)
@@ -160,7 +164,9 @@ def to_trace(request_id: str, raw: RawStream, details: Callable[[RawStream], dic
         completion_tokens=completion, cached_prompt_tokens=cached, token_source=source,  # type: ignore[arg-type]
         text="".join(texts), finish_reason=finish, engine_timings=engine_timings, error=raw.error,
         error_kind=raw.error_kind, response_id=response_id, status=raw.status,
-        send_lag_s=None if started_at is None else max(raw.sent_at - started_at, 0.0),
+        send_lag_s=None if started_at is None else max(raw.sent_at - max(started_at, raw.due_at or 0.0,
+                                                                          raw.free_at or 0.0), 0.0),
+        due_at=raw.due_at,
         sent_wall=None if wall_offset is None else raw.sent_at + wall_offset,
     )
 

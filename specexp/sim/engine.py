@@ -299,19 +299,32 @@ class SimEngine:
         return tokens
 
     # -- a window (the runtime seam) -------------------------------------------------------
-    def run(self, requests: Sequence[Request]) -> list[RequestTrace]:
-        """Submit `requests` all at once at the current clock; step until every one finishes."""
+    def run(self, requests: Sequence[Request], max_concurrency: int | None = None) -> list[RequestTrace]:
+        """Submit `requests` at the current clock plus each one's `send_at` (all at once when
+        None), at most `max_concurrency` in flight (a due request waits for one to finish); step
+        until every one finishes."""
         start = self.clock
         seqs = [Seq(r.request_id, r.prompt_tokens, r.max_tokens, window_blocks(r, self.block_tokens))
                 for r in requests]
-        for s in seqs:
-            self.submit(s, start)
-        while self.busy:
-            if self.step() is None:  # nothing fits even in an empty pool: the start check prevents it
-                for s in self.waiting:
+        due = [start + (r.send_at or 0.0) for r in requests]
+        pending = deque(sorted(range(len(seqs)), key=lambda i: due[i]))
+        cap = max_concurrency or len(seqs) or 1
+        inflight: set[int] = set()
+        freed_at = float("-inf")  # when a slot last freed up with the cap reached
+        while pending or self.busy:
+            while pending and len(inflight) < cap and (due[pending[0]] <= self.clock or not self.busy):
+                i = pending.popleft()  # it arrived when due (mid-step too), or when a slot freed
+                if self.submit(seqs[i], max(due[i], freed_at)):
+                    inflight.add(i)
+            if self.step() is None and not self.running and self.waiting and self.waiting[0].ready <= self.clock:
+                for s in self.waiting:  # nothing fits even in an empty pool: the start check prevents it
                     s.error = "KV cache too small for this request"
                 self.waiting.clear()
-        return [trace(s, start) for s in seqs]
+            full = len(inflight) >= cap
+            inflight -= {i for i in inflight if seqs[i].done or seqs[i].error is not None}
+            if full and len(inflight) < cap:
+                freed_at = self.clock
+        return [trace(s, start, d if r.send_at is not None else None) for s, r, d in zip(seqs, requests, due)]
 
 
 def window_blocks(r: Request, block: int) -> list[Hashable]:
@@ -322,11 +335,12 @@ def window_blocks(r: Request, block: int) -> list[Hashable]:
             for j in range(r.prompt_tokens // block)]
 
 
-def trace(s: Seq, start: float) -> RequestTrace:
+def trace(s: Seq, start: float, due: float | None = None) -> RequestTrace:
     if s.error is not None and not s.events:
-        return RequestTrace(request_id=s.request_id, sent_at=start, events=(), prompt_tokens=s.prompt,
-                            completion_tokens=0, cached_prompt_tokens=0, finish_reason=None, error=s.error)
+        return RequestTrace(request_id=s.request_id, sent_at=s.arrived or start, events=(), prompt_tokens=s.prompt,
+                            completion_tokens=0, cached_prompt_tokens=0, finish_reason=None, error=s.error, due_at=due)
     return RequestTrace(
         request_id=s.request_id, sent_at=s.arrived, events=tuple(s.events), prompt_tokens=s.prompt,
         completion_tokens=s.generated, cached_prompt_tokens=s.cached, finish_reason="length", error=s.error,
+        due_at=due,
     )

@@ -25,7 +25,7 @@ class SimRuntime(Runtime):
         return info
 
     def run_window(self, requests: Sequence[Request]) -> list[RequestTrace]:
-        return self.engine.run(requests)
+        return self.engine.run(requests, self.spec.workload.max_concurrency)
 
     def counters(self) -> Counters:
         return self.engine.counters()

@@ -16,7 +16,8 @@ from collections.abc import Callable, Iterator
 from specexp import telemetry
 from specexp.events import Counters, Point, Request, Window
 from specexp.runtimes.base import Runtime
-from specexp.spec import WorkloadSpec
+from specexp.spec import SloSpec, WorkloadSpec
+from specexp.workloads import openloop
 
 
 PromptFor = Callable[[str, int, str | None, int], str]
@@ -44,9 +45,12 @@ def drive(
     prompt_for: PromptFor | None = None,
     chat: bool | None = None,
     warmups: bool = False,
+    seed: int = 0,
+    slo: SloSpec | None = None,
 ) -> Iterator[Window]:
     """Yield one Window per repeat per point; with `warmups` also the warm-up and priming windows,
-    marked `warmup`. `chat` None: as `workload.endpoint` says."""
+    marked `warmup`. `chat` None: as `workload.endpoint` says. Open-loop rates and SLO searches
+    (`seed` draws the arrivals, `slo` scores a search) go to specexp.workloads.openloop."""
     build = prompt_for or default_prompt(workload)
     chat = workload.endpoint == "chat" if chat is None else chat
     warm_tokens = min(workload.warmup_output_tokens or workload.output_tokens, workload.output_tokens)
@@ -63,14 +67,14 @@ def drive(
     hardware = runtime.spec.hardware
     sampler = telemetry.sampler_for(runtime.source, hardware.gpu_count, hardware.name)
     try:
-        yield from _windows(runtime, workload, marker, request, sampler, warmups)
+        yield from _windows(runtime, workload, marker, request, sampler, warmups, seed, slo)
     finally:
         sampler.close()
 
 
 def _windows(
     runtime: Runtime, workload: WorkloadSpec, marker: str, request: Callable[..., Request],
-    sampler: telemetry.NvmlSampler | telemetry.NoTelemetry, warmups: bool,
+    sampler: telemetry.NvmlSampler | telemetry.NoTelemetry, warmups: bool, seed: int, slo: SloSpec | None,
 ) -> Iterator[Window]:
     lengths = prompt_lengths(workload)
     if workload.warmup:
@@ -78,6 +82,15 @@ def _windows(
         if warmups:
             yield Window(Point(lengths[0], workload.warmup, "cold"), traces, Counters(), warmup=True,
                          client=runtime.client_stats())
+    # -- open-loop load and SLO searches: specexp.workloads.openloop ----------------------------
+    if workload.search is not None:
+        yield from openloop.drive_search(runtime, workload, request, marker, lengths[0], seed, slo or SloSpec())
+        return
+    if workload.request_rate is not None:
+        for tokens in lengths:
+            yield from openloop.drive_rates(runtime, workload, request, marker, tokens, seed)
+        return
+    # -- closed-loop bursts ---------------------------------------------------------------------
     for tokens in lengths:
         for concurrency in workload.concurrency:
             for repeat in range(workload.repeats):

@@ -124,3 +124,37 @@ def test_a_window_spread_over_client_processes_keeps_every_request_in_place(sim_
         assert trace.error is None
         assert trace.response_id == f"{'chatcmpl' if i % 2 else 'cmpl'}-spread-{i}"
         assert trace.completion_tokens == 6 + i and trace.send_lag_s is not None and trace.send_lag_s >= 0
+
+
+def _bodies(prefix: str, n: int, max_tokens: int = 8) -> list[tuple[str, dict[str, Any]]]:
+    return [("/v1/chat/completions", {
+        "model": "Qwen/Qwen3-8B", "request_id": f"{prefix}-{i}", "max_tokens": max_tokens, "stream": True,
+        "messages": [{"role": "user", "content": f"q{i}"}],
+        "stream_options": {"include_usage": True, "continuous_usage_stats": True}}) for i in range(n)]
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+def test_open_loop_requests_leave_when_due_never_before(sim_url: str, processes: int) -> None:
+    offsets = [0.0, 0.05, 0.1, 0.3, 0.31, 0.6]
+    window = stream_window(sim_url, _bodies(f"due{processes}", len(offsets)), 60.0, None, 30.0,
+                           processes=processes, offsets=offsets)
+    for raw, offset in zip(window.raws, offsets):
+        assert raw.error is None
+        assert raw.due_at is not None and raw.sent_at >= raw.due_at
+    lags = [raw.sent_at - raw.due_at for raw in window.raws]  # type: ignore[operator]
+    # each left when due, as late as the client's own measured lag: the spacing is the schedule's
+    sent = [raw.sent_at - window.raws[0].sent_at for raw in window.raws]
+    assert sent == pytest.approx(offsets, abs=max(lags) + 1e-3)
+
+
+def test_a_concurrency_cap_keeps_requests_in_flight_under_it(sim_url: str) -> None:
+    window = stream_window(sim_url, _bodies("cap", 6, 24), 60.0, None, 30.0, offsets=[0.0] * 6, max_concurrency=2)
+    spans = [(raw.sent_at, raw.chunks[-1][0]) for raw in window.raws]
+    for t, _ in spans:
+        assert sum(1 for s, e in spans if s <= t < e) <= 2
+    waited = [raw for raw in window.raws if raw.free_at is not None]
+    assert len(waited) == 4  # all six were due at once: four waited for a slot
+    traces = [to_trace(f"cap-{i}", raw, None, window.started_at, window.wall_offset) for i, raw in enumerate(window.raws)]
+    # a wait for a slot is the cap's, not the client's lag
+    assert all(t.send_lag_s is not None and t.send_lag_s < raw.sent_at - raw.due_at + 1e-9
+               for t, raw in zip(traces, window.raws) if raw.free_at is not None)
