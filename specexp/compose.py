@@ -126,6 +126,9 @@ def to_spec(
     except ValidationError as err:
         raise _spec_error(err, None, None, overrides) from None
     _refuse_overrides_that_do_nothing(spec, overrides)
+    from specexp.workload_files import check_files  # a trace or dataset file is read before anything runs
+
+    check_files(spec.workload)
     return spec
 
 

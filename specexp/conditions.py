@@ -54,6 +54,8 @@ def run_conditions(
         "ignore_eos": w.ignore_eos,
         "concurrency": None,
         "cache": None,
+        "turn": None,
+        "category": None,
         "prefix_caching": spec.runtime.prefix_caching,
         "thinking": w.thinking,
         "temperature": w.temperature,

@@ -36,6 +36,15 @@ class Request:
     warmup: bool = False
     chat: bool = True
     """Send as a chat completion (the chat template applies); False: a plain completion."""
+    # -- sessions, traces and datasets (specexp.workloads.sessions / trace / datasets) --
+    messages: tuple[tuple[str, str], ...] | None = None
+    """A chat conversation as (role, content) pairs, sent as they are in place of `prompt`."""
+    prefix_groups: tuple[tuple[str, int], ...] = ()
+    """Nested shared prefixes, outermost first: (group, tokens) says the first `tokens` tokens are
+    the same text for every request naming `group` (a shared system prompt, then a session's
+    conversation so far). Takes the place of `cache_group` where given."""
+    send_at: float = 0.0
+    """Seconds after the window's start at which the request is sent (a trace's arrival time)."""
 
 
 @dataclass(frozen=True)
@@ -142,6 +151,10 @@ class Point:
     prompt_tokens: int
     concurrency: int
     cache: str
+    turn: int | None = None
+    """Turn of an agentic session (1-based); None outside sessions."""
+    category: str | None = None
+    """Prompt category of a dataset file; None outside datasets."""
 
 
 @dataclass(frozen=True)

@@ -59,6 +59,8 @@ def _measurement(
         "prompt_tokens": int(statistics.median(prompt_counts)) if prompt_counts else point.prompt_tokens,
         "concurrency": point.concurrency,
         "cache": point.cache,
+        "turn": point.turn,
+        "category": point.category,
         "repeats": len(windows),
     })
     # the pooled acceptance figures keep their per-window samples too, so repeats show a spread

@@ -253,6 +253,20 @@ class DrafterSpec(_Spec):
     version: int = 1
 
 
+class SessionSpec(_Spec):
+    """An agentic session (workload=agentic_sessions): turns that each resend the conversation."""
+
+    turns: int = Field(default=4, ge=1)
+    """Turns of each session; turn t sends the whole conversation so far plus one new message."""
+    think_time_s: float = Field(default=2.0, ge=0)
+    """Pause between a turn's replies and the next turn (virtual on the simulator's clock)."""
+    turn_tokens: int = Field(default=256, ge=1)
+    """Tokens of each turn's new message (a tool result or a user message)."""
+    turn_material: Literal["source_file", "filler"] = "source_file"
+    """What the new messages carry: slices of the generated source file (tool results of a code
+    agent) or unique prose."""
+
+
 class WorkloadSpec(_Spec):
     name: str
     version: int = Field(ge=1)
@@ -293,6 +307,21 @@ class WorkloadSpec(_Spec):
     record_chunk_times: bool = Field(default=False, exclude=True)
     """requests.jsonl keeps every token-bearing chunk's arrival (seconds after the request was
     sent) and token count. Operational: not part of the run id."""
+    # -- sessions, traces and datasets (specexp.workloads.sessions / trace / datasets) --
+    session: SessionSpec | None = Field(default=None, exclude_if=lambda v: v is None)
+    """Agentic sessions: `concurrency` sessions advance turn by turn, behind a system prompt of
+    prompt_tokens shared by all of them. None: no sessions."""
+    trace_file: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    """A JSONL trace to replay (timestamp, input_length, output_length, optional hash_ids)."""
+    trace_speed: float = Field(default=1.0, gt=0, exclude_if=lambda v: v == 1.0)
+    """Replay speed of the trace: 2 sends it twice as fast."""
+    trace_time_unit: Literal["ms", "s"] = Field(default="ms", exclude_if=lambda v: v == "ms")
+    """Unit of the trace's timestamps (Mooncake's traces: milliseconds)."""
+    trace_block_tokens: int = Field(default=512, ge=1, exclude_if=lambda v: v == 512)
+    """Tokens of one prefix block named by a hash id (Mooncake: 512)."""
+    dataset_file: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    """Prompts from a local file: ShareGPT-style conversations (JSON) or one prompt per JSONL line
+    with an optional category; each category is measured on its own."""
 
 
 class ExperimentSpec(_Spec):

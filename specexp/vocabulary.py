@@ -34,6 +34,8 @@ class Condition:
     """Where the accepted values come from: a `conf/` group, or a closed list (see `accepted`)."""
     baseline_may_differ: bool = False
     """A run and its drafter=none baseline may differ in this without being incomparable."""
+    added_later: bool = False
+    """Records written before this condition existed lack it: they read as null."""
 
 
 def _c(name: str, kind: type, role: Role, meaning: str, **extra: Any) -> Condition:
@@ -67,6 +69,10 @@ CONDITIONS: Mapping[str, Condition] = MappingProxyType({c.name: c for c in (
     _c("concurrency", int, "workload", "requests in flight at once", minimum=1),
     _c("cache", str, "workload", "cold (no reusable prefix cached) or warm (prefix already cached)",
        options="cache"),
+    _c("turn", int, "workload", "turn of an agentic session (1-based: the first message); null outside "
+       "sessions", minimum=1, added_later=True),
+    _c("category", str, "workload", "prompt category of a dataset file (workload.dataset_file); null outside "
+       "datasets", added_later=True),
     _c("prefix_caching", bool, "setup", "the engine's prefix cache is enabled"),
     _c("thinking", bool, "sampling", "reasoning mode of the chat template on"),
     _c("temperature", float, "sampling", "sampling temperature", minimum=0),

@@ -36,7 +36,7 @@ def _metric_type(unit: str) -> Any:
 
 Conditions: type[_Record] = create_model(  # type: ignore[call-overload]
     "Conditions", __base__=_Record,
-    **{c.name: (c.type | None, ...) for c in CONDITIONS.values()},
+    **{c.name: (c.type | None, None if c.added_later else ...) for c in CONDITIONS.values()},
 )
 """Every condition of the vocabulary, each present (null when unknown, never omitted)."""
 

@@ -62,15 +62,19 @@ class ClientWindow:
 class Prepared:
     path: str
     body: bytes
+    send_at: float = 0.0
+    """Seconds after the window's start at which to send (a trace's arrival); 0: at once."""
 
 
-async def _one(session: aiohttp.ClientSession, base: str, req: Prepared, raw: RawStream) -> None:
+async def _one(session: aiohttp.ClientSession, base: str, req: Prepared, raw: RawStream, start: float) -> None:
     """Send one prepared request and keep (arrival, bytes) of every read. Never raises for what a
     server does: HTTP errors and dropped connections end up in raw.error_kind / raw.error (hangs
     and overlong requests are the watchdog's)."""
     reads = raw.reads
     clock = time.perf_counter
     url = base + req.path
+    if req.send_at > 0:
+        await asyncio.sleep(start + req.send_at - clock())
     try:
         raw.sent_at = clock()
         async with session.post(url, data=req.body) as response:
@@ -138,7 +142,7 @@ async def _send(base_url: str, reqs: Sequence[Prepared], timeout_s: float, heade
         gc.disable()  # no collector pause delays an arrival stamp (a window makes no reference cycles)
         try:
             cpu, start = time.process_time(), time.perf_counter()
-            tasks = [asyncio.ensure_future(_one(session, base, r, raw)) for r, raw in zip(reqs, raws)]
+            tasks = [asyncio.ensure_future(_one(session, base, r, raw, start)) for r, raw in zip(reqs, raws)]
             watchdog = asyncio.ensure_future(_watchdog(tasks, raws, timeout_s, stall_s))
             await asyncio.gather(*tasks, return_exceptions=True)
             wall, cpu = time.perf_counter() - start, time.process_time() - cpu
@@ -164,9 +168,13 @@ def stream_window(
     stall_s: float | None = None,
     warm_path: str | None = "/health",
     processes: int = 1,
+    send_at: Sequence[float] | None = None,
 ) -> ClientWindow:
-    """Send every (path, body) at once (over warmed connections); the raw streams, parsed, in order."""
-    reqs = [Prepared(path, json.dumps(body, separators=(",", ":")).encode()) for path, body in bodies]
+    """Send every (path, body) at once (over warmed connections), or each at its `send_at` offset
+    from the window's start; the raw streams, parsed, in order."""
+    offsets = list(send_at) if send_at is not None else [0.0] * len(bodies)
+    reqs = [Prepared(path, json.dumps(body, separators=(",", ":")).encode(), at)
+            for (path, body), at in zip(bodies, offsets)]
     if processes <= 1 or len(reqs) <= 1:
         window = _run(_send(base_url, reqs, timeout_s, headers, stall_s, warm_path))
     else:

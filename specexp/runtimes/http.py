@@ -40,6 +40,13 @@ def json_of(response: httpx.Response | None) -> Any:
         return None
 
 
+def messages_of(request: Request) -> list[dict[str, str]]:
+    """The chat messages of `request`: its conversation, or its prompt as one user message."""
+    if request.messages:
+        return [{"role": role, "content": content} for role, content in request.messages]
+    return [{"role": "user", "content": request.prompt}]
+
+
 class HttpRuntime(Runtime):
     """An OpenAI-compatible server, started by specexp or already running at `runtime.url`."""
 
@@ -205,7 +212,7 @@ class HttpRuntime(Runtime):
         if request.ignore_eos:
             body["ignore_eos"] = True
         if request.chat:
-            body["messages"] = [{"role": "user", "content": request.prompt}]
+            body["messages"] = messages_of(request)
         else:
             body["prompt"] = request.prompt
         body.update(self.request_extras(request))
@@ -215,9 +222,10 @@ class HttpRuntime(Runtime):
         bodies = [(self.chat_path if r.chat else self.completion_path, self.body(r)) for r in requests]
         rt = self.spec.runtime
         window = stream_window(self.base_url, bodies, rt.request_timeout_s, self.headers(), rt.stall_timeout_s,
-                               warm_path=self.health_path, processes=self.spec.workload.client_processes)
+                               warm_path=self.health_path, processes=self.spec.workload.client_processes,
+                               send_at=[r.send_at for r in requests])
         self._client = ClientStats(cpu_s=window.cpu_s, wall_s=window.wall_s, processes=window.processes)
-        traces = [to_trace(r.request_id, raw, self.stream_details, window.started_at, window.wall_offset)
+        traces = [to_trace(r.request_id, raw, self.stream_details, window.started_at, window.wall_offset, r.send_at)
                   for r, raw in zip(requests, window.raws)]
         if self.process is not None and not self.process.alive:
             raise RuntimeFailure("failed", "server_died", "the server exited while measuring", self.process.tail())

@@ -107,9 +107,10 @@ def _cumulative_tokens(chunk: dict[str, Any]) -> int | None:
 
 
 def to_trace(request_id: str, raw: RawStream, details: Callable[[RawStream], dict[str, Any]] | None = None,
-             started_at: float | None = None, wall_offset: float | None = None) -> RequestTrace:
+             started_at: float | None = None, wall_offset: float | None = None, send_at: float = 0.0) -> RequestTrace:
     """Interpret a raw stream: token events, server token counts, engine timings. With the
-    window's `started_at` the trace carries its send lag; with `wall_offset` its wall-clock send."""
+    window's `started_at` the trace carries its send lag (behind its `send_at` offset); with
+    `wall_offset` its wall-clock send."""
     events: list[TokenEvent] = []
     texts: list[str] = []
     usage: dict[str, Any] | None = None
@@ -160,7 +161,7 @@ def to_trace(request_id: str, raw: RawStream, details: Callable[[RawStream], dic
         completion_tokens=completion, cached_prompt_tokens=cached, token_source=source,  # type: ignore[arg-type]
         text="".join(texts), finish_reason=finish, engine_timings=engine_timings, error=raw.error,
         error_kind=raw.error_kind, response_id=response_id, status=raw.status,
-        send_lag_s=None if started_at is None else max(raw.sent_at - started_at, 0.0),
+        send_lag_s=None if started_at is None else max(raw.sent_at - started_at - send_at, 0.0),
         sent_wall=None if wall_offset is None else raw.sent_at + wall_offset,
     )
 

@@ -46,8 +46,13 @@ def drive(
 ) -> Iterator[Window]:
     """Yield one Window per repeat per point; with `warmups` also the warm-up and priming windows,
     marked `warmup`. `chat` None: as `workload.endpoint` says."""
-    build = prompt_for or default_prompt(workload)
     chat = workload.endpoint == "chat" if chat is None else chat
+    if workload.session or workload.trace_file or workload.dataset_file:  # their own drivers
+        from specexp.workloads.files import drive_special
+
+        yield from drive_special(runtime, workload, marker, prompt_for, chat, warmups)
+        return
+    build = prompt_for or default_prompt(workload)
     warm_tokens = min(workload.warmup_output_tokens or workload.output_tokens, workload.output_tokens)
 
     def request(rid: str, tokens: int, group: str | None, warmup: bool = False) -> Request:
