@@ -142,10 +142,12 @@ def _sharegpt(item: object, where: str) -> DatasetPrompt:
         raise SpecError(where, "conversations", f"missing or empty; expected {SHAPES}")
     messages = []
     for j, turn in enumerate(turns):
-        role = ROLES.get(str(turn.get("from", "")).lower()) if isinstance(turn, dict) else None
-        if role is None or not isinstance(turn.get("value"), str):
+        # ShareGPT's {"from", "value"}, or OpenAI's {"role", "content"}
+        role = ROLES.get(str(turn.get("from", turn.get("role", ""))).lower()) if isinstance(turn, dict) else None
+        value = turn.get("value", turn.get("content")) if isinstance(turn, dict) else None
+        if role is None or not isinstance(value, str):
             raise SpecError(where, f"conversations[{j}]", 'expected {"from": "human" or "gpt", "value": "text"}')
-        messages.append((role, turn["value"]))
+        messages.append((role, value))
     while messages and messages[-1][0] != "user":  # send up to the last human message
         messages.pop()
     if not messages:
