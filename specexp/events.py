@@ -182,3 +182,6 @@ class Window:
     warmup: bool = False
     """A warm-up or cache-priming window: its requests are recorded and count in no figure."""
     client: ClientStats | None = None
+    telemetry: dict[str, Any] | None = None
+    """The GPU's power, energy, memory, utilisation and clocks over the window (specexp.telemetry),
+    or why there are none (``{"source": None, "reason": ...}``); None: not sampled."""

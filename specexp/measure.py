@@ -9,7 +9,7 @@ from typing import Any
 
 from specexp.events import Counters, Point, Window
 from specexp.metrics import (
-    acceptance_by_position, acceptance_rate, latency_distributions, percentile, tokens_per_pass, window_metrics,
+    acceptance_by_position, acceptance_rate, energy_metrics, latency_distributions, percentile, tokens_per_pass, window_metrics,
 )
 from specexp.record.schema import ClientLoad, Conditions, Measurement, Metrics
 
@@ -40,7 +40,8 @@ def _measurement(
     point: Point, windows: list[Window], run: Conditions, prefill_only: bool,  # type: ignore[valid-type]
     kv_cache_tokens: int | None, partial: bool,
 ) -> Measurement:
-    per_window = [window_metrics(w.traces, w.delta, prefill_only=prefill_only) for w in windows]
+    per_window = [{**window_metrics(w.traces, w.delta, prefill_only=prefill_only),
+                   **energy_metrics(w.telemetry, w.traces, prefill_only=prefill_only)} for w in windows]
     scalar_names = [n for n, v in per_window[0].items() if not isinstance(v, list) and n not in POOLED]
     samples = {n: [m[n] for m in per_window] for n in scalar_names}
     metrics: dict[str, Any] = {}
@@ -82,6 +83,7 @@ def _measurement(
         prefix_cache_reset=_reset(windows),
         partial=partial,
         client=_client(windows),
+        telemetry=[w.telemetry for w in windows] if any(w.telemetry is not None for w in windows) else None,
     )
 
 

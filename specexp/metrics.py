@@ -7,8 +7,9 @@ simulated and measured runs. Reports read `METRICS` for units, direction and def
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from specexp.events import Counters, RequestTrace
 
@@ -41,6 +42,8 @@ METRICS: dict[str, MetricDef] = {
         MetricDef("cached_prompt_tokens", "tok", "", "prompt tokens served from the prefix cache, as the engine reports them", "cached"),
         MetricDef("kv_cache_tokens", "tok", "higher", "KV cache capacity the engine reports at start", "KV capacity"),
         MetricDef("output_identical", "bool", "", "at temperature 0, completion equals the drafter=none completion of the same prompt", "identical"),
+        MetricDef("mean_power_w", "W", "", "GPU energy over the window / window duration (NVML, every GPU the server uses)", "power"),
+        MetricDef("energy_j_per_token", "J/tok", "lower", "GPU energy over the window / completion tokens of the window; with max_tokens = 1, / uncached prompt tokens", "energy/tok"),
     )
 }
 
@@ -213,6 +216,21 @@ def percentile(ordered: Sequence[float], q: float) -> float:
     lo = int(pos)
     hi = min(lo + 1, len(ordered) - 1)
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def energy_metrics(
+    telemetry: Mapping[str, Any] | None, traces: Sequence[RequestTrace], *, prefill_only: bool
+) -> dict[str, float | None]:
+    """mean_power_w and energy_j_per_token of one window from its GPU telemetry (None: unknown)."""
+    energy = telemetry.get("energy_j") if telemetry else None
+    power = telemetry.get("mean_power_w") if telemetry else None
+    ok = [t for t in traces if t.error is None]
+    if prefill_only:
+        tokens = sum((t.prompt_tokens or 0) - (t.cached_prompt_tokens or 0) for t in ok)
+    else:
+        tokens = sum(t.completion_tokens or 0 for t in ok)
+    per_token = energy / tokens if energy is not None and tokens > 0 else None
+    return {"mean_power_w": power, "energy_j_per_token": per_token}
 
 
 def _mean(values: Sequence[float | None]) -> float | None:

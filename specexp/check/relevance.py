@@ -73,6 +73,10 @@ _AGGREGATE = {
     "gpu_memory_utilization": "KV capacity caps the sequences that run at once (preemption, queueing)",
     "max_model_len": "the KV reserved per request caps how many run at once",
 }
+_ENERGY = {
+    **_AGGREGATE,
+    "hardware": "the device's power draw and its rate together set the joules per token",
+}
 _ACCEPTANCE = {
     "model": "the target decides which drafts are accepted",
     "quantization": "the drafter reads the target's states: MTP accepts ~53 % on NVFP4, ~79 % on FP8",
@@ -148,6 +152,8 @@ FAMILIES: Mapping[str, Family] = MappingProxyType({
         Family("e2e", "one stream's rate including the first token", ("e2e_tps", *_dist("e2e")), MappingProxyType(_E2E)),
         Family("aggregate", "throughput of concurrent streams, summed or per stream",
                ("aggregate_tps", "per_stream_tps"), MappingProxyType(_AGGREGATE)),
+        Family("energy", "GPU energy per token and mean power over a window", ("energy_j_per_token", "mean_power_w"),
+               MappingProxyType(_ENERGY)),
         Family("acceptance", "how many drafted tokens the target accepts",
                ("acceptance_rate", "acceptance_by_position", "tokens_per_pass"), MappingProxyType(_ACCEPTANCE)),
         Family("capacity", "KV cache capacity at start", ("kv_cache_tokens",), MappingProxyType(_CAPACITY)),

@@ -105,6 +105,9 @@ class Measurement(_Record):
     """The job did not finish; the windows it completed are kept."""
     client: ClientLoad | None = None
     """What the measuring client spent (None where the runtime has no client, the simulator)."""
+    telemetry: list[dict[str, Any]] | None = None
+    """Per window, the GPU's power, energy, memory, utilisation and clocks (specexp.telemetry), or
+    why there are none (`{"source": null, "reason": ...}`); None: not sampled."""
 
 
 class RunRecord(_Record):

@@ -1,10 +1,13 @@
 """runtime=llamacpp: llama.cpp's llama-server (facts from engines.md section 3).
 
-Starts `llama-server -m MODEL --host 127.0.0.1 --port P --metrics -np N -c CTX` plus the
-speculative flags of the drafter (`--spec-type`, `--spec-draft-model`, `--spec-draft-n-max`);
-the old `--draft-max` family is gone in this llama.cpp. Version from `/props` `build_info`;
-counters from `/metrics` (`llamacpp:*`); token counts from `/tokenize`; per-request `timings`
-(with `draft_n`/`draft_n_accepted` when drafting happened) are kept as engine timings.
+Starts `llama-server -m MODEL --host 127.0.0.1 --port P --metrics -np N -c CTX --cache-ram 0` plus
+`-ngl all` on GPU hardware and the speculative flags of the drafter (`--spec-type`,
+`--spec-draft-model`, `--spec-draft-n-max`); the old `--draft-max` family is gone in this llama.cpp.
+`-c` is the context of every slot together (max_model_len x slots); a KV cache that cannot fit the
+device beside the weights is refused before anything starts. Version from `/props` `build_info`
+(with the llama.cpp commit where the build could not say it); counters from `/metrics`
+(`llamacpp:*`); token counts from `/tokenize`; per-request `timings` (with `draft_n`/
+`draft_n_accepted` when drafting happened) are kept as engine timings.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from specexp import paths
 from specexp.events import Counters, EngineInfo, Request
 from specexp.models.tiny_gguf import TinyModelShape, ensure_model
 from specexp.paths_cache import cache_dir
+from specexp.roofline.shape import model_shape
 from specexp.runtimes import promtext
 from specexp.runtimes.base import RUNTIMES, RuntimeFailure
 from specexp.runtimes.http import HttpRuntime, json_of
@@ -26,6 +30,17 @@ from specexp.spec import ModelSpec
 
 LLAMA_CPP_PYTHON_VERSION = "0.3.36"
 """The llama-cpp-python sdist whose vendored llama.cpp scripts/build-llama-server.sh builds."""
+SDIST_COMMITS = {"0.3.36": "0c1e57098"}
+"""llama-cpp-python sdist -> the llama.cpp commit it vendors (source: the sdist's CHANGELOG.md,
+"[0.3.36] feat: update llama.cpp to ggml-org/llama.cpp@0c1e57098"). The sdist has no .git, so a
+build from it reports build_info "b0-unknown" unless the commit is passed to CMake."""
+COMMIT_FILE = "llama.cpp-commit"
+"""A file beside the binary's bin/ folder naming the commit it was built from (benchmarks/gpu writes it)."""
+KV_BYTES_PER_ELEMENT = {"auto": 2.0, "f16": 2.0, "bf16": 2.0, "f32": 4.0, "q8_0": 34 / 32, "q4_0": 18 / 32}
+"""llama.cpp KV cache types (`-ctk`/`-ctv`; default f16), bytes per element with block scales
+(ggml/src/ggml.c type_traits: q8_0 = 34 bytes per 32, q4_0 = 18 per 32)."""
+HOST_PROMPT_CACHE_FLAGS = ("--cache-ram", "-cram")
+GPU_LAYER_FLAGS = ("-ngl", "--gpu-layers", "--n-gpu-layers")
 
 SPEC_TYPES = {
     "draft_model": "draft-simple",
@@ -36,7 +51,8 @@ SPEC_TYPES = {
     "ngram": "ngram-simple",
 }
 """drafter -> llama.cpp `--spec-type` (common/speculative.cpp at 0c1e570)."""
-NEEDS_DRAFT_FILE = {"draft_model", "dflash", "dspark", "eagle3"}
+DRAFT_FILE_WEIGHTS = ("separate", "either")
+"""A drafter whose weights are its own (or may be: DSpark) needs its own GGUF: a GGUF holds one model."""
 
 
 def gguf_file_type(ftype: str) -> str:
@@ -77,21 +93,68 @@ def gguf_path(model: ModelSpec, given: str | None) -> str:
     )
 
 
+def kv_bytes_per_token(model: ModelSpec, kv_dtype: str) -> float:
+    """K and V bytes one token of context takes in llama.cpp's cache (full-attention layers)."""
+    return model_shape(model).kv_elements_per_token * KV_BYTES_PER_ELEMENT.get(kv_dtype, 2.0)
+
+
+def weight_bytes(model: ModelSpec, bytes_per_weight: float, file: str | None) -> float:
+    """The GGUF's size where it is on this machine, else the parameters at `bytes_per_weight`."""
+    if file and Path(file).is_file():
+        return float(Path(file).stat().st_size)
+    shape = model_shape(model)
+    return (shape.total_params + shape.input_embedding_params) * bytes_per_weight
+
+
+def commit_of(build_info: str | None, executable: str) -> tuple[str | None, str | None]:
+    """(the llama.cpp commit a server was built from, where that came from)."""
+    if build_info and "-" in build_info and not build_info.endswith("-unknown"):
+        return build_info.rsplit("-", 1)[1], "build_info"
+    exe = Path(executable)
+    marker = exe.parent.parent / COMMIT_FILE
+    if marker.is_file() and marker.read_text().strip():
+        return marker.read_text().strip(), str(marker)
+    for version, commit in SDIST_COMMITS.items():
+        built = cache_dir() / "llama-server" / version / "bin" / "llama-server"
+        if exe == built or exe == default_executable() == built:
+            return commit, f"llama-cpp-python {version} sdist CHANGELOG.md"
+    return None, None
+
+
 @RUNTIMES.register("llamacpp")
 class LlamaCppRuntime(HttpRuntime):
     name = "llamacpp"
     default_port = 8080
+    _launch: dict[str, Any] = {}
+    """Launch facts for the record: ctx_size, ctx_per_slot, host_prompt_cache_mib, gpu_layers."""
 
     def build_argv(self, port: int) -> list[str]:
         spec, rt = self.spec, self.spec.runtime
         slots = max(spec.workload.concurrency)
         context = rt.max_model_len or spec.model.max_position_embeddings
         executable = rt.executable or str(default_executable())
+        model_file = gguf_path(spec.model, rt.model_path)
+        draft_file = self._draft_file()
+        self._check_kv_fits(context, slots, model_file, draft_file)
         argv = [
-            executable, "-m", gguf_path(spec.model, rt.model_path),
+            executable, "-m", model_file,
             "--host", "127.0.0.1", "--port", str(port),
             "--metrics", "-np", str(slots), "-c", str(context * slots),
         ]
+        extra = list(rt.extra_args)
+        self._launch = {"ctx_size": context * slots, "ctx_per_slot": context}
+        # llama-server's host prompt cache (default 8192 MiB) copies a slot's KV to host memory before
+        # the next request and adds seconds to a long cold TTFT: off unless extra_args set it
+        cram = _flag_value(extra, HOST_PROMPT_CACHE_FLAGS)
+        if cram is None:
+            argv += ["--cache-ram", "0"]
+            cram = "0"
+        self._launch["host_prompt_cache_mib"] = int(cram) if cram.lstrip("-").isdigit() else cram
+        ngl = _flag_value(extra, GPU_LAYER_FLAGS)
+        if ngl is None and spec.hardware.gpu_count > 0:
+            argv += ["-ngl", "all"]  # every layer on the GPU, not the build's "auto" fit
+            ngl = "all"
+        self._launch["gpu_layers"] = ngl if ngl is not None else "build default (no GPU: hardware.gpu_count 0)"
         if rt.prefix_caching:
             # POST /slots/{id}?action=erase (the prefix-cache reset) answers 501 unless slot actions
             # are enabled, and --slot-save-path is what enables them (checked on a real llama-server)
@@ -102,10 +165,41 @@ class LlamaCppRuntime(HttpRuntime):
             argv.append("--no-cache-prompt")
         if rt.served_model_name:
             argv += ["--alias", rt.served_model_name]
-        argv += self._speculative_args()
-        return argv + list(rt.extra_args)
+        argv += self._speculative_args(draft_file)
+        return argv + extra
 
-    def _speculative_args(self) -> list[str]:
+    def _draft_file(self) -> str | None:
+        spec = self.spec
+        if spec.drafter.weights not in DRAFT_FILE_WEIGHTS or spec.k is None:
+            return None
+        if spec.runtime.draft_model_path:
+            return spec.runtime.draft_model_path
+        return gguf_path(spec.draft_model, None) if spec.draft_model is not None else None
+
+    def _check_kv_fits(self, context: int, slots: int, model_file: str, draft_file: str | None) -> None:
+        """Refuse a server whose KV cache (context x slots) and weights cannot fit the device."""
+        spec, kv_dtype = self.spec, self.spec.runtime.kv_cache_dtype
+        hw = spec.hardware
+        device = (hw.engine_memory_gib or hw.memory_gib) * max(hw.gpu_count, 1) * 2**30
+        tokens = context * slots
+        kv = tokens * kv_bytes_per_token(spec.model, kv_dtype)
+        weights = weight_bytes(spec.model, spec.quantization.bytes_per_weight["mlp"], model_file)
+        if draft_file is not None and spec.draft_model is not None:
+            kv += tokens * kv_bytes_per_token(spec.draft_model, kv_dtype)  # the draft's context is the target's
+            weights += weight_bytes(spec.draft_model, spec.quantization.bytes_per_weight["mlp"], draft_file)
+        if kv + weights <= device:
+            return
+        per_token = kv / tokens
+        fits = int((device - weights) / per_token / slots) if device > weights else 0
+        raise RuntimeFailure(
+            "refused", "kv_cache_does_not_fit",
+            f"llama-server -c {tokens:,} (max_model_len {context:,} x {slots} slots) needs "
+            f"{kv / 1e9:,.1f} GB of KV cache ({per_token / 1024:,.0f} KiB per token, {kv_dtype} KV) beside "
+            f"{weights / 1e9:,.1f} GB of weights, more than the {device / 2**30:,.1f} GiB of hardware={hw.name}; "
+            f"set runtime.max_model_len to at most {fits:,} or use fewer slots (workload.concurrency)",
+        )
+
+    def _speculative_args(self, draft: str | None) -> list[str]:
         spec = self.spec
         drafter = spec.drafter.name
         drafted = self.engine_drafter(SPEC_TYPES, "llama.cpp")
@@ -117,13 +211,12 @@ class LlamaCppRuntime(HttpRuntime):
             # ngram-simple drafts the m tokens after the matched n-gram: m is its k (checked against
             # a real llama-server: drafts then carry exactly k positions). n stays llama.cpp's default.
             args += ["--spec-ngram-simple-size-m", str(k)]
-        if drafter in NEEDS_DRAFT_FILE:
-            draft = spec.runtime.draft_model_path
-            if draft is None and spec.draft_model is not None:
-                draft = gguf_path(spec.draft_model, None)
+        if self.spec.drafter.weights in DRAFT_FILE_WEIGHTS:
             if draft is None:
                 raise RuntimeFailure("refused", "missing_model", f"drafter={drafter} needs runtime.draft_model_path")
             args = ["--spec-draft-model", draft, *args]
+            if spec.hardware.gpu_count > 0 and _flag_value(list(spec.runtime.extra_args), ("-ngld", "--spec-draft-ngl")) is None:
+                args += ["-ngld", "all"]
         return args
 
     def served_model(self) -> str:
@@ -148,11 +241,12 @@ class LlamaCppRuntime(HttpRuntime):
             generation_tokens=t("tokens_predicted_total"),
         )
 
-    def _per_position(self, samples: list[promtext.Sample]) -> tuple[float, ...]:
-        """Per-position counters appear only once drafting happened: pad to k with zeros."""
-        found = promtext.positions(samples, "llamacpp:spec_decode_num_accepted_tokens_per_pos_total") or ()
-        k = self.spec.k or len(found)
-        return tuple(found) + (0.0,) * max(0, k - len(found))
+    def _per_position(self, samples: list[promtext.Sample]) -> tuple[float, ...] | None:
+        """The positions the engine reports, as it reports them. The family appears only once a slot
+        has drafted (then sized to the drafter's n_max, server-context.cpp), so a position it does
+        not list is unknown, not 0 % accepted: nothing is padded, and no family at all is None."""
+        found = promtext.positions(samples, "llamacpp:spec_decode_num_accepted_tokens_per_pos_total")
+        return tuple(found) if found else None
 
     def engine_info(self, client: httpx.Client) -> EngineInfo:
         props = json_of(client.get("/props"))
@@ -161,16 +255,17 @@ class LlamaCppRuntime(HttpRuntime):
         speculative = any(bool(s.get("speculative")) for s in slots) if isinstance(slots, list) else None
         ftype = props.get("model_ftype") if isinstance(props, dict) else None
         self._check_file_type(ftype)
-        return EngineInfo(
-            runtime=self.name,
-            version=props.get("build_info") if isinstance(props, dict) else None,
-            kv_cache_tokens=n_ctx or None,
-            details={
-                "total_slots": props.get("total_slots") if isinstance(props, dict) else None,
-                "model_ftype": props.get("model_ftype") if isinstance(props, dict) else None,
-                "speculative": speculative,
-            },
-        )
+        version = props.get("build_info") if isinstance(props, dict) else None
+        details: dict[str, Any] = {
+            "total_slots": props.get("total_slots") if isinstance(props, dict) else None,
+            "model_ftype": props.get("model_ftype") if isinstance(props, dict) else None,
+            "speculative": speculative,
+        }
+        if not self.spec.runtime.url:  # what specexp started it with
+            details.update(self._launch)
+            commit, source = commit_of(version, self.spec.runtime.executable or str(default_executable()))
+            details.update(llama_cpp_commit=commit, llama_cpp_commit_source=source)
+        return EngineInfo(runtime=self.name, version=version, kv_cache_tokens=n_ctx or None, details=details)
 
     def _check_file_type(self, ftype: object) -> None:
         """Refuse a run whose `quantization` label is not what the GGUF holds: the record would
@@ -209,3 +304,14 @@ class LlamaCppRuntime(HttpRuntime):
                 return False
             ok = [client.post(f"/slots/{s['id']}", params={"action": "erase"}).status_code == 200 for s in slots]
         return all(ok)
+
+
+def _flag_value(argv: list[str], names: tuple[str, ...]) -> str | None:
+    """The value given to any of `names` in `argv` (`-x V` or `-x=V`), else None."""
+    for i, arg in enumerate(argv):
+        for name in names:
+            if arg == name and i + 1 < len(argv):
+                return argv[i + 1]
+            if arg.startswith(name + "="):
+                return arg.split("=", 1)[1]
+    return None

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
+from specexp import telemetry
 from specexp.events import Counters, Point, Request, Window
 from specexp.runtimes.base import Runtime
 from specexp.spec import WorkloadSpec
@@ -64,6 +65,18 @@ def drive(
             cache_group=group, shared_prefix_tokens=max(prefix, 0), warmup=warmup, chat=chat,
         )
 
+    hardware = runtime.spec.hardware
+    sampler = telemetry.sampler_for(runtime.source, hardware.gpu_count, hardware.name)
+    try:
+        yield from _windows(runtime, workload, marker, request, sampler, warmups)
+    finally:
+        sampler.close()
+
+
+def _windows(
+    runtime: Runtime, workload: WorkloadSpec, marker: str, request: Callable[..., Request],
+    sampler: telemetry.NvmlSampler | telemetry.NoTelemetry, warmups: bool,
+) -> Iterator[Window]:
     lengths = prompt_lengths(workload)
     if workload.warmup:
         traces = runtime.run_window([request(f"{marker}-warmup-{i}", lengths[0], None, True) for i in range(workload.warmup)])
@@ -86,7 +99,8 @@ def drive(
                     # and whether the engine confirmed it is recorded
                     reset = runtime.reset_prefix_cache() if workload.shared_prefix and cache == "cold" else None
                     before = runtime.counters()
-                    traces = runtime.run_window(requests)
+                    with sampler.window() as gpu:
+                        traces = runtime.run_window(requests)
                     delta = runtime.counters().delta(before)
                     yield Window(Point(tokens, concurrency, cache), traces, delta, reset, repeat=repeat,
-                                 client=runtime.client_stats())
+                                 client=runtime.client_stats(), telemetry=gpu.summary)

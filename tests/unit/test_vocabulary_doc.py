@@ -34,7 +34,7 @@ def _table(section: str, first: str) -> dict[str, list[str]]:
 
 def test_every_condition_is_documented_as_the_code_defines_it() -> None:
     rows = _table("1. Conditions", "key")
-    assert list(rows) == list(CONDITIONS), "docs/vocabulary.md section 1 must list the conditions in code order"
+    assert list(rows) == list(CONDITIONS), "docs/vocabulary.md section 1 must list the conditions in code order (scripts/vocabulary-tables)"
     for name, c in CONDITIONS.items():
         expected = [c.type.__name__, c.role, c.meaning]
         assert rows[name] == expected, f"docs/vocabulary.md: write the row as | `{name}` | {' | '.join(expected)} |"
@@ -43,7 +43,7 @@ def test_every_condition_is_documented_as_the_code_defines_it() -> None:
 
 def test_every_metric_is_documented_as_the_code_defines_it() -> None:
     rows = _table("2. Metrics", "metric")
-    assert list(rows) == list(METRICS), "docs/vocabulary.md section 2 must list the metrics in code order"
+    assert list(rows) == list(METRICS), "docs/vocabulary.md section 2 must list the metrics in code order (scripts/vocabulary-tables)"
     for name, m in METRICS.items():
         expected = [m.unit, m.better or "—", m.definition]
         assert rows[name] == expected, f"docs/vocabulary.md: write the row as | `{name}` | {' | '.join(expected)} |"

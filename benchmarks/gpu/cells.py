@@ -1,0 +1,62 @@
+"""The cells of the H200 llama.cpp benchmark: one specexp sweep per part, measured and simulated.
+
+Every part runs the Qwen3-8B shape in BF16 on hardware=h200, cold (unique prompts; llama-server's
+host prompt cache off, as runtime=llamacpp starts it). The same overrides, without the engine's
+paths, give the simulator's cells.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+COMMON = ["model=qwen3-8b", "hardware=h200"]
+DECODE = ["workload=concurrency", "workload.concurrency=[1,8,32]", "workload.prompt_tokens=512",
+          "workload.output_tokens=256", "workload.repeats=2", "runtime.max_model_len=2048"]
+PREFILL = ["workload=prefill_sweep", "workload.prompt_lengths=[1024,2048,4096,8192,16384,32768]",
+           "workload.repeats=2", "runtime.max_model_len=33792"]
+DRAFT = ["drafter=draft_model", "draft_model=qwen3-0.6b", "k=4"]
+
+
+@dataclass(frozen=True)
+class Part:
+    name: str
+    overrides: list[str]
+    """Overrides shared by the measured and the simulated sweep."""
+    engine_only: tuple[str, ...] = ()
+    """Overrides for the real engine alone (extra llama-server flags)."""
+    draft: bool = False
+    dtype: str = "bf16"
+    """Weights of the target GGUF (bf16 or f16); the overrides name the matching quantization."""
+    extra: bool = False
+    """Not in the first device call's set: run with --parts."""
+
+    def measured(self, binary: str, model: str, draft: str) -> list[str]:
+        paths = [f"runtime.executable={binary}", f"runtime.model_path={model}", "runtime.start_timeout_s=300"]
+        if self.draft:
+            paths.append(f"runtime.draft_model_path={draft}")
+        return ["runtime=llamacpp", *COMMON, f"quantization={self.dtype}", *self.overrides, *paths, *self.engine_only]
+
+    def simulated(self) -> list[str]:
+        return ["runtime=sim", *COMMON, f"quantization={self.dtype}", *self.overrides]
+
+
+def _decode(concurrency: str, prompt: int, output: int) -> list[str]:
+    return ["workload=concurrency", f"workload.concurrency={concurrency}", f"workload.prompt_tokens={prompt}",
+            f"workload.output_tokens={output}", "workload.repeats=2", f"runtime.max_model_len={prompt + output + 256}"]
+
+
+PARTS = [
+    Part("decode", ["drafter=none", *DECODE]),
+    Part("prefill", ["drafter=none", *PREFILL]),
+    Part("decode-draft", [*DRAFT, *DECODE], draft=True),
+    # the same prefill with llama-server's default host prompt cache (8192 MiB): what it adds to a cold TTFT
+    Part("prefill-host-cache", ["drafter=none", "workload=prefill_sweep", "workload.prompt_lengths=[8192,32768]",
+                                "workload.repeats=2", "runtime.max_model_len=33792"],
+         engine_only=("runtime.extra_args=[--cache-ram,8192]",)),
+    # a second call: more concurrency levels, a longer context (and TTFT under concurrency), F16 weights,
+    # and the first part again (run-to-run spread on a fresh machine)
+    Part("decode-c1-32", ["drafter=none", *_decode("[1,2,4,8,16,32]", 512, 128)], extra=True),
+    Part("decode-4k", ["drafter=none", *_decode("[1,8,32]", 4096, 128)], extra=True),
+    Part("decode-f16", ["drafter=none", *_decode("[1,8,32]", 512, 128)], dtype="f16", extra=True),
+    Part("decode-again", ["drafter=none", *DECODE], extra=True),
+]

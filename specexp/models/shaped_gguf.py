@@ -1,0 +1,236 @@
+"""Random-weight GGUF models in the shape of a real checkpoint (Qwen3-8B, Qwen3-0.6B), for GPU runs
+that need no download.
+
+The file has the real model's tensors, shapes and data type (BF16 or F16; norms F32, as llama.cpp's
+converter writes them) in llama.cpp's ``qwen3`` architecture, and a vocabulary of the model's full
+size (151,936 for Qwen3), so the lm_head and the sampler cost what they cost on the real model. The
+vocabulary is specexp's own SPM one (tiny_gguf's 354 tokens, then every 2-character and enough
+3-character strings of ``▁`` and printable ASCII), so it needs no tokenizer download either; output
+rows of the control and byte tokens are zeroed as in tiny_gguf, so greedy decoding emits text.
+
+Weights are written tensor by tensor in chunks, so memory stays at a few tens of MiB whatever the
+model's size. Their values are seeded normal draws (std 1/64) from a 64 MiB pool, which each tensor
+reads from a seeded offset onwards (cyclically): the speed of every kernel is that of real weights
+of that type; the text they produce means nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import itertools
+import os
+import tempfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import BinaryIO, Literal
+
+import gguf
+import numpy as np
+
+from specexp.models.tiny_gguf import CHAT_TEMPLATE, N_ZEROED_OUTPUT_ROWS, build_vocab
+from specexp.spec import ModelSpec
+
+Dtype = Literal["bf16", "f16"]
+POOL_BYTES = 64 << 20
+"""Size of the random pool every tensor's values are read from."""
+CHUNK_BYTES = 16 << 20
+_GGML = {"bf16": gguf.GGMLQuantizationType.BF16, "f16": gguf.GGMLQuantizationType.F16}
+_FILE_TYPE = {"bf16": gguf.LlamaFileType.MOSTLY_BF16, "f16": gguf.LlamaFileType.MOSTLY_F16}
+_ALPHABET = ["\u2581"] + [chr(c) for c in range(ord("!"), ord("~") + 1)]
+
+
+@dataclasses.dataclass(frozen=True)
+class Qwen3Shape:
+    """Hyper-parameters of a dense Qwen3 model (config.json names in the comments)."""
+
+    layers: int  # num_hidden_layers
+    embd: int  # hidden_size
+    ff: int  # intermediate_size
+    heads: int  # num_attention_heads
+    kv_heads: int  # num_key_value_heads
+    head_dim: int  # head_dim (Qwen3-0.6B: 16 heads x 128 = 2048, wider than hidden_size 1024)
+    vocab: int  # vocab_size
+    context: int  # max_position_embeddings
+    tied: bool  # tie_word_embeddings: no output.weight, llama.cpp reuses token_embd
+
+    def __post_init__(self) -> None:
+        if min(self.layers, self.embd, self.ff, self.heads, self.kv_heads, self.head_dim, self.context) < 1:
+            raise ValueError(f"all shape fields must be positive: {self}")
+        if self.heads % self.kv_heads or self.head_dim % 2:
+            raise ValueError(f"kv_heads must divide heads and head_dim must be even: {self}")
+        if self.vocab < len(build_vocab()) or self.vocab > len(build_vocab()) + 95**2 + 95**3:
+            raise ValueError(f"vocab must be between {len(build_vocab())} and {len(build_vocab()) + 95**2 + 95**3}: {self}")
+
+    @classmethod
+    def of(cls, model: ModelSpec) -> Qwen3Shape:
+        """The shape of a conf/model/ entry; only dense models have one."""
+        if model.architecture != "dense":
+            raise ValueError(f"model={model.name}: only dense models can be written (architecture is {model.architecture})")
+        return cls(layers=model.num_hidden_layers, embd=model.hidden_size, ff=model.intermediate_size,
+                   heads=model.num_attention_heads, kv_heads=model.num_key_value_heads, head_dim=model.head_dim,
+                   vocab=model.vocab_size, context=model.max_position_embeddings, tied=model.tie_word_embeddings)
+
+    def tensors(self) -> Iterator[tuple[str, tuple[int, ...]]]:
+        """``(name, numpy shape)`` of every tensor, in file order."""
+        e, f, q, kv = self.embd, self.ff, self.heads * self.head_dim, self.kv_heads * self.head_dim
+        block = {"attn_norm": (e,), "attn_q": (q, e), "attn_q_norm": (self.head_dim,), "attn_k": (kv, e),
+                 "attn_k_norm": (self.head_dim,), "attn_v": (kv, e), "attn_output": (e, q), "ffn_norm": (e,),
+                 "ffn_gate": (f, e), "ffn_up": (f, e), "ffn_down": (e, f)}  # fmt: skip
+        yield "token_embd.weight", (self.vocab, e)
+        for i in range(self.layers):
+            yield from ((f"blk.{i}.{part}.weight", dims) for part, dims in block.items())
+        yield "output_norm.weight", (e,)
+        if not self.tied:
+            yield "output.weight", (self.vocab, e)
+
+    def weight_bytes(self, dtype: Dtype) -> int:
+        """Bytes of tensor data (matrices at 2 bytes, norms at 4), padding excluded."""
+        return sum(int(np.prod(d)) * (4 if len(d) == 1 else 2) for _, d in self.tensors())
+
+
+def build_full_vocab(size: int) -> list[tuple[str, float, int]]:
+    """tiny_gguf's 354 tokens, then 2- and 3-character strings over ``▁`` and printable ASCII, to
+    `size` tokens. Every 3-character token's first two characters are a token, so SPM's bigram
+    merges reach it."""
+    vocab = build_vocab()
+    extra = itertools.chain(
+        ("".join(p) for p in itertools.product(_ALPHABET, repeat=2)),
+        ("".join(p) for p in itertools.product(_ALPHABET, repeat=3)),
+    )
+    start = len(vocab)
+    for i, text in enumerate(itertools.islice(extra, size - start)):
+        vocab.append((text, float(-(start + i)), int(gguf.TokenType.NORMAL)))
+    return vocab
+
+
+def _pool(seed: int, dtype: Dtype) -> np.ndarray:
+    """POOL_BYTES of seeded normal draws (std 1/64) as little-endian 16-bit patterns."""
+    values = np.random.default_rng([seed, 2]).standard_normal(POOL_BYTES // 2, dtype=np.float32) / np.float32(64)
+    if dtype == "f16":
+        return values.astype("<f2").view(np.uint16)
+    return (values.view(np.uint32) >> np.uint32(16)).astype("<u2")  # bf16: the high half of the float32
+
+
+def _add_metadata(writer: gguf.GGUFWriter, shape: Qwen3Shape, dtype: Dtype, name: str) -> None:
+    vocab = build_full_vocab(shape.vocab)
+    writer.add_name(name)
+    writer.add_file_type(int(_FILE_TYPE[dtype]))
+    writer.add_context_length(shape.context)
+    writer.add_embedding_length(shape.embd)
+    writer.add_block_count(shape.layers)
+    writer.add_feed_forward_length(shape.ff)
+    writer.add_head_count(shape.heads)
+    writer.add_head_count_kv(shape.kv_heads)
+    writer.add_key_length(shape.head_dim)
+    writer.add_value_length(shape.head_dim)
+    writer.add_rope_dimension_count(shape.head_dim)
+    writer.add_rope_freq_base(1_000_000.0)  # Qwen3's rope_theta
+    writer.add_layer_norm_rms_eps(1e-6)  # Qwen3's rms_norm_eps
+    writer.add_vocab_size(shape.vocab)
+    writer.add_tokenizer_model("llama")
+    writer.add_token_list([text for text, _, _ in vocab])
+    writer.add_token_scores([score for _, score, _ in vocab])
+    writer.add_token_types([ttype for _, _, ttype in vocab])
+    writer.add_unk_token_id(0)
+    writer.add_bos_token_id(1)
+    writer.add_eos_token_id(2)
+    writer.add_add_bos_token(True)
+    writer.add_add_eos_token(False)
+    writer.add_chat_template(CHAT_TEMPLATE)
+
+
+def _write_data(out: BinaryIO, n_bytes: int, pool: bytes, offset: int, zero_bytes: int) -> None:
+    """`n_bytes` of the pool from `offset` on (cyclically), the first `zero_bytes` of them zeroed."""
+    written = 0
+    if zero_bytes:
+        out.write(bytes(zero_bytes))
+        written = zero_bytes
+        offset = (offset + zero_bytes) % len(pool)
+    while written < n_bytes:
+        take = min(CHUNK_BYTES, n_bytes - written, len(pool) - offset)
+        out.write(pool[offset:offset + take])
+        written += take
+        offset = (offset + take) % len(pool)
+
+
+def write_shaped_model(path: Path, shape: Qwen3Shape, *, dtype: Dtype = "bf16", seed: int = 0,
+                       name: str = "specexp-random") -> Path:
+    """Write a random-weight Qwen3-architecture GGUF of `shape` to `path` atomically; return `path`.
+
+    The same arguments give a byte-identical file.
+    """
+    if dtype not in _GGML:
+        raise ValueError(f"dtype must be one of {', '.join(_GGML)}, got {dtype!r}")
+    path = Path(path)
+    pool = _pool(seed, dtype).tobytes()
+    offsets = np.random.default_rng([seed, 3])
+    ones = np.ones(1, dtype="<f4").tobytes()
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        writer = gguf.GGUFWriter(tmp, "qwen3")
+        _add_metadata(writer, shape, dtype, name)
+        specs = list(shape.tensors())
+        for tensor_name, dims in specs:
+            if len(dims) == 1:
+                writer.add_tensor_info(tensor_name, dims, np.dtype(np.float32), dims[0] * 4)
+            else:
+                writer.add_tensor_info(tensor_name, dims, np.dtype(np.float16), int(np.prod(dims)) * 2,
+                                       raw_dtype=_GGML[dtype])
+        writer.write_header_to_file()
+        writer.write_kv_data_to_file()
+        writer.write_ti_data_to_file()
+        out = writer.fout[0]
+        for tensor_name, dims in specs:
+            writer.write_padding(out, out.tell())
+            if len(dims) == 1:  # norm weights: ones
+                out.write(ones * dims[0])
+                continue
+            zero = N_ZEROED_OUTPUT_ROWS * dims[1] * 2 if tensor_name == ("token_embd.weight" if shape.tied
+                                                                          else "output.weight") else 0
+            start = int(offsets.integers(0, len(pool) // 2)) * 2
+            _write_data(out, int(np.prod(dims)) * 2, pool, start, zero)
+        writer.write_padding(out, out.tell())
+        writer.close()
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def load_model(name: str) -> ModelSpec:
+    """A conf/model/NAME.yaml entry as a ModelSpec."""
+    from omegaconf import OmegaConf
+
+    from specexp import paths
+
+    file = paths.conf_dir() / "model" / f"{name}.yaml"
+    if not file.is_file():
+        raise ValueError(f"model={name}: no such file {file}; accepted: {', '.join(paths.options('model'))}")
+    data = OmegaConf.to_container(OmegaConf.load(file))
+    return ModelSpec.model_validate(data)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m specexp.models.shaped_gguf OUT.gguf --model qwen3-8b --dtype bf16 [--seed N]``."""
+    parser = argparse.ArgumentParser(prog="python -m specexp.models.shaped_gguf",
+                                     description="Write a random-weight GGUF in a conf/model/ shape.")
+    parser.add_argument("out", type=Path, help="output .gguf path")
+    parser.add_argument("--model", required=True, help="a dense conf/model/ entry, e.g. qwen3-8b")
+    parser.add_argument("--dtype", choices=sorted(_GGML), default="bf16")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    try:
+        shape = Qwen3Shape.of(load_model(args.model))
+        path = write_shaped_model(args.out, shape, dtype=args.dtype, seed=args.seed, name=f"specexp-random-{args.model}")
+    except ValueError as exc:
+        parser.error(str(exc))
+    print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
