@@ -30,3 +30,13 @@ def test_no_module_is_over_400_lines() -> None:
     long = [f"{p.relative_to(REPO)} ({n} lines)" for p in sorted((REPO / "specexp").rglob("*.py"))
             if (n := len(p.read_text(encoding="utf-8").splitlines())) > 400]
     assert not long, "split these by responsibility: " + ", ".join(long)
+
+
+def test_no_import_cycles() -> None:
+    """No module imports, directly or through others, a module that imports it back."""
+    import grimp
+
+    graph = grimp.build_graph("specexp")
+    cycles = [(a, b) for a in sorted(graph.modules) for b in graph.find_modules_directly_imported_by(a)
+              if b != a and graph.chain_exists(importer=b, imported=a)]
+    assert not cycles, f"import cycles through: {cycles[:5]}"

@@ -28,7 +28,7 @@ from typing import BinaryIO, Literal
 import gguf
 import numpy as np
 
-from specexp.models.tiny_gguf import CHAT_TEMPLATE, N_ZEROED_OUTPUT_ROWS, build_vocab
+from specexp.models.tiny_gguf import N_ZEROED_OUTPUT_ROWS, add_spm_tokenizer, build_vocab
 from specexp.spec import ModelSpec
 
 Dtype = Literal["bf16", "f16"]
@@ -128,16 +128,7 @@ def _add_metadata(writer: gguf.GGUFWriter, shape: Qwen3Shape, dtype: Dtype, name
     writer.add_rope_freq_base(1_000_000.0)  # Qwen3's rope_theta
     writer.add_layer_norm_rms_eps(1e-6)  # Qwen3's rms_norm_eps
     writer.add_vocab_size(shape.vocab)
-    writer.add_tokenizer_model("llama")
-    writer.add_token_list([text for text, _, _ in vocab])
-    writer.add_token_scores([score for _, score, _ in vocab])
-    writer.add_token_types([ttype for _, _, ttype in vocab])
-    writer.add_unk_token_id(0)
-    writer.add_bos_token_id(1)
-    writer.add_eos_token_id(2)
-    writer.add_add_bos_token(True)
-    writer.add_add_eos_token(False)
-    writer.add_chat_template(CHAT_TEMPLATE)
+    add_spm_tokenizer(writer, vocab)
 
 
 def _write_data(out: BinaryIO, n_bytes: int, pool: bytes, offset: int, zero_bytes: int) -> None:

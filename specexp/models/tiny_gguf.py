@@ -129,6 +129,12 @@ def _add_metadata(writer: gguf.GGUFWriter, shape: TinyModelShape, name: str) -> 
     writer.add_rope_freq_base(10000.0)
     writer.add_layer_norm_rms_eps(1e-5)
     writer.add_vocab_size(len(vocab))
+    add_spm_tokenizer(writer, vocab)
+
+
+def add_spm_tokenizer(writer: gguf.GGUFWriter, vocab: list[tuple[str, float, int]]) -> None:
+    """An SPM ("llama") tokenizer of `vocab` (`build_vocab`): <unk> 0, <s> 1, </s> 2, BOS added,
+    and specexp's plain chat template."""
     writer.add_tokenizer_model("llama")
     writer.add_token_list([text for text, _, _ in vocab])
     writer.add_token_scores([score for _, score, _ in vocab])
