@@ -95,7 +95,8 @@ def _filler_warnings(rows: Sequence[Row], results: Sequence[RunRecord]) -> list[
     """A warning per workload whose drafting figures come from filler prose or a bare instruction:
     acceptance on such prompts says nothing about real traffic."""
     out = []
-    for w in _values([r for r in rows if r.get("drafter") not in (None, "none")], "workload"):
+    drafted = [r for r in rows if r.get("drafter") not in (None, "none") and r.metrics.get("acceptance_rate") is not None]
+    for w in _values(drafted, "workload"):
         config = _config(results, "workload", str(w).split("@")[0])
         session = config.get("session") or {}
         if config.get("dataset_file") or (isinstance(session, dict) and session.get("turn_material") == "source_file"):
