@@ -129,6 +129,9 @@ def to_spec(
     if spec.workload.search is not None and not spec.slo.active:
         raise SpecError(_where("workload.search", None, overrides), "workload.search",
                         f"search={spec.workload.search} needs an SLO: set slo.ttft_s, slo.tpot_s or slo.e2e_s")
+    from specexp.workload_files import check_files  # a trace or dataset file is read before anything runs
+
+    check_files(spec.workload)
     return spec
 
 

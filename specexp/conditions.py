@@ -55,6 +55,8 @@ def run_conditions(
         "concurrency": None,
         "request_rate": None,
         "cache": None,
+        "turn": None,
+        "category": None,
         "prefix_caching": spec.runtime.prefix_caching,
         "thinking": w.thinking,
         "temperature": w.temperature,

@@ -38,6 +38,13 @@ class Request:
     """Send as a chat completion (the chat template applies); False: a plain completion."""
     send_at: float | None = None
     """Open-loop: scheduled send, seconds after the window's start (None: at once, a closed-loop burst)."""
+    # -- sessions, traces and datasets (specexp.workloads.sessions / trace / datasets) --
+    messages: tuple[tuple[str, str], ...] | None = None
+    """A chat conversation as (role, content) pairs, sent as they are in place of `prompt`."""
+    prefix_groups: tuple[tuple[str, int], ...] = ()
+    """Nested shared prefixes, outermost first: (group, tokens) says the first `tokens` tokens are
+    the same text for every request naming `group` (a shared system prompt, then a session's
+    conversation so far). Takes the place of `cache_group` where given."""
 
 
 @dataclass(frozen=True)
@@ -150,6 +157,10 @@ class Point:
     cache: str
     request_rate: float | None = None
     """Open-loop requests per second (None: a closed-loop burst of `concurrency`)."""
+    turn: int | None = None
+    """Turn of an agentic session (1-based); None outside sessions."""
+    category: str | None = None
+    """Prompt category of a dataset file; None outside datasets."""
 
 
 @dataclass(frozen=True)

@@ -67,6 +67,8 @@ def _measurement(
         "concurrency": point.concurrency,
         "request_rate": point.request_rate,
         "cache": point.cache,
+        "turn": point.turn,
+        "category": point.category,
         "repeats": len(windows),
     })
     # the pooled acceptance figures keep their per-window samples too, so repeats show a spread

@@ -32,6 +32,8 @@ def request_line(trace: RequestTrace, window: Window, index: int, chunk_times: b
         "prompt_tokens_target": window.point.prompt_tokens,
         "concurrency": window.point.concurrency,
         "cache": window.point.cache,
+        **({"turn": window.point.turn} if window.point.turn is not None else {}),
+        **({"category": window.point.category} if window.point.category is not None else {}),
         "sent_at": trace.sent_wall,
         "send_lag_s": _round(trace.send_lag_s),
         "request_rate": window.point.request_rate,

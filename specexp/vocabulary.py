@@ -71,6 +71,10 @@ CONDITIONS: Mapping[str, Condition] = MappingProxyType({c.name: c for c in (
        "closed-loop bursts", minimum=0, absent_is_null=True),
     _c("cache", str, "workload", "cold (no reusable prefix cached) or warm (prefix already cached)",
        options="cache"),
+    _c("turn", int, "workload", "turn of an agentic session (1-based: the first message); null outside "
+       "sessions", minimum=1, absent_is_null=True),
+    _c("category", str, "workload", "prompt category of a dataset file (workload.dataset_file); null outside "
+       "datasets", absent_is_null=True),
     _c("prefix_caching", bool, "setup", "the engine's prefix cache is enabled"),
     _c("thinking", bool, "sampling", "reasoning mode of the chat template on"),
     _c("temperature", float, "sampling", "sampling temperature", minimum=0),

@@ -28,9 +28,10 @@ CONDITION_KEYS = (
     "hardware", "gpu_count", "gpu_shared", "gpu_memory_utilization", "model", "quantization",
     "kv_cache_dtype", "max_model_len", "runtime", "runtime_version", "drafter", "k", "drafter_config",
     "draft_model", "workload", "prompt_tokens", "output_tokens", "ignore_eos", "concurrency", "request_rate", "cache",
-    "prefix_caching", "thinking", "temperature", "repeats", "source",
+    "turn", "category", "prefix_caching", "thinking", "temperature", "repeats", "source",
 )
-"""docs/vocabulary.md section 1: the first written 23, plus `max_model_len` and `draft_model`."""
+"""docs/vocabulary.md section 1: the first written 23, plus `max_model_len` and `draft_model`, plus
+`turn` and `category` (agentic sessions, dataset files)."""
 
 
 def compose_config(overrides: Sequence[str] = ()) -> tuple[dict[str, Any], dict[str, Any]]:

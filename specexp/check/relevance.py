@@ -45,6 +45,7 @@ _PREFILL = {
     "concurrency": "requests in flight share the passes (queueing, batched prefill)",
     "request_rate": "open-loop arrivals queue behind each other once the server falls behind",
     "drafter": "a drafter prefills its own layers over the prompt before the first token",
+    "turn": "a later turn of a session finds its conversation so far in the prefix cache",
 }
 _SPECULATION = {
     "drafter": "speculative decoding on/off and its method set the tokens emitted per pass",
@@ -87,6 +88,8 @@ _ACCEPTANCE = {
     **{k: v for k, v in _SPECULATION.items() if k != "prompt_tokens"},
     "prompt_tokens": "what the prompt offers to copy",
     "concurrency": "engines may turn speculation down under load; batch-variant kernels move ties",
+    "category": "acceptance differs by task: translation, summarization, QA, math, code",
+    "turn": "a longer conversation offers more to copy (tool results, earlier replies)",
 }
 _CAPACITY = {
     "hardware": "device memory the KV cache is carved from",
@@ -115,6 +118,7 @@ _CACHE = {
     "cache": "cold has nothing to reuse, warm has the prefix cached",
     "prefix_caching": "off, nothing is reused",
     "concurrency": "simultaneous requests can miss each other's prefix",
+    "turn": "turn 1 finds at most the shared system prompt, later turns their conversation",
 }
 _IDENTITY = {
     "hardware": "kernels differ by architecture, and with them argmax ties",

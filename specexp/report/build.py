@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from specexp.metrics import DISTRIBUTED, METRICS, STATS
+from specexp.report.by_turn import category_section, split, turn_section
 from specexp.report.blocks import Block, Chart, Heading, Paragraph, TableBlock
 from specexp.report.format import cell, code_span
 from specexp.check.figures import FigureSet
@@ -66,7 +67,8 @@ def build_report(
     results = [r for _, r in found]
     title = title or default_title(results)
     rows, failures = rows_of(found, report_dir)
-    sections = classify(rows)
+    turns, categories, rest = split(rows)  # sessions and dataset files have sections of their own
+    sections = classify(rest)
     fixed = fixed_conditions(rows)
     blocks: list[Block] = [Paragraph(f"{len(rows)} measurement(s) from {len(results)} run(s).")]
     blocks += method_section(rows, results)
@@ -76,6 +78,7 @@ def build_report(
     blocks += rate_section(sections["rate"], fixed, slo)
     blocks += prefill_section(sections["prefill"], fixed)
     blocks += prefix_cache_section(sections["prefix_cache"], fixed)
+    blocks += turn_section(turns, fixed) + category_section(categories, fixed)
     blocks += check_sections(results, rows, sections, cited)
     blocks += failures_section(failures)
     blocks += duplicates_section(found, report_dir)

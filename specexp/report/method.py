@@ -9,6 +9,7 @@ from specexp.record import RunRecord
 from specexp.report.blocks import Block, Heading, Paragraph, TableBlock
 from specexp.report.format import cell, code_span, number
 from specexp.report.tables import Row, fixed_conditions
+from specexp.vocabulary import CONDITIONS
 
 
 def _config(results: Sequence[RunRecord], group: str, name: Any) -> dict[str, Any]:
@@ -61,6 +62,7 @@ def method_section(rows: Sequence[Row], results: Sequence[RunRecord]) -> list[Bl
             f"- **Workload** {code_span(w)}: prompt {_span(prompts)} tokens (as the server counts them), "
             f"output {_span(outputs)} tokens {eos}, concurrency {_span(conc)}, cache {', '.join(str(c) for c in caches)}"
         )
+    lines.extend(_filler_warnings(rows, results))
     temps = _values(rows, "temperature")
     thinking = _values(rows, "thinking")
     repeats = sorted({r.get("repeats") for r in rows if r.get("repeats") is not None})
@@ -81,10 +83,29 @@ def method_section(rows: Sequence[Row], results: Sequence[RunRecord]) -> list[Bl
     else:
         lines.append("- **Source**: every figure was measured on a real server.")
     fixed = fixed_conditions(rows)
+    # a condition added later (turn, category) that no figure has says nothing: left out of the table
+    fixed = {k: v for k, v in fixed.items() if v is not None or not CONDITIONS[k].absent_is_null}
     table = TableBlock(["condition", "value"], [[f"`{k}`", cell(number(v))] for k, v in fixed.items()],
                        caption="Conditions shared by every figure on this page")
     return [Heading("Method"), Paragraph("\n".join(lines)),
             Paragraph("Conditions shared by every figure on this page (the tables show only what varies):"), table]
+
+
+def _filler_warnings(rows: Sequence[Row], results: Sequence[RunRecord]) -> list[str]:
+    """A warning per workload whose drafting figures come from filler prose or a bare instruction:
+    acceptance on such prompts says nothing about real traffic."""
+    out = []
+    drafted = [r for r in rows if r.get("drafter") not in (None, "none") and r.metrics.get("acceptance_rate") is not None]
+    for w in _values(drafted, "workload"):
+        config = _config(results, "workload", str(w).split("@")[0])
+        session = config.get("session") or {}
+        if config.get("dataset_file") or (isinstance(session, dict) and session.get("turn_material") == "source_file"):
+            continue
+        if config.get("material") in ("filler", "none"):
+            what = "random filler prose" if config["material"] == "filler" else "a bare instruction"
+            out.append(f"- **Warning**: {code_span(w)} measures drafting on {what}; acceptance on such prompts "
+                       "means nothing for real traffic (give real prompts with `workload.dataset_file`)")
+    return out
 
 
 def _simulated_engines(results: Sequence[RunRecord]) -> list[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from pathlib import Path
@@ -74,6 +75,11 @@ class Runtime(ABC):
     @abstractmethod
     def counters(self) -> Counters:
         """The engine's cumulative counters now."""
+
+    def idle(self, seconds: float) -> None:
+        """Let `seconds` pass with nothing sent (an agent's think time); the simulator's clock is virtual."""
+        if seconds > 0:
+            time.sleep(seconds)
 
     def client_stats(self) -> ClientStats | None:
         """What the measuring client spent on the last window (None: no HTTP client measured it)."""

@@ -40,6 +40,13 @@ def json_of(response: httpx.Response | None) -> Any:
         return None
 
 
+def messages_of(request: Request) -> list[dict[str, str]]:
+    """The chat messages of `request`: its conversation, or its prompt as one user message."""
+    if request.messages:
+        return [{"role": role, "content": content} for role, content in request.messages]
+    return [{"role": "user", "content": request.prompt}]
+
+
 class HttpRuntime(Runtime):
     """An OpenAI-compatible server, started by specexp or already running at `runtime.url`."""
 
@@ -205,7 +212,7 @@ class HttpRuntime(Runtime):
         if request.ignore_eos:
             body["ignore_eos"] = True
         if request.chat:
-            body["messages"] = [{"role": "user", "content": request.prompt}]
+            body["messages"] = messages_of(request)
         else:
             body["prompt"] = request.prompt
         body.update(self.request_extras(request))

@@ -26,7 +26,7 @@ import httpx
 from specexp.events import EngineInfo, Request
 from specexp.runtimes.base import RUNTIMES
 from specexp.runtimes.client import RawStream
-from specexp.runtimes.http import HttpRuntime, get, json_of
+from specexp.runtimes.http import HttpRuntime, get, json_of, messages_of
 
 TIMINGS = ("eval_count", "eval_duration", "prompt_eval_count", "prompt_eval_duration", "load_duration", "total_duration")
 """The engine's own figures on a native response's final object (api/types.go Metrics; durations in ns)."""
@@ -71,7 +71,7 @@ class OllamaRuntime(HttpRuntime):
             options["draft_num_predict"] = k
         body: dict[str, Any] = {"model": self.served_model(), "stream": True, "options": options}
         if request.chat:
-            body["messages"] = [{"role": "user", "content": request.prompt}]
+            body["messages"] = messages_of(request)
         else:
             body["prompt"], body["raw"] = request.prompt, True
         if request.thinking is not None:

@@ -113,7 +113,8 @@ def _cumulative_tokens(chunk: dict[str, Any]) -> int | None:
 def to_trace(request_id: str, raw: RawStream, details: Callable[[RawStream], dict[str, Any]] | None = None,
              started_at: float | None = None, wall_offset: float | None = None) -> RequestTrace:
     """Interpret a raw stream: token events, server token counts, engine timings. With the
-    window's `started_at` the trace carries its send lag; with `wall_offset` its wall-clock send."""
+    window's `started_at` the trace carries its send lag (behind its due time); with
+    `wall_offset` its wall-clock send."""
     events: list[TokenEvent] = []
     texts: list[str] = []
     usage: dict[str, Any] | None = None

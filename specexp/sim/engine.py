@@ -146,6 +146,10 @@ class SimEngine:
     def reset_prefix_cache(self) -> None:
         self.pool.clear()
 
+    def idle(self, seconds: float) -> None:
+        """Let `seconds` of virtual time pass (nothing runs between windows)."""
+        self.clock += max(seconds, 0.0)
+
     # -- requests ------------------------------------------------------------------------
     def submit(self, seq: Seq, at: float | None = None) -> bool:
         """Queue `seq`, arriving at engine time `at` (default: now); an idle engine's clock moves
@@ -329,7 +333,13 @@ class SimEngine:
 
 def window_blocks(r: Request, block: int) -> list[Hashable]:
     """Block keys of a window request: blocks inside the shared prefix of its cache group are
-    the group's (the group's prefix is one text), the rest its own."""
+    the group's (the group's prefix is one text), the rest its own. With nested `prefix_groups`
+    a block is the innermost group's whose prefix covers it (a shared system prompt, then a
+    session's conversation so far)."""
+    if r.prefix_groups:
+        def owner(j: int) -> Hashable:
+            return next(((g, j) for g, upto in r.prefix_groups if (j + 1) * block <= upto), (r.request_id, j))
+        return [owner(j) for j in range(r.prompt_tokens // block)]
     shared = r.shared_prefix_tokens if r.cache_group is not None else 0
     return [(r.cache_group, j) if (j + 1) * block <= shared else (r.request_id, j)
             for j in range(r.prompt_tokens // block)]

@@ -30,6 +30,9 @@ class SimRuntime(Runtime):
     def counters(self) -> Counters:
         return self.engine.counters()
 
+    def idle(self, seconds: float) -> None:
+        self.engine.idle(seconds)
+
     def reset_prefix_cache(self) -> bool:
         self.engine.reset_prefix_cache()
         return True

@@ -53,6 +53,12 @@ def drive(
     (`seed` draws the arrivals, `slo` scores a search) go to specexp.workloads.openloop."""
     build = prompt_for or default_prompt(workload)
     chat = workload.endpoint == "chat" if chat is None else chat
+    if workload.session or workload.trace_file or workload.dataset_file:  # their own drivers
+        from specexp.workloads.files import drive_special
+
+        yield from drive_special(runtime, workload, marker, prompt_for, chat, warmups)
+        return
+    build = prompt_for or default_prompt(workload)
     warm_tokens = min(workload.warmup_output_tokens or workload.output_tokens, workload.output_tokens)
 
     def request(rid: str, tokens: int, group: str | None, warmup: bool = False) -> Request:

@@ -1,0 +1,106 @@
+"""Agentic sessions: many sessions of several turns, each turn resending the whole conversation.
+
+`concurrency` sessions run side by side behind one system prompt (`prompt_tokens` of material,
+the same text for every session). Turn t of a session sends the system prompt, every earlier
+message and reply, and one new message of `session.turn_tokens` (a tool result: a slice of the
+source file, or prose); between turns the agent thinks for `session.think_time_s` (virtual on the
+simulator's clock). Sessions advance turn by turn together: turn t of every session is one
+window, so the engine counters read around it give that turn's acceptance and cached prompt
+tokens, and each turn is a measurement point of its own (condition `turn`). The prefix cache is
+emptied before each repeat's first turn, so turn 1 is cold and later turns find their
+conversation (and every session the system prompt) cached: an engine whose cache works shows
+cached prompt tokens rising with the turn.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import statistics
+from collections.abc import Iterator
+
+from specexp.events import Counters, Point, Request, Window
+from specexp.runtimes.base import Runtime
+from specexp.spec import WorkloadSpec
+from specexp.workloads.material import filler, source_file
+from specexp.workloads.prompts import PromptBuilder
+
+CHARS_PER_TOKEN = 4
+"""Characters per token where no tokenizer cuts the text (real servers count the tokens themselves)."""
+
+
+def _digest(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()[:12]
+
+
+def turn_message(workload: WorkloadSpec, key: str, turn: int, builder: PromptBuilder | None) -> str:
+    """The new message of one turn: the task first, then tool results."""
+    s = workload.session
+    assert s is not None
+    tokens = s.turn_tokens
+    if s.turn_material == "source_file":
+        text = source_file()
+        start = int(_digest(key), 16) % max(len(text) - tokens * CHARS_PER_TOKEN, 1)
+        body = text[start: start + tokens * CHARS_PER_TOKEN]
+    else:
+        body = builder.material(key, tokens) if builder is not None else filler(key, tokens)
+    if turn == 1:
+        return f"[{_digest(key)}] {workload.prompt}\n\n{body}"
+    return f"Tool result [{_digest(key)}]:\n{body}"
+
+
+def drive_sessions(runtime: Runtime, workload: WorkloadSpec, marker: str, builder: PromptBuilder | None,
+                   chat: bool, warmups: bool) -> Iterator[Window]:
+    """One window per turn per repeat per session count; warm-up windows too with `warmups`."""
+    s = workload.session
+    assert s is not None
+    out = workload.output_tokens
+    if workload.warmup:
+        warm = min(workload.warmup_output_tokens or out, out)
+        reqs = [Request(request_id=f"{marker}-warmup-{i}", prompt=f"[{_digest(f'{marker}-warmup-{i}')}] "
+                        f"{workload.prompt}", prompt_tokens=workload.prompt_tokens, max_tokens=warm,
+                        ignore_eos=workload.ignore_eos, temperature=workload.temperature,
+                        thinking=workload.thinking, warmup=True, chat=chat) for i in range(workload.warmup)]
+        traces = runtime.run_window(reqs)
+        if warmups:
+            yield Window(Point(workload.prompt_tokens, workload.warmup, "cold"), traces, Counters(),
+                         warmup=True, client=runtime.client_stats())
+    system = builder.material(f"{marker}-system", workload.prompt_tokens) if builder is not None else ""
+    for sessions in workload.concurrency:
+        for repeat in range(workload.repeats):
+            tag = f"{marker}-c{sessions}-r{repeat}"
+            history: list[list[tuple[str, str]]] = [[("system", system)] for _ in range(sessions)]
+            context = workload.prompt_tokens  # tokens every session has sent or received so far
+            for turn in range(1, s.turns + 1):
+                if turn > 1:
+                    runtime.idle(s.think_time_s)
+                reqs = []
+                for i in range(sessions):
+                    rid = f"{tag}-s{i}-t{turn}"
+                    history[i].append(("user", turn_message(workload, rid, turn, builder)))
+                    reqs.append(_request(workload, rid, tuple(history[i]), context, s.turn_tokens,
+                                         (f"{tag}-system", workload.prompt_tokens), f"{tag}-s{i}", chat))
+                reset = runtime.reset_prefix_cache() if turn == 1 else None
+                before = runtime.counters()
+                traces = runtime.run_window(reqs)
+                delta = runtime.counters().delta(before)
+                for i, trace in enumerate(traces):
+                    history[i].append(("assistant", trace.text or ""))
+                counted = [t.completion_tokens for t in traces if t.completion_tokens is not None]
+                point = Point(context + s.turn_tokens, sessions, "cold" if turn == 1 else "warm", turn=turn)
+                context += s.turn_tokens + int(statistics.median(counted) if counted else out)
+                yield Window(point, traces, delta, reset, repeat=repeat, client=runtime.client_stats())
+
+
+def _request(workload: WorkloadSpec, rid: str, messages: tuple[tuple[str, str], ...], context: int,
+             new_tokens: int, system: tuple[str, int], session: str, chat: bool) -> Request:
+    """One turn's request: the conversation so far (`context` tokens, of which the system prompt
+    is shared by every session) plus the new message; all of it is resent by the session's later
+    turns."""
+    flat = "\n\n".join(content for _, content in messages)
+    return Request(
+        request_id=rid, prompt=flat, prompt_tokens=context + new_tokens, max_tokens=workload.output_tokens,
+        ignore_eos=workload.ignore_eos, temperature=workload.temperature, thinking=workload.thinking,
+        cache_group=session, shared_prefix_tokens=context, chat=chat,
+        # the whole prompt belongs to the session: every later turn resends it
+        messages=messages if chat else None, prefix_groups=(system, (session, context + new_tokens)),
+    )

@@ -1,0 +1,95 @@
+"""Trace replay (workload.trace_file): requests sent at their recorded arrival times.
+
+A trace is JSONL, one request a line, in the shape public serving traces use (Mooncake's):
+`timestamp` (ms by default, `workload.trace_time_unit`), `input_length`, `output_length` and
+optional `hash_ids`, the prefix blocks of `workload.trace_block_tokens` tokens: two requests
+whose hash_ids agree on their first n ids share the first n blocks of their prompts. The whole
+trace is one window; each request leaves at (timestamp - first timestamp) / trace_speed after the
+window's start (`Request.send_at`, honoured by the HTTP client and the simulator alike), and its
+send lag behind that time is recorded. The scheduler is this module's `offsets`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import statistics
+from collections.abc import Iterator
+
+from specexp.events import Counters, Point, Request, RequestTrace, Window
+from specexp.runtimes.base import Runtime
+from specexp.spec import WorkloadSpec
+from specexp.workloads.material import filler
+from specexp.workloads.prompts import PromptBuilder
+from specexp.workload_files import TraceRow, load_trace
+
+def offsets(rows: list[TraceRow], speed: float, unit: str) -> list[float]:
+    """Send offsets in seconds from the first arrival, replayed `speed` times faster."""
+    scale = 1e-3 if unit == "ms" else 1.0
+    first = min(r.timestamp for r in rows)
+    return [(r.timestamp - first) * scale / speed for r in rows]
+
+
+def _chain(hashes: tuple[int, ...], i: int) -> str:
+    """The name of prefix block i: it stands for that block and every block before it."""
+    return "trace-" + hashlib.sha256(",".join(map(str, hashes[: i + 1])).encode()).hexdigest()[:16]
+
+
+def _prompt(row: TraceRow, rid: str, block: int, builder: PromptBuilder | None) -> str:
+    """Prompt text: one text per hash id (so shared ids are shared text), then a unique rest."""
+    if builder is None:
+        return rid
+    shared = min(len(row.hash_ids) * block, row.input_length)
+    parts = [builder.material(f"trace-block-{h}", block) for h in row.hash_ids[: shared // block]]
+    rest = max(row.input_length - shared, 1)
+    unique = hashlib.sha256(rid.encode()).hexdigest()[:12]
+    parts.append(f"[{unique}] " + (builder.material(rid, rest) if rest > 16 else filler(rid, rest)))
+    return "\n".join(parts)
+
+
+def drive_trace(runtime: Runtime, workload: WorkloadSpec, marker: str, builder: PromptBuilder | None,
+                chat: bool, warmups: bool) -> Iterator[Window]:
+    assert workload.trace_file is not None
+    rows = load_trace(workload.trace_file)
+    block = workload.trace_block_tokens
+    if workload.warmup:
+        reqs = [Request(request_id=f"{marker}-warmup-{i}", prompt=f"[{marker}-warmup-{i}] {workload.prompt}",
+                        prompt_tokens=workload.prompt_tokens, max_tokens=workload.warmup_output_tokens or 16,
+                        warmup=True, chat=chat) for i in range(workload.warmup)]
+        traces = runtime.run_window(reqs)
+        if warmups:
+            yield Window(Point(workload.prompt_tokens, workload.warmup, "cold"), traces, Counters(), warmup=True,
+                         client=runtime.client_stats())
+    sends = offsets(rows, workload.trace_speed, workload.trace_time_unit)
+    median_input = int(statistics.median(r.input_length for r in rows))
+    peak = 0  # the first repeat's measured concurrency names the point every repeat belongs to
+    for repeat in range(workload.repeats):
+        reqs = []
+        for i, (row, at) in enumerate(zip(rows, sends)):
+            rid = f"{marker}-trace-r{repeat}-{i}"
+            groups = tuple((_chain(row.hash_ids, j), min((j + 1) * block, row.input_length))
+                           for j in range(len(row.hash_ids)))
+            reqs.append(Request(
+                request_id=rid, prompt=_prompt(row, rid, block, builder), prompt_tokens=row.input_length,
+                max_tokens=row.output_length, ignore_eos=workload.ignore_eos, temperature=workload.temperature,
+                thinking=workload.thinking, chat=chat, prefix_groups=groups, send_at=at,
+            ))
+        reset = runtime.reset_prefix_cache()
+        before = runtime.counters()
+        traces = runtime.run_window(reqs)
+        delta = runtime.counters().delta(before)
+        peak = peak or peak_in_flight(traces)
+        yield Window(Point(median_input, peak, "cold"), traces, delta, reset, repeat=repeat,
+                     client=runtime.client_stats())
+
+
+def peak_in_flight(traces: list[RequestTrace]) -> int:
+    """Most requests in flight at once (sent, last token not yet received): the measured concurrency."""
+    edges = []
+    for t in traces:
+        end = t.last_token_at if t.last_token_at is not None else t.sent_at
+        edges += [(t.sent_at, 1), (end, -1)]
+    peak = now = 0
+    for _, step in sorted(edges, key=lambda e: (e[0], e[1])):
+        now += step
+        peak = max(peak, now)
+    return max(peak, 1)

@@ -1,0 +1,46 @@
+"""Reports of sessions and datasets: a table by turn, a table by category, and the filler warning."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from specexp.job import run_job
+from specexp.plan import make_cell
+from specexp.report.__main__ import main as report
+from tests.conftest import compose_config
+
+BASE = ("runtime=sim", "model=qwen3-8b", "quantization=bf16", "hardware=h200", "drafter=eagle3",
+        "workload.output_tokens=24")
+
+
+def _report(make_spec: Callable[..., Any], tmp_path: Path, *overrides: str) -> str:
+    config, _ = compose_config((*BASE, *overrides))  # the composed config the record keeps, as a sweep passes it
+    record = run_job(make_cell(make_spec(*BASE, *overrides)), tmp_path / "job", None, [*BASE, *overrides], config)
+    assert record is not None and record.status == "ok", record.error
+    out = tmp_path / "measurements.md"
+    assert report([str(tmp_path / "job"), "-o", str(out)]) == 0
+    return out.read_text(encoding="utf-8")
+
+
+def _section(text: str, heading: str) -> list[str]:
+    body = text.split(f"## {heading}", 1)[1].split("\n## ", 1)[0]
+    return [line for line in body.splitlines() if line.startswith("| eagle3")]
+
+
+def test_a_session_report_has_one_row_per_turn(make_spec: Callable[..., Any], tmp_path: Path) -> None:
+    text = _report(make_spec, tmp_path, "workload=agentic_sessions", "workload.concurrency=[2]",
+                   "workload.session.turns=3", "workload.prompt_tokens=500", "workload.session.turn_material=filler")
+    rows = _section(text, "Agentic sessions: by turn")
+    assert [row.split("|")[3].strip() for row in rows] == ["1", "2", "3"]
+    assert "Prefix cache: cold vs warm" not in text  # a session is not a max_tokens = 1 cache probe
+    assert "**Warning**: `agentic_sessions@1` measures drafting on random filler prose" in text
+
+
+def test_a_dataset_report_has_one_row_per_category_and_no_filler_warning(make_spec: Callable[..., Any],
+                                                                         tmp_path: Path) -> None:
+    text = _report(make_spec, tmp_path, "workload=dataset")
+    categories = {row.split("|")[3].strip() for row in _section(text, "Prompts by category")}
+    assert categories == {"translation", "summarization", "qa", "math", "code"}
+    assert "**Warning**" not in text
