@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from specexp.report import charts
 from specexp.report.blocks import Block, Heading, Paragraph, TableBlock
 from specexp.report.format import header, number, with_spread
 from specexp.report.tables import DRAFTER_KEYS, Row, baseline, group, sort_rows
@@ -35,7 +36,8 @@ def _table(rows: Sequence[Row], fixed: dict[str, Any], key: str, metrics: Sequen
     blocks: list[Block] = []
     shown = (*DRAFTER_KEYS, key, "prompt_tokens", "cache")
     for conditions, members in group(rows, shown):
-        blocks.append(Heading(_label(conditions, fixed) or "All runs", 3))
+        label = _label(conditions, fixed)
+        blocks.append(Heading(label or "All runs", 3))
         body = []
         for r in sort_rows(members, ("drafter", "k", key)):
             base = baseline(r, members)
@@ -49,6 +51,8 @@ def _table(rows: Sequence[Row], fixed: dict[str, Any], key: str, metrics: Sequen
         blocks.append(TableBlock(["drafter", "k", key, "prompt_tokens", *(header(m) for m in metrics),
                                   "decode speedup vs none", "run"], body,
                                  align=["l", "r", "l", "r", *["r"] * len(metrics), "r", "l"]))
+        # one line per drafter and turn (or category): how acceptance falls with the draft position
+        blocks += charts.acceptance_by_position(members, f"acceptance-by-{key}", label, (key,))
     return blocks
 
 

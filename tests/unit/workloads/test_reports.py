@@ -44,3 +44,12 @@ def test_a_dataset_report_has_one_row_per_category_and_no_filler_warning(make_sp
     categories = {row.split("|")[3].strip() for row in _section(text, "Prompts by category")}
     assert categories == {"translation", "summarization", "qa", "math", "code"}
     assert "**Warning**" not in text
+
+
+def test_the_turn_section_charts_acceptance_by_position(make_spec: Callable[..., Any], tmp_path: Path) -> None:
+    """Every section with acceptance figures shows where along the draft they are lost."""
+    text = _report(make_spec, tmp_path, "workload=agentic_sessions", "workload.concurrency=[2]",
+                   "workload.session.turns=2", "workload.prompt_tokens=500", "workload.session.turn_material=filler")
+    section = text.split("## Agentic sessions: by turn", 1)[1].split("\n## ", 1)[0]
+    charts = [line for line in section.splitlines() if line.startswith("![Acceptance by draft position")]
+    assert len(charts) == 1 and "](charts/" in charts[0]
