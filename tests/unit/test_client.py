@@ -7,8 +7,6 @@ specexp recorded is held against what the server says it served (GET /debug/requ
 from __future__ import annotations
 
 import json
-
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +18,7 @@ from specexp.job import run_job
 from specexp.plan import make_cell
 from specexp.request_log import read_requests
 from specexp.runtimes.client import stream_window, to_trace
-from specexp.runtimes.process import ServerProcess, free_port
+from tests.support.sim_server import sim_server
 
 SMALL = ("workload=fresh_generation", "workload.output_tokens=24", "workload.concurrency=[3]", "workload.repeats=2",
          "workload.warmup=1", "model=qwen3-8b", "quantization=bf16")
@@ -28,23 +26,9 @@ SMALL = ("workload=fresh_generation", "workload.output_tokens=24", "workload.con
 
 @pytest.fixture(scope="module")
 def sim_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    port = free_port()
-    argv = [sys.executable, "-m", "specexp.sim", "hardware=h200", "model=qwen3-8b", "quantization=bf16",
-            "drafter=mtp", "k=3", "--port", str(port), "--speed", "2"]
-    server = ServerProcess(argv, tmp_path_factory.mktemp("sim_serve") / "server.log")
-    url = f"http://127.0.0.1:{port}"
-
-    def ready() -> bool:
-        try:
-            return httpx.get(f"{url}/health", timeout=1.0).status_code == 200
-        except httpx.HTTPError:
-            return False
-
-    try:
-        server.wait_ready(ready, timeout_s=60)
+    with sim_server(tmp_path_factory.mktemp("sim_serve"), "hardware=h200", "model=qwen3-8b", "quantization=bf16",
+                    "drafter=mtp", "k=3", speed=2) as url:
         yield url
-    finally:
-        server.stop()
 
 
 def _job(make_spec: Callable[..., Any], url: str, tmp_path: Path, *overrides: str,

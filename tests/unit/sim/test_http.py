@@ -22,10 +22,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from specexp import metrics
 from specexp.runtimes import promtext
 from specexp.runtimes.client import RawStream, stream_all, to_trace
-from specexp.runtimes.process import ServerProcess, free_port
 from specexp.sim.kvcache import DEFAULT_BLOCK_TOKENS as BLOCK_TOKENS
 from specexp.sim.kvcache import KvPool
 from specexp.sim.prompts import block_hashes, chat_text, prompt_units
+from tests.support.sim_server import sim_server
 
 REPO = Path(__file__).resolve().parents[2]
 SPEED = 4.0
@@ -105,26 +105,9 @@ def test_hybrid_prefix_resumes_only_at_state_snapshots() -> None:
 
 @pytest.fixture(scope="module")
 def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    import sys
-
-    port = free_port()
-    argv = [sys.executable, "-m", "specexp.sim", "hardware=h200", "model=qwen3.8-27b", "quantization=fp8",
-            "drafter=mtp", f"k={K}",
-            "--port", str(port), "--speed", str(SPEED)]
-    server = ServerProcess(argv, tmp_path_factory.mktemp("sim_serve") / "server.log")
-    url = f"http://127.0.0.1:{port}"
-
-    def ready() -> bool:
-        try:
-            return httpx.get(f"{url}/health", timeout=1.0).status_code == 200
-        except httpx.HTTPError:
-            return False
-
-    try:
-        server.wait_ready(ready, timeout_s=30)
+    with sim_server(tmp_path_factory.mktemp("sim_serve"), "hardware=h200", "model=qwen3.8-27b", "quantization=fp8",
+                    "drafter=mtp", f"k={K}", speed=SPEED, timeout_s=30) as url:
         yield url
-    finally:
-        server.stop()
 
 
 def _chat(rid: str, max_tokens: int, content: str = "Write a Python LRU cache with TTL expiry.",
