@@ -14,11 +14,15 @@ one `{"prompt": ..., "category": ...}` a line.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from specexp.errors import SpecError
 from specexp.spec import WorkloadSpec
+
+T = TypeVar("T")
 
 
 def resolve_file(path: str) -> Path:
@@ -62,13 +66,15 @@ def load_trace(path: str) -> list[TraceRow]:
     file = resolve_file(path)
     if not file.is_file():
         raise SpecError(str(path), "workload.trace_file", "no such file (a JSONL trace: one request a line)")
-    rows = []
-    for n, line in enumerate(file.read_text(encoding="utf-8").splitlines(), start=1):
-        if line.strip():
-            rows.append(_row(line, f"{path}:{n}"))
+    rows = _each_line(file.read_text(encoding="utf-8"), path, _row)
     if not rows:
         raise SpecError(str(path), "workload.trace_file", f"the trace has no requests; each line must be {EXPECTED}")
     return rows
+
+
+def _each_line(text: str, path: str, parse: Callable[[str, str], T]) -> list[T]:
+    """`parse(line, "path:line")` of every non-blank line of a JSONL file."""
+    return [parse(line, f"{path}:{n}") for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
 
 
 def _row(line: str, where: str) -> TraceRow:
@@ -127,10 +133,7 @@ def load_dataset(path: str) -> list[DatasetPrompt]:
             raise SpecError(f"{path}:{err.lineno}", "file", f"not JSON ({err.msg}); expected {SHAPES}") from None
         prompts = [_sharegpt(item, f"{path}: item {i}") for i, item in enumerate(items)]
     else:
-        prompts = []
-        for n, line in enumerate(text.splitlines(), start=1):
-            if line.strip():
-                prompts.append(_jsonl(line, f"{path}:{n}"))
+        prompts = _each_line(text, path, _jsonl)
     if not prompts:
         raise SpecError(str(path), "workload.dataset_file", f"no prompts; expected {SHAPES}")
     return prompts
