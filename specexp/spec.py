@@ -42,6 +42,14 @@ class Achieved(_Spec):
     dequant_compute: float = Field(default=1.0, gt=0, le=1)
     """Fraction of the bf16 GEMM rate reached by dequantize-then-compute kernels (Marlin-style)
     for weights whose data type the tensor cores do not run natively."""
+    small_batch_tflops: float | None = Field(default=None, gt=0)
+    """GEMM throughput of the engine's small-batch kernels, TFLOP/s, whatever the weight type,
+    for passes of up to `small_batch_rows` tokens per weight read (decode and verify steps at low
+    concurrency): their tiles are mostly empty, so each token costs the same. With more tokens
+    the tiles fill and the throughput grows in proportion, up to the data type's own rate.
+    None: matmuls run at their data type's rate at any batch."""
+    small_batch_rows: int = Field(default=16, ge=1)
+    """Tokens per weight read up to which `small_batch_tflops` holds (the kernels' tile rows)."""
 
 
 class HardwareSpec(_Spec):
@@ -217,6 +225,10 @@ class DrafterCost(_Spec):
     """The draft model (a conf/model/ id) used when the top-level `draft_model` is null."""
     overhead_ms: float = Field(default=0.0, ge=0)
     """Fixed cost per drafting step (CPU lookup, extra launches), ms."""
+    round_overhead_passes: float = Field(default=0.0, ge=0)
+    """Fixed cost of each drafting round besides its draft tokens, in single-sequence target
+    passes on the device (the proposer's input preparation and the rejection sampler run once a
+    round whatever k is): deeper drafts amortise it."""
     kernel_efficiency: float = Field(default=1.0, gt=0, le=1)
     """Share of the target's achieved bandwidth and compute the drafter's passes reach (small
     sequential kernels, launch gaps, sampling between draft tokens); fitted to measured costs."""

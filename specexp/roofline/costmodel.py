@@ -152,7 +152,22 @@ class CostModel:
     def matmul_seconds(self, tokens: int, logits: int) -> float:
         """The weight matmuls of a pass over `tokens` tokens, `logits` of them projected."""
         moved, per_token, per_logit = self._matmul_terms
-        return max(moved, tokens * per_token + logits * per_logit)
+        if self.hardware.achieved.small_batch_tflops is None:
+            return max(moved, tokens * per_token + logits * per_logit)
+        return max(moved, self._small_batch_compute(tokens, logits))
+
+    def _small_batch_compute(self, tokens: int, logits: int) -> float:
+        """Matmul compute seconds when small-batch kernels cap the rate (`Achieved.small_batch_tflops`):
+        each component at min(its data type's rate, the cap x max(1, rows / small_batch_rows))."""
+        a, q, seconds = self.hardware.achieved, self.quant, 0.0
+        cap = float(a.small_batch_tflops or 0.0) * 1e12
+        for c, params in self._params().items():
+            rows = logits if c == "embeddings" else tokens
+            if rows <= 0:
+                continue
+            rate = min(self.flops_rate(q.compute_dtype[c]), cap * max(1.0, rows / a.small_batch_rows))  # type: ignore[index]
+            seconds += 2 * params * rows / rate
+        return seconds
 
     def attention_seconds(self, slices: Sequence[Slice]) -> float:
         """Attention over the cached context, single-token and multi-token slices apart."""
@@ -202,6 +217,11 @@ class CostModel:
             + self.linear_attention_seconds(slices)
             + self.overhead_seconds
         )
+
+    @cached_property
+    def unit_pass_seconds(self) -> float:
+        """One decode pass of one sequence over an empty context: the unit of drafting overheads."""
+        return self.pass_seconds([Slice(tokens=1, context=0, logits=1)])
 
     def small_pass_seconds(self, params: float, bytes_per_weight: float, tokens: int, dtype: str,
                            overhead_share: float, kv_bytes: float = 0.0, layers: float = 0.0) -> float:

@@ -305,12 +305,13 @@ def spark_bandwidth() -> float:
 
 
 def draft_cost_per_token(drafter: str, k: int) -> float:
-    """Simulated drafting cost per drafted token on the Spark (FP8, one sequence), in target passes."""
+    """Simulated drafting cost per drafted token on the Spark (FP8, one sequence), in target passes
+    (the fixed cost of a round, `round_overhead_passes`, apart)."""
     from specexp.sim.drafting import DraftCost
 
     spec, target = _spark(drafter, k)
     verify = [Slice(tokens=k + 1, context=SPARK_CONTEXT, logits=k + 1, state_writes=k + 1)]
-    seconds = DraftCost(spec.drafter, target, None, spec.quantization).seconds(k, verify)
+    seconds = DraftCost(spec.drafter, target, None, spec.quantization).draft_seconds(k, verify)
     return seconds / k / spark_pass_seconds()
 
 
@@ -319,3 +320,19 @@ def drafter_efficiency(drafter: str) -> float:
     k, per_token = DRAFT_COST_PER_TOKEN[drafter]
     spec, _ = _spark(drafter, k)
     return spec.drafter.cost.kernel_efficiency * draft_cost_per_token(drafter, k) / per_token
+
+
+def nvfp4_advantage(batches: Sequence[int] = (1, 2, 4, 8, 16, 32)) -> dict[int, float]:
+    """NVFP4-over-FP8 decode step speed on the Spark, without a drafter, by sequences per step
+    (the studies: it decays to about zero by 16 as the steps turn compute-bound)."""
+    from specexp.compose import load_option
+    from specexp.spec import QuantizationSpec
+
+    spec, fp8 = _spark()
+    q = load_option(QuantizationSpec, "quantization", "nvfp4", "quantization")
+    nvfp4 = CostModel.build(spec.hardware, spec.model, q, spec.runtime.kv_cache_dtype)
+    out = {}
+    for batch in batches:
+        step = [Slice(tokens=1, context=400, logits=1)] * batch
+        out[batch] = fp8.pass_seconds(step) / nvfp4.pass_seconds(step)
+    return out

@@ -26,8 +26,8 @@ from specexp.sim.profile import EngineProfile, load_profile
 from specexp.spec import ExperimentSpec
 
 DATA = Path(__file__).resolve().parents[2] / "benchmarks/data/gpu-h200-llamacpp.jsonl"
-FITTED = ("step_overhead_ms", "seq_overhead_ms", "prefill_compute", "request_overhead_ms")
-UPPER = (np.inf, np.inf, 1.0, np.inf)
+FITTED = ("step_overhead_ms", "seq_overhead_ms", "prefill_compute", "request_overhead_ms", "request_serial_ms")
+UPPER = (np.inf, np.inf, 1.0, np.inf, np.inf)
 METRICS = {"decode": ("decode_tps", "aggregate_tps", "ttft_s"), "prefill": ("prefill_tps", "ttft_s")}
 
 

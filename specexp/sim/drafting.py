@@ -72,6 +72,9 @@ class DraftCost:
         """Drafting time before one verify pass of `slices` (one slice per sequence)."""
         if k <= 0 or not slices:
             return 0.0
+        return self.draft_seconds(k, slices) + self.drafter.cost.round_overhead_passes * self.target.unit_pass_seconds
+
+    def draft_seconds(self, k: int, slices: list[Slice]) -> float:
         d, c, t = self.drafter, self.drafter.cost, self.target
         batch = len(slices)
         if d.kind == "lookup":

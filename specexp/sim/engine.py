@@ -118,6 +118,8 @@ class SimEngine:
         self.memory = memory
         self.pool = KvPool(memory.kv_bytes if memory is not None else float("inf"))
         self.clock = 0.0
+        self._launcher_free = 0.0
+        """When the engine's scheduling thread is free for the next request (request_serial_ms)."""
         self.counts = Counts(per_position=[0] * self.k)
         self.waiting: deque[Seq] = deque()
         self.running: list[Seq] = []
@@ -163,7 +165,10 @@ class SimEngine:
         if not self.busy:
             self.clock = max(self.clock, at)
         seq.arrived = at
-        seq.ready = at + self.profile.request_overhead_ms / 1e3
+        p = self.profile
+        seq.ready = at + p.request_overhead_ms / 1e3
+        if p.request_serial_ms:  # one request at a time through the engine's scheduling thread
+            seq.ready = self._launcher_free = max(seq.ready, self._launcher_free) + p.request_serial_ms / 1e3
         self.waiting.append(seq)
         return True
 
@@ -268,19 +273,8 @@ class SimEngine:
         ubatch = self.profile.prefill_ubatch_tokens
         if ubatch is None:
             return self.prefill_target.pass_seconds(verify + prefill)
-        passes: list[list[Slice]] = [list(verify)]
-        room = ubatch - sum(v.tokens for v in verify)
-        for x in prefill:
-            done = 0
-            while done < x.tokens:
-                if room <= 0:
-                    passes.append([])
-                    room = ubatch
-                n = min(room, x.tokens - done)
-                last = x.logits if done + n == x.tokens else 0
-                passes[-1].append(Slice(tokens=n, context=x.context + done, logits=last))
-                done, room = done + n, room - n
-        return sum(self.prefill_target.pass_seconds(group) for group in passes if group)
+        split = equal_ubatches if self.profile.prefill_ubatch_split == "equal" else mixed_ubatches
+        return sum(self.prefill_target.pass_seconds(group) for group in split(verify, prefill, ubatch) if group)
 
     def _verify(self) -> int:
         """Tokens one sequence emits from one decode step: accepted drafts + the bonus token."""
@@ -329,6 +323,42 @@ class SimEngine:
             if full and len(inflight) < cap:
                 freed_at = self.clock
         return [trace(s, start, d if r.send_at is not None else None) for s, r, d in zip(seqs, requests, due)]
+
+
+def mixed_ubatches(verify: list[Slice], prefill: list[Slice], ubatch: int) -> list[list[Slice]]:
+    """Micro-batches filled in order, each up to `ubatch` tokens; the decode tokens ride in the first."""
+    passes: list[list[Slice]] = [list(verify)]
+    room = ubatch - sum(v.tokens for v in verify)
+    for x in prefill:
+        done = 0
+        while done < x.tokens:
+            if room <= 0:
+                passes.append([])
+                room = ubatch
+            n = min(room, x.tokens - done)
+            passes[-1].append(Slice(tokens=n, context=x.context + done, logits=x.logits if done + n == x.tokens else 0))
+            done, room = done + n, room - n
+    return passes
+
+
+def equal_ubatches(verify: list[Slice], prefill: list[Slice], ubatch: int) -> list[list[Slice]]:
+    """Micro-batches in which every sequence present contributes the same number of tokens, as
+    llama.cpp's split_equal cuts a batch for a KV cache with one stream per sequence: the decode
+    tokens (one or k + 1 per sequence) go first, then the prompts, at most `ubatch` tokens and
+    `ubatch` sequences a pass, each taking the smallest remainder (and no more than its share)."""
+    passes: list[list[Slice]] = [list(verify)] if verify else []
+    left = [[x, 0] for x in prefill]
+    while left:
+        group = left[:ubatch]
+        take = max(1, min(min(x.tokens - done for x, done in group), ubatch // len(group)))
+        passes.append([])
+        for entry in group:
+            x, done = entry
+            n = min(take, x.tokens - done)
+            passes[-1].append(Slice(tokens=n, context=x.context + done, logits=x.logits if done + n == x.tokens else 0))
+            entry[1] = done + n
+        left = [e for e in left if e[1] < e[0].tokens]
+    return passes
 
 
 def window_blocks(r: Request, block: int) -> list[Hashable]:

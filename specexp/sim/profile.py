@@ -44,11 +44,21 @@ class EngineProfile(BaseModel):
     prefill_ubatch_tokens: int | None = Field(default=None, ge=1)
     """Prefill micro-batch: a step's prompt tokens run in passes of at most this many (each
     reads the weights again and pays the pass overhead); None: one pass per step."""
+    prefill_ubatch_split: Literal["mixed", "equal"] = "mixed"
+    """How a step's prompt tokens of several sequences fill the micro-batches. mixed: in order,
+    each micro-batch full; equal: each sequence in a micro-batch contributes the same number of
+    tokens (llama.cpp with one KV stream per slot splits a batch with split_equal), so prompts
+    of unequal remainders leave micro-batches part-empty and need more passes."""
     prefill_compute: float = Field(default=1.0, gt=0, le=1)
     """Share of the hardware file's achieved GEMM and attention compute the engine's prefill
     kernels reach (the hardware figures are fitted to PyTorch/cuBLAS kernels)."""
     request_overhead_ms: float = Field(default=0.0, ge=0)
-    """Fixed cost of a request before its first step (HTTP, tokenisation, scheduling), ms."""
+    """Fixed cost of a request before its first step (HTTP, tokenisation, scheduling), ms,
+    paid by each request in parallel with the others (the HTTP threads)."""
+    request_serial_ms: float = Field(default=0.0, ge=0)
+    """Cost of a request paid one request at a time by the engine's single scheduling thread
+    (llama-server's main loop takes each new task and launches its slot), ms: requests that
+    arrive together wait for each other, so it adds (i - 1) x this to the i-th one's TTFT."""
     cache_block_tokens: int | None = Field(default=None, ge=1)
     """The engine's prefix-cache block; None: the model's (or 16)."""
     calibrations: dict[str, str] = {}

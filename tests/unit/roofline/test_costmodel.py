@@ -36,7 +36,9 @@ def faster_memory(h: HardwareSpec, factor: float = 2.0) -> HardwareSpec:
 
 def faster_compute(h: HardwareSpec, factor: float = 2.0) -> HardwareSpec:
     peaks = {k: (v * factor if v else v) for k, v in h.peak_tflops.items()}
-    return h.model_copy(update={"peak_tflops": peaks})
+    a = h.achieved
+    small = a.small_batch_tflops * factor if a.small_batch_tflops else None
+    return h.model_copy(update={"peak_tflops": peaks, "achieved": a.model_copy(update={"small_batch_tflops": small})})
 
 
 def overhead(h: HardwareSpec, m: str = "qwen3-8b") -> float:

@@ -109,10 +109,25 @@ def _draft_cost(name: str, q: str = "fp8", hw: str = "dgx_spark", m: str = "qwen
 ONE = [Slice(tokens=4, context=512, logits=4)]
 
 
-def test_sequential_head_cost_is_linear_in_k() -> None:
+def test_sequential_head_cost_is_linear_in_k_besides_a_fixed_cost_per_round() -> None:
     mtp = _draft_cost("mtp")
-    assert mtp.seconds(6, ONE) == pytest.approx(2 * mtp.seconds(3, ONE), rel=1e-9)
+    assert mtp.draft_seconds(6, ONE) == pytest.approx(2 * mtp.draft_seconds(3, ONE), rel=1e-9)
+    fixed = mtp.drafter.cost.round_overhead_passes * mtp.target.unit_pass_seconds
+    assert fixed > 0
+    for k in (1, 3, 8):
+        assert mtp.seconds(k, ONE) == pytest.approx(mtp.draft_seconds(k, ONE) + fixed, rel=1e-9)
     assert mtp.seconds(0, ONE) == 0.0
+
+
+def test_a_fixed_cost_per_round_favours_deeper_drafts() -> None:
+    """With acceptance fixed, the cost per drafted token falls with k only by the round's fixed part."""
+    mtp = _draft_cost("mtp")
+    bare = DraftCost(mtp.drafter.model_copy(update={"cost": mtp.drafter.cost.model_copy(
+        update={"round_overhead_passes": 0.0})}), mtp.target, None, mtp.quant)
+    per_token = {k: mtp.seconds(k, ONE) / k for k in (3, 8)}
+    bare_per_token = {k: bare.seconds(k, ONE) / k for k in (3, 8)}
+    assert per_token[8] < per_token[3]
+    assert bare_per_token[8] == pytest.approx(bare_per_token[3], rel=1e-9)
 
 
 def test_mtp_pays_a_full_lm_head_read_per_draft_token() -> None:
