@@ -1,6 +1,6 @@
 """An engine profile of the simulator held against that engine measured by specexp, every cell.
 
-    .venv/bin/python benchmarks/engine_calibration.py [--fit] [--data benchmarks/data/gpu-h200-llamacpp.jsonl]
+    .venv/bin/python benchmarks/engine_calibration.py [--fit] [--data FILE ...]
 
 Simulates every measured cell (`runtime=sim runtime.engine=llamacpp hardware=h200 model=qwen3-8b
 quantization=bf16`, the cell's concurrency, prompt and output lengths and slots) and prints
@@ -27,15 +27,31 @@ def within(metric: str, measured: float, simulated: float) -> bool:
     return err <= TARGET[metric] or (metric == "ttft_s" and abs(simulated - measured) <= 0.020)
 
 
+def table(cells: list[ce.Cell], profile: ce.EngineProfile) -> list[str]:
+    """Every figure of `cells`, simulated against measured, and the count outside the targets."""
+    lines = ["| cell | metric | measured | simulated | error | within target |", "|---|---|---:|---:|---:|---|"]
+    errors, misses = [], 0
+    for cell, metric, measured, simulated in ce.compare(cells, ce.base_spec(), profile):
+        err = simulated / measured - 1
+        ok = within(metric, measured, simulated)
+        misses += not ok
+        errors.append(err)
+        lines.append(f"| {cell.label} | `{metric}` | {measured:.4g} | {simulated:.4g} | {err:+.1%} | {'yes' if ok else '**no**'} |")
+    rms = math.sqrt(sum(e * e for e in errors) / len(errors))
+    return [*lines, "", f"{len(errors)} figures, rms error {rms:.1%}, {misses} outside the target.", ""]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fit", action="store_true")
-    parser.add_argument("--data", type=Path, default=ce.DATA)
+    parser.add_argument("--data", type=Path, nargs="+", default=list(ce.DATA))
+    parser.add_argument("--holdout", type=Path, default=REPO / "benchmarks/data/h200-llamacpp-holdout.jsonl",
+                        help="cells to compare but not fit")
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks/results/engine_calibration.md")
     args = parser.parse_args()
     cells = ce.load_cells(args.data)
     lines = ["# Engine profile `llamacpp` against llama-server measured on an H200", "",
-             f"Data: `{args.data.relative_to(REPO) if args.data.is_relative_to(REPO) else args.data}` "
+             "Data: " + ", ".join(f"`{p.relative_to(REPO) if p.is_relative_to(REPO) else p}`" for p in args.data) + " "
              "(specexp's records of llama-server with CUDA; see benchmarks/data/README.md). Simulated: "
              "`runtime=sim runtime.engine=llamacpp hardware=h200 model=qwen3-8b quantization=bf16` with each "
              "cell's conditions. Targets (issue 14): decode and aggregate within 15 %, prefill within 20 %, "
@@ -45,17 +61,14 @@ def main() -> None:
         figures = ce.fit(cells)
         lines += ["Fit: " + ", ".join(f"`{k}` {v:.4g}" for k, v in figures.items()), ""]
         profile = ce.with_figures(profile, [figures[k] for k in ce.FITTED])
-    lines += ["Profile: " + ", ".join(f"`{k}` {getattr(profile, k):g}" for k in ce.FITTED), "",
-              "| cell | metric | measured | simulated | error | within target |", "|---|---|---:|---:|---:|---|"]
-    errors, misses = [], 0
-    for cell, metric, measured, simulated in ce.compare(cells, ce.base_spec(), profile):
-        err = simulated / measured - 1
-        ok = within(metric, measured, simulated)
-        misses += not ok
-        errors.append(err)
-        lines.append(f"| {cell.label} | `{metric}` | {measured:.4g} | {simulated:.4g} | {err:+.1%} | {'yes' if ok else '**no**'} |")
-    rms = math.sqrt(sum(e * e for e in errors) / len(errors))
-    lines += ["", f"{len(errors)} figures, rms error {rms:.1%}, {misses} outside the target.", ""]
+    lines += ["Profile: " + ", ".join(f"`{k}` {getattr(profile, k):g}" for k in ce.FITTED), ""]
+    lines += table(cells, profile)
+    held = ce.load_cells(args.holdout) if args.holdout.is_file() else []
+    if held:
+        lines += ["## Held out", "",
+                  f"Cells the fit never saw (`{args.holdout.relative_to(REPO) if args.holdout.is_relative_to(REPO) else args.holdout}`: "
+                  "1,024-token prompts, 64 tokens out, concurrency 4, 12 and 24).", ""]
+        lines += table(held, profile)
     text = "\n".join(lines)
     print(text)
     args.out.write_text(text)

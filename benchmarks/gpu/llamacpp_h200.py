@@ -79,9 +79,10 @@ def log(out: Path, text: str) -> None:
         f.write(line + "\n")
 
 
-def build(work: Path, src_tar: Path, out: Path, parts: Path | None) -> Path:
+def build(work: Path, src_tar: Path, out: Path, parts: Path | None, also: tuple[str, ...] = ()) -> Path:
+    """llama-server (and the llama.cpp tools named in `also`, copied beside it) built for sm_90."""
     binary = work / "llama-server" / "bin" / "llama-server"
-    if binary.is_file():
+    if binary.is_file() and all((binary.parent / name).is_file() for name in also):
         log(out, f"build: {binary} is there")
         return binary
     if parts is not None and sorted(parts.glob("llama-server.xz.part-*")):
@@ -108,13 +109,14 @@ def build(work: Path, src_tar: Path, out: Path, parts: Path | None) -> Path:
             subprocess.run(["cmake", "-S", str(src), "-B", str(work / "build"), *CMAKE_FLAGS], check=True,
                            stdout=blog, stderr=subprocess.STDOUT, env=env)
             configured = time.monotonic()
-            subprocess.run(["cmake", "--build", str(work / "build"), "--target", "llama-server", "-j",
+            subprocess.run(["cmake", "--build", str(work / "build"), "--target", "llama-server", *also, "-j",
                             str(os.cpu_count())], check=True, stdout=blog, stderr=subprocess.STDOUT, env=env)
     except subprocess.CalledProcessError:
         print("\n".join((out / "build.log").read_text(errors="replace").splitlines()[-60:]), flush=True)
         raise
     binary.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(work / "build" / "bin" / "llama-server", binary)
+    for name in ("llama-server", *also):
+        shutil.copy2(work / "build" / "bin" / name, binary.parent / name)
     (binary.parent.parent / "llama.cpp-commit").write_text(COMMIT + "\n")  # read by runtime=llamacpp
     version = subprocess.run([str(binary), "--version"], capture_output=True, text=True, check=False)
     log(out, f"build: configure {configured - started:.0f} s, build {time.monotonic() - configured:.0f} s; "

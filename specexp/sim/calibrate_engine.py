@@ -3,13 +3,15 @@
 The data are specexp's own records of a real server (benchmarks/data/, with their provenance):
 for llama-server with CUDA on an H200, the Qwen3-8B shape in BF16 without a drafter, decode at
 concurrency 1, 8 and 32 (512-token prompts, 256 tokens out, 32 slots) and prefill at 1k-32k
-tokens (one slot). Every measured cell is simulated with `runtime=sim runtime.engine=<profile>`
-and the same conditions, through the same runtime and workload driver a sweep uses.
+tokens (one slot), and a trace's decode at concurrency 1-32 (32 tokens out). Every measured
+cell is simulated with `runtime=sim runtime.engine=<profile>` and the same conditions, through
+the same runtime and workload driver a sweep uses.
 
 The fit is the Levenberg-Marquardt least squares of calibrate.py on log(simulated / measured)
 over decode_tps, aggregate_tps and ttft_s of the decode cells and prefill_tps and ttft_s of the
-prefill cells, of the profile's step and per-sequence CPU costs, its prefill compute share and
-its per-request cost. The micro-batch sizes are the engine's defaults, not fitted.
+prefill cells, of the profile's step and per-sequence CPU costs, its prefill compute share, its
+per-request cost, its cost per prefill micro-batch and its kernels' cost per layer (FITTED). The
+micro-batch sizes are the engine's defaults and its scheduling is read from its source, not fitted.
 """
 
 from __future__ import annotations
@@ -25,9 +27,12 @@ import numpy as np
 from specexp.sim.profile import EngineProfile, load_profile
 from specexp.spec import ExperimentSpec
 
-DATA = Path(__file__).resolve().parents[2] / "benchmarks/data/gpu-h200-llamacpp.jsonl"
-FITTED = ("step_overhead_ms", "seq_overhead_ms", "prefill_compute", "request_overhead_ms", "request_serial_ms")
-UPPER = (np.inf, np.inf, 1.0, np.inf, np.inf)
+_DATA_DIR = Path(__file__).resolve().parents[2] / "benchmarks/data"
+DATA = (_DATA_DIR / "gpu-h200-llamacpp.jsonl", _DATA_DIR / "h200-llamacpp-trace.jsonl")
+"""The first device call's cells, then the trace's (concurrency 1-32, 32 tokens out)."""
+FITTED = ("step_overhead_ms", "seq_overhead_ms", "prefill_compute", "request_overhead_ms", "prefill_pass_overhead_ms",
+          "layer_overhead_us")
+UPPER = (np.inf, np.inf, 1.0, np.inf, np.inf, np.inf)
 METRICS = {"decode": ("decode_tps", "aggregate_tps", "ttft_s"), "prefill": ("prefill_tps", "ttft_s")}
 
 
@@ -45,13 +50,15 @@ class Cell:
 
     @property
     def label(self) -> str:
-        return f"{self.part} c={self.concurrency} prompt={self.prompt_tokens:,}"
+        out = f" out={self.output_tokens}" if self.part == "decode" else ""
+        return f"{self.part} c={self.concurrency} prompt={self.prompt_tokens:,}{out}"
 
 
-def load_cells(path: Path = DATA) -> list[Cell]:
-    """The drafter-free decode and prefill cells of a records file (one JSON object a line)."""
+def load_cells(paths: Path | Sequence[Path] = DATA) -> list[Cell]:
+    """The drafter-free decode and prefill cells of records files (one JSON object a line)."""
     cells = []
-    for line in path.read_text().splitlines():
+    lines = [line for path in ([paths] if isinstance(paths, Path) else paths) for line in path.read_text().splitlines()]
+    for line in lines:
         r: dict[str, Any] = json.loads(line)
         part, m = r.get("part"), r.get("measured") or {}
         c = m.get("conditions") or {}

@@ -27,6 +27,7 @@ from specexp.sim.drafting import AcceptanceModel, DraftCost
 from specexp.sim.kvcache import CacheLayout, KvPool
 from specexp.sim.memory import MemoryPlan
 from specexp.sim.profile import EngineProfile
+from specexp.sim.ubatches import equal_ubatches, mixed_ubatches
 
 
 @dataclass(eq=False)
@@ -48,6 +49,8 @@ class Seq:
     held: float = 0.0
     """KV pool bytes reserved while it runs."""
     pinned: list[Hashable] = field(default_factory=list)
+    slot: int = -1
+    """The llama-server slot holding it (batching: slots), which is its sequence id."""
     events: list[TokenEvent] = field(default_factory=list)
     error: str | None = None
 
@@ -120,6 +123,8 @@ class SimEngine:
         self.clock = 0.0
         self._launcher_free = 0.0
         """When the engine's scheduling thread is free for the next request (request_serial_ms)."""
+        self._slot_last_used = [-1.0] * max_num_seqs if self.profile.batching == "slots" else []
+        """Per slot, when it last released a request (-1: never), as llama-server keeps it."""
         self.counts = Counts(per_position=[0] * self.k)
         self.waiting: deque[Seq] = deque()
         self.running: list[Seq] = []
@@ -214,7 +219,19 @@ class SimEngine:
         self.pool.unpin(s.pinned)
         s.pinned, s.held = pinned, s.held - moved
 
+    def _free_slot(self) -> int:
+        """llama-server's least-recently-used slot: the free slot released longest ago, the
+        highest id among equals (get_available_slot compares with <=)."""
+        taken = {s.slot for s in self.running}
+        best = -1
+        for i, last in enumerate(self._slot_last_used):
+            if i not in taken and (best < 0 or last <= self._slot_last_used[best]):
+                best = i
+        return best
+
     def _release(self, s: Seq) -> None:
+        if s.slot >= 0:
+            self._slot_last_used[s.slot] = self.clock
         self.pool.release(s.held)
         self.pool.unpin(s.pinned)
         s.held, s.pinned = 0.0, []
@@ -227,6 +244,8 @@ class SimEngine:
         while (self.waiting and len(self.running) < self.max_num_seqs and self.waiting[0].ready <= self.clock
                and self._admit(self.waiting[0])):
             self.running.append(self.waiting.popleft())
+            if self._slot_last_used:
+                self.running[-1].slot = self._free_slot()
         if not self.running:
             return None
         emitted = self._pass(self.running)
@@ -241,6 +260,8 @@ class SimEngine:
 
     def _pass(self, running: list[Seq]) -> list[tuple[Seq, int]]:
         k, budget = self.k, self.max_num_batched_tokens
+        if self._slot_last_used:  # llama-server builds its batch slot by slot, in slot order
+            running = sorted(running, key=lambda s: s.slot)
         decoding = [s for s in running if not s.in_prefill]
         verify = [Slice(tokens=k + 1, context=s.context, logits=k + 1, state_writes=k + 1) for s in decoding]
         budget -= len(verify) * (k + 1)
@@ -250,7 +271,7 @@ class SimEngine:
                 n = min(budget, s.prompt - s.prefilled)
                 chunks.append((s, n))
                 budget -= n
-        seconds = self._pass_seconds(verify, chunks)
+        seconds = self._pass_seconds(verify, chunks, [s.slot for s in decoding])
         if self.draft is not None and verify:
             seconds += self.draft.seconds(k, verify)
         sampled = len(decoding) + sum(1 for s, n in chunks if s.prefilled + n == s.prompt)
@@ -264,17 +285,27 @@ class SimEngine:
                 emitted.append((s, self._emit(s, 1)))
         return emitted
 
-    def _pass_seconds(self, verify: list[Slice], chunks: list[tuple[Seq, int]]) -> float:
+    def _pass_seconds(self, verify: list[Slice], chunks: list[tuple[Seq, int]], slots: list[int]) -> float:
         """The step's forward passes: one, or one per prefill micro-batch (the decode tokens ride
-        in the first)."""
+        in the first; with equal micro-batches, `slots` are the decoding sequences' ids)."""
         prefill = [Slice(tokens=n, context=s.prefilled, logits=int(s.prefilled + n == s.prompt)) for s, n in chunks]
+        equal = self.profile.prefill_ubatch_split == "equal"
+        ids = [*slots, *(s.slot for s, _ in chunks)] if self._slot_last_used else None
         if not prefill:
+            if equal and ids is not None and self.profile.prefill_ubatch_tokens:  # one pass per run of slots
+                runs = equal_ubatches(verify, [], self.profile.prefill_ubatch_tokens, ids)
+                return sum(self.target.pass_seconds(group) for group in runs)
             return self.target.pass_seconds(verify)
         ubatch = self.profile.prefill_ubatch_tokens
         if ubatch is None:
             return self.prefill_target.pass_seconds(verify + prefill)
-        split = equal_ubatches if self.profile.prefill_ubatch_split == "equal" else mixed_ubatches
-        return sum(self.prefill_target.pass_seconds(group) for group in split(verify, prefill, ubatch) if group)
+        if equal:
+            passes = equal_ubatches(verify, prefill, ubatch, ids)
+        else:
+            passes = mixed_ubatches(verify, prefill, ubatch)
+        passes = [group for group in passes if group]
+        overhead = len(passes) * self.profile.prefill_pass_overhead_ms / 1e3
+        return overhead + sum(self.prefill_target.pass_seconds(group) for group in passes)
 
     def _verify(self) -> int:
         """Tokens one sequence emits from one decode step: accepted drafts + the bonus token."""
@@ -323,42 +354,6 @@ class SimEngine:
             if full and len(inflight) < cap:
                 freed_at = self.clock
         return [trace(s, start, d if r.send_at is not None else None) for s, r, d in zip(seqs, requests, due)]
-
-
-def mixed_ubatches(verify: list[Slice], prefill: list[Slice], ubatch: int) -> list[list[Slice]]:
-    """Micro-batches filled in order, each up to `ubatch` tokens; the decode tokens ride in the first."""
-    passes: list[list[Slice]] = [list(verify)]
-    room = ubatch - sum(v.tokens for v in verify)
-    for x in prefill:
-        done = 0
-        while done < x.tokens:
-            if room <= 0:
-                passes.append([])
-                room = ubatch
-            n = min(room, x.tokens - done)
-            passes[-1].append(Slice(tokens=n, context=x.context + done, logits=x.logits if done + n == x.tokens else 0))
-            done, room = done + n, room - n
-    return passes
-
-
-def equal_ubatches(verify: list[Slice], prefill: list[Slice], ubatch: int) -> list[list[Slice]]:
-    """Micro-batches in which every sequence present contributes the same number of tokens, as
-    llama.cpp's split_equal cuts a batch for a KV cache with one stream per sequence: the decode
-    tokens (one or k + 1 per sequence) go first, then the prompts, at most `ubatch` tokens and
-    `ubatch` sequences a pass, each taking the smallest remainder (and no more than its share)."""
-    passes: list[list[Slice]] = [list(verify)] if verify else []
-    left = [[x, 0] for x in prefill]
-    while left:
-        group = left[:ubatch]
-        take = max(1, min(min(x.tokens - done for x, done in group), ubatch // len(group)))
-        passes.append([])
-        for entry in group:
-            x, done = entry
-            n = min(take, x.tokens - done)
-            passes[-1].append(Slice(tokens=n, context=x.context + done, logits=x.logits if done + n == x.tokens else 0))
-            entry[1] = done + n
-        left = [e for e in left if e[1] < e[0].tokens]
-    return passes
 
 
 def window_blocks(r: Request, block: int) -> list[Hashable]:

@@ -7,7 +7,11 @@ its source):
 - per step: a fixed CPU cost (scheduling, input preparation) and, per running sequence, the
   sampler over the vocabulary and detokenisation (llama-server samples on the CPU);
 - prefill: the tokens one step takes (vLLM's chunk budget, llama.cpp's n_batch) and the
-  micro-batches it runs them in (llama.cpp's n_ubatch: every micro-batch is its own pass);
+  micro-batches it runs them in (llama.cpp's n_ubatch: every micro-batch is its own pass, with a
+  CPU cost of its own);
+- batching: continuous (vLLM, SGLang) or llama-server's slots (least recently used first, each
+  step filled in slot order, micro-batches over runs of consecutive slot ids);
+- the engine's own kernels' fixed cost per layer, where it differs from the hardware file's;
 - per request: a fixed cost before the first step (HTTP, tokenisation, scheduling);
 - the prefix cache's block, where the engine sets it.
 
@@ -32,8 +36,11 @@ class EngineProfile(BaseModel):
     name: str
     description: str
     batching: Literal["continuous", "slots"] = "continuous"
-    """continuous: up to max_num_seqs sequences share every step; slots: a fixed number of
-    slots (llama-server --parallel), also batched together, each holding one request."""
+    """continuous: up to max_num_seqs sequences share every step, first come first served;
+    slots: a fixed number of slots (llama-server --parallel), also batched together, each
+    holding one request: a request takes the free slot released longest ago (the highest id
+    among never-used ones), a step takes its tokens slot by slot in slot order, and with equal
+    micro-batches the slot is the sequence id whose runs split_equal keeps together."""
     step_overhead_ms: float = Field(default=0.0, ge=0)
     """CPU time of one step besides the forward pass (scheduler, input preparation), ms."""
     seq_overhead_ms: float = Field(default=0.0, ge=0)
@@ -49,6 +56,13 @@ class EngineProfile(BaseModel):
     each micro-batch full; equal: each sequence in a micro-batch contributes the same number of
     tokens (llama.cpp with one KV stream per slot splits a batch with split_equal), so prompts
     of unequal remainders leave micro-batches part-empty and need more passes."""
+    layer_overhead_us: float | None = Field(default=None, ge=0)
+    """Fixed cost of a forward pass per decoder layer with the engine's own kernels (launch gaps,
+    norms, rotary, attention set-up), us; None: the hardware file's (fitted to PyTorch kernels)."""
+    prefill_pass_overhead_ms: float = Field(default=0.0, ge=0)
+    """CPU and launch time of every pass of a step that prefills, besides its kernels, ms
+    (llama.cpp builds a compute graph for each new micro-batch shape and cannot replay its
+    decode CUDA graph): a step cut into more micro-batches pays it more often."""
     prefill_compute: float = Field(default=1.0, gt=0, le=1)
     """Share of the hardware file's achieved GEMM and attention compute the engine's prefill
     kernels reach (the hardware figures are fitted to PyTorch/cuBLAS kernels)."""

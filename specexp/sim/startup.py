@@ -79,14 +79,18 @@ def start_engine(spec: ExperimentSpec, profile: EngineProfile | None = None) -> 
     rt = spec.runtime
     plan = plan_server(spec, profile=profile)
     target, memory, layout, k = plan.target, plan.memory, plan.layout, plan.k
+    profile = plan.profile
+    hardware = spec.hardware
+    if profile.layer_overhead_us is not None:  # the engine's own kernels' fixed cost per layer
+        hardware = hardware.model_copy(update={"layer_overhead_us": profile.layer_overhead_us})
+        target = CostModel.build(hardware, spec.model, spec.quantization, rt.kv_cache_dtype)
     draft = acceptance = None
     if k > 0:
         draft = DraftCost(spec.drafter, target, plan.draft_model, spec.quantization)
         acceptance = AcceptanceModel(spec.drafter, spec.workload.acceptance_class, spec.quantization.name, spec.seed)
-    profile = plan.profile
     prefill = target
     if profile.prefill_compute != 1.0:
-        prefill = CostModel.build(prefill_hardware(spec.hardware, profile.prefill_compute), spec.model,
+        prefill = CostModel.build(prefill_hardware(hardware, profile.prefill_compute), spec.model,
                                   spec.quantization, rt.kv_cache_dtype)
     engine = SimEngine(target, draft, acceptance, k, max_num_batched_tokens=rt.max_num_batched_tokens,
                        max_num_seqs=rt.max_num_seqs, layout=layout, memory=memory, profile=profile,

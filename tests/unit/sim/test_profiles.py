@@ -179,7 +179,7 @@ def test_the_studies_spark_figures_are_reproduced() -> None:
 
 
 def test_equal_micro_batches_keep_every_token_and_never_run_faster_than_filled_ones() -> None:
-    from specexp.sim.engine import equal_ubatches, mixed_ubatches
+    from specexp.sim.ubatches import equal_ubatches, mixed_ubatches
 
     spec = spec_of(*H200_8B, "runtime.engine=llamacpp")
     runtime = SimRuntime(spec, Path("."))

@@ -1,0 +1,144 @@
+"""The llama-server trace of benchmarks/gpu/llamacpp_trace.py, as a report and a calibration data file.
+
+- benchmarks/results/llamacpp-trace.md: llama-batched-bench's prefill of B prompts at once (one KV
+  stream per sequence, one unified stream, one prompt of the same length), and, per concurrency of
+  the specexp sweeps, when each request's first token came (grouped by the step that produced it),
+  the slots that held the requests (a break in their ids splits llama.cpp's micro-batches), TTFT
+  and TPOT, with one KV stream per slot and with --kv-unified;
+- benchmarks/data/h200-llamacpp-trace.jsonl: each measurement of the sweeps, one JSON object a line,
+  in the form of gpu-h200-llamacpp.jsonl (`part` decode for the one-stream-per-slot server that
+  runtime=llamacpp starts, decode-kv-unified for the other), then the batched-bench rows.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tarfile
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+LAUNCH = re.compile(r"^\S+ I slot launch_slot_: id\s+(\d+) \| task (\d+)")
+
+
+def _members(tar_path: Path) -> dict[str, bytes]:
+    with tarfile.open(tar_path) as tar:
+        return {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}  # type: ignore[union-attr]
+
+
+def _sweep(files: dict[str, bytes], name: str) -> tuple[dict[str, Any], list[dict[str, Any]], list[int]]:
+    """(result.json, requests.jsonl rows, the slot of each task in launch order) of one sweep."""
+    prefix = f"trace/sweeps/{name}/"
+    job = next(k.rsplit("/", 1)[0] for k in files if k.startswith(prefix) and k.endswith("/result.json"))
+    result = json.loads(files[f"{job}/result.json"])
+    requests = [json.loads(line) for line in files[f"{job}/requests.jsonl"].decode().splitlines() if line.strip()]
+    tasks = {}
+    for line in files.get(f"{job}/server.log", b"").decode(errors="replace").splitlines():
+        if m := LAUNCH.match(line):
+            tasks[int(m[2])] = int(m[1])
+    return result, requests, [tasks[t] for t in sorted(tasks)]
+
+
+def _bench(files: dict[str, bytes], name: str) -> list[dict[str, Any]]:
+    text = files.get(f"trace/bench-{name}.jsonl", b"").decode()
+    return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+
+
+def _windows(requests: list[dict[str, Any]], slots: list[int]) -> list[dict[str, Any]]:
+    """Per measured window: first-token times after the first send (ms), slots, TTFT, TPOT."""
+    grouped: dict[tuple[int, int, bool], list[tuple[dict[str, Any], int]]] = defaultdict(list)
+    for request, slot in zip(requests, slots, strict=False):  # the server launched them in the order sent
+        grouped[(request["concurrency"], request["repeat"], request["warmup"])].append((request, slot))
+    out = []
+    for (c, repeat, warmup), rows in grouped.items():
+        if warmup:
+            continue
+        t0 = min(r["sent_at"] for r, _ in rows)
+        first = sorted((r["sent_at"] - t0 + r["ttft_s"]) * 1e3 for r, _ in rows)
+        ids = sorted(s for _, s in rows)
+        out.append({"c": c, "repeat": repeat, "first_tokens_ms": first, "slots": ids,
+                    "slot_runs": 1 + sum(b != a + 1 for a, b in zip(ids, ids[1:], strict=False)),
+                    "ttft_ms": 1e3 * sum(r["ttft_s"] for r, _ in rows) / len(rows),
+                    "tpot_ms": 1e3 * sum(r["tpot_s"] for r, _ in rows) / len(rows)})
+    return out
+
+
+def _steps(first_ms: list[float], gap_ms: float = 15.0) -> str:
+    """First tokens grouped by the step that produced them: "98 ms x3, 205 ms x3, ..."."""
+    groups: list[list[float]] = []
+    for t in first_ms:
+        if groups and t - groups[-1][-1] <= gap_ms:
+            groups[-1].append(t)
+        else:
+            groups.append([t])
+    return ", ".join(f"{g[0]:.0f}{f' x{len(g)}' if len(g) > 1 else ''}" for g in groups)
+
+
+def record_lines(result: dict[str, Any], part: str) -> list[str]:
+    """One line per measurement of a result.json, in the form of gpu-h200-llamacpp.jsonl."""
+    info = result["provenance"].get("engine_info") or {}
+    return [json.dumps({"part": part, "status": result["status"], "engine_info": info,
+                        "server_argv": result["provenance"].get("server_argv"), "measured": measurement},
+                       sort_keys=True) for measurement in result["measurements"]]
+
+
+def write_holdout(tar_path: Path) -> Path:
+    """benchmarks/data/h200-llamacpp-holdout.jsonl from a device call's sweeps (cells the fit never saw)."""
+    files = _members(tar_path)
+    lines = [line for name, blob in sorted(files.items()) if name.endswith("/result.json")
+             for line in record_lines(json.loads(blob), "decode")]
+    path = REPO / "benchmarks/data/h200-llamacpp-holdout.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def write(tar_path: Path, log_path: Path | None = None) -> list[Path]:
+    files = _members(tar_path)
+    data_lines, md = [], ["# llama-server on an H200: where concurrent prompts spend their time", "",
+                          "Written by `benchmarks/gpu/llamacpp_trace.py` (on the device) and `--report` (here). "
+                          "llama.cpp commit 0c1e57098 with CUDA for sm_90, the Qwen3-8B shape in BF16 with random "
+                          "weights, `-ngl all`, `--cache-ram 0`, 32 slots, n_batch 2048, n_ubatch 512.", ""]
+    streams, unified, single = _bench(files, "streams"), _bench(files, "unified"), _bench(files, "single")
+    md += ["## llama-batched-bench: B prompts of 519 tokens prefilled at once", "",
+           "T_PP in ms. The first row of each run carries the run's warm-up. *single*: one prompt of "
+           "B x 519 tokens.", "", "| B | tokens | one KV stream per sequence | unified KV (-kvu) | single prompt |",
+           "|---:|---:|---:|---:|---:|"]
+    single_by_tokens = {row["pp"]: row for row in single}
+    for row in streams:
+        pl = row["pl"]
+        uni = next((u for u in unified if u["pl"] == pl), None)
+        one = single_by_tokens.get(min(single_by_tokens, key=lambda n: abs(n - pl * row["pp"]))) if single else None
+        md.append(f"| {pl} | {pl * row['pp']:,} | {row['t_pp'] * 1e3:.1f} | "
+                  f"{uni['t_pp'] * 1e3:.1f} | " if uni else f"| {pl} | {pl * row['pp']:,} | {row['t_pp'] * 1e3:.1f} | – | ")
+        md[-1] += f"{one['t_pp'] * 1e3:.1f} ({one['pp']:,}) |" if one else "– |"
+    for part, name in (("decode", "streams"), ("decode-kv-unified", "unified")):
+        result, requests, slots = _sweep(files, name)
+        data_lines += record_lines(result, part)
+        md += ["", f"## specexp against llama-server, {'one KV stream per slot (as runtime=llamacpp starts it)' if name == 'streams' else 'with --kv-unified'}", "",
+               "512-token prompts (519 with the template), 32 tokens out, three repeats, cold. First tokens: "
+               "ms after the window's first request was sent, grouped by the step that produced them.", "",
+               "| c | repeat | TTFT mean ms | TPOT ms | slot runs | first tokens (ms x count) |", "|---:|---:|---:|---:|---:|---|"]
+        for w in _windows(requests, slots):
+            md.append(f"| {w['c']} | {w['repeat']} | {w['ttft_ms']:.0f} | {w['tpot_ms']:.1f} | {w['slot_runs']} | "
+                      f"{_steps(w['first_tokens_ms'])} |")
+    for row in (*streams, *unified, *single):
+        data_lines.append(json.dumps({"part": "batched-bench", "measured": row}, sort_keys=True))
+    if log_path is not None and log_path.is_file():
+        md += ["", "## Device log", "", "```", log_path.read_text().strip(), "```"]
+    data = REPO / "benchmarks/data/h200-llamacpp-trace.jsonl"
+    report = REPO / "benchmarks/results/llamacpp-trace.md"
+    data.write_text("\n".join(data_lines) + "\n")
+    report.write_text("\n".join(md) + "\n")
+    return [data, report]
+
+
+if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1] == "--holdout":
+        print(write_holdout(Path(sys.argv[2])))
+    else:
+        for path in write(Path(sys.argv[1]), Path(sys.argv[2]) if len(sys.argv) > 2 else None):
+            print(path)

@@ -1,0 +1,102 @@
+"""runtime.engine=llamacpp schedules as llama-server does: slots chosen least recently used, each
+step filled slot by slot, and micro-batches cut by split_equal over runs of consecutive slot ids
+(benchmarks/results/llamacpp-trace.md shows each of these on a real server)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from specexp.events import Request
+from specexp.roofline.costmodel import Slice
+from specexp.sim.runtime import SimRuntime
+from specexp.sim.ubatches import equal_ubatches
+from specexp.workloads.driver import drive
+from tests.unit.sim.test_profiles import H200_8B, spec_of
+
+LLAMACPP = [*H200_8B, "runtime.engine=llamacpp"]
+
+
+def engine_of(tmp_path: Path, *overrides: str):  # type: ignore[no-untyped-def]
+    runtime = SimRuntime(spec_of(*LLAMACPP, *overrides), tmp_path)
+    runtime.start()
+    return runtime.engine
+
+
+def request(name: str, prompt: int = 64, out: int = 2) -> Request:
+    return Request(request_id=name, prompt="x", prompt_tokens=prompt, max_tokens=out)
+
+
+def used_slots(engine) -> set[int]:  # type: ignore[no-untyped-def]
+    return {i for i, last in enumerate(engine._slot_last_used) if last >= 0}
+
+
+def test_a_fresh_server_hands_out_its_highest_slots_first_then_the_least_recently_used(tmp_path: Path) -> None:
+    engine = engine_of(tmp_path, "runtime.max_num_seqs=4")
+    order = []
+    for i in range(6):
+        before = dict(enumerate(engine._slot_last_used))
+        engine.run([request(f"r{i}")])
+        (changed,) = [s for s, last in enumerate(engine._slot_last_used) if last != before[s]]
+        order.append(changed)
+    # never-used slots tie at -1 and llama-server's <= keeps the last of them; then the oldest release
+    assert order == [3, 2, 1, 0, 3, 2]
+
+
+def test_a_break_in_slot_ids_cuts_the_decode_tokens_into_more_passes(tmp_path: Path) -> None:
+    decode = [Slice(tokens=1, context=600, logits=1)] * 4
+    assert len(equal_ubatches(decode, [], 512, [4, 5, 6, 7])) == 1
+    assert len(equal_ubatches(decode, [], 512, [4, 5, 9, 10])) == 2
+    assert len(equal_ubatches(decode, [], 512, [1, 3, 5, 7])) == 4
+    engine = engine_of(tmp_path)
+    steps = {}
+    for ids in ([4, 5, 6, 7], [1, 3, 5, 7]):
+        steps[tuple(ids)] = engine._pass_seconds(decode, [], ids)
+    assert steps[(1, 3, 5, 7)] > 1.5 * steps[(4, 5, 6, 7)]  # every run reads the weights again
+
+
+def test_split_equal_keeps_every_token_and_gives_each_sequence_of_a_pass_the_same_share() -> None:
+    decode = [Slice(tokens=1, context=600, logits=1)] * 3
+    prompts = [Slice(tokens=n, context=0, logits=1) for n in (29, 519, 519, 490)]
+    for ids in ([0, 1, 2, 3, 4, 5, 6], [0, 1, 2, 10, 11, 12, 20]):
+        passes = equal_ubatches(decode, prompts, 512, ids)
+        assert sum(x.tokens for group in passes for x in group) == 3 + 29 + 519 + 519 + 490
+        assert sum(x.logits for group in passes for x in group) == 3 + 4
+        assert all(sum(x.tokens for x in group) <= 512 and len({x.tokens for x in group}) == 1 for group in passes)
+    consecutive = equal_ubatches(decode, prompts, 512, [0, 1, 2, 3, 4, 5, 6])
+    assert [x.tokens for x in consecutive[0]] == [1] * 7  # the decode tokens ride with a token of each prompt
+
+
+def test_a_step_fills_its_slots_in_order_so_prompts_that_arrive_together_finish_a_batch_at_a_time(
+        tmp_path: Path) -> None:
+    spec = spec_of(*LLAMACPP, "workload=concurrency", "workload.concurrency=[8]", "workload.prompt_tokens=512",
+                   "workload.output_tokens=4", "workload.warmup=0", "workload.repeats=1")
+    runtime = SimRuntime(spec, tmp_path)
+    runtime.start()
+    (window,) = drive(runtime, spec.workload, marker="t")
+    first = sorted(t.events[0].t - t.sent_at for t in window.traces)
+    prompt = window.traces[0].prompt_tokens
+    per_step = runtime.engine.profile.batch_tokens // prompt  # whole prompts a 2048-token step finishes
+    assert first.count(first[0]) == per_step
+    assert first[per_step] > first[0]
+    # the step's remaining tokens start the next slot's prompt, so the second step finishes as many again
+    # and the last prompts wait for a third
+    assert len({round(t, 6) for t in first}) >= 8 // per_step
+
+
+def test_every_prefill_pass_pays_the_engines_pass_cost(tmp_path: Path) -> None:
+    engine = engine_of(tmp_path)
+    cost = engine.profile.prefill_pass_overhead_ms / 1e3
+    assert cost > 0
+    one = [Slice(tokens=2048, context=0, logits=1)]
+    many = [Slice(tokens=n, context=0, logits=1) for n in (29, 519, 519, 981)]
+    passes_one = len(equal_ubatches([], one, 512))
+    passes_many = len(equal_ubatches([], many, 512, [0, 1, 2, 3]))
+    assert passes_many > passes_one
+    seconds = {}
+    for name, prompts in (("one", one), ("many", many)):
+        class _Seq:  # the two fields _pass_seconds reads of a prefilling sequence
+            def __init__(self, n: int, slot: int) -> None:
+                self.prefilled, self.prompt, self.slot = 0, n, slot
+        chunks = [(_Seq(x.tokens, i), x.tokens) for i, x in enumerate(prompts)]
+        seconds[name] = engine._pass_seconds([], chunks, [])
+    assert seconds["many"] - seconds["one"] >= (passes_many - passes_one) * cost
