@@ -49,7 +49,9 @@ def _bench(files: dict[str, bytes], name: str) -> list[dict[str, Any]]:
 def _windows(requests: list[dict[str, Any]], slots: list[int]) -> list[dict[str, Any]]:
     """Per measured window: first-token times after the first send (ms), slots, TTFT, TPOT."""
     grouped: dict[tuple[int, int, bool], list[tuple[dict[str, Any], int]]] = defaultdict(list)
-    for request, slot in zip(requests, slots, strict=False):  # the server launched them in the order sent
+    # windows are closed bursts run one after another, so the n-th launched task belongs to the n-th
+    # request's window (within a window the pairing may differ; only the window's set of slots is used)
+    for request, slot in zip(requests, slots, strict=False):
         grouped[(request["concurrency"], request["repeat"], request["warmup"])].append((request, slot))
     out = []
     for (c, repeat, warmup), rows in grouped.items():

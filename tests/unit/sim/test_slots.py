@@ -8,6 +8,7 @@ from pathlib import Path
 
 from specexp.events import Request
 from specexp.roofline.costmodel import Slice
+from specexp.sim.engine import Seq
 from specexp.sim.runtime import SimRuntime
 from specexp.sim.ubatches import equal_ubatches
 from specexp.workloads.driver import drive
@@ -94,9 +95,6 @@ def test_every_prefill_pass_pays_the_engines_pass_cost(tmp_path: Path) -> None:
     assert passes_many > passes_one
     seconds = {}
     for name, prompts in (("one", one), ("many", many)):
-        class _Seq:  # the two fields _pass_seconds reads of a prefilling sequence
-            def __init__(self, n: int, slot: int) -> None:
-                self.prefilled, self.prompt, self.slot = 0, n, slot
-        chunks = [(_Seq(x.tokens, i), x.tokens) for i, x in enumerate(prompts)]
+        chunks = [(Seq(f"p{i}", prompt=x.tokens, max_tokens=1, slot=i), x.tokens) for i, x in enumerate(prompts)]
         seconds[name] = engine._pass_seconds([], chunks, [])
     assert seconds["many"] - seconds["one"] >= (passes_many - passes_one) * cost
