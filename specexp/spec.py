@@ -265,6 +265,12 @@ class DrafterSpec(_Spec):
     keeps scale**i of its share): a drafter reads the target's states, and coarser weights blur them."""
     version: int = 1
 
+    @property
+    def reads_hidden_states(self) -> bool:
+        """It drafts from the target's hidden states (a head or a block drafter), as vLLM's
+        use_eagle methods do (eagle, eagle3, mtp, dflash, dspark)."""
+        return self.kind in ("sequential_head", "block")
+
 
 class ExperimentSpec(_Spec):
     """Everything one job needs, validated."""

@@ -53,6 +53,9 @@ class Seq:
     pinned: list[Hashable] = field(default_factory=list)
     slot: int = -1
     """The llama-server slot holding it (batching: slots), which is its sequence id."""
+    checkpoints: set[int] = field(default_factory=set)
+    """Block counts at which one of its prefill chunks ended on a block boundary: where a hybrid
+    model has the recurrent state to keep."""
     events: list[TokenEvent] = field(default_factory=list)
     error: str | None = None
 
@@ -191,9 +194,9 @@ class SimEngine:
         """Look up `s`'s cached prefix and reserve the pool for the rest; False: it has to wait."""
         layout, cached, hits = self.layout, 0, []
         if layout.enabled and layout.hits:
-            # At least the prompt's last token is computed, so at most (prompt - 1) // block blocks.
-            limit = (s.prompt - 1) // layout.block_tokens
-            n = self.pool.match(s.blocks[:limit], snapshots_only=layout.hybrid)
+            n = layout.usable_blocks(s.prompt, self.pool.match(s.blocks[:(s.prompt - 1) // layout.block_tokens]))
+            if layout.hybrid:  # and back to the last block with a state to resume from
+                n = self.pool.match(s.blocks[:n], snapshots_only=True)
             hits, cached = list(s.blocks[:n]), n * layout.block_tokens
         need = self.memory.need(s.prompt - cached + s.max_tokens + self.k) if self.memory is not None else 0.0
         self.pool.pin(hits)  # before reserving: eviction must not take the blocks it reuses
@@ -216,7 +219,7 @@ class SimEngine:
         token_bytes = self.memory.token_bytes - layout.snapshot_bytes_per_token if self.memory is not None else 0.0
         pinned, moved = self.pool.insert(
             s.blocks, layout.block_tokens * token_bytes, self.target.state_bytes,
-            layout.snapshot_points(len(s.blocks)), from_running=s.held,
+            frozenset(s.checkpoints) if layout.hybrid else None, from_running=s.held,
         )
         self.pool.unpin(s.pinned)
         s.pinned, s.held = pinned, s.held - moved
@@ -270,9 +273,13 @@ class SimEngine:
         chunks: list[tuple[Seq, int]] = []
         for s in running:
             if s.in_prefill and budget > 0:
-                n = min(budget, s.prompt - s.prefilled)
-                chunks.append((s, n))
-                budget -= n
+                offered = min(budget, s.prompt - s.prefilled)
+                n = self.layout.aligned_chunk(s.prefilled, offered, s.prompt)
+                if n == 0 and budget == self.max_num_batched_tokens:  # a block larger than a whole step
+                    n = offered
+                if n:
+                    chunks.append((s, n))
+                    budget -= n
         seconds = self._pass_seconds(verify, chunks, [s.slot for s in decoding])
         if self.draft is not None and verify:
             seconds += self.draft.seconds(k, verify)
@@ -280,8 +287,11 @@ class SimEngine:
         p = self.profile
         self.clock += seconds + (p.step_overhead_ms + p.seq_overhead_ms * sampled) / 1e3
         emitted = [(s, self._emit(s, self._verify())) for s in decoding]
+        block = self.layout.block_tokens
         for s, n in chunks:
             s.prefilled += n
+            if s.prefilled % block == 0:
+                s.checkpoints.add(s.prefilled // block)
             if not s.in_prefill:
                 self._remember(s)
                 emitted.append((s, self._emit(s, 1)))

@@ -2,9 +2,13 @@
 
 Reuse is block-granular: a later request can skip the longest prefix it shares with a cached
 one, rounded down to whole cache blocks. Dense models use small blocks (vLLM: 16 tokens).
+A drafter that reads the target's hidden states (EAGLE, MTP, DFlash, DSpark) needs the last
+matched block recomputed, and vLLM drops it from every hit (FullAttentionManager with use_eagle).
 Hybrid models must also restore the linear-attention state where the reuse starts, and the
-engine keeps that state only at block-aligned points: at the end of every prefill chunk (the
-chunk is cut on a block boundary) and at the last full block of each prompt. Every kept state
+engine has that state only where a prefill chunk ended on a block boundary: vLLM's align mode
+cuts every chunk to whole blocks and ends one chunk at the prompt's last full block (a block
+earlier where the drafter's hit is one block shorter), so that the next request can resume
+there (Scheduler._mamba_block_aligned_split). Every kept state
 occupies pool memory, which is the KV capacity prefix caching costs a hybrid model; dense
 models pay nothing. (Qwen3.8-27B: 144 MiB of float32 state per 8,000-token chunk next to 64 KiB
 of K/V per token costs 22 % of the capacity, as studies.md reports: 348,497 -> 271,315 tokens.)
@@ -49,12 +53,15 @@ class CacheLayout:
     state at every chunk end."""
     state_bytes: float
     """Recurrent state of one sequence (0 for dense models: no snapshots)."""
+    drop_last_block: bool = False
+    """A hit gives up its last block, which the drafter needs recomputed (vLLM with a drafter
+    that reads the target's hidden states)."""
 
     @classmethod
     def build(cls, *, enabled: bool, hits: bool, block: int, max_num_batched_tokens: int,
-              state_bytes: float) -> CacheLayout:
+              state_bytes: float, drop_last_block: bool = False) -> CacheLayout:
         chunk = max(block, max_num_batched_tokens - max_num_batched_tokens % block)
-        return cls(enabled, hits, block, chunk, state_bytes)
+        return cls(enabled, hits, block, chunk, state_bytes, drop_last_block)
 
     @property
     def hybrid(self) -> bool:
@@ -71,14 +78,32 @@ class CacheLayout:
             return 0
         return tokens // self.chunk_tokens + 1
 
-    def snapshot_points(self, blocks: int) -> frozenset[int] | None:
-        """Block counts after which a hybrid model keeps a state snapshot, for a prompt of
-        `blocks` full blocks: every chunk end and its last full block; None on a dense model
-        (it can resume after any block)."""
-        if not self.hybrid:
-            return None
-        step = max(1, self.chunk_tokens // self.block_tokens)
-        return frozenset(range(step, blocks + 1, step)) | {blocks}
+    def aligned_chunk(self, start: int, tokens: int, prompt: int) -> int:
+        """Prompt tokens a prefill chunk from `start` may take of the `tokens` its step offers:
+        on a hybrid model with the cache on, whole blocks until the last cacheable block, and a
+        chunk that would cross it ends there (vLLM's align mode); 0: it waits for a larger share."""
+        if not (self.enabled and self.hybrid):
+            return tokens
+        block = self.block_tokens
+        last = self.last_state_block(prompt) * block
+        if start + tokens < last:
+            return tokens // block * block
+        if start < last:
+            return last - start
+        return tokens
+
+    def last_state_block(self, prompt: int) -> int:
+        """The block count after which a prompt's last cacheable state is kept: its last full
+        block, one earlier where a hit drops its last block (so that the same prefix still hits)."""
+        blocks = prompt // self.block_tokens
+        return max(blocks - 1, 0) if self.drop_last_block else blocks
+
+    def usable_blocks(self, prompt: int, matched: int) -> int:
+        """Blocks a prompt of `prompt` tokens may take of the `matched` leading blocks the cache
+        holds: never its last token (it must be computed for the logits), and one block fewer
+        where the drafter needs it recomputed."""
+        n = min(matched, (prompt - 1) // self.block_tokens)
+        return max(n - 1, 0) if self.drop_last_block else n
 
 
 class KvPool:

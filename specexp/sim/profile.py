@@ -13,7 +13,8 @@ its source):
   step filled in slot order, micro-batches over runs of consecutive slot ids);
 - the engine's own kernels' fixed cost per layer, where it differs from the hardware file's;
 - per request: a fixed cost before the first step (HTTP, tokenisation, scheduling);
-- the prefix cache's block, where the engine sets it.
+- the prefix cache's block, where the engine sets it, and whether a drafter's hit gives up its
+  last block.
 
 `calibrations` names, per device, what the profile's figures were checked against; a device
 not named is simulated **uncalibrated**, and the report's Method says so.
@@ -75,6 +76,11 @@ class EngineProfile(BaseModel):
     arrive together wait for each other, so it adds (i - 1) x this to the i-th one's TTFT."""
     cache_block_tokens: int | None = Field(default=None, ge=1)
     """The engine's prefix-cache block; None: the model's (or 16)."""
+    drafter_recomputes_last_block: bool = False
+    """With a drafter that reads the target's hidden states (EAGLE, MTP, DFlash, DSpark), a
+    prefix-cache hit gives up its last block so that the drafter gets that block's hidden
+    states (vLLM: use_eagle drops the last matched block); on a hybrid model with its large
+    blocks, a warm request recomputes one to two blocks."""
     calibrations: dict[str, str] = {}
     """Device id -> what the figures were checked against on it."""
 

@@ -52,6 +52,7 @@ def plan_server(spec: ExperimentSpec, reserved_gib: float = ENGINE_RESERVED_GIB,
     layout = CacheLayout.build(
         enabled=rt.prefix_caching, hits=cache_hits(rt.version, rt.prefix_cache_broken_versions), block=block,
         max_num_batched_tokens=rt.max_num_batched_tokens, state_bytes=target.state_bytes,
+        drop_last_block=profile.drafter_recomputes_last_block and k > 0 and spec.drafter.reads_hidden_states,
     )
     memory = memory_plan(spec, target, draft_model, k=k, layout=layout, max_model_len=max_model_len,
                          reserved_gib=reserved_gib)

@@ -85,5 +85,6 @@ def test_sessions_over_http_resend_the_conversation_text(make_spec: Callable[...
         for line in this:
             before = previous[line["request_id"].rsplit("-t", 1)[0]]
             assert line["prompt_tokens"] > before["prompt_tokens"] + before["output_tokens"]
-            # everything the previous turn sent is cached again (up to a partial last block)
-            assert line["cached_prompt_tokens"] >= before["prompt_tokens"] - 16
+            # everything the previous turn sent is cached again, up to a partial last block and
+            # the 16-token block EAGLE-3 needs recomputed for its hidden states
+            assert line["cached_prompt_tokens"] >= before["prompt_tokens"] - 2 * 16

@@ -60,7 +60,9 @@ def test_requests_sharing_hash_ids_share_their_prefix(make_spec: Callable[..., A
                          "workload.trace_block_tokens=256")
     cached = [t.cached_prompt_tokens for t in window.traces]
     assert cached[0] == 0 and cached[2] == 0 and cached[3] == 0
-    assert cached[1] == 2 * 256  # the two shared blocks, no more
+    # the two shared blocks, no more, less the engine's last 16-token block, which EAGLE-3 needs
+    # recomputed for its hidden states (vLLM gives it up from every hit)
+    assert cached[1] == 2 * 256 - 16
 
 
 def test_arrival_times_are_honoured_within_the_clients_measured_lag(make_spec: Callable[..., Any], sim_url: str,

@@ -1,0 +1,78 @@
+"""Where a warm request can resume: the blocks a drafter gives up, and a hybrid model's states.
+
+vLLM drops the last matched block of every hit when the drafter reads the target's hidden
+states (EAGLE, MTP, DFlash, DSpark), and a hybrid model can resume only where a prefill chunk
+ended on a block boundary: its scheduler cuts chunks to whole blocks and ends one at the
+prompt's last full block (a block earlier with such a drafter). These set how much of a warm
+prompt is recomputed, so the size of the warm gain.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from specexp.sim.kvcache import CacheLayout
+from tests.unit.sim.test_physics_serving import DENSE_LENGTHS, cold_warm, prefix_spec
+
+
+def chunks(layout: CacheLayout, prompt: int, budget: int, start: int = 0) -> list[int]:
+    """The chunk ends of one prompt prefilled alone, `budget` tokens a step."""
+    ends = []
+    while start < prompt:
+        n = layout.aligned_chunk(start, min(budget, prompt - start), prompt) or min(budget, prompt - start)
+        start += n
+        ends.append(start)
+    return ends
+
+
+def hybrid(block: int, drop: bool = False) -> CacheLayout:
+    return CacheLayout.build(enabled=True, hits=True, block=block, max_num_batched_tokens=8192,
+                             state_bytes=1.0, drop_last_block=drop)
+
+
+def test_hybrid_chunks_end_on_blocks_and_one_ends_at_the_last_cacheable_block() -> None:
+    # 224-token blocks: 8,192-token steps are cut to 36 blocks; a chunk stops at the last full block.
+    assert chunks(hybrid(224), 16_000, 8192) == [8064, 15904, 16000]
+    # A drafter that gives up a hit's last block moves that stop a block earlier, so that the
+    # same prefix, less its last block, still ends on a state.
+    assert chunks(hybrid(1600, drop=True), 16_500, 8192) == [8000, 14400, 16500]
+    assert chunks(hybrid(1600, drop=True), 3_700, 8192) == [1600, 3700]
+    # Dense models, and a hybrid one with the cache off, take what the step offers.
+    dense = CacheLayout.build(enabled=True, hits=True, block=16, max_num_batched_tokens=8192, state_bytes=0.0)
+    off = CacheLayout.build(enabled=False, hits=True, block=224, max_num_batched_tokens=8192, state_bytes=1.0)
+    assert chunks(dense, 16_000, 8192) == chunks(off, 16_000, 8192) == [8192, 16000]
+
+
+@pytest.mark.parametrize(("block", "drop"), [(224, False), (1600, True), (1600, False)])
+@pytest.mark.parametrize("prompt", [3700, 16_000, 16_500, 129_000])
+def test_a_hit_never_reaches_the_last_token_and_gives_up_a_block_for_the_drafter(
+        block: int, drop: bool, prompt: int) -> None:
+    layout = hybrid(block, drop)
+    whole = (prompt - 1) // block
+    assert layout.usable_blocks(prompt, prompt // block) == max(whole - drop, 0)
+    assert layout.usable_blocks(prompt, 2) == max(min(2, whole) - drop, 0)
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_only_vllm_gives_up_a_block_and_only_for_a_drafter_that_reads_hidden_states(
+        engine: str, tmp_path: Path) -> None:
+    def cached(drafter: str, k: int | None) -> list[int]:
+        s = prefix_spec("h200", "qwen3-8b", "bf16", drafter, k, DENSE_LENGTHS, engine=engine)
+        return [c for _, _, c in cold_warm(s, tmp_path)]
+
+    base = cached("none", None)
+    assert cached("ngram", 4) == base  # a lookup drafter needs no hidden states
+    given_up = 16 if engine == "vllm" else 0
+    assert cached("eagle3", 3) == [c - given_up for c in base]
+
+
+def test_mtp_on_a_hybrid_model_recomputes_one_to_two_blocks_and_gains_less(tmp_path: Path) -> None:
+    lengths = [3700, 16_500]
+    plain = cold_warm(prefix_spec(lengths=lengths), tmp_path / "none")
+    mtp = cold_warm(prefix_spec(drafter="mtp", k=3, lengths=lengths), tmp_path / "mtp")
+    for n, (cold, warm, cached), (cold_m, warm_m, cached_m) in zip(lengths, plain, mtp, strict=True):
+        assert n - cached < 224                   # without a drafter: less than one small block
+        assert 1600 <= n - cached_m < 2 * 1600   # with MTP: its large block, given up, plus the rest
+        assert cold_m / warm_m < cold / warm
