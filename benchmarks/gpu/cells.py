@@ -29,6 +29,8 @@ class Part:
     """Weights of the target GGUF (bf16 or f16); the overrides name the matching quantization."""
     extra: bool = False
     """Not in the first device call's set: run with --parts."""
+    env: tuple[tuple[str, str], ...] = ()
+    """Environment variables for the real engine's run (llama.cpp reads some at start)."""
 
     def measured(self, binary: str, model: str, draft: str) -> list[str]:
         paths = [f"runtime.executable={binary}", f"runtime.model_path={model}", "runtime.start_timeout_s=300"]
@@ -59,4 +61,10 @@ PARTS = [
     Part("decode-4k", ["drafter=none", *_decode("[1,8,32]", 4096, 128)], extra=True),
     Part("decode-f16", ["drafter=none", *_decode("[1,8,32]", 512, 128)], dtype="f16", extra=True),
     Part("decode-again", ["drafter=none", *DECODE], extra=True),
+    # a fourth call: pure decode by the number of slots (256 tokens out, so decode steps outnumber
+    # the prefill steps), with llama.cpp's CUDA graphs as it runs them and with them switched off:
+    # how the step's fixed and per-slot costs split
+    Part("decode-slots", ["drafter=none", *_decode("[1,2,4,8,16,24,32]", 512, 256)], extra=True),
+    Part("decode-slots-no-graphs", ["drafter=none", *_decode("[1,2,4,8,16,24,32]", 512, 256)], extra=True,
+         env=(("GGML_CUDA_DISABLE_GRAPHS", "1"),)),
 ]

@@ -157,14 +157,17 @@ def write_models(work: Path, out: Path, dtypes: set[str]) -> dict[str, Path]:
     return paths
 
 
-def specexp(sweep_dir: Path, overrides: list[str], timeout_s: float, out: Path) -> int:
-    """`python -m specexp -m ...`; at the deadline it gets Ctrl-C, so it records the job as interrupted
-    and stops the llama-server it started (a server runs in its own session and would outlive a kill)."""
+def specexp(sweep_dir: Path, overrides: list[str], timeout_s: float, out: Path,
+            env: tuple[tuple[str, str], ...] = ()) -> int:
+    """`python -m specexp -m ...` (with `env` added to its environment, which the server it starts
+    inherits); at the deadline it gets Ctrl-C, so it records the job as interrupted and stops the
+    llama-server it started (a server runs in its own session and would outlive a kill)."""
     argv = [sys.executable, "-m", "specexp", "-m", *overrides, f"hydra.sweep.dir={sweep_dir}"]
-    log(out, "run: " + " ".join(argv[3:]))
+    log(out, "run: " + " ".join(f"{k}={v}" for k, v in env) + (" " if env else "") + " ".join(argv[3:]))
     sweep_dir.mkdir(parents=True, exist_ok=True)
     with (sweep_dir / "console.txt").open("w") as console:
-        proc = subprocess.Popen(argv, cwd=REPO, stdout=console, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(argv, cwd=REPO, stdout=console, stderr=subprocess.STDOUT,
+                                env={**os.environ, **dict(env)})
         try:
             rc = proc.wait(timeout=max(timeout_s, 1))
         except subprocess.TimeoutExpired:
@@ -202,7 +205,7 @@ def sweep(work: Path, binary: Path, models: dict[str, Path], out: Path, deadline
             log(out, f"sweep: {part.name} not started ({left:.0f} s left)")
             continue
         overrides = part.measured(str(binary), str(models[f"qwen3-8b-{part.dtype}"]), str(models["qwen3-0.6b-bf16"]))
-        specexp(work / "sweeps" / part.name, overrides, left - 10, out)
+        specexp(work / "sweeps" / part.name, overrides, left - 10, out, part.env)
         pack(work, out)
 
 

@@ -96,6 +96,19 @@ def write_holdout(tar_path: Path) -> Path:
     return path
 
 
+def write_slots(tar_path: Path) -> Path:
+    """benchmarks/data/h200-llamacpp-slots.jsonl from the decode-slots call (llamacpp_h200.py --parts
+    decode-slots decode-slots-no-graphs): pure decode by the number of slots, as runtime=llamacpp runs
+    llama-server (part "decode", fitted) and with GGML_CUDA_DISABLE_GRAPHS=1 (part "decode-no-cuda-graphs")."""
+    files = _members(tar_path)
+    parts = {"decode-slots": "decode", "decode-slots-no-graphs": "decode-no-cuda-graphs"}
+    lines = [line for name, blob in sorted(files.items()) if name.endswith("/result.json")
+             for line in record_lines(json.loads(blob), parts[name.split("/")[1]])]
+    path = REPO / "benchmarks/data/h200-llamacpp-slots.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
 def write(tar_path: Path, log_path: Path | None = None) -> list[Path]:
     files = _members(tar_path)
     data_lines, md = [], ["# llama-server on an H200: where concurrent prompts spend their time", "",
@@ -141,6 +154,8 @@ if __name__ == "__main__":
 
     if sys.argv[1] == "--holdout":
         print(write_holdout(Path(sys.argv[2])))
+    elif sys.argv[1] == "--slots":
+        print(write_slots(Path(sys.argv[2])))
     else:
         for path in write(Path(sys.argv[1]), Path(sys.argv[2]) if len(sys.argv) > 2 else None):
             print(path)

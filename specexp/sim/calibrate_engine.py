@@ -3,15 +3,19 @@
 The data are specexp's own records of a real server (benchmarks/data/, with their provenance):
 for llama-server with CUDA on an H200, the Qwen3-8B shape in BF16 without a drafter, decode at
 concurrency 1, 8 and 32 (512-token prompts, 256 tokens out, 32 slots) and prefill at 1k-32k
-tokens (one slot), and a trace's decode at concurrency 1-32 (32 tokens out). Every measured
-cell is simulated with `runtime=sim runtime.engine=<profile>` and the same conditions, through
-the same runtime and workload driver a sweep uses.
+tokens (one slot), a trace's decode at concurrency 1-32 (32 tokens out), and pure decode at
+concurrency 1-32 (256 tokens out). Every measured job is simulated whole with `runtime=sim
+runtime.engine=<profile>` and the same conditions (its concurrency levels in the order they ran,
+its repeats and warm-up), through the same runtime and workload driver a sweep uses: llama-server
+reuses its slots window after window, so a window's slot ids depend on the windows before it.
 
 The fit is the Levenberg-Marquardt least squares of calibrate.py on log(simulated / measured)
 over decode_tps, aggregate_tps and ttft_s of the decode cells and prefill_tps and ttft_s of the
-prefill cells, of the profile's step and per-sequence CPU costs, its prefill compute share, its
-per-request cost, its cost per prefill micro-batch and its kernels' cost per layer (FITTED). The
-micro-batch sizes are the engine's defaults and its scheduling is read from its source, not fitted.
+prefill cells, of the profile's per-sequence CPU cost, its prefill compute share, its per-request
+cost, its cost per prefill micro-batch, its kernels' cost per layer and its extra cost of a pass over
+more than one token (FITTED). The per-step cost is not fitted: it trades one for one against the
+per-layer cost. The micro-batch sizes are the engine's defaults and its scheduling is read from its
+source, not fitted.
 """
 
 from __future__ import annotations
@@ -28,11 +32,13 @@ from specexp.sim.profile import EngineProfile, load_profile
 from specexp.spec import ExperimentSpec
 
 _DATA_DIR = Path(__file__).resolve().parents[2] / "benchmarks/data"
-DATA = (_DATA_DIR / "gpu-h200-llamacpp.jsonl", _DATA_DIR / "h200-llamacpp-trace.jsonl")
-"""The first device call's cells, then the trace's (concurrency 1-32, 32 tokens out)."""
-FITTED = ("step_overhead_ms", "seq_overhead_ms", "prefill_compute", "request_overhead_ms", "prefill_pass_overhead_ms",
-          "layer_overhead_us")
-UPPER = (np.inf, np.inf, 1.0, np.inf, np.inf, np.inf)
+DATA = (_DATA_DIR / "gpu-h200-llamacpp.jsonl", _DATA_DIR / "h200-llamacpp-trace.jsonl",
+        _DATA_DIR / "h200-llamacpp-slots.jsonl")
+"""The first device call's cells, the trace's (concurrency 1-32, 32 tokens out), and pure decode
+by the number of slots (concurrency 1-32, 256 tokens out)."""
+FITTED = ("seq_overhead_ms", "prefill_compute", "request_overhead_ms", "prefill_pass_overhead_ms",
+          "layer_overhead_us", "batched_pass_overhead_ms")
+UPPER = (np.inf, 1.0, np.inf, np.inf, np.inf, np.inf)
 METRICS = {"decode": ("decode_tps", "aggregate_tps", "ttft_s"), "prefill": ("prefill_tps", "ttft_s")}
 
 
@@ -46,6 +52,7 @@ class Cell:
     output_tokens: int
     max_model_len: int
     slots: int
+    repeats: int
     measured: dict[str, float]
 
     @property
@@ -66,7 +73,7 @@ def load_cells(paths: Path | Sequence[Path] = DATA) -> list[Cell]:
             continue
         slots = int((r.get("engine_info") or {}).get("total_slots") or c["concurrency"])
         cells.append(Cell(part, int(c["concurrency"]), int(c["prompt_tokens"]), int(c["output_tokens"]),
-                          int(c["max_model_len"]), slots,
+                          int(c["max_model_len"]), slots, int(c.get("repeats") or 1),
                           {k: float(m["metrics"][k]) for k in METRICS[part] if m["metrics"].get(k)}))
     return cells
 
@@ -79,18 +86,26 @@ def base_spec(engine: str = "llamacpp") -> ExperimentSpec:
                        "quantization=bf16", "drafter=none", "workload=concurrency"])
 
 
-def cell_spec(base: ExperimentSpec, cell: Cell) -> ExperimentSpec:
+def job_key(cell: Cell) -> tuple[str, int, int, int, int, int]:
+    """Cells measured in one job: one server, its concurrency levels one after the other."""
+    return (cell.part, cell.prompt_tokens, cell.output_tokens, cell.max_model_len, cell.slots, cell.repeats)
+
+
+def job_spec(base: ExperimentSpec, cells: Sequence[Cell]) -> ExperimentSpec:
+    """The job that measured `cells` (one job_key), concurrency levels in the order they ran, with
+    its repeats and the workload's warm-up: llama-server's slots are reused from window to window,
+    least recently used first, so a window's slot ids (and its passes) depend on the windows before."""
+    cell = cells[0]
     workload = base.workload.model_copy(update={
-        "concurrency": [cell.concurrency], "prompt_tokens": cell.prompt_tokens, "prompt_lengths": None,
-        "output_tokens": cell.output_tokens, "repeats": 1, "warmup": 0, "cache": ["cold"],
-        "shared_prefix": False,
+        "concurrency": [c.concurrency for c in cells], "prompt_tokens": cell.prompt_tokens, "prompt_lengths": None,
+        "output_tokens": cell.output_tokens, "repeats": cell.repeats, "cache": ["cold"], "shared_prefix": False,
     })
     runtime = base.runtime.model_copy(update={"max_model_len": cell.max_model_len, "max_num_seqs": cell.slots})
     return base.model_copy(update={"workload": workload, "runtime": runtime})
 
 
-def simulate(spec: ExperimentSpec, profile: EngineProfile | None = None) -> dict[str, float]:
-    """The window metrics of one cell on the simulator (the driver's only window)."""
+def simulate(spec: ExperimentSpec, profile: EngineProfile | None = None) -> dict[int, dict[str, float]]:
+    """Per concurrency level, the median over repeats of each window metric of the job on the simulator."""
     from specexp.metrics import window_metrics
     from specexp.sim.runtime import SimRuntime
     from specexp.sim.startup import start_engine
@@ -99,11 +114,13 @@ def simulate(spec: ExperimentSpec, profile: EngineProfile | None = None) -> dict
     runtime = SimRuntime(spec, Path("."))
     _, runtime.engine = start_engine(spec, profile)
     prefill_only = spec.workload.output_tokens == 1
-    out: dict[str, float] = {}
+    samples: dict[int, dict[str, list[float]]] = {}
     for window in drive(runtime, spec.workload, marker="calibration"):
-        out = {k: float(v) for k, v in window_metrics(window.traces, window.delta, prefill_only=prefill_only).items()
-               if isinstance(v, (int, float)) and not isinstance(v, bool)}
-    return out
+        level = samples.setdefault(window.point.concurrency, {})
+        for k, v in window_metrics(window.traces, window.delta, prefill_only=prefill_only).items():
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                level.setdefault(k, []).append(float(v))
+    return {c: {k: float(np.median(v)) for k, v in m.items()} for c, m in samples.items()}
 
 
 def with_figures(profile: EngineProfile, values: Sequence[float]) -> EngineProfile:
@@ -113,9 +130,13 @@ def with_figures(profile: EngineProfile, values: Sequence[float]) -> EngineProfi
 def compare(cells: Sequence[Cell], base: ExperimentSpec,
             profile: EngineProfile | None = None) -> list[tuple[Cell, str, float, float]]:
     """(cell, metric, measured, simulated) for every measured figure."""
+    jobs: dict[tuple[str, int, int, int, int, int], list[Cell]] = {}
+    for cell in cells:
+        jobs.setdefault(job_key(cell), []).append(cell)
+    sims = {key: simulate(job_spec(base, job), profile) for key, job in jobs.items()}
     rows = []
     for cell in cells:
-        sim = simulate(cell_spec(base, cell), profile)
+        sim = sims[job_key(cell)].get(cell.concurrency, {})
         rows.extend((cell, metric, value, sim.get(metric, float("nan"))) for metric, value in cell.measured.items())
     return rows
 

@@ -128,8 +128,10 @@ class SimEngine:
         self.clock = 0.0
         self._launcher_free = 0.0
         """When the engine's scheduling thread is free for the next request (request_serial_ms)."""
-        self._slot_last_used = [-1.0] * max_num_seqs if self.profile.batching == "slots" else []
-        """Per slot, when it last released a request (-1: never), as llama-server keeps it."""
+        self._slot_last_used = [(-1.0, 0)] * max_num_seqs if self.profile.batching == "slots" else []
+        """Per slot, when it last released a request ((-1, 0): never): the clock, then the release's
+        number, as llama-server stamps each slot it releases, one after the other in slot order."""
+        self._releases = 0
         self.counts = Counts(per_position=[0] * self.k)
         self.waiting: deque[Seq] = deque()
         self.running: list[Seq] = []
@@ -236,7 +238,7 @@ class SimEngine:
 
     def _release(self, s: Seq) -> None:
         if s.slot >= 0:
-            self._slot_last_used[s.slot] = self.clock
+            self._slot_last_used[s.slot], self._releases = (self.clock, self._releases), self._releases + 1
         self.pool.release(s.held)
         self.pool.unpin(s.pinned)
         s.held, s.pinned = 0.0, []
@@ -255,7 +257,7 @@ class SimEngine:
             return None
         emitted = self._pass(self.running)
         self.counts.steps += 1
-        finished = [s for s in self.running if s.done]
+        finished = sorted((s for s in self.running if s.done), key=lambda s: s.slot)
         for s in finished:
             self._release(s)
         self.counts.finished += len(finished)
@@ -306,18 +308,22 @@ class SimEngine:
         if not prefill:
             if equal and ids is not None and self.profile.prefill_ubatch_tokens:  # one pass per run of slots
                 runs = equal_ubatches(verify, [], self.profile.prefill_ubatch_tokens, ids)
-                return sum(self.target.pass_seconds(group) for group in runs)
-            return self.target.pass_seconds(verify)
+                return sum(self.target.pass_seconds(group) + self._batched(group) for group in runs)
+            return self.target.pass_seconds(verify) + self._batched(verify)
         ubatch = self.profile.prefill_ubatch_tokens
         if ubatch is None:
-            return self.prefill_target.pass_seconds(verify + prefill)
+            return self.prefill_target.pass_seconds(verify + prefill) + self._batched(verify + prefill)
         if equal:
             passes = equal_ubatches(verify, prefill, ubatch, ids)
         else:
             passes = mixed_ubatches(verify, prefill, ubatch)
         passes = [group for group in passes if group]
         overhead = len(passes) * self.profile.prefill_pass_overhead_ms / 1e3
-        return overhead + sum(self.prefill_target.pass_seconds(group) for group in passes)
+        return overhead + sum(self.prefill_target.pass_seconds(group) + self._batched(group) for group in passes)
+
+    def _batched(self, group: list[Slice]) -> float:
+        """The engine's extra cost of a pass over more than one token (batched_pass_overhead_ms)."""
+        return self.profile.batched_pass_overhead_ms / 1e3 if sum(s.tokens for s in group) > 1 else 0.0
 
     def _verify(self) -> int:
         """Tokens one sequence emits from one decode step: accepted drafts + the bonus token."""

@@ -60,6 +60,11 @@ class EngineProfile(BaseModel):
     layer_overhead_us: float | None = Field(default=None, ge=0)
     """Fixed cost of a forward pass per decoder layer with the engine's own kernels (launch gaps,
     norms, rotary, attention set-up), us; None: the hardware file's (fitted to PyTorch kernels)."""
+    batched_pass_overhead_ms: float = Field(default=0.0, ge=0)
+    """Extra time of a forward pass over more than one token, ms: llama.cpp runs a one-token pass
+    through its mat-vec kernels with the gate and up projections fused (BF16 and F16 weights on
+    Ampere and later: ggml-cuda/mmvf.cu ggml_cuda_should_use_mmvf takes ne11 == 1 only), and any
+    wider pass through its tensor-core kernels, unfused."""
     prefill_pass_overhead_ms: float = Field(default=0.0, ge=0)
     """CPU and launch time of every pass of a step that prefills, besides its kernels, ms
     (llama.cpp builds a compute graph for each new micro-batch shape and cannot replay its

@@ -27,10 +27,6 @@ def request(name: str, prompt: int = 64, out: int = 2) -> Request:
     return Request(request_id=name, prompt="x", prompt_tokens=prompt, max_tokens=out)
 
 
-def used_slots(engine) -> set[int]:  # type: ignore[no-untyped-def]
-    return {i for i, last in enumerate(engine._slot_last_used) if last >= 0}
-
-
 def test_a_fresh_server_hands_out_its_highest_slots_first_then_the_least_recently_used(tmp_path: Path) -> None:
     engine = engine_of(tmp_path, "runtime.max_num_seqs=4")
     order = []
@@ -41,6 +37,29 @@ def test_a_fresh_server_hands_out_its_highest_slots_first_then_the_least_recentl
         order.append(changed)
     # never-used slots tie at -1 and llama-server's <= keeps the last of them; then the oldest release
     assert order == [3, 2, 1, 0, 3, 2]
+
+
+def test_slots_finishing_in_one_step_are_reused_in_slot_order(tmp_path: Path) -> None:
+    # llama-server releases the slots that finish in one step one after the other in slot order, each
+    # stamped with the time: the lowest of them is the least recently used.
+    engine = engine_of(tmp_path, "runtime.max_num_seqs=8")
+    engine.run([request("warm")])  # slot 7
+    first = engine.run([request(f"a{i}") for i in range(4)])
+    assert len({t.events[-1].t for t in first}) == 1  # all four finish in the same step
+    taken = sorted(i for i, last in enumerate(engine._slot_last_used) if last[0] >= 0)
+    assert taken == [3, 4, 5, 6, 7]
+    order = []
+    for i in range(4):
+        before = list(engine._slot_last_used)
+        engine.run([request(f"b{i}")])
+        order.append(next(s for s, last in enumerate(engine._slot_last_used) if last != before[s]))
+    assert order == [2, 1, 0, 7]  # never used first (highest id), then the oldest release
+    again = []
+    for i in range(4):
+        before = list(engine._slot_last_used)
+        engine.run([request(f"c{i}")])
+        again.append(next(s for s, last in enumerate(engine._slot_last_used) if last != before[s]))
+    assert again == [3, 4, 5, 6]  # the four released together: the lowest slot first
 
 
 def test_a_break_in_slot_ids_cuts_the_decode_tokens_into_more_passes(tmp_path: Path) -> None:
@@ -98,3 +117,15 @@ def test_every_prefill_pass_pays_the_engines_pass_cost(tmp_path: Path) -> None:
         chunks = [(Seq(f"p{i}", prompt=x.tokens, max_tokens=1, slot=i), x.tokens) for i, x in enumerate(prompts)]
         seconds[name] = engine._pass_seconds([], chunks, [])
     assert seconds["many"] - seconds["one"] >= (passes_many - passes_one) * cost
+
+
+def test_a_pass_of_more_than_one_token_pays_the_engines_batched_cost(tmp_path: Path) -> None:
+    # llama.cpp runs a one-token pass through its fused mat-vec kernels and a wider one without them.
+    engine = engine_of(tmp_path)
+    extra = engine.profile.batched_pass_overhead_ms / 1e3
+    assert extra > 0
+    one, two = [Slice(tokens=1, context=600, logits=1)], [Slice(tokens=1, context=600, logits=1)] * 2
+    assert engine._pass_seconds(one, [], [5]) == engine.target.pass_seconds(one)
+    assert engine._pass_seconds(two, [], [5, 6]) == engine.target.pass_seconds(two) + extra
+    # slots 5 and 9 are two runs: two one-token passes, neither pays it
+    assert engine._pass_seconds(two, [], [5, 9]) == 2 * engine.target.pass_seconds(one)
