@@ -67,4 +67,10 @@ PARTS = [
     Part("decode-slots", ["drafter=none", *_decode("[1,2,4,8,16,24,32]", 512, 256)], extra=True),
     Part("decode-slots-no-graphs", ["drafter=none", *_decode("[1,2,4,8,16,24,32]", 512, 256)], extra=True,
          env=(("GGML_CUDA_DISABLE_GRAPHS", "1"),)),
+    # a fifth call: decode at c = 32 with 2,048 and 1,024 tokens of context per slot, alternately (the
+    # first call's 31.1 tok/s came with 2,048, the fourth call's 36.8 with 1,024): context size or spread?
+    *(Part(f"decode-c32-ctx{ctx}{tag}", ["drafter=none", "workload=concurrency", "workload.concurrency=[32]",
+                                          "workload.prompt_tokens=512", "workload.output_tokens=256",
+                                          "workload.repeats=3", f"runtime.max_model_len={ctx}"], extra=True)
+      for ctx, tag in ((2048, ""), (1024, ""), (2048, "-again"), (1024, "-again"))),
 ]

@@ -96,6 +96,19 @@ def write_holdout(tar_path: Path) -> Path:
     return path
 
 
+def write_c32(tar_path: Path) -> Path:
+    """benchmarks/data/h200-llamacpp-c32.jsonl from the fifth call (--parts decode-c32-ctx2048
+    decode-c32-ctx1024 decode-c32-ctx2048-again decode-c32-ctx1024-again): one cell measured four times
+    on four servers, 2,048 and 1,024 tokens of context per slot in turn, in the order they ran."""
+    files = _members(tar_path)
+    order = ["decode-c32-ctx2048", "decode-c32-ctx1024", "decode-c32-ctx2048-again", "decode-c32-ctx1024-again"]
+    results = {name.split("/")[1]: json.loads(blob) for name, blob in files.items() if name.endswith("/result.json")}
+    lines = [line for part in order for line in record_lines(results[part], "decode")]
+    path = REPO / "benchmarks/data/h200-llamacpp-c32.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
 def write_slots(tar_path: Path) -> Path:
     """benchmarks/data/h200-llamacpp-slots.jsonl from the decode-slots call (llamacpp_h200.py --parts
     decode-slots decode-slots-no-graphs): pure decode by the number of slots, as runtime=llamacpp runs
@@ -156,6 +169,8 @@ if __name__ == "__main__":
         print(write_holdout(Path(sys.argv[2])))
     elif sys.argv[1] == "--slots":
         print(write_slots(Path(sys.argv[2])))
+    elif sys.argv[1] == "--c32":
+        print(write_c32(Path(sys.argv[2])))
     else:
         for path in write(Path(sys.argv[1]), Path(sys.argv[2]) if len(sys.argv) > 2 else None):
             print(path)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +54,12 @@ class Cell:
     slots: int
     repeats: int
     measured: dict[str, float]
+    job: int = 0
+    """Which measured job (one server, its concurrency levels one after the other) it came from."""
+
+    @property
+    def settings(self) -> tuple[str, int, int, int, int, int]:
+        return (self.part, self.prompt_tokens, self.output_tokens, self.max_model_len, self.slots, self.repeats)
 
     @property
     def label(self) -> str:
@@ -62,8 +68,9 @@ class Cell:
 
 
 def load_cells(paths: Path | Sequence[Path] = DATA) -> list[Cell]:
-    """The drafter-free decode and prefill cells of records files (one JSON object a line)."""
-    cells = []
+    """The drafter-free decode and prefill cells of records files (one JSON object a line), in order:
+    a job ends where the settings change or the concurrency stops rising (a job's levels ascend)."""
+    cells: list[Cell] = []
     lines = [line for path in ([paths] if isinstance(paths, Path) else paths) for line in path.read_text().splitlines()]
     for line in lines:
         r: dict[str, Any] = json.loads(line)
@@ -72,9 +79,12 @@ def load_cells(paths: Path | Sequence[Path] = DATA) -> list[Cell]:
         if r.get("status") != "ok" or part not in METRICS or c.get("drafter") != "none":
             continue
         slots = int((r.get("engine_info") or {}).get("total_slots") or c["concurrency"])
-        cells.append(Cell(part, int(c["concurrency"]), int(c["prompt_tokens"]), int(c["output_tokens"]),
-                          int(c["max_model_len"]), slots, int(c.get("repeats") or 1),
-                          {k: float(m["metrics"][k]) for k in METRICS[part] if m["metrics"].get(k)}))
+        cell = Cell(part, int(c["concurrency"]), int(c["prompt_tokens"]), int(c["output_tokens"]),
+                    int(c["max_model_len"]), slots, int(c.get("repeats") or 1),
+                    {k: float(m["metrics"][k]) for k in METRICS[part] if m["metrics"].get(k)})
+        prev = cells[-1] if cells else None
+        same = prev is not None and prev.settings == cell.settings and cell.concurrency > prev.concurrency
+        cells.append(replace(cell, job=(prev.job if same else prev.job + 1) if prev else 0))
     return cells
 
 
@@ -86,13 +96,8 @@ def base_spec(engine: str = "llamacpp") -> ExperimentSpec:
                        "quantization=bf16", "drafter=none", "workload=concurrency"])
 
 
-def job_key(cell: Cell) -> tuple[str, int, int, int, int, int]:
-    """Cells measured in one job: one server, its concurrency levels one after the other."""
-    return (cell.part, cell.prompt_tokens, cell.output_tokens, cell.max_model_len, cell.slots, cell.repeats)
-
-
 def job_spec(base: ExperimentSpec, cells: Sequence[Cell]) -> ExperimentSpec:
-    """The job that measured `cells` (one job_key), concurrency levels in the order they ran, with
+    """The job that measured `cells` (one Cell.job), concurrency levels in the order they ran, with
     its repeats and the workload's warm-up: llama-server's slots are reused from window to window,
     least recently used first, so a window's slot ids (and its passes) depend on the windows before."""
     cell = cells[0]
@@ -130,13 +135,13 @@ def with_figures(profile: EngineProfile, values: Sequence[float]) -> EngineProfi
 def compare(cells: Sequence[Cell], base: ExperimentSpec,
             profile: EngineProfile | None = None) -> list[tuple[Cell, str, float, float]]:
     """(cell, metric, measured, simulated) for every measured figure."""
-    jobs: dict[tuple[str, int, int, int, int, int], list[Cell]] = {}
+    jobs: dict[int, list[Cell]] = {}
     for cell in cells:
-        jobs.setdefault(job_key(cell), []).append(cell)
+        jobs.setdefault(cell.job, []).append(cell)
     sims = {key: simulate(job_spec(base, job), profile) for key, job in jobs.items()}
     rows = []
     for cell in cells:
-        sim = sims[job_key(cell)].get(cell.concurrency, {})
+        sim = sims[cell.job].get(cell.concurrency, {})
         rows.extend((cell, metric, value, sim.get(metric, float("nan"))) for metric, value in cell.measured.items())
     return rows
 
