@@ -73,4 +73,10 @@ PARTS = [
                                           "workload.prompt_tokens=512", "workload.output_tokens=256",
                                           "workload.repeats=3", f"runtime.max_model_len={ctx}"], extra=True)
       for ctx, tag in ((2048, ""), (1024, ""), (2048, "-again"), (1024, "-again"))),
+    # a sixth call: the trace's decode windows again with every token's arrival time, to see the steps
+    # in which slots decode while other prompts prefill
+    Part("decode-chunks", ["drafter=none", "workload=concurrency", "workload.concurrency=[1,2,4,8,16,32]",
+                           "workload.prompt_tokens=512", "workload.output_tokens=32", "workload.repeats=3",
+                           "runtime.max_model_len=2048", "workload.record_chunk_times=true"], extra=True,
+         engine_only=("runtime.extra_args=[--log-timestamps,--log-prefix]",)),
 ]

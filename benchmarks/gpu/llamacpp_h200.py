@@ -184,10 +184,13 @@ def specexp(sweep_dir: Path, overrides: list[str], timeout_s: float, out: Path,
 
 
 def pack(work: Path, out: Path) -> None:
-    """Every result.json (and the head and tail of its server.log) into OUT/records.tar.gz."""
+    """Every result.json and requests.jsonl (and the head and tail of its server.log) into
+    OUT/records.tar.gz."""
     with tarfile.open(out / "records.tar.gz", "w:gz") as tar:
         for path in sorted((work / "sweeps").rglob("result.json")):
             tar.add(path, arcname=str(path.relative_to(work)))
+            if (path.parent / "requests.jsonl").is_file():
+                tar.add(path.parent / "requests.jsonl", arcname=str((path.parent / "requests.jsonl").relative_to(work)))
             server_log = path.parent / "server.log"
             if server_log.is_file():
                 lines = server_log.read_text(errors="replace").splitlines()
@@ -195,6 +198,8 @@ def pack(work: Path, out: Path) -> None:
                 keep = path.parent / "server.log.short"
                 keep.write_text(short + "\n")
                 tar.add(keep, arcname=str(keep.relative_to(work)))
+                if server_log.stat().st_size < 4 << 20:  # whole, when it is small enough to come back
+                    tar.add(server_log, arcname=str(server_log.relative_to(work)))
 
 
 def sweep(work: Path, binary: Path, models: dict[str, Path], out: Path, deadline: float,

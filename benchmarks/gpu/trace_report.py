@@ -109,6 +109,18 @@ def write_c32(tar_path: Path) -> Path:
     return path
 
 
+def write_chunks(tar_path: Path) -> Path:
+    """benchmarks/data/h200-llamacpp-chunks.jsonl from the sixth call (--parts decode-chunks): the trace's
+    decode job again (c = 1-32, 32 tokens out, three repeats) with every token's arrival time in its
+    requests.jsonl (kept in the tarball) and the server's timestamped log."""
+    files = _members(tar_path)
+    lines = [line for name, blob in sorted(files.items()) if name.endswith("/result.json")
+             for line in record_lines(json.loads(blob), "decode")]
+    path = REPO / "benchmarks/data/h200-llamacpp-chunks.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
 def write_slots(tar_path: Path) -> Path:
     """benchmarks/data/h200-llamacpp-slots.jsonl from the decode-slots call (llamacpp_h200.py --parts
     decode-slots decode-slots-no-graphs): pure decode by the number of slots, as runtime=llamacpp runs
@@ -169,6 +181,8 @@ if __name__ == "__main__":
         print(write_holdout(Path(sys.argv[2])))
     elif sys.argv[1] == "--slots":
         print(write_slots(Path(sys.argv[2])))
+    elif sys.argv[1] == "--chunks":
+        print(write_chunks(Path(sys.argv[2])))
     elif sys.argv[1] == "--c32":
         print(write_c32(Path(sys.argv[2])))
     else:
