@@ -178,7 +178,7 @@ class SimEngine:
             self.clock = max(self.clock, at)
         seq.arrived = at
         p = self.profile
-        seq.ready = at + p.request_overhead_ms / 1e3
+        seq.ready = at + (p.request_overhead_ms + seq.prompt * p.request_overhead_us_per_token / 1e3) / 1e3
         if p.request_serial_ms:  # one request at a time through the engine's scheduling thread
             seq.ready = self._launcher_free = max(seq.ready, self._launcher_free) + p.request_serial_ms / 1e3
         self.waiting.append(seq)

@@ -75,6 +75,10 @@ class EngineProfile(BaseModel):
     request_overhead_ms: float = Field(default=0.0, ge=0)
     """Fixed cost of a request before its first step (HTTP, tokenisation, scheduling), ms,
     paid by each request in parallel with the others (the HTTP threads)."""
+    request_overhead_us_per_token: float = Field(default=0.0, ge=0)
+    """The part of a request's cost before its first step that grows with its prompt (tokenisation,
+    block hashing, the token ids handed to the engine), us per prompt token, paid like
+    request_overhead_ms: cached prompt tokens pay it too."""
     request_serial_ms: float = Field(default=0.0, ge=0)
     """Cost of a request paid one request at a time by the engine's single scheduling thread
     (llama-server's main loop takes each new task and launches its slot), ms: requests that

@@ -125,7 +125,8 @@ def test_warm_gain_is_bounded_by_the_fixed_and_tail_costs(engine: str, tmp_path:
         cached = warm.cached_prompt_tokens or 0
         assert 0 < cached < tokens
         tail = engine_.prefill_target.pass_seconds([Slice(tokens=tokens - cached, context=cached, logits=1)])
-        floor = tail + (p.request_overhead_ms + p.step_overhead_ms + p.seq_overhead_ms) / 1e3
+        fixed = p.request_overhead_ms + tokens * p.request_overhead_us_per_token / 1e3  # cached tokens pay it too
+        floor = tail + (fixed + p.step_overhead_ms + p.seq_overhead_ms) / 1e3
         warm_ttft = warm.events[0].t - warm.sent_at
         cold_ttft = cold.events[0].t - cold.sent_at
         assert warm_ttft >= floor * 0.999
