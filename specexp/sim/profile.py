@@ -12,7 +12,9 @@ its source):
 - batching: continuous (vLLM, SGLang) or llama-server's slots (least recently used first, each
   step filled in slot order, micro-batches over runs of consecutive slot ids);
 - the engine's own kernels' fixed cost per layer, where it differs from the hardware file's;
-- per request: a fixed cost before the first step (HTTP, tokenisation, scheduling);
+- per request: a cost before the first step (HTTP, tokenisation, scheduling), fixed and per prompt
+  token, and one paid a request at a time by the engine's scheduling thread;
+- per pass: the extra cost of a pass over more than one token (llama.cpp's unfused kernels);
 - the prefix cache's block, where the engine sets it, and whether a drafter's hit gives up its
   last block.
 
