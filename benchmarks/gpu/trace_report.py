@@ -7,7 +7,9 @@
   and TPOT, with one KV stream per slot and with --kv-unified;
 - benchmarks/data/h200-llamacpp-trace.jsonl: each measurement of the sweeps, one JSON object a line,
   in the form of gpu-h200-llamacpp.jsonl (`part` decode for the one-stream-per-slot server that
-  runtime=llamacpp starts, decode-kv-unified for the other), then the batched-bench rows.
+  runtime=llamacpp starts, decode-kv-unified for the other), then the batched-bench rows;
+- `trace_report.py --holdout | --slots | --c32 | --chunks RECORDS.tar.gz`: the data files of the
+  later device calls (llamacpp_h200.py --parts ...), each from its sweeps' records (DATA_FILES).
 """
 
 from __future__ import annotations
@@ -86,50 +88,31 @@ def record_lines(result: dict[str, Any], part: str) -> list[str]:
                        sort_keys=True) for measurement in result["measurements"]]
 
 
-def write_holdout(tar_path: Path) -> Path:
-    """benchmarks/data/h200-llamacpp-holdout.jsonl from a device call's sweeps (cells the fit never saw)."""
-    files = _members(tar_path)
-    lines = [line for name, blob in sorted(files.items()) if name.endswith("/result.json")
-             for line in record_lines(json.loads(blob), "decode")]
-    path = REPO / "benchmarks/data/h200-llamacpp-holdout.jsonl"
-    path.write_text("\n".join(lines) + "\n")
-    return path
+C32 = ("decode-c32-ctx2048", "decode-c32-ctx1024", "decode-c32-ctx2048-again", "decode-c32-ctx1024-again")
+DATA_FILES: dict[str, tuple[str, dict[str, str] | None]] = {
+    # cells the fit never saw: c = 4, 12, 24, 1,024-token prompts (the third call of the trace work)
+    "--holdout": ("h200-llamacpp-holdout.jsonl", None),
+    # pure decode by the number of slots, as runtime=llamacpp runs llama-server (fitted) and with
+    # GGML_CUDA_DISABLE_GRAPHS=1 (llamacpp_h200.py --parts decode-slots decode-slots-no-graphs)
+    "--slots": ("h200-llamacpp-slots.jsonl", {"decode-slots": "decode", "decode-slots-no-graphs": "decode-no-cuda-graphs"}),
+    # one cell on four servers, 2,048 and 1,024 tokens of context per slot in turn, in the order they ran
+    "--c32": ("h200-llamacpp-c32.jsonl", dict.fromkeys(C32, "decode")),
+    # the trace's decode job again, every token's arrival time in its requests.jsonl (--parts decode-chunks)
+    "--chunks": ("h200-llamacpp-chunks.jsonl", None),
+}
+"""Option -> (benchmarks/data file, the sweeps it takes in order and the record part of each; None:
+every sweep, in name order, as part decode)."""
 
 
-def write_c32(tar_path: Path) -> Path:
-    """benchmarks/data/h200-llamacpp-c32.jsonl from the fifth call (--parts decode-c32-ctx2048
-    decode-c32-ctx1024 decode-c32-ctx2048-again decode-c32-ctx1024-again): one cell measured four times
-    on four servers, 2,048 and 1,024 tokens of context per slot in turn, in the order they ran."""
-    files = _members(tar_path)
-    order = ["decode-c32-ctx2048", "decode-c32-ctx1024", "decode-c32-ctx2048-again", "decode-c32-ctx1024-again"]
-    results = {name.split("/")[1]: json.loads(blob) for name, blob in files.items() if name.endswith("/result.json")}
-    lines = [line for part in order for line in record_lines(results[part], "decode")]
-    path = REPO / "benchmarks/data/h200-llamacpp-c32.jsonl"
-    path.write_text("\n".join(lines) + "\n")
-    return path
-
-
-def write_chunks(tar_path: Path) -> Path:
-    """benchmarks/data/h200-llamacpp-chunks.jsonl from the sixth call (--parts decode-chunks): the trace's
-    decode job again (c = 1-32, 32 tokens out, three repeats) with every token's arrival time in its
-    requests.jsonl (kept in the tarball) and the server's timestamped log."""
-    files = _members(tar_path)
-    lines = [line for name, blob in sorted(files.items()) if name.endswith("/result.json")
-             for line in record_lines(json.loads(blob), "decode")]
-    path = REPO / "benchmarks/data/h200-llamacpp-chunks.jsonl"
-    path.write_text("\n".join(lines) + "\n")
-    return path
-
-
-def write_slots(tar_path: Path) -> Path:
-    """benchmarks/data/h200-llamacpp-slots.jsonl from the decode-slots call (llamacpp_h200.py --parts
-    decode-slots decode-slots-no-graphs): pure decode by the number of slots, as runtime=llamacpp runs
-    llama-server (part "decode", fitted) and with GGML_CUDA_DISABLE_GRAPHS=1 (part "decode-no-cuda-graphs")."""
-    files = _members(tar_path)
-    parts = {"decode-slots": "decode", "decode-slots-no-graphs": "decode-no-cuda-graphs"}
-    lines = [line for name, blob in sorted(files.items()) if name.endswith("/result.json")
-             for line in record_lines(json.loads(blob), parts[name.split("/")[1]])]
-    path = REPO / "benchmarks/data/h200-llamacpp-slots.jsonl"
+def write_data(tar_path: Path, option: str) -> Path:
+    """The benchmarks/data file of `option` (DATA_FILES) from a device call's records.tar.gz."""
+    file_name, parts = DATA_FILES[option]
+    results = [(name.split("/")[1], json.loads(blob)) for name, blob in sorted(_members(tar_path).items())
+               if name.endswith("/result.json")]
+    order = parts or dict.fromkeys((sweep for sweep, _ in results), "decode")
+    lines = [line for sweep, part in order.items() for name, result in results if name == sweep
+             for line in record_lines(result, part)]
+    path = REPO / "benchmarks/data" / file_name
     path.write_text("\n".join(lines) + "\n")
     return path
 
@@ -177,14 +160,8 @@ def write(tar_path: Path, log_path: Path | None = None) -> list[Path]:
 if __name__ == "__main__":
     import sys
 
-    if sys.argv[1] == "--holdout":
-        print(write_holdout(Path(sys.argv[2])))
-    elif sys.argv[1] == "--slots":
-        print(write_slots(Path(sys.argv[2])))
-    elif sys.argv[1] == "--chunks":
-        print(write_chunks(Path(sys.argv[2])))
-    elif sys.argv[1] == "--c32":
-        print(write_c32(Path(sys.argv[2])))
+    if sys.argv[1] in DATA_FILES:
+        print(write_data(Path(sys.argv[2]), sys.argv[1]))
     else:
         for path in write(Path(sys.argv[1]), Path(sys.argv[2]) if len(sys.argv) > 2 else None):
             print(path)
