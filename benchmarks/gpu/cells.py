@@ -79,4 +79,13 @@ PARTS = [
                            "workload.prompt_tokens=512", "workload.output_tokens=32", "workload.repeats=3",
                            "runtime.max_model_len=2048", "workload.record_chunk_times=true"], extra=True,
          engine_only=("runtime.extra_args=[--log-timestamps,--log-prefix]",)),
+    # a seventh call: on one machine, pure decode (256 tokens out) and the trace's job (32 out) in turn,
+    # twice, each on a fresh server, every token's arrival time kept: is the spread between calls the
+    # machine's (its CPU runs the sampler) or the job's?
+    *(Part(f"host-{job}-{n}", [*overrides, "workload.record_chunk_times=true"], extra=True)
+      for n in (1, 2) for job, overrides in (
+          ("slots", ["drafter=none", *_decode("[1,2,4,8,16,24,32]", 512, 256)]),
+          ("chunks", ["drafter=none", "workload=concurrency", "workload.concurrency=[1,2,4,8,16,32]",
+                      "workload.prompt_tokens=512", "workload.output_tokens=32", "workload.repeats=3",
+                      "runtime.max_model_len=2048"]))),
 ]

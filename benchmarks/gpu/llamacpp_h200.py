@@ -202,8 +202,20 @@ def pack(work: Path, out: Path) -> None:
                     tar.add(server_log, arcname=str(server_log.relative_to(work)))
 
 
+def host_info(out: Path) -> None:
+    """The machine's CPU (llama-server samples every slot on it) and the GPU's clocks, into the log."""
+    cpu = Path("/proc/cpuinfo").read_text(errors="replace") if Path("/proc/cpuinfo").is_file() else ""
+    model = next((line.split(":", 1)[1].strip() for line in cpu.splitlines() if line.startswith("model name")), "?")
+    log(out, f"host: cpu {model!r}, {os.cpu_count()} cores, load {os.getloadavg()}")
+    query = "name,driver_version,clocks.sm,clocks.mem,clocks.max.sm,power.limit,temperature.gpu"
+    smi = subprocess.run(["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader"], capture_output=True,
+                         text=True, check=False) if shutil.which("nvidia-smi") else None
+    log(out, f"host: gpu {smi.stdout.strip() if smi else '?'}")
+
+
 def sweep(work: Path, binary: Path, models: dict[str, Path], out: Path, deadline: float,
           parts: list[cells.Part]) -> None:
+    host_info(out)
     for part in parts:
         left = deadline - time.monotonic()
         if left < 30:
