@@ -54,8 +54,9 @@ class Seq:
     slot: int = -1
     """The llama-server slot holding it (batching: slots), which is its sequence id."""
     checkpoints: set[int] = field(default_factory=set)
-    """Block counts at which one of its prefill chunks ended on a block boundary: where a hybrid
-    model has the recurrent state to keep."""
+    """Block counts after which a hybrid model keeps its recurrent state (CacheLayout.kept_states)."""
+    junction: int = 0
+    """Block count where its KV hit ran past its state hit: a hybrid model keeps the state there."""
     events: list[TokenEvent] = field(default_factory=list)
     error: str | None = None
 
@@ -198,7 +199,8 @@ class SimEngine:
         if layout.enabled and layout.hits:
             n = layout.usable_blocks(s.prompt, self.pool.match(s.blocks[:(s.prompt - 1) // layout.block_tokens]))
             if layout.hybrid:  # and back to the last block with a state to resume from
-                n = self.pool.match(s.blocks[:n], snapshots_only=True)
+                n, kv = self.pool.match(s.blocks[:n], snapshots_only=True), n
+                s.junction = kv if kv > n else 0
             hits, cached = list(s.blocks[:n]), n * layout.block_tokens
         need = self.memory.need(s.prompt - cached + s.max_tokens + self.k) if self.memory is not None else 0.0
         self.pool.pin(hits)  # before reserving: eviction must not take the blocks it reuses
@@ -276,7 +278,7 @@ class SimEngine:
         for s in running:
             if s.in_prefill and budget > 0:
                 offered = min(budget, s.prompt - s.prefilled)
-                n = self.layout.aligned_chunk(s.prefilled, offered, s.prompt)
+                n = self.layout.aligned_chunk(s.prefilled, offered, s.prompt, s.junction)
                 if n == 0 and budget == self.max_num_batched_tokens:  # a block larger than a whole step
                     n = offered
                 if n:
@@ -289,11 +291,9 @@ class SimEngine:
         p = self.profile
         self.clock += seconds + (p.step_overhead_ms + p.seq_overhead_ms * sampled) / 1e3
         emitted = [(s, self._emit(s, self._verify())) for s in decoding]
-        block = self.layout.block_tokens
         for s, n in chunks:
+            s.checkpoints |= self.layout.kept_states(s.prefilled, s.prefilled + n, s.prompt, s.junction)
             s.prefilled += n
-            if s.prefilled % block == 0:
-                s.checkpoints.add(s.prefilled // block)
             if not s.in_prefill:
                 self._remember(s)
                 emitted.append((s, self._emit(s, 1)))

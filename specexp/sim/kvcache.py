@@ -21,8 +21,10 @@ import fnmatch
 from collections import OrderedDict
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 DEFAULT_BLOCK_TOKENS = 16
+HybridStates = Literal["align", "chunk_floor", "prompt_tail"]
 """vLLM's default cache block for dense models."""
 
 
@@ -56,12 +58,17 @@ class CacheLayout:
     drop_last_block: bool = False
     """A hit gives up its last block, which the drafter needs recomputed (vLLM with a drafter
     that reads the target's hidden states)."""
+    states: HybridStates = "align"
+    """Where a hybrid model keeps the states a hit resumes from (EngineProfile.hybrid_states)."""
+    tail_tokens: tuple[int, ...] = ()
+    """prompt_tail: a state is kept this many tokens before every prompt's end."""
 
     @classmethod
     def build(cls, *, enabled: bool, hits: bool, block: int, max_num_batched_tokens: int,
-              state_bytes: float, drop_last_block: bool = False) -> CacheLayout:
+              state_bytes: float, drop_last_block: bool = False, states: HybridStates = "align",
+              tail_tokens: tuple[int, ...] = ()) -> CacheLayout:
         chunk = max(block, max_num_batched_tokens - max_num_batched_tokens % block)
-        return cls(enabled, hits, block, chunk, state_bytes, drop_last_block)
+        return cls(enabled, hits, block, chunk, state_bytes, drop_last_block, states, tail_tokens)
 
     @property
     def hybrid(self) -> bool:
@@ -78,19 +85,36 @@ class CacheLayout:
             return 0
         return tokens // self.chunk_tokens + 1
 
-    def aligned_chunk(self, start: int, tokens: int, prompt: int) -> int:
+    def aligned_chunk(self, start: int, tokens: int, prompt: int, junction: int = 0) -> int:
         """Prompt tokens a prefill chunk from `start` may take of the `tokens` its step offers:
-        on a hybrid model with the cache on, whole blocks until the last cacheable block, and a
-        chunk that would cross it ends there (vLLM's align mode); 0: it waits for a larger share."""
-        if not (self.enabled and self.hybrid):
+        on a hybrid model with the cache on and align states, whole blocks until the last
+        cacheable block, and a chunk that would cross it, or the `junction` block where the
+        request's KV hit ran past its state hit, ends there (vLLM's align mode and its Marconi
+        admission); with prompt_tail states, a chunk that would cross a state's position ends
+        there (llama-server breaks its batch for the checkpoint); 0: it waits for a larger share."""
+        if not (self.enabled and self.hybrid) or self.states == "chunk_floor":
             return tokens
+        if self.states == "prompt_tail":
+            cuts = [prompt - t for t in sorted(self.tail_tokens, reverse=True) if start < prompt - t < start + tokens]
+            return cuts[0] - start if cuts else tokens
         block = self.block_tokens
         last = self.last_state_block(prompt) * block
+        if start < junction * block < min(start + tokens, last):
+            return junction * block - start
         if start + tokens < last:
             return tokens // block * block
         if start < last:
             return last - start
         return tokens
+
+    def kept_states(self, start: int, end: int, prompt: int, junction: int = 0) -> set[int]:
+        """Block counts after which a hybrid model keeps the state, for a prefill chunk from
+        `start` to `end` of a `prompt`-token prompt (`junction`: as in aligned_chunk)."""
+        block = self.block_tokens
+        if self.states == "prompt_tail":  # llama-server's context checkpoints, floored to a block
+            return {(prompt - t) // block for t in self.tail_tokens if start < prompt - t <= end and prompt - t >= block}
+        kept = {end // block} if end >= block and (self.states == "chunk_floor" or end % block == 0) else set()
+        return kept | ({junction} if junction and start < junction * block <= end else set())
 
     def last_state_block(self, prompt: int) -> int:
         """The block count after which a prompt's last cacheable state is kept: its last full

@@ -15,8 +15,8 @@ its source):
 - per request: a cost before the first step (HTTP, tokenisation, scheduling), fixed and per prompt
   token, and one paid a request at a time by the engine's scheduling thread;
 - per pass: the extra cost of a pass over more than one token (llama.cpp's unfused kernels);
-- the prefix cache's block, where the engine sets it, and whether a drafter's hit gives up its
-  last block.
+- the prefix cache's block, where the engine sets it, whether a drafter's hit gives up its
+  last block, and where a hybrid model keeps the recurrent states a hit resumes from.
 
 `calibrations` names, per device, what the profile's figures were checked against; a device
 not named is simulated **uncalibrated**, and the report's Method says so.
@@ -28,6 +28,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from specexp.sim.kvcache import HybridStates
 from specexp.spec import ExperimentSpec
 
 DEFAULT = "vllm"
@@ -92,6 +93,20 @@ class EngineProfile(BaseModel):
     prefix-cache hit gives up its last block so that the drafter gets that block's hidden
     states (vLLM: use_eagle drops the last matched block); on a hybrid model with its large
     blocks, a warm request recomputes one to two blocks."""
+    hybrid_states: HybridStates = "align"
+    """Where a hybrid model (recurrent layers) keeps the states that a prefix-cache hit can resume
+    from, besides the KV blocks. align (vLLM's mamba_cache_mode align): prefill chunks are cut to
+    whole blocks, one ending at the prompt's last full block, and the state is kept at every chunk
+    end; chunk_floor (SGLang's extra_buffer): chunks are not cut, and each keeps the state at its
+    last block boundary; prompt_tail (llama-server's context checkpoints): the states
+    `hybrid_tail_tokens` before every prompt's end. With align and chunk_floor, a request whose KV
+    hit runs past its state hit also keeps the state where its KV hit ends (vLLM's Marconi
+    admission, SGLang's branch checkpoint): the next request with that prefix resumes there."""
+    hybrid_tail_tokens: tuple[int, ...] = ()
+    """prompt_tail: how many tokens before a prompt's end each of its states is kept."""
+    hybrid_block_tokens: int | None = Field(default=None, ge=1)
+    """A hybrid model's prefix-cache block under this engine, drafter or not; None: the model's
+    (vLLM's aligned blocks, conf/model/)."""
     calibrations: dict[str, str] = {}
     """Device id -> what the figures were checked against on it."""
 

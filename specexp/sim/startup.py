@@ -47,12 +47,14 @@ def plan_server(spec: ExperimentSpec, reserved_gib: float = ENGINE_RESERVED_GIB,
     if isinstance(context, RuntimeFailure):
         raise context
     max_model_len, note = context
-    block = block_tokens(rt.cache_block_tokens or profile.cache_block_tokens, spec.model.cache_block_tokens,
-                         spec.model.cache_block_tokens_speculative, k > 0)
+    hybrid_block = profile.hybrid_block_tokens if spec.model.architecture == "hybrid" else None
+    block = block_tokens(rt.cache_block_tokens or hybrid_block or profile.cache_block_tokens,
+                         spec.model.cache_block_tokens, spec.model.cache_block_tokens_speculative, k > 0)
     layout = CacheLayout.build(
         enabled=rt.prefix_caching, hits=cache_hits(rt.version, rt.prefix_cache_broken_versions), block=block,
         max_num_batched_tokens=rt.max_num_batched_tokens, state_bytes=target.state_bytes,
         drop_last_block=profile.drafter_recomputes_last_block and k > 0 and spec.drafter.reads_hidden_states,
+        states=profile.hybrid_states, tail_tokens=profile.hybrid_tail_tokens,
     )
     memory = memory_plan(spec, target, draft_model, k=k, layout=layout, max_model_len=max_model_len,
                          reserved_gib=reserved_gib)

@@ -3,8 +3,10 @@
 vLLM drops the last matched block of every hit when the drafter reads the target's hidden
 states (EAGLE, MTP, DFlash, DSpark), and a hybrid model can resume only where a prefill chunk
 ended on a block boundary: its scheduler cuts chunks to whole blocks and ends one at the
-prompt's last full block (a block earlier with such a drafter). These set how much of a warm
-prompt is recomputed, so the size of the warm gain.
+prompt's last full block (a block earlier with such a drafter). SGLang keeps a state on a
+64-token grid in every chunk, llama-server checkpoints 516 and 4 tokens before a prompt's end, and
+vLLM and SGLang also keep one where a request's KV hit ran past its state hit. These set how much
+of a warm prompt is recomputed, so the size of the warm gain.
 """
 
 from __future__ import annotations
@@ -76,3 +78,46 @@ def test_mtp_on_a_hybrid_model_recomputes_one_to_two_blocks_and_gains_less(tmp_p
         assert n - cached < 224                   # without a drafter: less than one small block
         assert 1600 <= n - cached_m < 2 * 1600   # with MTP: its large block, given up, plus the rest
         assert cold_m / warm_m < cold / warm
+
+
+# -- where each engine keeps a hybrid model's states ---------------------------------------------
+
+def sightings(engine: str, prompt: int, suffixes: list[int]) -> list[int]:
+    """Cached prompt tokens of requests sent one after another on one simulated server, each the same
+    prefix of `prompt` tokens less its own new suffix of suffixes[i] tokens (the Spark's hybrid model)."""
+    from specexp.events import Request
+    from specexp.sim.startup import start_engine
+
+    _, server = start_engine(prefix_spec(engine=engine))
+    cached = []
+    for i, suffix in enumerate(suffixes):
+        request = Request(request_id=f"r{i}", prompt="", prompt_tokens=prompt, max_tokens=1,
+                          cache_group="prefix", shared_prefix_tokens=prompt - suffix)
+        cached.append(server.run([request])[0].cached_prompt_tokens or 0)
+    return cached
+
+
+def test_sglang_keeps_states_on_its_64_token_grid_and_at_the_branch_a_later_request_finds() -> None:
+    # A suffix inside the last grid cell: the state the first request kept at its last grid
+    # point lies in the shared prefix, and the second request resumes there.
+    assert sightings("sglang", 3700, [16, 16]) == [0, 3648]
+    # A suffix that crosses grid points: the first request's state lies in its own tokens, so the
+    # second finds none it can use (below the 8,192-token chunk's); its prefill keeps the state
+    # where its match ended, and a third request resumes there.
+    assert sightings("sglang", 3700, [200, 200, 200]) == [0, 0, 3456]
+
+
+def test_llama_server_resumes_a_hybrid_prompt_from_the_checkpoint_before_its_last_micro_batch() -> None:
+    # Checkpoints 4 + n_ubatch and 4 tokens before each prompt's end: a new suffix longer than 4
+    # tokens resumes 516 tokens before the end, one longer than 516 from nothing.
+    assert sightings("llamacpp", 3700, [16, 16]) == [0, 3700 - 516]
+    assert sightings("llamacpp", 3700, [3, 3]) == [0, 3700 - 4]
+    assert sightings("llamacpp", 3700, [600, 600]) == [0, 0]
+
+
+def test_vllm_ends_a_chunk_where_a_shared_prefix_ends_so_the_next_request_resumes_there() -> None:
+    # 224-token blocks: the first request's last state (block 16, 3,584 tokens) lies past a
+    # 200-token-suffix prefix; the second recomputes from nothing but ends a chunk at the
+    # prefix's last block (Marconi admission), where the third resumes.
+    assert sightings("vllm", 3700, [200, 200, 200]) == [0, 0, 3500 // 224 * 224]
+
