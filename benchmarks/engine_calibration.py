@@ -50,7 +50,8 @@ HELD_OUT = {
         "between servers is the measurement's own, not the context's.",
     REPO / "benchmarks/data/h200-llamacpp-chunks.jsonl":
         "The trace's decode job (c = 1-32, 32 tokens out, three repeats) run again on a fresh server: against "
-        "the trace's figures, decode moves +6.5 % at c = 8, -8.9 % at c = 16 and +12.8 % at c = 32.",
+        "the trace's figures, decode moves +6.5 % at c = 8, -8.9 % at c = 16 and +12.8 % at c = 32. Its requests' "
+        "token times set the profile's graph costs (benchmarks/llamacpp_graph_costs.py); these figures are not fitted.",
 }
 
 
@@ -74,6 +75,8 @@ def main() -> None:
         lines += ["Fit: " + ", ".join(f"`{k}` {v:.4g}" for k, v in figures.items()), ""]
         profile = ce.with_figures(profile, [figures[k] for k in ce.FITTED])
     lines += ["Profile: " + ", ".join(f"`{k}` {getattr(profile, k):g}" for k in ce.FITTED), ""]
+    lines += ["Measured, not fitted: " + ", ".join(f"`{k}` {getattr(profile, k)}" for k in ce.MEASURED)
+              + " (conf/sim_engine/llamacpp.yaml names each source)", ""]
     lines += table(cells, profile)
     for path in args.holdout:
         if not path.is_file():

@@ -29,7 +29,7 @@ from specexp.sim.drafting import AcceptanceModel, DraftCost
 from specexp.sim.kvcache import CacheLayout, KvPool
 from specexp.sim.memory import MemoryPlan
 from specexp.sim.profile import EngineProfile
-from specexp.sim.ubatches import equal_ubatches, mixed_ubatches
+from specexp.sim.passes import StepPasses
 
 
 @dataclass(eq=False)
@@ -116,8 +116,8 @@ class SimEngine:
     ) -> None:
         self.target = target
         self.profile = profile or EngineProfile(name="ideal", description="no engine costs")
-        self.prefill_target = prefill_target or target
-        """The pass cost of steps that prefill (the engine's prefill kernels)."""
+        self.passes = StepPasses(target, prefill_target or target, self.profile)
+        """The steps' forward passes (with the engine's prefill kernels for steps that prefill)."""
         self.draft = draft
         self.acceptance = acceptance
         self.k = k if draft is not None else 0
@@ -284,7 +284,8 @@ class SimEngine:
                 if n:
                     chunks.append((s, n))
                     budget -= n
-        seconds = self._pass_seconds(verify, chunks, [s.slot for s in decoding])
+        slots = [*(s.slot for s in decoding), *(s.slot for s, _ in chunks)] if self._slot_last_used else None
+        seconds = self.passes.seconds(verify, [(n, s.prefilled, s.prompt) for s, n in chunks], slots)
         if self.draft is not None and verify:
             seconds += self.draft.seconds(k, verify)
         sampled = len(decoding) + sum(1 for s, n in chunks if s.prefilled + n == s.prompt)
@@ -298,32 +299,6 @@ class SimEngine:
                 self._remember(s)
                 emitted.append((s, self._emit(s, 1)))
         return emitted
-
-    def _pass_seconds(self, verify: list[Slice], chunks: list[tuple[Seq, int]], slots: list[int]) -> float:
-        """The step's forward passes: one, or one per prefill micro-batch (the decode tokens ride
-        in the first; with equal micro-batches, `slots` are the decoding sequences' ids)."""
-        prefill = [Slice(tokens=n, context=s.prefilled, logits=int(s.prefilled + n == s.prompt)) for s, n in chunks]
-        equal = self.profile.prefill_ubatch_split == "equal"
-        ids = [*slots, *(s.slot for s, _ in chunks)] if self._slot_last_used else None
-        if not prefill:
-            if equal and ids is not None and self.profile.prefill_ubatch_tokens:  # one pass per run of slots
-                runs = equal_ubatches(verify, [], self.profile.prefill_ubatch_tokens, ids)
-                return sum(self.target.pass_seconds(group) + self._batched(group) for group in runs)
-            return self.target.pass_seconds(verify) + self._batched(verify)
-        ubatch = self.profile.prefill_ubatch_tokens
-        if ubatch is None:
-            return self.prefill_target.pass_seconds(verify + prefill) + self._batched(verify + prefill)
-        if equal:
-            passes = equal_ubatches(verify, prefill, ubatch, ids)
-        else:
-            passes = mixed_ubatches(verify, prefill, ubatch)
-        passes = [group for group in passes if group]
-        overhead = len(passes) * self.profile.prefill_pass_overhead_ms / 1e3
-        return overhead + sum(self.prefill_target.pass_seconds(group) + self._batched(group) for group in passes)
-
-    def _batched(self, group: list[Slice]) -> float:
-        """The engine's extra cost of a pass over more than one token (batched_pass_overhead_ms)."""
-        return self.profile.batched_pass_overhead_ms / 1e3 if sum(s.tokens for s in group) > 1 else 0.0
 
     def _verify(self) -> int:
         """Tokens one sequence emits from one decode step: accepted drafts + the bonus token."""

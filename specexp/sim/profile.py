@@ -14,7 +14,9 @@ its source):
 - the engine's own kernels' fixed cost per layer, where it differs from the hardware file's;
 - per request: a cost before the first step (HTTP, tokenisation, scheduling), fixed and per prompt
   token, and one paid a request at a time by the engine's scheduling thread;
-- per pass: the extra cost of a pass over more than one token (llama.cpp's unfused kernels);
+- per pass: the extra cost of a pass over more than one token (llama.cpp's unfused kernels), and
+  of a decode pass whose compute graph is new (llama.cpp rebuilds it and runs it without a CUDA
+  graph, then captures one: specexp/sim/passes.py);
 - the prefix cache's block, where the engine sets it, whether a drafter's hit gives up its
   last block, and where a hybrid model keeps the recurrent states a hit resumes from.
 
@@ -72,6 +74,16 @@ class EngineProfile(BaseModel):
     """CPU and launch time of every pass of a step that prefills, besides its kernels, ms
     (llama.cpp builds a compute graph for each new micro-batch shape and cannot replay its
     decode CUDA graph): a step cut into more micro-batches pays it more often."""
+    graph_rebuild_ms: float = Field(default=0.0, ge=0)
+    """CPU time of building a decode pass's compute graph anew, ms: llama.cpp reuses only the
+    previous pass's graph (llama_context::process_ubatch, can_reuse), so a pass with other tokens,
+    other slots or another padded KV length than the pass before it rebuilds (specexp/sim/passes.py)."""
+    ungraphed_pass_ms: dict[int, float] = {}
+    """Extra time of a decode pass run without a CUDA graph, ms, by its tokens (interpolated):
+    ggml-cuda runs a graph whose properties changed directly, and captures it only when the same
+    properties come twice in a row (ggml_backend_cuda_graph_compute's warm-up)."""
+    graph_capture_ms: float = Field(default=0.0, ge=0)
+    """Time of capturing and instantiating a CUDA graph, ms: the second pass of a new shape."""
     prefill_compute: float = Field(default=1.0, gt=0, le=1)
     """Share of the hardware file's achieved GEMM and attention compute the engine's prefill
     kernels reach (the hardware figures are fitted to PyTorch/cuBLAS kernels)."""

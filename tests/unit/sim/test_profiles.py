@@ -18,6 +18,7 @@ from specexp.sim import calibrate
 from specexp.sim.cli import build_spec
 from specexp.sim.profile import load_profile
 from specexp.sim.runtime import SimRuntime
+from specexp.sim.startup import start_engine
 from specexp.spec import ExperimentSpec
 from specexp.workloads.driver import drive
 
@@ -98,14 +99,19 @@ def test_a_per_slot_cost_makes_per_stream_decode_fall_with_slots(tmp_path: Path)
         assert extra >= (c - 1) * s * 0.99
 
 
+def with_profile(spec: ExperimentSpec, tmp_path: Path, **figures: Any) -> SimRuntime:
+    """A simulated server whose engine profile is runtime.engine's with `figures` changed."""
+    runtime = SimRuntime(spec, tmp_path)
+    _, runtime.engine = start_engine(spec, load_profile(spec.runtime.engine).model_copy(update=figures))
+    return runtime
+
+
 def test_prefill_micro_batches_never_make_a_prefill_faster(tmp_path: Path) -> None:
     common = [*H200_8B, "workload=prefill_sweep", "workload.prompt_lengths=[1024,8192]", "runtime.engine=llamacpp"]
     spec = spec_of(*common)
     ttft = {}
     for name, ubatch in (("micro", 512), ("whole", None)):
-        runtime = SimRuntime(spec, tmp_path)
-        runtime.start()
-        runtime.engine.profile = runtime.engine.profile.model_copy(update={"prefill_ubatch_tokens": ubatch})
+        runtime = with_profile(spec, tmp_path, prefill_ubatch_tokens=ubatch)
         ttft[name] = [window_metrics(w.traces, w.delta, prefill_only=True)["ttft_s"]
                       for w in drive(runtime, spec.workload, marker="t")]
     assert all(m > w for m, w in zip(ttft["micro"], ttft["whole"], strict=True))
@@ -124,7 +130,7 @@ def test_warm_gain_is_bounded_by_the_fixed_and_tail_costs(engine: str, tmp_path:
         cold, warm = by[(tokens, "cold")], by[(tokens, "warm")]
         cached = warm.cached_prompt_tokens or 0
         assert 0 < cached < tokens
-        tail = engine_.prefill_target.pass_seconds([Slice(tokens=tokens - cached, context=cached, logits=1)])
+        tail = engine_.passes.prefill_target.pass_seconds([Slice(tokens=tokens - cached, context=cached, logits=1)])
         fixed = p.request_overhead_ms + tokens * p.request_overhead_us_per_token / 1e3  # cached tokens pay it too
         floor = tail + (fixed + p.step_overhead_ms + p.seq_overhead_ms) / 1e3
         warm_ttft = warm.events[0].t - warm.sent_at
@@ -185,7 +191,7 @@ def test_equal_micro_batches_keep_every_token_and_never_run_faster_than_filled_o
     spec = spec_of(*H200_8B, "runtime.engine=llamacpp")
     runtime = SimRuntime(spec, Path("."))
     runtime.start()
-    target = runtime.engine.prefill_target
+    target = runtime.engine.passes.prefill_target
     decode = [Slice(tokens=1, context=600, logits=1)] * 3
     prompts = [Slice(tokens=n, context=0, logits=1) for n in (519, 519, 519, 491)]
     for verify in ([], decode):
@@ -209,9 +215,7 @@ def test_a_serial_request_cost_queues_requests_that_arrive_together(tmp_path: Pa
     spec = spec_of(*common)
     last_first_token = {}
     for serial in (0.0, 100.0):
-        runtime = SimRuntime(spec, tmp_path)
-        runtime.start()
-        runtime.engine.profile = runtime.engine.profile.model_copy(update={"request_serial_ms": serial})
+        runtime = with_profile(spec, tmp_path, request_serial_ms=serial)
         (window,) = drive(runtime, spec.workload, marker="t")
         last_first_token[serial] = max(t.events[0].t - t.sent_at for t in window.traces)
     assert last_first_token[0.0] < 0.4  # four 64-token prompts are quick...

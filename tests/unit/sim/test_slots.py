@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from specexp.events import Request
 from specexp.roofline.costmodel import Slice
-from specexp.sim.engine import Seq
+from specexp.sim.engine import SimEngine
 from specexp.sim.runtime import SimRuntime
 from specexp.sim.ubatches import equal_ubatches
 from specexp.workloads.driver import drive
@@ -70,7 +72,7 @@ def test_a_break_in_slot_ids_cuts_the_decode_tokens_into_more_passes(tmp_path: P
     engine = engine_of(tmp_path)
     steps = {}
     for ids in ([4, 5, 6, 7], [1, 3, 5, 7]):
-        steps[tuple(ids)] = engine._pass_seconds(decode, [], ids)
+        steps[tuple(ids)] = replayed(engine, decode, ids)
     assert steps[(1, 3, 5, 7)] > 1.5 * steps[(4, 5, 6, 7)]  # every run reads the weights again
 
 
@@ -114,8 +116,8 @@ def test_every_prefill_pass_pays_the_engines_pass_cost(tmp_path: Path) -> None:
     assert passes_many > passes_one
     seconds = {}
     for name, prompts in (("one", one), ("many", many)):
-        chunks = [(Seq(f"p{i}", prompt=x.tokens, max_tokens=1, slot=i), x.tokens) for i, x in enumerate(prompts)]
-        seconds[name] = engine._pass_seconds([], chunks, [])
+        chunks = [(x.tokens, 0, x.tokens) for x in prompts]
+        seconds[name] = engine.passes.seconds([], chunks, list(range(len(prompts))))
     assert seconds["many"] - seconds["one"] >= (passes_many - passes_one) * cost
 
 
@@ -125,7 +127,43 @@ def test_a_pass_of_more_than_one_token_pays_the_engines_batched_cost(tmp_path: P
     extra = engine.profile.batched_pass_overhead_ms / 1e3
     assert extra > 0
     one, two = [Slice(tokens=1, context=600, logits=1)], [Slice(tokens=1, context=600, logits=1)] * 2
-    assert engine._pass_seconds(one, [], [5]) == engine.target.pass_seconds(one)
-    assert engine._pass_seconds(two, [], [5, 6]) == engine.target.pass_seconds(two) + extra
-    # slots 5 and 9 are two runs: two one-token passes, neither pays it
-    assert engine._pass_seconds(two, [], [5, 9]) == 2 * engine.target.pass_seconds(one)
+    assert replayed(engine, one, [5]) == engine.target.pass_seconds(one)
+    assert replayed(engine, two, [5, 6]) == engine.target.pass_seconds(two) + extra
+    # slots 5 and 9 are two runs: two one-token passes, neither pays it (each rebuilds its graph,
+    # as llama.cpp keeps only the last pass's to reuse, and replays its CUDA graph)
+    rebuild = engine.profile.graph_rebuild_ms / 1e3
+    assert replayed(engine, two, [5, 9]) == pytest.approx(2 * (engine.target.pass_seconds(one) + rebuild))
+
+
+def replayed(engine: SimEngine, verify: list[Slice], ids: list[int]) -> float:
+    """A decode step's passes once llama.cpp replays their compute graphs (the third step alike)."""
+    for _ in range(2):
+        engine.passes.seconds(verify, [], ids)
+    return engine.passes.seconds(verify, [], ids)
+
+
+def test_a_decode_pass_of_a_new_shape_rebuilds_its_graph_and_runs_without_a_cuda_graph_once(
+        tmp_path: Path) -> None:
+    engine = engine_of(tmp_path)
+    p = engine.profile
+    assert p.graph_rebuild_ms > 0 and p.graph_capture_ms > 0 and p.ungraphed_pass_ms
+    eight = [Slice(tokens=1, context=600, logits=1)] * 8
+    kernels = engine.target.pass_seconds(eight) + p.batched_pass_overhead_ms / 1e3
+    ids = list(range(8))
+    steps = [engine.passes.seconds(eight, [], ids) - kernels for _ in range(4)]
+    assert steps[0] == pytest.approx((p.graph_rebuild_ms + p.ungraphed_pass_ms[8]) / 1e3)  # new: rebuilt, ungraphed
+    assert steps[1] == pytest.approx(p.graph_capture_ms / 1e3)  # the same again: captured
+    assert steps[2] == steps[3] == pytest.approx(0.0)  # replayed
+    # one more slot, or a context past the next 256-cell KV padding, is a new shape again
+    assert engine.passes.seconds(eight[:7], [], ids[:7]) > engine.target.pass_seconds(eight[:7]) + p.batched_pass_overhead_ms / 1e3
+    longer = [Slice(tokens=1, context=800, logits=1)] * 8
+    assert engine.passes.seconds(longer, [], ids) - engine.target.pass_seconds(longer) > kernels - engine.target.pass_seconds(eight)
+    # after a step that prefills, the decode pass rebuilds its graph and replays its CUDA graph
+    replayed(engine, eight, ids)
+    engine.passes.seconds(eight, [(512, 0, 519)], [*ids, 8])
+    assert engine.passes.seconds(eight, [], ids) - kernels == pytest.approx(p.graph_rebuild_ms / 1e3)
+    # two runs of slots in every step: both graphs rebuilt every step, both CUDA graphs replayed
+    four = eight[:4]
+    runs = [*ids[:4], *(i + 20 for i in ids[4:])]
+    wrapped = replayed(engine, eight, runs) - 2 * (engine.target.pass_seconds(four) + p.batched_pass_overhead_ms / 1e3)
+    assert wrapped == pytest.approx(2 * p.graph_rebuild_ms / 1e3)

@@ -1,0 +1,88 @@
+"""What a new decode pass shape costs llama-server, read from every token's arrival time.
+
+    .venv/bin/python benchmarks/llamacpp_graph_costs.py
+
+Data: benchmarks/data/h200-llamacpp-chunks-requests.jsonl (the trace's decode job on an H200,
+every token's arrival time; benchmarks/data/README.md). Tokens that arrive within 1.5 ms of each
+other are one step. In every window, the first step in which all its requests decode (no first
+token) is the first pass of a new shape, the step after it the second: against the median of the
+window's later all-decoding steps,
+
+- the first step's extra at concurrency 1 (one token, no other request's tokens in its gap) is the
+  graph rebuild plus the one-token pass run without a CUDA graph (`ungraphed_pass_ms[1]`, measured
+  with graphs off: benchmarks/data/h200-llamacpp-slots.jsonl), so it gives `graph_rebuild_ms`;
+- the second step's extra is the CUDA graph's capture (`graph_capture_ms`), at every concurrency.
+
+Prints both medians and writes benchmarks/results/llamacpp_graph_costs.md; conf/sim_engine/llamacpp.yaml
+takes them. (At higher concurrency the first step's gap is cut short by the step before it, whose
+tokens arrive split, so only concurrency 1 gives the rebuild.)
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections import defaultdict
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO / "benchmarks/data/h200-llamacpp-chunks-requests.jsonl"
+OUT = REPO / "benchmarks/results/llamacpp_graph_costs.md"
+STEP_S = 1.5e-3
+"""Tokens arriving closer together than this came from one step."""
+UNGRAPHED_ONE_MS = 0.24
+"""conf/sim_engine/llamacpp.yaml ungraphed_pass_ms[1]: TPOT at one slot with graphs off less on."""
+
+
+def steps(requests: list[dict]) -> list[tuple[float, int, int]]:
+    """(gap since the previous step in ms, tokens, first tokens) of every step of one window."""
+    t0 = min(r["sent_at"] for r in requests)
+    events = sorted((r["sent_at"] - t0 + t, i) for r in requests for i, t in enumerate(r["chunk_times_s"]))
+    grouped: list[tuple[list[float], list[int]]] = []
+    for t, i in events:
+        if grouped and t - grouped[-1][0][-1] < STEP_S:
+            grouped[-1][0].append(t)
+            grouped[-1][1].append(i)
+        else:
+            grouped.append(([t], [i]))
+    out, prev = [], 0.0
+    for times, index in grouped:
+        out.append(((times[0] - prev) * 1e3, len(times), index.count(0)))
+        prev = times[0]
+    return out
+
+
+def main() -> None:
+    windows: dict[int, list[dict]] = defaultdict(list)
+    for line in DATA.read_text().splitlines():
+        r = json.loads(line)
+        if not r["warmup"]:
+            windows[r["window"]].append(r)
+    rows, rebuild, capture = [], [], []
+    for _, requests in sorted(windows.items()):
+        c = requests[0]["concurrency"]
+        s = steps(requests)
+        full = [k for k, (_, n, first) in enumerate(s) if n == c and first == 0]
+        if len(full) < 4:
+            continue
+        steady = statistics.median(s[k][0] for k in full[2:])
+        first, second = s[full[0]][0] - steady, s[full[0] + 1][0] - steady
+        capture.append(second)
+        if c == 1:
+            rebuild.append(first - UNGRAPHED_ONE_MS)
+        rows.append(f"| {c} | {requests[0]['repeat']} | {steady:.1f} | {first:+.1f} | {second:+.1f} |")
+    lines = ["# llama-server: what a new decode pass shape costs", "",
+             f"Written by `benchmarks/llamacpp_graph_costs.py` from `{DATA.relative_to(REPO)}` (see its docstring).", "",
+             "| c | repeat | steady step (ms) | first step's extra (ms) | second step's extra (ms) |",
+             "|---:|---:|---:|---:|---:|", *rows, "",
+             f"- `graph_rebuild_ms` = median first extra at c = 1 less the ungraphed one-token pass "
+             f"({UNGRAPHED_ONE_MS} ms): **{statistics.median(rebuild):.2f} ms** ({len(rebuild)} windows)",
+             f"- `graph_capture_ms` = median second extra: **{statistics.median(capture):.2f} ms** "
+             f"({len(capture)} windows)", ""]
+    text = "\n".join(lines)
+    print(text)
+    OUT.write_text(text)
+
+
+if __name__ == "__main__":
+    main()

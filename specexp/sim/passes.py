@@ -1,0 +1,93 @@
+"""What one step's forward passes take under an engine profile.
+
+A step runs as one forward pass, or (llama.cpp) as one pass per prefill micro-batch, or per run
+of consecutive slot ids when each slot has its own KV stream (specexp/sim/ubatches.py). Besides
+each pass's kernels (roofline.costmodel) a profile adds:
+
+- a CPU cost per pass of a step that prefills (`prefill_pass_overhead_ms`);
+- the extra of a pass over more than one token (`batched_pass_overhead_ms`, llama.cpp's unfused
+  kernels);
+- llama.cpp's compute graphs, for the passes of a step that only decodes: a pass whose shape
+  (tokens, slots, padded KV length) differs from the pass before it has its graph rebuilt
+  (`graph_rebuild_ms`: llama_context keeps only the previous graph to reuse); a shape that ggml-cuda
+  has not seen runs without a CUDA graph (`ungraphed_pass_ms`, by tokens), the next pass of that
+  shape captures one (`graph_capture_ms`: ggml-cuda captures on the second call with the same
+  properties), and later ones replay it. A CUDA graph is kept per shape: with graphs off, a step
+  split into two runs of slots loses what a one-run step loses (conf/sim_engine/llamacpp.yaml).
+  Steps that prefill pay their graphs in `prefill_pass_overhead_ms`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+
+import numpy as np
+
+from specexp.roofline.costmodel import CostModel, Slice
+from specexp.sim.profile import EngineProfile
+from specexp.sim.ubatches import equal_ubatches, mixed_ubatches
+
+KV_PAD = 256
+"""llama.cpp pads a pass's KV length to 256 cells so that its graph can be reused (get_n_kv)."""
+
+
+class StepPasses:
+    """The forward passes of one engine's steps, and the compute graph each leaves behind."""
+
+    def __init__(self, target: CostModel, prefill_target: CostModel, profile: EngineProfile) -> None:
+        self.target = target
+        self.prefill_target = prefill_target
+        self.profile = profile
+        self._shape: Hashable | None = None
+        """The shape of the last pass (None: one that prefilled)."""
+        self._cuda_graphs: dict[Hashable, bool] = {}
+        """Decode pass shapes ggml-cuda has seen -> whether their CUDA graph is captured."""
+        table = sorted(profile.ungraphed_pass_ms.items()) or [(1, 0.0)]
+        self._ungraphed = (np.array([t for t, _ in table], float), np.array([ms for _, ms in table], float))
+
+    def seconds(self, verify: list[Slice], chunks: Sequence[tuple[int, int, int]], slots: list[int] | None) -> float:
+        """The step's passes: `verify` the decoding sequences' slices, `chunks` (tokens, prefilled
+        before, prompt) of the prompts it prefills, `slots` the sequence ids in batch order (the
+        decoding ones first; None: continuous batching)."""
+        prefill = [Slice(tokens=n, context=done, logits=int(done + n == prompt)) for n, done, prompt in chunks]
+        p = self.profile
+        equal = p.prefill_ubatch_split == "equal"
+        if not prefill:
+            if equal and slots is not None and p.prefill_ubatch_tokens:  # one pass per run of slots
+                runs = equal_ubatches(verify, [], p.prefill_ubatch_tokens, slots)
+                leads = np.cumsum([0, *(len(g) for g in runs[:-1])])  # each run's first sequence
+                return sum(self.target.pass_seconds(g) + self._batched(g) + self._graph(g, slots[i])
+                           for g, i in zip(runs, leads, strict=True))
+            lead = slots[0] if slots else None
+            return self.target.pass_seconds(verify) + self._batched(verify) + self._graph(verify, lead)
+        self._shape = None
+        ubatch = p.prefill_ubatch_tokens
+        if ubatch is None:
+            return self.prefill_target.pass_seconds(verify + prefill) + self._batched(verify + prefill)
+        passes = equal_ubatches(verify, prefill, ubatch, slots) if equal else mixed_ubatches(verify, prefill, ubatch)
+        passes = [group for group in passes if group]
+        overhead = len(passes) * p.prefill_pass_overhead_ms / 1e3
+        return overhead + sum(self.prefill_target.pass_seconds(g) + self._batched(g) for g in passes)
+
+    def _batched(self, group: list[Slice]) -> float:
+        """The engine's extra cost of a pass over more than one token (batched_pass_overhead_ms)."""
+        return self.profile.batched_pass_overhead_ms / 1e3 if sum(s.tokens for s in group) > 1 else 0.0
+
+    def _graph(self, group: list[Slice], lead: int | None) -> float:
+        """What a decode pass's compute graph costs it (`lead`: its first sequence id): rebuilt
+        when its shape is not the last pass's; run without a CUDA graph the first time ggml-cuda
+        sees the shape, captured the second time, replayed after."""
+        p = self.profile
+        if not (p.graph_rebuild_ms or p.graph_capture_ms or p.ungraphed_pass_ms) or not group:
+            return 0.0
+        tokens = sum(s.tokens for s in group)
+        shape = (tokens, len(group), lead, -(-max(s.context + s.tokens for s in group) // KV_PAD))
+        ms = p.graph_rebuild_ms if shape != self._shape else 0.0
+        self._shape = shape
+        if shape not in self._cuda_graphs:
+            self._cuda_graphs[shape] = False
+            ms += float(np.interp(tokens, *self._ungraphed))
+        elif not self._cuda_graphs[shape]:
+            self._cuda_graphs[shape] = True
+            ms += p.graph_capture_ms
+        return ms / 1e3
