@@ -8,6 +8,8 @@ Costs follow the drafter's structure:
   per sequence and one shared lm_head projection of those tokens;
 - a separate draft model pays k full passes of itself;
 - a lookup (n-gram) pays only its CPU lookup.
+
+Every drafter but a lookup also runs over the prompt tokens a step prefills (prefill_seconds).
 """
 
 from __future__ import annotations
@@ -73,6 +75,23 @@ class DraftCost:
         if k <= 0 or not slices:
             return 0.0
         return self.draft_seconds(k, slices) + self.drafter.cost.round_overhead_passes * self.target.unit_pass_seconds
+
+    def prefill_seconds(self, prefill: list[Slice]) -> float:
+        """The drafter's own pass over the prompt tokens a step prefills (one slice per prompt):
+        a head or block drafter keeps its own KV of the context, so its layers run over every
+        scheduled token (vLLM's proposer takes the target's hidden states of all of them), and a
+        draft model prefills its own context; a lookup reads nothing."""
+        d, c, t = self.drafter, self.drafter.cost, self.target
+        if not prefill or d.kind in ("none", "lookup"):
+            return 0.0
+        if d.kind == "draft_model":
+            return self.draft_model.pass_seconds(prefill) if self.draft_model is not None else 0.0
+        dtype = self.quant.compute_dtype["attention"] if c.bytes_per_weight is None else "bf16"
+        tokens = sum(s.tokens for s in prefill)
+        layers = t.small_pass_seconds(head_params(d, t), head_bytes_per_weight(d, self.quant), tokens, dtype,
+                                      DRAFT_PASS_OVERHEAD, 0.0, c.target_layers)
+        full = t.shape.full_attention_layers
+        return layers + (t.attention_seconds(prefill) * drafter_kv_layers(d) / full if full else 0.0)
 
     def draft_seconds(self, k: int, slices: list[Slice]) -> float:
         d, c, t = self.drafter, self.drafter.cost, self.target

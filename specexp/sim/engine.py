@@ -286,8 +286,9 @@ class SimEngine:
                     budget -= n
         slots = [*(s.slot for s in decoding), *(s.slot for s, _ in chunks)] if self._slot_last_used else None
         seconds = self.passes.seconds(verify, [(n, s.prefilled, s.prompt) for s, n in chunks], slots)
-        if self.draft is not None and verify:
-            seconds += self.draft.seconds(k, verify)
+        if self.draft is not None:
+            seconds += self.draft.seconds(k, verify) + self.draft.prefill_seconds(
+                [Slice(tokens=n, context=s.prefilled, logits=0) for s, n in chunks])
         sampled = len(decoding) + sum(1 for s, n in chunks if s.prefilled + n == s.prompt)
         p = self.profile
         self.clock += seconds + (p.step_overhead_ms + p.seq_overhead_ms * sampled) / 1e3

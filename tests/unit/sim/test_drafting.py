@@ -172,3 +172,21 @@ def test_a_weaker_quantization_loses_acceptance_at_every_position() -> None:
     fp8, nvfp4 = acceptance("mtp").expected(3), acceptance("mtp", quantization="nvfp4").expected(3)
     conditional = lambda p: [p[0]] + [b / a for a, b in zip(p, p[1:])]  # noqa: E731
     assert all(n < f for n, f in zip(conditional(nvfp4), conditional(fp8)))
+
+
+def test_a_drafter_runs_over_the_prompt_in_proportion_to_its_layers_and_a_lookup_not_at_all() -> None:
+    # A head or block drafter keeps its own KV of the context, so it runs over every prompt token
+    # a step prefills: at least its layers' share of the target's pass (more in BF16 weights, with
+    # a fusion projection), never a whole one, and more for a longer context; a lookup reads nothing.
+    prompt = [Slice(tokens=8192, context=0, logits=0)]
+    later = [Slice(tokens=8192, context=57_344, logits=0)]  # the same chunk deep in a 64k prompt
+    mtp, dspark = _draft_cost("mtp"), _draft_cost("dspark")
+    target = mtp.target.pass_seconds(prompt)
+    layers = mtp.target.shape.full_attention_layers + mtp.target.shape.linear_attention_layers
+    for cost in (mtp, dspark):
+        share = cost.drafter.cost.target_layers / layers
+        assert 0.5 * share * target < cost.prefill_seconds(prompt) < 0.5 * target
+        assert cost.prefill_seconds(later) > cost.prefill_seconds(prompt)
+    assert dspark.prefill_seconds(prompt) > mtp.prefill_seconds(prompt)  # two layers against one
+    assert _draft_cost("ngram").prefill_seconds(prompt) == 0.0
+    assert mtp.prefill_seconds([]) == 0.0
