@@ -11,7 +11,8 @@ window's later all-decoding steps,
 - the first step's extra at concurrency 1 (one token, no other request's tokens in its gap) is the
   graph rebuild plus the one-token pass run without a CUDA graph (`ungraphed_pass_ms[1]`, measured
   with graphs off: benchmarks/data/h200-llamacpp-slots.jsonl), so it gives `graph_rebuild_ms`;
-- the second step's extra is the CUDA graph's capture (`graph_capture_ms`), at every concurrency.
+- the second step's extra is the CUDA graph's capture (`graph_capture_ms`), at every concurrency,
+  where the two steps follow each other whole (no request's tokens split between them).
 
 Prints both medians and writes benchmarks/results/llamacpp_graph_costs.md; conf/sim_engine/llamacpp.yaml
 takes them. (At higher concurrency the first step's gap is cut short by the step before it, whose
@@ -22,16 +23,16 @@ from __future__ import annotations
 
 import json
 import statistics
+import sys
 from collections import defaultdict
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
 DATA = REPO / "benchmarks/data/h200-llamacpp-chunks-requests.jsonl"
 OUT = REPO / "benchmarks/results/llamacpp_graph_costs.md"
 STEP_S = 1.5e-3
 """Tokens arriving closer together than this came from one step."""
-UNGRAPHED_ONE_MS = 0.24
-"""conf/sim_engine/llamacpp.yaml ungraphed_pass_ms[1]: TPOT at one slot with graphs off less on."""
 
 
 def steps(requests: list[dict]) -> list[tuple[float, int, int]]:
@@ -53,6 +54,9 @@ def steps(requests: list[dict]) -> list[tuple[float, int, int]]:
 
 
 def main() -> None:
+    from specexp.sim.profile import load_profile
+
+    ungraphed_one = load_profile("llamacpp").ungraphed_pass_ms[1]  # TPOT at one slot, graphs off less on
     windows: dict[int, list[dict]] = defaultdict(list)
     for line in DATA.read_text().splitlines():
         r = json.loads(line)
@@ -63,20 +67,20 @@ def main() -> None:
         c = requests[0]["concurrency"]
         s = steps(requests)
         full = [k for k, (_, n, first) in enumerate(s) if n == c and first == 0]
-        if len(full) < 4:
+        if len(full) < 4 or full[1] != full[0] + 1:  # the two steps must follow each other whole
             continue
         steady = statistics.median(s[k][0] for k in full[2:])
         first, second = s[full[0]][0] - steady, s[full[0] + 1][0] - steady
         capture.append(second)
         if c == 1:
-            rebuild.append(first - UNGRAPHED_ONE_MS)
+            rebuild.append(first - ungraphed_one)
         rows.append(f"| {c} | {requests[0]['repeat']} | {steady:.1f} | {first:+.1f} | {second:+.1f} |")
     lines = ["# llama-server: what a new decode pass shape costs", "",
              f"Written by `benchmarks/llamacpp_graph_costs.py` from `{DATA.relative_to(REPO)}` (see its docstring).", "",
              "| c | repeat | steady step (ms) | first step's extra (ms) | second step's extra (ms) |",
              "|---:|---:|---:|---:|---:|", *rows, "",
              f"- `graph_rebuild_ms` = median first extra at c = 1 less the ungraphed one-token pass "
-             f"({UNGRAPHED_ONE_MS} ms): **{statistics.median(rebuild):.2f} ms** ({len(rebuild)} windows)",
+             f"({ungraphed_one} ms): **{statistics.median(rebuild):.2f} ms** ({len(rebuild)} windows)",
              f"- `graph_capture_ms` = median second extra: **{statistics.median(capture):.2f} ms** "
              f"({len(capture)} windows)", ""]
     text = "\n".join(lines)

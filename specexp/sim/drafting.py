@@ -80,7 +80,8 @@ class DraftCost:
         """The drafter's own pass over the prompt tokens a step prefills (one slice per prompt):
         a head or block drafter keeps its own KV of the context, so its layers run over every
         scheduled token (vLLM's proposer takes the target's hidden states of all of them), and a
-        draft model prefills its own context; a lookup reads nothing."""
+        draft model prefills its own context; a lookup reads nothing. These are prompt-sized
+        GEMMs, at the target's rates: `kernel_efficiency` is for the small decode-time passes."""
         d, c, t = self.drafter, self.drafter.cost, self.target
         if not prefill or d.kind in ("none", "lookup"):
             return 0.0

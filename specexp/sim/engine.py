@@ -28,8 +28,8 @@ from specexp.roofline.costmodel import CostModel, Slice
 from specexp.sim.drafting import AcceptanceModel, DraftCost
 from specexp.sim.kvcache import CacheLayout, KvPool
 from specexp.sim.memory import MemoryPlan
-from specexp.sim.profile import EngineProfile
 from specexp.sim.passes import StepPasses
+from specexp.sim.profile import EngineProfile
 
 
 @dataclass(eq=False)

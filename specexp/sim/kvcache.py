@@ -24,8 +24,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 DEFAULT_BLOCK_TOKENS = 16
-HybridStates = Literal["align", "chunk_floor", "prompt_tail"]
 """vLLM's default cache block for dense models."""
+HybridStates = Literal["align", "chunk_floor", "prompt_tail"]
+"""Where a hybrid model keeps its recurrent states (EngineProfile.hybrid_states)."""
 
 
 def block_tokens(runtime_block: int | None, model_block: int | None, model_block_spec: int | None,
@@ -182,15 +183,21 @@ class KvPool:
                 self.pins.pop(key, None)
 
     def _evict(self, need: float) -> None:
-        """Drop unpinned blocks, least recently used first, until `need` more bytes fit."""
-        if self.used + need <= self.capacity:
+        """Drop unpinned blocks, least recently used first, until `need` more bytes fit (reading
+        only as far into the cache as it has to: a cache of one-token blocks is long)."""
+        excess = self.used + need - self.capacity
+        if excess <= 0:
             return
-        for key in list(self.blocks):
+        victims = []
+        for key, (nbytes, _) in self.blocks.items():
             if key in self.pins:
                 continue
+            victims.append(key)
+            excess -= nbytes
+            if excess <= 0:
+                break
+        for key in victims:
             self.cached_bytes -= self.blocks.pop(key)[0]
-            if self.used + need <= self.capacity:
-                return
 
     def reserve(self, need: float) -> bool:
         """Hold `need` bytes for a running sequence, evicting cached blocks if needed."""

@@ -14,14 +14,14 @@ each pass's kernels (roofline.costmodel) a profile adds:
   shape captures one (`graph_capture_ms`: ggml-cuda captures on the second call with the same
   properties), and later ones replay it. A CUDA graph is kept per shape: with graphs off, a step
   split into two runs of slots loses what a one-run step loses (conf/sim_engine/llamacpp.yaml).
-  Steps that prefill pay their graphs in `prefill_pass_overhead_ms`.
+  A step that prefills pays its graphs in `prefill_pass_overhead_ms` and leaves no CUDA graph
+  behind: llama-server's windows show the capture again after every batch of prompts, even where
+  the decode shape is the last window's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-
-import numpy as np
 
 from specexp.roofline.costmodel import CostModel, Slice
 from specexp.sim.profile import EngineProfile
@@ -42,8 +42,7 @@ class StepPasses:
         """The shape of the last pass (None: one that prefilled)."""
         self._cuda_graphs: dict[Hashable, bool] = {}
         """Decode pass shapes ggml-cuda has seen -> whether their CUDA graph is captured."""
-        table = sorted(profile.ungraphed_pass_ms.items()) or [(1, 0.0)]
-        self._ungraphed = (np.array([t for t, _ in table], float), np.array([ms for _, ms in table], float))
+        self._ungraphed = sorted(profile.ungraphed_pass_ms.items())
 
     def seconds(self, verify: list[Slice], chunks: Sequence[tuple[int, int, int]], slots: list[int] | None) -> float:
         """The step's passes: `verify` the decoding sequences' slices, `chunks` (tokens, prefilled
@@ -54,13 +53,14 @@ class StepPasses:
         equal = p.prefill_ubatch_split == "equal"
         if not prefill:
             if equal and slots is not None and p.prefill_ubatch_tokens:  # one pass per run of slots
-                runs = equal_ubatches(verify, [], p.prefill_ubatch_tokens, slots)
-                leads = np.cumsum([0, *(len(g) for g in runs[:-1])])  # each run's first sequence
-                return sum(self.target.pass_seconds(g) + self._batched(g) + self._graph(g, slots[i])
-                           for g, i in zip(runs, leads, strict=True))
+                leads: list[int] = []
+                runs = equal_ubatches(verify, [], p.prefill_ubatch_tokens, slots, leads)
+                return sum(self.target.pass_seconds(g) + self._batched(g) + self._graph(g, lead)
+                           for g, lead in zip(runs, leads, strict=True))
             lead = slots[0] if slots else None
             return self.target.pass_seconds(verify) + self._batched(verify) + self._graph(verify, lead)
         self._shape = None
+        self._cuda_graphs.clear()
         ubatch = p.prefill_ubatch_tokens
         if ubatch is None:
             return self.prefill_target.pass_seconds(verify + prefill) + self._batched(verify + prefill)
@@ -86,8 +86,14 @@ class StepPasses:
         self._shape = shape
         if shape not in self._cuda_graphs:
             self._cuda_graphs[shape] = False
-            ms += float(np.interp(tokens, *self._ungraphed))
+            ms += self._ungraphed_ms(tokens)
         elif not self._cuda_graphs[shape]:
             self._cuda_graphs[shape] = True
             ms += p.graph_capture_ms
         return ms / 1e3
+
+    def _ungraphed_ms(self, tokens: int) -> float:
+        """ungraphed_pass_ms of the smallest measured pass at least `tokens` wide (the largest past
+        them): the cost steps up where the kernels change, past 8 tokens, rather than growing."""
+        table = self._ungraphed
+        return next((ms for n, ms in table if n >= tokens), table[-1][1] if table else 0.0)

@@ -79,7 +79,8 @@ class EngineProfile(BaseModel):
     previous pass's graph (llama_context::process_ubatch, can_reuse), so a pass with other tokens,
     other slots or another padded KV length than the pass before it rebuilds (specexp/sim/passes.py)."""
     ungraphed_pass_ms: dict[int, float] = {}
-    """Extra time of a decode pass run without a CUDA graph, ms, by its tokens (interpolated):
+    """Extra time of a decode pass run without a CUDA graph, ms, by its tokens (a pass takes the
+    figure of the smallest width listed at least as wide as it, the largest past them all):
     ggml-cuda runs a graph whose properties changed directly, and captures it only when the same
     properties come twice in a row (ggml_backend_cuda_graph_compute's warm-up)."""
     graph_capture_ms: float = Field(default=0.0, ge=0)

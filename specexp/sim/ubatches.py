@@ -29,12 +29,13 @@ def mixed_ubatches(verify: list[Slice], prefill: list[Slice], ubatch: int) -> li
 
 
 def equal_ubatches(verify: list[Slice], prefill: list[Slice], ubatch: int,
-                   ids: Sequence[int] | None = None) -> list[list[Slice]]:
+                   ids: Sequence[int] | None = None, leads: list[int] | None = None) -> list[list[Slice]]:
     """Micro-batches as llama.cpp's split_equal cuts a batch for a KV cache with one stream per
     sequence: the sequences of a micro-batch are a run of consecutive sequence ids, taken in
     batch order (the decode tokens first, then the prompts), at most `ubatch` of them, and each
     brings the same number of tokens (the run's smallest remainder, at most ubatch // run).
-    `ids`: each slice's sequence id (llama-server's slot), in batch order; None: consecutive."""
+    `ids`: each slice's sequence id (llama-server's slot), in batch order; None: consecutive.
+    `leads`, where given, gets each micro-batch's first sequence id."""
     entries = [[x, 0] for x in (*verify, *prefill)]
     seq = list(ids) if ids is not None else list(range(len(entries)))
     passes: list[list[Slice]] = []
@@ -48,6 +49,8 @@ def equal_ubatches(verify: list[Slice], prefill: list[Slice], ubatch: int,
                 run.append(j)
         take = max(1, min(min(entries[j][0].tokens - entries[j][1] for j in run), ubatch // len(run)))
         passes.append([])
+        if leads is not None:
+            leads.append(seq[run[0]])
         for j in run:
             x, done = entries[j]
             n = min(take, x.tokens - done)

@@ -135,6 +135,23 @@ def test_a_pass_of_more_than_one_token_pays_the_engines_batched_cost(tmp_path: P
     assert replayed(engine, two, [5, 9]) == pytest.approx(2 * (engine.target.pass_seconds(one) + rebuild))
 
 
+def test_a_pass_run_without_a_cuda_graph_costs_what_the_next_measured_width_costs(tmp_path: Path) -> None:
+    # Past 8 tokens llama.cpp leaves its mat-vec kernels for cuBLAS: the cost steps up there.
+    engine = engine_of(tmp_path)
+    table = engine.profile.ungraphed_pass_ms
+    for tokens, width in ((1, 1), (3, 4), (8, 8), (9, 16), (12, 16), (40, 32)):
+        assert engine.passes._ungraphed_ms(tokens) == table[width]
+
+
+def test_verify_passes_wider_than_a_micro_batch_are_split_and_each_part_pays_its_graph(tmp_path: Path) -> None:
+    # 32 slots verifying k = 16 drafts each: 544 tokens, two micro-batches of all 32 slots.
+    engine = engine_of(tmp_path)
+    verify = [Slice(tokens=17, context=600, logits=17)] * 32
+    ids = list(range(32))
+    first = engine.passes.seconds(verify, [], ids)
+    assert first > replayed(engine, verify, ids) > 0
+
+
 def replayed(engine: SimEngine, verify: list[Slice], ids: list[int]) -> float:
     """A decode step's passes once llama.cpp replays their compute graphs (the third step alike)."""
     for _ in range(2):
@@ -154,14 +171,15 @@ def test_a_decode_pass_of_a_new_shape_rebuilds_its_graph_and_runs_without_a_cuda
     assert steps[0] == pytest.approx((p.graph_rebuild_ms + p.ungraphed_pass_ms[8]) / 1e3)  # new: rebuilt, ungraphed
     assert steps[1] == pytest.approx(p.graph_capture_ms / 1e3)  # the same again: captured
     assert steps[2] == steps[3] == pytest.approx(0.0)  # replayed
-    # one more slot, or a context past the next 256-cell KV padding, is a new shape again
+    # one slot fewer, or a context past the next 256-cell KV padding, is a new shape again
     assert engine.passes.seconds(eight[:7], [], ids[:7]) > engine.target.pass_seconds(eight[:7]) + p.batched_pass_overhead_ms / 1e3
     longer = [Slice(tokens=1, context=800, logits=1)] * 8
     assert engine.passes.seconds(longer, [], ids) - engine.target.pass_seconds(longer) > kernels - engine.target.pass_seconds(eight)
-    # after a step that prefills, the decode pass rebuilds its graph and replays its CUDA graph
+    # a step that prefills leaves no CUDA graph behind: the decode shape warms up again
     replayed(engine, eight, ids)
     engine.passes.seconds(eight, [(512, 0, 519)], [*ids, 8])
-    assert engine.passes.seconds(eight, [], ids) - kernels == pytest.approx(p.graph_rebuild_ms / 1e3)
+    assert engine.passes.seconds(eight, [], ids) - kernels == pytest.approx(steps[0])
+    assert engine.passes.seconds(eight, [], ids) - kernels == pytest.approx(steps[1])
     # two runs of slots in every step: both graphs rebuilt every step, both CUDA graphs replayed
     four = eight[:4]
     runs = [*ids[:4], *(i + 20 for i in ids[4:])]
