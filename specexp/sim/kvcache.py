@@ -114,7 +114,9 @@ class CacheLayout:
         block = self.block_tokens
         if self.states == "prompt_tail":  # llama-server's context checkpoints, floored to a block
             return {(prompt - t) // block for t in self.tail_tokens if start < prompt - t <= end and prompt - t >= block}
-        kept = {end // block} if end >= block and (self.states == "chunk_floor" or end % block == 0) else set()
+        if self.states == "align":  # a state only where the chunk ends, on a block boundary
+            return {end // block} if end >= block and end % block == 0 else set()
+        kept = {end // block} if end >= block else set()  # chunk_floor: anywhere in the chunk, on the grid
         return kept | ({junction} if junction and start < junction * block <= end else set())
 
     def last_state_block(self, prompt: int) -> int:
