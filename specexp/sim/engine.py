@@ -222,7 +222,7 @@ class SimEngine:
             return
         token_bytes = self.memory.token_bytes - layout.snapshot_bytes_per_token if self.memory is not None else 0.0
         pinned, moved = self.pool.insert(
-            s.blocks, layout.block_tokens * token_bytes, self.target.state_bytes,
+            s.blocks, layout.block_tokens * token_bytes, layout.kept_state_bytes,
             frozenset(s.checkpoints) if layout.hybrid else None, from_running=s.held,
         )
         self.pool.unpin(s.pinned)

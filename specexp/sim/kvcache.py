@@ -76,13 +76,19 @@ class CacheLayout:
         return self.state_bytes > 0
 
     @property
+    def kept_state_bytes(self) -> float:
+        """Device bytes of one kept state: llama-server copies its checkpoints to host memory
+        (common_prompt_checkpoint's std::vector data), the others keep them in the KV pool."""
+        return 0.0 if self.states == "prompt_tail" else self.state_bytes
+
+    @property
     def snapshot_bytes_per_token(self) -> float:
         """State snapshots a cached (or running) token carries on average: the capacity cost."""
-        return self.state_bytes / self.chunk_tokens if self.enabled and self.hybrid else 0.0
+        return self.kept_state_bytes / self.chunk_tokens if self.enabled and self.hybrid else 0.0
 
     def snapshots(self, tokens: int) -> int:
-        """States kept for a prompt of `tokens` tokens: one per chunk end, one at its last block."""
-        if not (self.enabled and self.hybrid) or tokens < self.block_tokens:
+        """Device states kept for a prompt of `tokens` tokens: one per chunk end, one at its last block."""
+        if not (self.enabled and self.hybrid and self.kept_state_bytes) or tokens < self.block_tokens:
             return 0
         return tokens // self.chunk_tokens + 1
 

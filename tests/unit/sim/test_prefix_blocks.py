@@ -121,3 +121,15 @@ def test_vllm_ends_a_chunk_where_a_shared_prefix_ends_so_the_next_request_resume
     # prefix's last block (Marconi admission), where the third resumes.
     assert sightings("vllm", 3700, [200, 200, 200]) == [0, 0, 3500 // 224 * 224]
 
+
+
+def test_llama_server_keeps_its_checkpoints_in_host_memory_so_the_cache_costs_no_kv_capacity() -> None:
+    from specexp.sim.startup import plan_server
+
+    def capacity(engine: str, caching: bool) -> int:
+        spec = prefix_spec(engine=engine)
+        spec = spec.model_copy(update={"runtime": spec.runtime.model_copy(update={"prefix_caching": caching})})
+        return plan_server(spec).memory.kv_cache_tokens
+
+    assert capacity("vllm", True) < capacity("vllm", False)  # a state snapshot per chunk in the pool
+    assert capacity("llamacpp", True) == capacity("llamacpp", False)
