@@ -115,8 +115,8 @@ class SimEngine:
         prefill_target: CostModel | None = None,
     ) -> None:
         self.target = target
-        self.profile = profile or EngineProfile(name="ideal", description="no engine costs")
-        self.passes = StepPasses(target, prefill_target or target, self.profile)
+        self.passes = StepPasses(target, prefill_target or target,
+                                 profile or EngineProfile(name="ideal", description="no engine costs"))
         """The steps' forward passes (with the engine's prefill kernels for steps that prefill)."""
         self.draft = draft
         self.acceptance = acceptance
@@ -136,6 +136,11 @@ class SimEngine:
         self.counts = Counts(per_position=[0] * self.k)
         self.waiting: deque[Seq] = deque()
         self.running: list[Seq] = []
+
+    @property
+    def profile(self) -> EngineProfile:
+        """What the engine imitates besides the forward pass (one profile for it and its passes)."""
+        return self.passes.profile
 
     @property
     def block_tokens(self) -> int:
