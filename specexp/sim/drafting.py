@@ -76,6 +76,11 @@ class DraftCost:
             return 0.0
         return self.draft_seconds(k, slices) + self.drafter.cost.round_overhead_passes * self.target.unit_pass_seconds
 
+    def _head_dtype(self) -> str:
+        """The compute type of a head or block drafter's layers: the checkpoint's, or BF16 for
+        drafter weights of their own."""
+        return self.quant.compute_dtype["attention"] if self.drafter.cost.bytes_per_weight is None else "bf16"
+
     def prefill_seconds(self, prefill: list[Slice]) -> float:
         """The drafter's own pass over the prompt tokens a step prefills (one slice per prompt):
         a head or block drafter keeps its own KV of the context, so its layers run over every
@@ -87,7 +92,7 @@ class DraftCost:
             return 0.0
         if d.kind == "draft_model":
             return self.draft_model.pass_seconds(prefill) if self.draft_model is not None else 0.0
-        dtype = self.quant.compute_dtype["attention"] if c.bytes_per_weight is None else "bf16"
+        dtype = self._head_dtype()
         tokens = sum(s.tokens for s in prefill)
         layers = t.small_pass_seconds(head_params(d, t), head_bytes_per_weight(d, self.quant), tokens, dtype,
                                       DRAFT_PASS_OVERHEAD, 0.0, c.target_layers)
@@ -105,7 +110,7 @@ class DraftCost:
             return k * self.draft_model.pass_seconds(passes) + c.overhead_ms / 1e3
         params = head_params(d, t)
         bpw = head_bytes_per_weight(d, self.quant)
-        dtype = self.quant.compute_dtype["attention"] if c.bytes_per_weight is None else "bf16"
+        dtype = self._head_dtype()
         lm_bytes = self.quant.bytes_per_weight["embeddings"]
         lm_dtype = self.quant.compute_dtype["embeddings"]
         kv = sum(s.context for s in slices) * t.kv_bytes_per_token_per_layer * drafter_kv_layers(d)

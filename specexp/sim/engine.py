@@ -8,7 +8,8 @@ admitted first come, first served, up to max_num_seqs, and only while the KV poo
 them whole (prompt, output and draft lookahead, plus their recurrent state), so KV capacity
 limits concurrency. With an engine profile of `batching: slots` (llama-server) each request takes
 a slot as llama-server chooses it, a step takes its tokens in slot order, and equal micro-batches
-keep to runs of consecutive slots (specexp/sim/ubatches.py). A prompt's full blocks enter the prefix cache (kvcache.KvPool) when its
+keep to runs of consecutive slots (specexp/sim/ubatches.py); what a step's passes cost is
+specexp/sim/passes.py's. A prompt's full blocks enter the prefix cache (kvcache.KvPool) when its
 prefill ends; cached blocks are evicted, least recently used first, to make room. The engine
 keeps the counters a vLLM server exports.
 
