@@ -2,8 +2,8 @@
 
     .venv/bin/python benchmarks/llamacpp_graph_costs.py
 
-Data: benchmarks/data/h200-llamacpp-chunks-requests.jsonl (the trace's decode job on an H200,
-every token's arrival time; benchmarks/data/README.md). Tokens that arrive within 1.5 ms of each
+Data: benchmarks/data/h200-llamacpp-{chunks,host-chunks-1,host-chunks-2}-requests.jsonl (the
+trace's decode job on an H200 in three runs, every token's arrival time; benchmarks/data/README.md). Tokens that arrive within 1.5 ms of each
 other are one step. In every window, the first step in which all its requests decode (no first
 token) is the first pass of a new shape, the step after it the second: against the median of the
 window's later all-decoding steps,
@@ -29,7 +29,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-DATA = REPO / "benchmarks/data/h200-llamacpp-chunks-requests.jsonl"
+DATA = tuple(REPO / "benchmarks/data" / f"h200-llamacpp-{name}-requests.jsonl"
+             for name in ("chunks", "host-chunks-1", "host-chunks-2"))
+"""The trace's decode job run again (the sixth device call), then twice more on one machine (the seventh)."""
 OUT = REPO / "benchmarks/results/llamacpp_graph_costs.md"
 STEP_S = 1.5e-3
 """Tokens arriving closer together than this came from one step."""
@@ -57,13 +59,14 @@ def main() -> None:
     from specexp.sim.profile import load_profile
 
     ungraphed_one = load_profile("llamacpp").ungraphed_pass_ms[1]  # TPOT at one slot, graphs off less on
-    windows: dict[int, list[dict]] = defaultdict(list)
-    for line in DATA.read_text().splitlines():
-        r = json.loads(line)
-        if not r["warmup"]:
-            windows[r["window"]].append(r)
+    windows: dict[tuple[int, int], list[dict]] = defaultdict(list)
+    for run, path in enumerate(DATA):
+        for line in path.read_text().splitlines():
+            r = json.loads(line)
+            if not r["warmup"]:
+                windows[(run, r["window"])].append(r)
     rows, rebuild, capture = [], [], []
-    for _, requests in sorted(windows.items()):
+    for key, requests in sorted(windows.items()):
         c = requests[0]["concurrency"]
         s = steps(requests)
         full = [k for k, (_, n, first) in enumerate(s) if n == c and first == 0]
@@ -74,11 +77,12 @@ def main() -> None:
         capture.append(second)
         if c == 1:
             rebuild.append(first - ungraphed_one)
-        rows.append(f"| {c} | {requests[0]['repeat']} | {steady:.1f} | {first:+.1f} | {second:+.1f} |")
+        rows.append(f"| {DATA[key[0]].name.removeprefix('h200-llamacpp-').removesuffix('-requests.jsonl')} | {c} | {requests[0]['repeat']} | {steady:.1f} | {first:+.1f} | {second:+.1f} |")
     lines = ["# llama-server: what a new decode pass shape costs", "",
-             f"Written by `benchmarks/llamacpp_graph_costs.py` from `{DATA.relative_to(REPO)}` (see its docstring).", "",
-             "| c | repeat | steady step (ms) | first step's extra (ms) | second step's extra (ms) |",
-             "|---:|---:|---:|---:|---:|", *rows, "",
+             "Written by `benchmarks/llamacpp_graph_costs.py` from "
+             + ", ".join(f"`{path.relative_to(REPO)}`" for path in DATA) + " (see its docstring).", "",
+             "| run | c | repeat | steady step (ms) | first step's extra (ms) | second step's extra (ms) |",
+             "|---|---:|---:|---:|---:|---:|", *rows, "",
              f"- `graph_rebuild_ms` = median first extra at c = 1 less the ungraphed one-token pass "
              f"({ungraphed_one} ms): **{statistics.median(rebuild):.2f} ms** ({len(rebuild)} windows)",
              f"- `graph_capture_ms` = median second extra: **{statistics.median(capture):.2f} ms** "

@@ -88,4 +88,9 @@ PARTS = [
           ("chunks", ["drafter=none", "workload=concurrency", "workload.concurrency=[1,2,4,8,16,32]",
                       "workload.prompt_tokens=512", "workload.output_tokens=32", "workload.repeats=3",
                       "runtime.max_model_len=2048"]))),
+    # an eighth call: the prefix_cache workload (a prompt sent cold, then its prefix again with a new
+    # suffix, warm, max_tokens = 1) on one slot: what a warm request costs a real engine besides the
+    # recomputed tail (fixed costs, attention over the cached context, the first token's sampling)
+    Part("prefix-cache", ["drafter=none", "workload=prefix_cache", "workload.prompt_lengths=[3700,16000,32000]",
+                          "runtime.max_model_len=33792"], extra=True),
 ]

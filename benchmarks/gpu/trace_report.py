@@ -8,7 +8,7 @@
 - benchmarks/data/h200-llamacpp-trace.jsonl: each measurement of the sweeps, one JSON object a line,
   in the form of gpu-h200-llamacpp.jsonl (`part` decode for the one-stream-per-slot server that
   runtime=llamacpp starts, decode-kv-unified for the other), then the batched-bench rows;
-- `trace_report.py --holdout | --slots | --c32 | --chunks RECORDS.tar.gz`: the data files of the
+- `trace_report.py --holdout | --slots | --c32 | --chunks | --repeats | --prefix RECORDS.tar.gz`: the data files of the
   later device calls (llamacpp_h200.py --parts ...), each from its sweeps' records (DATA_FILES).
 """
 
@@ -88,6 +88,7 @@ def record_lines(result: dict[str, Any], part: str) -> list[str]:
                        sort_keys=True) for measurement in result["measurements"]]
 
 
+REPEATS = ("host-slots-1", "host-chunks-1", "host-slots-2", "host-chunks-2")
 C32 = ("decode-c32-ctx2048", "decode-c32-ctx1024", "decode-c32-ctx2048-again", "decode-c32-ctx1024-again")
 DATA_FILES: dict[str, tuple[str, dict[str, str] | None]] = {
     # cells the fit never saw: c = 4, 12, 24, 1,024-token prompts (the third call of the trace work)
@@ -99,6 +100,11 @@ DATA_FILES: dict[str, tuple[str, dict[str, str] | None]] = {
     "--c32": ("h200-llamacpp-c32.jsonl", dict.fromkeys(C32, "decode")),
     # the trace's decode job again, every token's arrival time in its requests.jsonl (--parts decode-chunks)
     "--chunks": ("h200-llamacpp-chunks.jsonl", None),
+    # pure decode by the number of slots and the trace's decode job, in turn, twice, on one machine
+    # (--parts host-slots-1 host-chunks-1 host-slots-2 host-chunks-2)
+    "--repeats": ("h200-llamacpp-repeats.jsonl", dict.fromkeys(REPEATS, "decode")),
+    # the prefix_cache workload at 3.7k, 16k and 32k tokens, cold then warm (--parts prefix-cache)
+    "--prefix": ("h200-llamacpp-prefix.jsonl", {"prefix-cache": "prefix"}),
 }
 """Option -> (benchmarks/data file, the sweeps it takes in order and the record part of each; None:
 every sweep, in name order, as part decode)."""

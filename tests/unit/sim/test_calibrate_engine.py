@@ -39,3 +39,28 @@ def test_a_job_is_simulated_with_its_levels_in_the_order_they_ran() -> None:
     assert spec.workload.repeats == 2 and spec.workload.output_tokens == 256
     assert spec.runtime.max_num_seqs == 32 and spec.runtime.max_model_len == 2048
     assert spec.runtime.engine == "llamacpp"
+
+
+def prefix_line(prompt: int, cache: str, ttft: float) -> str:
+    conditions = {"concurrency": 1, "prompt_tokens": prompt, "output_tokens": 1, "max_model_len": 33792,
+                  "repeats": 3, "drafter": "none", "cache": cache}
+    return json.dumps({"part": "prefix", "status": "ok", "engine_info": {"total_slots": 1},
+                       "measured": {"conditions": conditions, "metrics": {"ttft_s": ttft}}})
+
+
+def test_a_prefix_job_is_one_job_simulated_cold_then_warm_at_each_length(tmp_path: Path) -> None:
+    # the server counts a warm prompt a token off its cold one; a second job starts where lengths fall
+    path = tmp_path / "records.jsonl"
+    rows = [prefix_line(3707, "cold", 0.16), prefix_line(3707, "warm", 0.02), prefix_line(16007, "cold", 0.87),
+            prefix_line(16006, "warm", 0.04), prefix_line(3707, "cold", 0.16)]
+    path.write_text("\n".join(rows) + "\n")
+    cells = ce.load_cells(path)
+    assert [(c.cache, c.job) for c in cells] == [("cold", 0), ("warm", 0), ("cold", 0), ("warm", 0), ("cold", 1)]
+    spec = ce.job_spec(ce.base_spec(), [c for c in cells if c.job == 0])
+    w = spec.workload
+    assert w.prompt_lengths == [3707, 16007] and w.cache == ["cold", "warm"] and w.shared_prefix
+    assert w.output_tokens == 1 and w.warmup == 0
+    # each cell meets its own simulated point: the warm request is served from the cache, fast
+    rows = {(cell.prompt_tokens, cell.cache): sim for cell, _, _, sim in ce.compare(cells[:4], ce.base_spec())}
+    assert rows[(16006, "warm")] < rows[(16007, "cold")] / 5
+    assert rows[(3707, "warm")] < rows[(16006, "warm")] < rows[(3707, "cold")]
