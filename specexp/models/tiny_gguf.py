@@ -15,7 +15,7 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import gguf
@@ -161,13 +161,18 @@ def write_tiny_model(
     noise (scaled by each tensor's std) to the weights of ``seed``, for draft models; with
     ``noise`` 0 and the same seed and shape, the tensors equal the target's exactly.
     """
-    path = Path(path)
     tensors = make_tensors(seed, shape, noise)  # validate before touching the file system
+    return write_gguf(Path(path), "llama", tensors, lambda writer: _add_metadata(writer, shape, name))
+
+
+def write_gguf(path: Path, arch: str, tensors: dict[str, Array],
+               add_metadata: Callable[[gguf.GGUFWriter], None]) -> Path:
+    """Write a GGUF of architecture `arch` to `path` atomically (a temporary file renamed)."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
     try:
-        writer = gguf.GGUFWriter(tmp, "llama")
-        _add_metadata(writer, shape, name)
+        writer = gguf.GGUFWriter(tmp, arch)
+        add_metadata(writer)
         for tensor_name, data in tensors.items():
             writer.add_tensor(tensor_name, data)
         writer.write_header_to_file()
@@ -182,6 +187,12 @@ def write_tiny_model(
     return path
 
 
+def cached_path(cache_dir: Path, key: list[object], prefix: str = "tiny") -> Path:
+    """Where the model of these parameters is cached: `prefix`-<digest of key>.gguf in cache_dir."""
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+    return Path(cache_dir) / f"{prefix}-{digest}.gguf"
+
+
 def ensure_model(
     cache_dir: Path,
     *,
@@ -191,9 +202,7 @@ def ensure_model(
     name: str = "specexp-tiny",
 ) -> Path:
     """Return a cached model file for these parameters, writing it only if it is missing."""
-    key = [FORMAT_VERSION, seed, dataclasses.asdict(shape), noise, name]
-    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
-    path = Path(cache_dir) / f"tiny-{digest}.gguf"
+    path = cached_path(cache_dir, [FORMAT_VERSION, seed, dataclasses.asdict(shape), noise, name])
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
         write_tiny_model(path, seed=seed, shape=shape, noise=noise, name=name)

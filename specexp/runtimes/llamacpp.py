@@ -21,6 +21,8 @@ import httpx
 from specexp import paths
 from specexp.events import Counters, EngineInfo, Request
 from specexp.models.tiny_gguf import TinyModelShape, ensure_model
+from specexp.models.tiny_hybrid_gguf import TinyHybridShape
+from specexp.models.tiny_hybrid_gguf import ensure_model as ensure_hybrid_model
 from specexp.paths_cache import cache_dir
 from specexp.roofline.shape import model_shape
 from specexp.runtimes import promtext
@@ -79,6 +81,12 @@ def gguf_path(model: ModelSpec, given: str | None) -> str:
     """The GGUF to load: the one named in the config, or the one specexp generates."""
     if given:
         return given
+    if model.generated_gguf is not None and model.architecture == "hybrid":
+        try:
+            hybrid = TinyHybridShape.of(model)
+        except ValueError as exc:
+            raise RuntimeFailure("refused", "bad_model", str(exc)) from exc
+        return str(ensure_hybrid_model(cache_dir() / "models", seed=model.generated_gguf.seed, shape=hybrid))
     if model.generated_gguf is not None:
         shape = TinyModelShape(
             layers=model.num_hidden_layers, embd=model.hidden_size, ff=model.intermediate_size,

@@ -137,6 +137,24 @@ def test_prefix_cache_cold_then_warm(llama_server: Path, tmp_path: Path) -> None
     assert warm["metrics"]["ttft_s"] < cold["metrics"]["ttft_s"]
 
 
+def test_a_hybrid_model_resumes_from_the_checkpoint_the_simulator_resumes_from(llama_server: Path,
+                                                                                 tmp_path: Path) -> None:
+    # a recurrent state cannot be cut back, so llama-server resumes a warm prompt from the context
+    # checkpoint it saved 4 + n_ubatch (512) tokens before the cold prompt's end, not from the
+    # common prefix; the simulator's llamacpp profile (hybrid_states: prompt_tail) says the same
+    hybrid = ("model=tiny-hybrid", "quantization=f32", "hardware=cpu", "workload=prefix_cache",
+              "workload.prompt_lengths=[1500]", "workload.repeats=2")
+    recomputed = {}
+    for name, runtime in (("real", ("runtime=llamacpp", "runtime.extra_args=[-t,2]")),
+                          ("simulated", ("runtime=sim", "runtime.engine=llamacpp"))):
+        done = run_specexp(tmp_path / name, *runtime, *hybrid)
+        assert done.returncode == 0, done.stderr
+        (record,) = results(tmp_path / name)
+        warm = next(m for m in record["measurements"] if m["conditions"]["cache"] == "warm")
+        recomputed[name] = warm["conditions"]["prompt_tokens"] - warm["metrics"]["cached_prompt_tokens"]
+    assert recomputed == {"real": 516, "simulated": 516}
+
+
 def test_a_quantization_label_that_is_not_the_gguf_is_refused(llama_server: Path, tmp_path: Path) -> None:
     done = run_specexp(tmp_path, "runtime=llamacpp", "model=tiny", "hardware=cpu", "quantization=q4_k_m",
                        "workload.output_tokens=8")

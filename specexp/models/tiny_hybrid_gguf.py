@@ -1,0 +1,169 @@
+"""Tiny random-weight hybrid GGUF models that llama.cpp's llama-server loads on the CPU.
+
+A hybrid model in llama.cpp's ``qwen35`` architecture (the Qwen3.5 / Qwen3.8 family): Gated
+DeltaNet linear-attention layers with a recurrent state, and a gated full-attention layer every
+``full_attention_interval``-th layer (src/models/qwen35.cpp, llama.cpp 0c1e57098, names each tensor
+and its shape). The vocabulary, tokenizer, chat template and zeroed output rows are
+:mod:`specexp.models.tiny_gguf`'s, so greedy decoding emits printable ASCII and never EOS. A real
+llama-server cannot cut a recurrent state back, so this model shows where it resumes a prompt's
+cached prefix: from its context checkpoints (tools/server/server-context.cpp), not token by token.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from pathlib import Path
+
+import gguf
+import numpy as np
+
+from specexp.models.tiny_gguf import (
+    N_ZEROED_OUTPUT_ROWS,
+    Array,
+    add_spm_tokenizer,
+    build_vocab,
+    cached_path,
+    write_gguf,
+)
+from specexp.spec import ModelSpec
+
+FORMAT_VERSION = 1
+"""Bump on any change to the written bytes; it is part of :func:`ensure_model`'s cache key."""
+
+ARCH = "qwen35"
+
+
+@dataclasses.dataclass(frozen=True)
+class TinyHybridShape:
+    """Hyper-parameters of a tiny qwen35 model, in ModelSpec's terms."""
+
+    layers: int = 4
+    embd: int = 128
+    ff: int = 256
+    heads: int = 4
+    kv_heads: int = 2
+    head_dim: int = 32
+    full_attention_interval: int = 4
+    linear_key_heads: int = 2
+    linear_value_heads: int = 4
+    linear_head_dim: int = 32
+    """Key and value head width of the linear layers (llama.cpp's ssm.state_size sets both)."""
+    conv_kernel: int = 4
+    context: int = 4096
+
+    def __post_init__(self) -> None:
+        if min(dataclasses.astuple(self)) < 1:
+            raise ValueError(f"all shape fields must be positive: {self}")
+        if self.heads % self.kv_heads or self.linear_value_heads % self.linear_key_heads:
+            raise ValueError(f"kv_heads must divide heads, linear_key_heads linear_value_heads: {self}")
+        if self.head_dim % 8:
+            raise ValueError(f"head_dim must be a multiple of 8 (four rope sections of even width): {self}")
+
+    @classmethod
+    def of(cls, model: ModelSpec) -> TinyHybridShape:
+        """The shape of a hybrid ModelSpec; its linear key and value heads must be as wide."""
+        if model.linear_key_head_dim != model.linear_value_head_dim:
+            raise ValueError(f"model={model.name}: llama.cpp's qwen35 takes one linear head width "
+                             f"(linear_key_head_dim {model.linear_key_head_dim}, "
+                             f"linear_value_head_dim {model.linear_value_head_dim})")
+        return cls(layers=model.num_hidden_layers, embd=model.hidden_size, ff=model.intermediate_size,
+                   heads=model.num_attention_heads, kv_heads=model.num_key_value_heads, head_dim=model.head_dim,
+                   full_attention_interval=model.full_attention_interval or 4,
+                   linear_key_heads=model.linear_num_key_heads or 1,
+                   linear_value_heads=model.linear_num_value_heads or 1,
+                   linear_head_dim=model.linear_key_head_dim or 1, conv_kernel=model.linear_conv_kernel_dim or 1,
+                   context=model.max_position_embeddings)
+
+    def is_full_attention(self, layer: int) -> bool:
+        return (layer + 1) % self.full_attention_interval == 0
+
+    @property
+    def value_dim(self) -> int:
+        return self.linear_value_heads * self.linear_head_dim
+
+    @property
+    def conv_dim(self) -> int:
+        return 2 * self.linear_key_heads * self.linear_head_dim + self.value_dim
+
+
+def _tensor_specs(shape: TinyHybridShape, n_vocab: int) -> Iterator[tuple[str, tuple[int, ...]]]:
+    """Yield ``(name, numpy shape)`` for every tensor (numpy shapes are llama.cpp's reversed)."""
+    e, f, hd = shape.embd, shape.ff, shape.head_dim
+    yield "token_embd.weight", (n_vocab, e)
+    for i in range(shape.layers):
+        block: dict[str, tuple[int, ...]] = {"attn_norm.weight": (e,), "post_attention_norm.weight": (e,)}
+        if shape.is_full_attention(i):  # the query projection carries the output gate too
+            block.update({"attn_q.weight": (2 * shape.heads * hd, e), "attn_k.weight": (shape.kv_heads * hd, e),
+                          "attn_v.weight": (shape.kv_heads * hd, e), "attn_output.weight": (e, shape.heads * hd),
+                          "attn_q_norm.weight": (hd,), "attn_k_norm.weight": (hd,)})
+        else:
+            nv = shape.linear_value_heads
+            block.update({"attn_qkv.weight": (shape.conv_dim, e), "attn_gate.weight": (shape.value_dim, e),
+                          "ssm_conv1d.weight": (shape.conv_dim, shape.conv_kernel), "ssm_dt.bias": (nv,),
+                          "ssm_a": (nv,), "ssm_beta.weight": (nv, e), "ssm_alpha.weight": (nv, e),
+                          "ssm_norm.weight": (shape.linear_head_dim,), "ssm_out.weight": (e, shape.value_dim)})
+        block.update({"ffn_gate.weight": (f, e), "ffn_up.weight": (f, e), "ffn_down.weight": (e, f)})
+        yield from ((f"blk.{i}.{name}", dims) for name, dims in block.items())
+    yield "output_norm.weight", (e,)
+    yield "output.weight", (n_vocab, e)
+
+
+def make_tensors(seed: int, shape: TinyHybridShape) -> dict[str, Array]:
+    """Seeded weights: matrices scaled by 1/sqrt(fan-in), norms ones, decay A -1 and dt bias 0."""
+    rng = np.random.default_rng([seed, 0])
+    tensors: dict[str, Array] = {}
+    for name, dims in _tensor_specs(shape, len(build_vocab())):
+        if name.endswith("ssm_a"):
+            tensors[name] = -np.ones(dims, dtype=np.float32)
+        elif name.endswith("ssm_dt.bias"):
+            tensors[name] = np.zeros(dims, dtype=np.float32)
+        elif len(dims) == 1:
+            tensors[name] = np.ones(dims, dtype=np.float32)
+        else:
+            tensors[name] = rng.standard_normal(dims, dtype=np.float32) / np.float32(np.sqrt(dims[-1]))
+    tensors["output.weight"][:N_ZEROED_OUTPUT_ROWS] = 0.0
+    return tensors
+
+
+def _add_metadata(writer: gguf.GGUFWriter, shape: TinyHybridShape, name: str) -> None:
+    vocab = build_vocab()
+    writer.add_name(name)
+    writer.add_file_type(int(gguf.LlamaFileType.ALL_F32))
+    writer.add_context_length(shape.context)
+    writer.add_embedding_length(shape.embd)
+    writer.add_block_count(shape.layers)
+    writer.add_feed_forward_length(shape.ff)
+    writer.add_head_count(shape.heads)
+    writer.add_head_count_kv(shape.kv_heads)
+    writer.add_key_length(shape.head_dim)
+    writer.add_value_length(shape.head_dim)
+    writer.add_rope_dimension_count(shape.head_dim)
+    writer.add_rope_freq_base(10000.0)
+    writer.add_layer_norm_rms_eps(1e-6)
+    writer.add_array(f"{ARCH}.rope.dimension_sections", [shape.head_dim // 8] * 4)
+    writer.add_uint32(f"{ARCH}.ssm.conv_kernel", shape.conv_kernel)
+    writer.add_uint32(f"{ARCH}.ssm.inner_size", shape.value_dim)
+    writer.add_uint32(f"{ARCH}.ssm.state_size", shape.linear_head_dim)
+    writer.add_uint32(f"{ARCH}.ssm.time_step_rank", shape.linear_value_heads)
+    writer.add_uint32(f"{ARCH}.ssm.group_count", shape.linear_key_heads)
+    writer.add_uint32(f"{ARCH}.full_attention_interval", shape.full_attention_interval)
+    writer.add_vocab_size(len(vocab))
+    add_spm_tokenizer(writer, vocab)
+
+
+def write_model(path: Path, *, seed: int = 0, shape: TinyHybridShape = TinyHybridShape(),
+                name: str = "specexp-tiny-hybrid") -> Path:
+    """Write a tiny qwen35 GGUF to ``path`` atomically; the same arguments give the same bytes."""
+    tensors = make_tensors(seed, shape)
+    return write_gguf(Path(path), ARCH, tensors, lambda writer: _add_metadata(writer, shape, name))
+
+
+def ensure_model(cache_dir: Path, *, seed: int = 0, shape: TinyHybridShape = TinyHybridShape(),
+                 name: str = "specexp-tiny-hybrid") -> Path:
+    """A cached model file for these parameters, written only if it is missing."""
+    path = cached_path(cache_dir, [FORMAT_VERSION, ARCH, seed, dataclasses.asdict(shape), name], "tiny-hybrid")
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_model(path, seed=seed, shape=shape, name=name)
+    return path
