@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-COMMON = ["model=qwen3-8b", "hardware=h200"]
+HARDWARE = "hardware=h200"
 DECODE = ["workload=concurrency", "workload.concurrency=[1,8,32]", "workload.prompt_tokens=512",
           "workload.output_tokens=256", "workload.repeats=2", "runtime.max_model_len=2048"]
 PREFILL = ["workload=prefill_sweep", "workload.prompt_lengths=[1024,2048,4096,8192,16384,32768]",
@@ -31,15 +31,22 @@ class Part:
     """Not in the first device call's set: run with --parts."""
     env: tuple[tuple[str, str], ...] = ()
     """Environment variables for the real engine's run (llama.cpp reads some at start)."""
+    model: str = "qwen3-8b"
+    """The target's conf/model/ entry, written by specexp.models.shaped_gguf."""
+
+    @property
+    def common(self) -> list[str]:
+        return [f"model={self.model}", HARDWARE]
 
     def measured(self, binary: str, model: str, draft: str) -> list[str]:
         paths = [f"runtime.executable={binary}", f"runtime.model_path={model}", "runtime.start_timeout_s=300"]
         if self.draft:
             paths.append(f"runtime.draft_model_path={draft}")
-        return ["runtime=llamacpp", *COMMON, f"quantization={self.dtype}", *self.overrides, *paths, *self.engine_only]
+        return ["runtime=llamacpp", *self.common, f"quantization={self.dtype}", *self.overrides, *paths,
+                *self.engine_only]
 
     def simulated(self) -> list[str]:
-        return ["runtime=sim", *COMMON, f"quantization={self.dtype}", *self.overrides]
+        return ["runtime=sim", *self.common, f"quantization={self.dtype}", *self.overrides]
 
 
 def _decode(concurrency: str, prompt: int, output: int) -> list[str]:
@@ -93,4 +100,10 @@ PARTS = [
     # recomputed tail (fixed costs, attention over the cached context, the first token's sampling)
     Part("prefix-cache", ["drafter=none", "workload=prefix_cache", "workload.prompt_lengths=[3700,16000,32000]",
                           "runtime.max_model_len=33792"], extra=True),
+    # a ninth call: the studies' hybrid model (the Qwen3.8-27B shape in llama.cpp's qwen35 architecture,
+    # BF16, 52 GB) on one slot: cold against warm TTFT (a warm prompt resumes from a context checkpoint),
+    # then decode at c = 1, 4, 16: Gated DeltaNet's prefill and decode on a real engine and GPU
+    Part("hybrid-prefix-cache", ["drafter=none", "workload=prefix_cache", "workload.prompt_lengths=[3700,16000,32000]",
+                                 "runtime.max_model_len=33792"], extra=True, model="qwen3.8-27b"),
+    Part("hybrid-decode", ["drafter=none", *_decode("[1,4,16]", 512, 128)], extra=True, model="qwen3.8-27b"),
 ]

@@ -12,7 +12,8 @@ Stages (each skips what is already done under --work, so a second call resumes t
   native off, -j of every core), from the llama.cpp sources vendored in the llama-cpp-python sdist
   (scripts/build-llama-server.sh's sources); the commit is passed to CMake, so build_info names it.
 - ``models``: the Qwen3-8B shape in BF16 and a Qwen3-0.6B-shaped draft with the same vocabulary,
-  random weights (specexp.models.shaped_gguf), written while the build runs.
+  random weights (specexp.models.shaped_gguf), written while the build runs; only the targets the
+  chosen parts run (the hybrid parts: the Qwen3.8-27B shape in llama.cpp's qwen35 architecture).
 - ``sweep``: specexp sweeps of runtime=llamacpp with GPU telemetry: decode at concurrency 1, 8, 32
   with no drafter and with the draft model, and the prefill sweep 1k-32k (TTFT), cold, the host
   prompt cache off; the records go to OUT/records.tar.gz after each part.
@@ -138,12 +139,13 @@ def _bring_back(binary: Path, out: Path) -> None:
             (out / f"llama-server.xz.part-{i // part}").write_bytes(blob[i:i + part])
 
 
-def write_models(work: Path, out: Path, dtypes: set[str]) -> dict[str, Path]:
-    """The targets (qwen3-8b, one per weight type) and the draft (qwen3-0.6b, BF16), keyed NAME-DTYPE."""
-    from specexp.models.shaped_gguf import Qwen3Shape, load_model, write_shaped_model
+def write_models(work: Path, out: Path, targets: set[tuple[str, str]], draft: bool) -> dict[str, Path]:
+    """The targets (conf/model/ entry and weight type each) and, with `draft`, the draft (qwen3-0.6b,
+    BF16), keyed NAME-DTYPE: only what the chosen parts run, as the device's disk holds 64 GB."""
+    from specexp.models.shaped_gguf import load_model, shape_of, write_shaped_model
 
     paths = {}
-    wanted = [("qwen3-8b", dtype, 0) for dtype in sorted(dtypes)] + [("qwen3-0.6b", "bf16", 1)]
+    wanted = [(name, dtype, 0) for name, dtype in sorted(targets)] + ([("qwen3-0.6b", "bf16", 1)] if draft else [])
     for name, dtype, seed in wanted:
         path = work / "models" / f"{name}-{dtype}-random.gguf"
         paths[f"{name}-{dtype}"] = path
@@ -151,7 +153,7 @@ def write_models(work: Path, out: Path, dtypes: set[str]) -> dict[str, Path]:
             continue
         path.parent.mkdir(parents=True, exist_ok=True)
         started = time.monotonic()
-        write_shaped_model(path, Qwen3Shape.of(load_model(name)), dtype=dtype, seed=seed,  # type: ignore[arg-type]
+        write_shaped_model(path, shape_of(load_model(name)), dtype=dtype, seed=seed,  # type: ignore[arg-type]
                            name=f"specexp-random-{name}")
         log(out, f"models: {path.name} {path.stat().st_size / 1e9:.2f} GB in {time.monotonic() - started:.0f} s")
     return paths
@@ -221,7 +223,8 @@ def sweep(work: Path, binary: Path, models: dict[str, Path], out: Path, deadline
         if left < 30:
             log(out, f"sweep: {part.name} not started ({left:.0f} s left)")
             continue
-        overrides = part.measured(str(binary), str(models[f"qwen3-8b-{part.dtype}"]), str(models["qwen3-0.6b-bf16"]))
+        draft = models.get("qwen3-0.6b-bf16")
+        overrides = part.measured(str(binary), str(models[f"{part.model}-{part.dtype}"]), str(draft))
         specexp(work / "sweeps" / part.name, overrides, left - 10, out, part.env)
         pack(work, out)
 
@@ -254,17 +257,18 @@ def main() -> int:
     deadline = T0 + args.deadline_s
     chosen = [p for p in cells.PARTS if p.name in args.parts] if args.parts else None
     run_parts = chosen or [p for p in cells.PARTS if not p.extra]
-    dtypes = {p.dtype for p in run_parts}
+    targets, draft = {(p.model, p.dtype) for p in run_parts}, any(p.draft for p in run_parts)
     models: dict[str, Path] = {}
     writer = None
     if "models" in stages:  # the writer is I/O bound: it runs beside the build
-        writer = threading.Thread(target=lambda: models.update(write_models(args.work, args.out, dtypes)))
+        writer = threading.Thread(target=lambda: models.update(write_models(args.work, args.out, targets, draft)))
         writer.start()
     binary = build(args.work, args.src, args.out, args.binary_parts) if "build" in stages else args.work / "llama-server/bin/llama-server"
     if writer is not None:
         writer.join()
     if "sweep" in stages:
-        sweep(args.work, binary, models or write_models(args.work, args.out, dtypes), args.out, deadline, run_parts)
+        sweep(args.work, binary, models or write_models(args.work, args.out, targets, draft), args.out, deadline,
+              run_parts)
     if "sim" in stages or "report" in stages:
         from benchmarks.gpu import compare
 

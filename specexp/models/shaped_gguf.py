@@ -1,8 +1,9 @@
-"""Random-weight GGUF models in the shape of a real checkpoint (Qwen3-8B, Qwen3-0.6B), for GPU runs
-that need no download.
+"""Random-weight GGUF models in the shape of a real checkpoint (Qwen3-8B, Qwen3-0.6B, the hybrid
+Qwen3.8-27B), for GPU runs that need no download.
 
 The file has the real model's tensors, shapes and data type (BF16 or F16; norms F32, as llama.cpp's
-converter writes them) in llama.cpp's ``qwen3`` architecture, and a vocabulary of the model's full
+converter writes them) in llama.cpp's ``qwen3`` architecture (``qwen35`` for a hybrid model, in
+tiny_hybrid_gguf's layout; its decay A is -1 and its dt bias 0, so the recurrence stays bounded), and a vocabulary of the model's full
 size (151,936 for Qwen3), so the lm_head and the sampler cost what they cost on the real model. The
 vocabulary is specexp's own SPM one (tiny_gguf's 354 tokens, then every 2-character and enough
 3-character strings of ``▁`` and printable ASCII), so it needs no tokenizer download either; output
@@ -29,6 +30,9 @@ import gguf
 import numpy as np
 
 from specexp.models.tiny_gguf import N_ZEROED_OUTPUT_ROWS, add_spm_tokenizer, build_vocab
+from specexp.models.tiny_hybrid_gguf import ARCH as HYBRID_ARCH
+from specexp.models.tiny_hybrid_gguf import TinyHybridShape, one_d_values, tensor_specs
+from specexp.models.tiny_hybrid_gguf import add_metadata as add_hybrid_metadata
 from specexp.spec import ModelSpec
 
 Dtype = Literal["bf16", "f16"]
@@ -37,6 +41,9 @@ POOL_BYTES = 64 << 20
 CHUNK_BYTES = 16 << 20
 _GGML = {"bf16": gguf.GGMLQuantizationType.BF16, "f16": gguf.GGMLQuantizationType.F16}
 _FILE_TYPE = {"bf16": gguf.LlamaFileType.MOSTLY_BF16, "f16": gguf.LlamaFileType.MOSTLY_F16}
+F32_MATRICES = ("ssm_conv1d.weight",)
+"""Matrices llama.cpp reads in F32 whatever the file's type (its CPU ssm_conv asserts it; the converter
+keeps them F32)."""
 _ALPHABET = ["\u2581"] + [chr(c) for c in range(ord("!"), ord("~") + 1)]
 
 
@@ -89,6 +96,34 @@ class Qwen3Shape:
         return sum(int(np.prod(d)) * (4 if len(d) == 1 else 2) for _, d in self.tensors())
 
 
+@dataclasses.dataclass(frozen=True)
+class HybridShape:
+    """A hybrid model's shape (Qwen3.5 / Qwen3.8: Gated DeltaNet and gated full attention) in llama.cpp's
+    ``qwen35`` architecture: tiny_hybrid_gguf's layout at the checkpoint's size, with its full vocabulary."""
+
+    layers: TinyHybridShape
+    vocab: int
+    tied: bool
+
+    @classmethod
+    def of(cls, model: ModelSpec) -> HybridShape:
+        return cls(TinyHybridShape.of(model), model.vocab_size, model.tie_word_embeddings)
+
+    def tensors(self) -> Iterator[tuple[str, tuple[int, ...]]]:
+        """``(name, numpy shape)`` of every tensor, in file order."""
+        for name, dims in tensor_specs(self.layers, self.vocab):
+            if not (self.tied and name == "output.weight"):
+                yield name, dims
+
+    def weight_bytes(self, dtype: Dtype) -> int:
+        return sum(int(np.prod(d)) * (4 if len(d) == 1 or n.endswith(F32_MATRICES) else 2) for n, d in self.tensors())
+
+
+def shape_of(model: ModelSpec) -> Qwen3Shape | HybridShape:
+    """The shape specexp writes for a conf/model/ entry: qwen3 for dense models, qwen35 for hybrid ones."""
+    return HybridShape.of(model) if model.architecture == "hybrid" else Qwen3Shape.of(model)
+
+
 def build_full_vocab(size: int) -> list[tuple[str, float, int]]:
     """tiny_gguf's 354 tokens, then 2- and 3-character strings over ``▁`` and printable ASCII, to
     `size` tokens. Every 3-character token's first two characters are a token, so SPM's bigram
@@ -112,8 +147,11 @@ def _pool(seed: int, dtype: Dtype) -> np.ndarray:
     return (values.view(np.uint32) >> np.uint32(16)).astype("<u2")  # bf16: the high half of the float32
 
 
-def _add_metadata(writer: gguf.GGUFWriter, shape: Qwen3Shape, dtype: Dtype, name: str) -> None:
+def _add_metadata(writer: gguf.GGUFWriter, shape: Qwen3Shape | HybridShape, dtype: Dtype, name: str) -> None:
     vocab = build_full_vocab(shape.vocab)
+    if isinstance(shape, HybridShape):  # Qwen3.5's rope_theta
+        add_hybrid_metadata(writer, shape.layers, name, vocab, int(_FILE_TYPE[dtype]), rope_theta=10_000_000.0)
+        return
     writer.add_name(name)
     writer.add_file_type(int(_FILE_TYPE[dtype]))
     writer.add_context_length(shape.context)
@@ -145,9 +183,9 @@ def _write_data(out: BinaryIO, n_bytes: int, pool: bytes, offset: int, zero_byte
         offset = (offset + take) % len(pool)
 
 
-def write_shaped_model(path: Path, shape: Qwen3Shape, *, dtype: Dtype = "bf16", seed: int = 0,
+def write_shaped_model(path: Path, shape: Qwen3Shape | HybridShape, *, dtype: Dtype = "bf16", seed: int = 0,
                        name: str = "specexp-random") -> Path:
-    """Write a random-weight Qwen3-architecture GGUF of `shape` to `path` atomically; return `path`.
+    """Write a random-weight GGUF of `shape` (qwen3, or qwen35 for a HybridShape) to `path` atomically.
 
     The same arguments give a byte-identical file.
     """
@@ -156,16 +194,15 @@ def write_shaped_model(path: Path, shape: Qwen3Shape, *, dtype: Dtype = "bf16", 
     path = Path(path)
     pool = _pool(seed, dtype).tobytes()
     offsets = np.random.default_rng([seed, 3])
-    ones = np.ones(1, dtype="<f4").tobytes()
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
     try:
-        writer = gguf.GGUFWriter(tmp, "qwen3")
+        writer = gguf.GGUFWriter(tmp, HYBRID_ARCH if isinstance(shape, HybridShape) else "qwen3")
         _add_metadata(writer, shape, dtype, name)
         specs = list(shape.tensors())
         for tensor_name, dims in specs:
-            if len(dims) == 1:
-                writer.add_tensor_info(tensor_name, dims, np.dtype(np.float32), dims[0] * 4)
+            if len(dims) == 1 or tensor_name.endswith(F32_MATRICES):
+                writer.add_tensor_info(tensor_name, dims, np.dtype(np.float32), int(np.prod(dims)) * 4)
             else:
                 writer.add_tensor_info(tensor_name, dims, np.dtype(np.float16), int(np.prod(dims)) * 2,
                                        raw_dtype=_GGML[dtype])
@@ -175,8 +212,15 @@ def write_shaped_model(path: Path, shape: Qwen3Shape, *, dtype: Dtype = "bf16", 
         out = writer.fout[0]
         for tensor_name, dims in specs:
             writer.write_padding(out, out.tell())
-            if len(dims) == 1:  # norm weights: ones
-                out.write(ones * dims[0])
+            if len(dims) == 1:  # norm weights ones; a hybrid's decay -1 and dt bias 0
+                out.write(one_d_values(tensor_name, dims[0]).astype("<f4").tobytes())
+                continue
+            if tensor_name.endswith(F32_MATRICES):  # the pool's values, widened
+                n, start = int(np.prod(dims)), int(offsets.integers(0, len(pool) // 2 - int(np.prod(dims))))
+                values = np.frombuffer(pool, dtype="<u2", count=n, offset=2 * start)
+                wide = (values.view("<f2").astype("<f4") if dtype == "f16"
+                        else (values.astype("<u4") << np.uint32(16)).view("<f4"))
+                out.write(wide.tobytes())
                 continue
             zero = N_ZEROED_OUTPUT_ROWS * dims[1] * 2 if tensor_name == ("token_embd.weight" if shape.tied
                                                                           else "output.weight") else 0
@@ -210,12 +254,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m specexp.models.shaped_gguf",
                                      description="Write a random-weight GGUF in a conf/model/ shape.")
     parser.add_argument("out", type=Path, help="output .gguf path")
-    parser.add_argument("--model", required=True, help="a dense conf/model/ entry, e.g. qwen3-8b")
+    parser.add_argument("--model", required=True, help="a conf/model/ entry, e.g. qwen3-8b or qwen3.8-27b")
     parser.add_argument("--dtype", choices=sorted(_GGML), default="bf16")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     try:
-        shape = Qwen3Shape.of(load_model(args.model))
+        shape = shape_of(load_model(args.model))
         path = write_shaped_model(args.out, shape, dtype=args.dtype, seed=args.seed, name=f"specexp-random-{args.model}")
     except ValueError as exc:
         parser.error(str(exc))

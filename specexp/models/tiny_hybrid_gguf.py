@@ -87,7 +87,7 @@ class TinyHybridShape:
         return 2 * self.linear_key_heads * self.linear_head_dim + self.value_dim
 
 
-def _tensor_specs(shape: TinyHybridShape, n_vocab: int) -> Iterator[tuple[str, tuple[int, ...]]]:
+def tensor_specs(shape: TinyHybridShape, n_vocab: int) -> Iterator[tuple[str, tuple[int, ...]]]:
     """Yield ``(name, numpy shape)`` for every tensor (numpy shapes are llama.cpp's reversed)."""
     e, f, hd = shape.embd, shape.ff, shape.head_dim
     yield "token_embd.weight", (n_vocab, e)
@@ -113,23 +113,31 @@ def make_tensors(seed: int, shape: TinyHybridShape) -> dict[str, Array]:
     """Seeded weights: matrices scaled by 1/sqrt(fan-in), norms ones, decay A -1 and dt bias 0."""
     rng = np.random.default_rng([seed, 0])
     tensors: dict[str, Array] = {}
-    for name, dims in _tensor_specs(shape, len(build_vocab())):
-        if name.endswith("ssm_a"):
-            tensors[name] = -np.ones(dims, dtype=np.float32)
-        elif name.endswith("ssm_dt.bias"):
-            tensors[name] = np.zeros(dims, dtype=np.float32)
-        elif len(dims) == 1:
-            tensors[name] = np.ones(dims, dtype=np.float32)
+    for name, dims in tensor_specs(shape, len(build_vocab())):
+        if len(dims) == 1:
+            tensors[name] = one_d_values(name, dims[0])
         else:
             tensors[name] = rng.standard_normal(dims, dtype=np.float32) / np.float32(np.sqrt(dims[-1]))
     tensors["output.weight"][:N_ZEROED_OUTPUT_ROWS] = 0.0
     return tensors
 
 
-def _add_metadata(writer: gguf.GGUFWriter, shape: TinyHybridShape, name: str) -> None:
-    vocab = build_vocab()
+def one_d_values(name: str, n: int) -> Array:
+    """A 1-D tensor's values: the decay A -1 and the dt bias 0 (a stable recurrence), norms ones."""
+    if name.endswith("ssm_a"):
+        return -np.ones(n, dtype=np.float32)
+    if name.endswith("ssm_dt.bias"):
+        return np.zeros(n, dtype=np.float32)
+    return np.ones(n, dtype=np.float32)
+
+
+def add_metadata(writer: gguf.GGUFWriter, shape: TinyHybridShape, name: str,
+                 vocab: list[tuple[str, float, int]] | None = None,
+                 file_type: int = int(gguf.LlamaFileType.ALL_F32), rope_theta: float = 10000.0) -> None:
+    """The qwen35 hyper-parameters of `shape`, and an SPM tokenizer of `vocab` (tiny_gguf's by default)."""
+    vocab = vocab or build_vocab()
     writer.add_name(name)
-    writer.add_file_type(int(gguf.LlamaFileType.ALL_F32))
+    writer.add_file_type(file_type)
     writer.add_context_length(shape.context)
     writer.add_embedding_length(shape.embd)
     writer.add_block_count(shape.layers)
@@ -139,7 +147,7 @@ def _add_metadata(writer: gguf.GGUFWriter, shape: TinyHybridShape, name: str) ->
     writer.add_key_length(shape.head_dim)
     writer.add_value_length(shape.head_dim)
     writer.add_rope_dimension_count(shape.head_dim)
-    writer.add_rope_freq_base(10000.0)
+    writer.add_rope_freq_base(rope_theta)
     writer.add_layer_norm_rms_eps(1e-6)
     writer.add_array(f"{ARCH}.rope.dimension_sections", [shape.head_dim // 8] * 4)
     writer.add_uint32(f"{ARCH}.ssm.conv_kernel", shape.conv_kernel)
@@ -156,7 +164,7 @@ def write_model(path: Path, *, seed: int = 0, shape: TinyHybridShape = TinyHybri
                 name: str = "specexp-tiny-hybrid") -> Path:
     """Write a tiny qwen35 GGUF to ``path`` atomically; the same arguments give the same bytes."""
     tensors = make_tensors(seed, shape)
-    return write_gguf(Path(path), ARCH, tensors, lambda writer: _add_metadata(writer, shape, name))
+    return write_gguf(Path(path), ARCH, tensors, lambda writer: add_metadata(writer, shape, name))
 
 
 def ensure_model(cache_dir: Path, *, seed: int = 0, shape: TinyHybridShape = TinyHybridShape(),

@@ -99,3 +99,19 @@ def test_real_shapes_come_from_the_model_files() -> None:
         Qwen3Shape.of(load_model("qwen3.8-27b"))
     with pytest.raises(ValueError, match="accepted: "):
         load_model("qwen4")
+
+
+def test_a_hybrid_model_is_written_in_llama_cpps_qwen35_layout(tmp_path: Path) -> None:
+    big = shaped_gguf.shape_of(load_model("qwen3.8-27b"))
+    assert isinstance(big, shaped_gguf.HybridShape) and big.vocab == 151936
+    assert 51e9 < big.weight_bytes("bf16") < 53e9  # 25.9 B parameters at 2 bytes (the attention's gate too)
+    path = write_shaped_model(tmp_path / "h.gguf", shaped_gguf.shape_of(load_model("tiny-hybrid")), dtype="bf16")
+    reader = gguf.GGUFReader(path)
+    arch = reader.fields["general.architecture"]
+    assert bytes(arch.parts[arch.data[0]]).decode() == "qwen35"
+    tensors = {t.name: t for t in reader.tensors}
+    # llama.cpp's ssm_conv reads its weight in F32 whatever the file's type; the decay stays negative
+    assert tensors["blk.0.ssm_conv1d.weight"].tensor_type == gguf.GGMLQuantizationType.F32
+    assert np.all(np.isfinite(tensors["blk.0.ssm_conv1d.weight"].data))
+    assert tensors["blk.0.attn_qkv.weight"].tensor_type == gguf.GGMLQuantizationType.BF16
+    assert np.all(tensors["blk.0.ssm_a"].data == -1.0) and np.all(tensors["blk.0.ssm_dt.bias"].data == 0.0)
