@@ -78,6 +78,14 @@ HELD_OUT = {
         "The trace's decode job (c = 1-32, 32 tokens out, three repeats) run again on a fresh server: against "
         "the trace's figures, decode moves +6.5 % at c = 8, -8.9 % at c = 16 and +12.8 % at c = 32. Its requests' "
         "token times set the profile's graph costs (benchmarks/llamacpp_graph_costs.py); these figures are not fitted.",
+    REPO / "benchmarks/data/h200-llamacpp-hybrid.jsonl":
+        "The studies' hybrid model (the Qwen3.8-27B shape in llama.cpp's qwen35 architecture, BF16, Gated DeltaNet "
+        "layers with a recurrent state): prefix_cache cold then warm at 3.7k-32k tokens, and decode at c = 1, 4, 16. "
+        "Its warm requests set the profile's checkpoint copy rate (benchmarks/llamacpp_checkpoint_cost.py); the "
+        "resumed prefix matches llama-server's to the token (3,191, 15,491, 31,491). Outside issue 14's cells and "
+        "not fitted: llama.cpp's Gated DeltaNet kernels take more than the simulator's roofline of them (cold "
+        "prefill a third faster simulated, decode 21 % faster at one slot and 75 % at 16), which the profile does "
+        "not model.",
 }
 
 ACROSS_RUNS = (

@@ -8,7 +8,7 @@
 - benchmarks/data/h200-llamacpp-trace.jsonl: each measurement of the sweeps, one JSON object a line,
   in the form of gpu-h200-llamacpp.jsonl (`part` decode for the one-stream-per-slot server that
   runtime=llamacpp starts, decode-kv-unified for the other), then the batched-bench rows;
-- `trace_report.py --holdout | --slots | --c32 | --chunks | --repeats | --prefix RECORDS.tar.gz`: the data files of the
+- `trace_report.py --holdout | --slots | --c32 | --chunks | --repeats | --prefix | --hybrid RECORDS.tar.gz`: the data files of the
   later device calls (llamacpp_h200.py --parts ...), each from its sweeps' records (DATA_FILES).
 """
 
@@ -105,6 +105,8 @@ DATA_FILES: dict[str, tuple[str, dict[str, str] | None]] = {
     "--repeats": ("h200-llamacpp-repeats.jsonl", dict.fromkeys(REPEATS, "decode")),
     # the prefix_cache workload at 3.7k, 16k and 32k tokens, cold then warm (--parts prefix-cache)
     "--prefix": ("h200-llamacpp-prefix.jsonl", {"prefix-cache": "prefix"}),
+    # the hybrid Qwen3.8-27B shape: prefix_cache cold then warm, then decode (--parts hybrid-prefix-cache hybrid-decode)
+    "--hybrid": ("h200-llamacpp-hybrid.jsonl", {"hybrid-prefix-cache": "prefix", "hybrid-decode": "decode"}),
 }
 """Option -> (benchmarks/data file, the sweeps it takes in order and the record part of each; None:
 every sweep, in name order, as part decode)."""

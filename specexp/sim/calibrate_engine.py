@@ -67,13 +67,14 @@ class Cell:
     repeats: int
     measured: dict[str, float]
     cache: str = "cold"
+    model: str = "qwen3-8b"
     job: int = 0
     """Which measured job (one server, its concurrency levels one after the other) it came from."""
 
     @property
-    def settings(self) -> tuple[str, int, int, int, int, int]:
+    def settings(self) -> tuple[str, str, int, int, int, int, int]:
         prompt = 0 if self.part == "prefix" else self.prompt_tokens  # a prefix job sweeps its prompt
-        return (self.part, prompt, self.output_tokens, self.max_model_len, self.slots, self.repeats)
+        return (self.part, self.model, prompt, self.output_tokens, self.max_model_len, self.slots, self.repeats)
 
     def follows(self, prev: Cell) -> bool:
         """Whether this cell was measured in `prev`'s job, right after it: a job's concurrency levels
@@ -88,7 +89,8 @@ class Cell:
     def label(self) -> str:
         out = f" out={self.output_tokens}" if self.part == "decode" else ""
         cache = f" {self.cache}" if self.part == "prefix" else ""
-        return f"{self.part} c={self.concurrency} prompt={self.prompt_tokens:,}{out}{cache}"
+        model = f" {self.model}" if self.model != "qwen3-8b" else ""
+        return f"{self.part}{model} c={self.concurrency} prompt={self.prompt_tokens:,}{out}{cache}"
 
 
 def load_cells(paths: Path | Sequence[Path] = DATA) -> list[Cell]:
@@ -105,17 +107,18 @@ def load_cells(paths: Path | Sequence[Path] = DATA) -> list[Cell]:
         slots = int((r.get("engine_info") or {}).get("total_slots") or c["concurrency"])
         cell = Cell(part, int(c["concurrency"]), int(c["prompt_tokens"]), int(c["output_tokens"]),
                     int(c["max_model_len"]), slots, int(c.get("repeats") or 1),
-                    {k: float(m["metrics"][k]) for k in METRICS[part] if m["metrics"].get(k)}, str(c.get("cache") or "cold"))
+                    {k: float(m["metrics"][k]) for k in METRICS[part] if m["metrics"].get(k)}, str(c.get("cache") or "cold"),
+                    str(c.get("model") or "qwen3-8b"))
         prev = cells[-1] if cells else None
         cells.append(replace(cell, job=(prev.job if cell.follows(prev) else prev.job + 1) if prev else 0))
     return cells
 
 
-def base_spec(engine: str = "llamacpp") -> ExperimentSpec:
-    """runtime=sim imitating `engine` for the measured shape: hardware=h200 model=qwen3-8b bf16."""
+def base_spec(engine: str = "llamacpp", model: str = "qwen3-8b") -> ExperimentSpec:
+    """runtime=sim imitating `engine` for the measured shape: hardware=h200, `model` in bf16."""
     from specexp.sim.cli import build_spec
 
-    return build_spec(["runtime=sim", f"runtime.engine={engine}", "hardware=h200", "model=qwen3-8b",
+    return build_spec(["runtime=sim", f"runtime.engine={engine}", "hardware=h200", f"model={model}",
                        "quantization=bf16", "drafter=none", "workload=concurrency"])
 
 
@@ -171,7 +174,10 @@ def compare(cells: Sequence[Cell], base: ExperimentSpec,
     jobs: dict[int, list[Cell]] = {}
     for cell in cells:
         jobs.setdefault(cell.job, []).append(cell)
-    sims = {key: simulate(job_spec(base, job), profile) for key, job in jobs.items()}
+    bases = {base.model.name: base}
+    for cell in cells:  # a job of another model: the same simulator with that model
+        bases.setdefault(cell.model, base_spec(base.runtime.engine, cell.model))
+    sims = {key: simulate(job_spec(bases[job[0].model], job), profile) for key, job in jobs.items()}
     rows = []
     for cell in cells:
         # the simulated point of the cell's job: its concurrency and cache, the prompt length nearest

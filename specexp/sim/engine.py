@@ -58,6 +58,8 @@ class Seq:
     """Block counts after which a hybrid model keeps its recurrent state (CacheLayout.kept_states)."""
     junction: int = 0
     """Block count where its KV hit ran past its state hit: a hybrid model keeps the state there."""
+    last_checkpoint: int | None = None
+    """prompt_tail: the position of its newest context checkpoint (None: none yet)."""
     events: list[TokenEvent] = field(default_factory=list)
     error: str | None = None
 
@@ -134,6 +136,8 @@ class SimEngine:
         """Per slot, when it last released a request ((-1, 0): never): the clock, then the release's
         number, as llama-server stamps each slot it releases, one after the other in slot order."""
         self._releases = 0
+        self._copies = 0
+        """Checkpoint restores of admissions the next step pays for (prompt_tail)."""
         self.counts = Counts(per_position=[0] * self.k)
         self.waiting: deque[Seq] = deque()
         self.running: list[Seq] = []
@@ -215,6 +219,8 @@ class SimEngine:
             return False
         s.cached = s.prefilled = cached
         s.held, s.pinned = need, hits
+        if cached and layout.hybrid and layout.states == "prompt_tail":  # restored from a checkpoint
+            s.last_checkpoint, self._copies = cached, self._copies + 1
         c = self.counts
         c.cached_prompt_tokens += cached
         c.prompt_tokens += s.prompt - cached
@@ -292,6 +298,7 @@ class SimEngine:
                     budget -= n
         slots = [*(s.slot for s in decoding), *(s.slot for s, _ in chunks)] if self._slot_last_used else None
         seconds = self.passes.seconds(verify, [(n, s.prefilled, s.prompt) for s, n in chunks], slots)
+        seconds += self._checkpoint_seconds(chunks)
         if self.draft is not None:
             seconds += self.draft.seconds(k, verify) + self.draft.prefill_seconds(
                 [Slice(tokens=n, context=s.prefilled, logits=0) for s, n in chunks])
@@ -306,6 +313,16 @@ class SimEngine:
                 self._remember(s)
                 emitted.append((s, self._emit(s, 1)))
         return emitted
+
+    def _checkpoint_seconds(self, chunks: list[tuple[Seq, int]]) -> float:
+        """The context checkpoints of this step's prompt batches and admissions (CacheLayout.checkpoint)."""
+        p, layout = self.profile, self.layout
+        for s, n in chunks:
+            if layout.checkpoint(s.prefilled, n, s.prompt, s.last_checkpoint, p.prefill_ubatch_tokens or n,
+                                 p.checkpoint_min_step):
+                s.last_checkpoint, self._copies = s.prefilled, self._copies + 1
+        copies, self._copies = self._copies, 0
+        return copies * layout.state_bytes / (p.checkpoint_copy_gbps * 1e9) if p.checkpoint_copy_gbps else 0.0
 
     def _verify(self) -> int:
         """Tokens one sequence emits from one decode step: accepted drafts + the bonus token."""

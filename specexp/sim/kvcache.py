@@ -114,6 +114,15 @@ class CacheLayout:
             return last - start
         return tokens
 
+    def checkpoint(self, start: int, tokens: int, prompt: int, last: int | None, ubatch: int, min_step: int) -> bool:
+        """prompt_tail: whether llama-server takes a context checkpoint of a hybrid sequence before the
+        prompt batch of `tokens` from `start` (tools/server/server-context.cpp, before llama_decode):
+        once the slot holds tokens, if it is the slot's first (`last` None), the batch ends within a
+        micro-batch of the prompt's end, or it starts more than `min_step` past the `last` one."""
+        if not (self.hybrid and self.states == "prompt_tail") or start == 0:
+            return False
+        return last is None or prompt - (start + tokens) < ubatch or start > last + min_step
+
     def kept_states(self, start: int, end: int, prompt: int, junction: int = 0) -> set[int]:
         """Block counts after which a hybrid model keeps the state, for a prefill chunk from
         `start` to `end` of a `prompt`-token prompt (`junction`: as in aligned_chunk)."""
