@@ -106,4 +106,9 @@ PARTS = [
     Part("hybrid-prefix-cache", ["drafter=none", "workload=prefix_cache", "workload.prompt_lengths=[3700,16000,32000]",
                                  "runtime.max_model_len=33792"], extra=True, model="qwen3.8-27b"),
     Part("hybrid-decode", ["drafter=none", *_decode("[1,4,16]", 512, 128)], extra=True, model="qwen3.8-27b"),
+    # a tenth: the same prefix_cache job with llama-server's debug log, which stamps each checkpoint's
+    # decision and its end: the copy's own duration, not inferred from TTFT
+    Part("hybrid-checkpoints", ["drafter=none", "workload=prefix_cache", "workload.prompt_lengths=[3700,16000]",
+                                "runtime.max_model_len=16896"], extra=True, model="qwen3.8-27b",
+         engine_only=("runtime.extra_args=[--log-timestamps,--log-prefix,-lv,5]",)),
 ]
