@@ -81,11 +81,10 @@ HELD_OUT = {
     REPO / "benchmarks/data/h200-llamacpp-hybrid.jsonl":
         "The studies' hybrid model (the Qwen3.8-27B shape in llama.cpp's qwen35 architecture, BF16, Gated DeltaNet "
         "layers with a recurrent state): prefix_cache cold then warm at 3.7k-32k tokens, and decode at c = 1, 4, 16. "
-        "Its warm requests set the profile's checkpoint copy rate (benchmarks/llamacpp_checkpoint_cost.py); the "
-        "resumed prefix matches llama-server's to the token (3,191, 15,491, 31,491). Outside issue 14's cells and "
-        "not fitted: llama.cpp's Gated DeltaNet kernels take more than the simulator's roofline of them (cold "
-        "prefill a third faster simulated, decode 21 % faster at one slot and 75 % at 16), which the profile does "
-        "not model.",
+        "The resumed prefix matches llama-server's to the token (3,191, 15,491, 31,491), and the checkpoints' "
+        "copies are measured from its debug log (benchmarks/llamacpp_checkpoint_cost.py). Outside issue 14's cells "
+        "and not fitted: llama.cpp's Gated DeltaNet kernels take more than the simulator's roofline of them (TTFT "
+        "25-40 % short, decode 21 % fast at one slot and 79 % at 16), which the profile does not model.",
 }
 
 ACROSS_RUNS = (

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from specexp.events import Counters, Request, RequestTrace, TokenEvent
 from specexp.roofline.costmodel import CostModel, Slice
 from specexp.sim.drafting import AcceptanceModel, DraftCost
-from specexp.sim.kvcache import CacheLayout, KvPool
+from specexp.sim.kvcache import CHAT_TURN_TOKENS, CacheLayout, KvPool
 from specexp.sim.memory import MemoryPlan
 from specexp.sim.passes import StepPasses
 from specexp.sim.profile import EngineProfile
@@ -58,8 +58,8 @@ class Seq:
     """Block counts after which a hybrid model keeps its recurrent state (CacheLayout.kept_states)."""
     junction: int = 0
     """Block count where its KV hit ran past its state hit: a hybrid model keeps the state there."""
-    last_checkpoint: int | None = None
-    """prompt_tail: the position of its newest context checkpoint (None: none yet)."""
+    user_start: int = 0
+    """Prompt tokens before its user message (a chat prompt's turn opening; 0: none)."""
     events: list[TokenEvent] = field(default_factory=list)
     error: str | None = None
 
@@ -136,7 +136,7 @@ class SimEngine:
         """Per slot, when it last released a request ((-1, 0): never): the clock, then the release's
         number, as llama-server stamps each slot it releases, one after the other in slot order."""
         self._releases = 0
-        self._copies = 0
+        self._restores = 0
         """Checkpoint restores of admissions the next step pays for (prompt_tail)."""
         self.counts = Counts(per_position=[0] * self.k)
         self.waiting: deque[Seq] = deque()
@@ -220,7 +220,7 @@ class SimEngine:
         s.cached = s.prefilled = cached
         s.held, s.pinned = need, hits
         if cached and layout.hybrid and layout.states == "prompt_tail":  # restored from a checkpoint
-            s.last_checkpoint, self._copies = cached, self._copies + 1
+            self._restores += 1
         c = self.counts
         c.cached_prompt_tokens += cached
         c.prompt_tokens += s.prompt - cached
@@ -290,7 +290,7 @@ class SimEngine:
         for s in running:
             if s.in_prefill and budget > 0:
                 offered = min(budget, s.prompt - s.prefilled)
-                n = self.layout.aligned_chunk(s.prefilled, offered, s.prompt, s.junction)
+                n = self.layout.aligned_chunk(s.prefilled, offered, s.prompt, s.junction, s.user_start)
                 if n == 0 and budget == self.max_num_batched_tokens:  # a block larger than a whole step
                     n = offered
                 if n:
@@ -317,12 +317,12 @@ class SimEngine:
     def _checkpoint_seconds(self, chunks: list[tuple[Seq, int]]) -> float:
         """The context checkpoints of this step's prompt batches and admissions (CacheLayout.checkpoint)."""
         p, layout = self.profile, self.layout
-        for s, n in chunks:
-            if layout.checkpoint(s.prefilled, n, s.prompt, s.last_checkpoint, p.prefill_ubatch_tokens or n,
-                                 p.checkpoint_min_step):
-                s.last_checkpoint, self._copies = s.prefilled, self._copies + 1
-        copies, self._copies = self._copies, 0
-        return copies * layout.state_bytes / (p.checkpoint_copy_gbps * 1e9) if p.checkpoint_copy_gbps else 0.0
+        saves = sum(layout.checkpoint(s.prefilled, n, s.prompt, p.prefill_ubatch_tokens or n, s.user_start)
+                    for s, n in chunks)
+        restores, self._restores = self._restores, 0
+        state = layout.state_bytes / 1e9
+        return (saves * state / p.checkpoint_save_gbps if p.checkpoint_save_gbps else 0.0) + (
+            restores * state / p.checkpoint_restore_gbps if p.checkpoint_restore_gbps else 0.0)
 
     def _verify(self) -> int:
         """Tokens one sequence emits from one decode step: accepted drafts + the bonus token."""
@@ -350,8 +350,8 @@ class SimEngine:
         None), at most `max_concurrency` in flight (a due request waits for one to finish); step
         until every one finishes."""
         start = self.clock
-        seqs = [Seq(r.request_id, r.prompt_tokens, r.max_tokens, window_blocks(r, self.block_tokens))
-                for r in requests]
+        seqs = [Seq(r.request_id, r.prompt_tokens, r.max_tokens, window_blocks(r, self.block_tokens),
+                    user_start=CHAT_TURN_TOKENS if r.chat else 0) for r in requests]
         due = [start + (r.send_at or 0.0) for r in requests]
         pending = deque(sorted(range(len(seqs)), key=lambda i: due[i]))
         cap = max_concurrency or len(seqs) or 1

@@ -219,7 +219,7 @@ class SimServer:
         else:
             sink = _buffer_sink(writer)
         job = Job(request_id=req.request_id, prompt_tokens=req.prompt_tokens, max_tokens=req.max_tokens,
-                  units=req.units, sink=sink, arrived=arrived)
+                  units=req.units, sink=sink, arrived=arrived, chat=kind == "chat")
         record = _Record(req, job, self.engine)
         self.records[req.request_id] = record
         self.records.move_to_end(req.request_id)

@@ -26,6 +26,10 @@ from typing import Literal
 DEFAULT_BLOCK_TOKENS = 16
 """vLLM's default cache block for dense models."""
 HybridStates = Literal["align", "chunk_floor", "prompt_tail"]
+CHAT_TURN_TOKENS = 1
+"""Prompt tokens before a chat prompt's user message, where llama-server breaks a hybrid model's batch
+for a checkpoint: the one token specexp's measured prompts carried before it (h200-llamacpp-hybrid.jsonl's
+debug log: the first checkpoint of every cold prompt holds 1 token)."""
 """Where a hybrid model keeps its recurrent states (EngineProfile.hybrid_states)."""
 
 
@@ -92,17 +96,19 @@ class CacheLayout:
             return 0
         return tokens // self.chunk_tokens + 1
 
-    def aligned_chunk(self, start: int, tokens: int, prompt: int, junction: int = 0) -> int:
+    def aligned_chunk(self, start: int, tokens: int, prompt: int, junction: int = 0, user_start: int = 0) -> int:
         """Prompt tokens a prefill chunk from `start` may take of the `tokens` its step offers:
         on a hybrid model with the cache on and align states, whole blocks until the last
         cacheable block, and a chunk that would cross it, or the `junction` block where the
         request's KV hit ran past its state hit, ends there (vLLM's align mode and its Marconi
-        admission); with prompt_tail states, a chunk that would cross a state's position ends
-        there (llama-server breaks its batch for the checkpoint); 0: it waits for a larger share."""
+        admission); with prompt_tail states, a chunk that would cross a state's position, or the
+        start of the user message, ends there (llama-server breaks its batch for the checkpoint);
+        0: it waits for a larger share."""
         if not (self.enabled and self.hybrid) or self.states == "chunk_floor":
             return tokens
         if self.states == "prompt_tail":
             cuts = [prompt - t for t in sorted(self.tail_tokens, reverse=True) if start < prompt - t < start + tokens]
+            cuts = [user_start] if self.hybrid and start < user_start < start + tokens else cuts
             return cuts[0] - start if cuts else tokens
         block = self.block_tokens
         last = self.last_state_block(prompt) * block
@@ -114,14 +120,15 @@ class CacheLayout:
             return last - start
         return tokens
 
-    def checkpoint(self, start: int, tokens: int, prompt: int, last: int | None, ubatch: int, min_step: int) -> bool:
+    def checkpoint(self, start: int, tokens: int, prompt: int, ubatch: int, user_start: int = 0) -> bool:
         """prompt_tail: whether llama-server takes a context checkpoint of a hybrid sequence before the
         prompt batch of `tokens` from `start` (tools/server/server-context.cpp, before llama_decode):
-        once the slot holds tokens, if it is the slot's first (`last` None), the batch ends within a
-        micro-batch of the prompt's end, or it starts more than `min_step` past the `last` one."""
+        once the slot holds tokens, where the batch ends within a micro-batch of the prompt's end, or
+        starts the user message (`user_start`, 0: none; a chat prompt's batch breaks there). Other
+        mid-prompt batches are skipped ("skip ordinary mid-prompt checkpoints")."""
         if not (self.hybrid and self.states == "prompt_tail") or start == 0:
             return False
-        return last is None or prompt - (start + tokens) < ubatch or start > last + min_step
+        return prompt - (start + tokens) < ubatch or start == user_start
 
     def kept_states(self, start: int, end: int, prompt: int, junction: int = 0) -> set[int]:
         """Block counts after which a hybrid model keeps the state, for a prefill chunk from

@@ -117,14 +117,13 @@ class EngineProfile(BaseModel):
     admission, SGLang's branch checkpoint): the next request with that prefix resumes there."""
     hybrid_tail_tokens: tuple[int, ...] = ()
     """prompt_tail: how many tokens before a prompt's end each of its states is kept."""
-    checkpoint_copy_gbps: float | None = Field(default=None, gt=0)
-    """prompt_tail: how fast llama-server copies a hybrid sequence's recurrent state between the
-    device and a context checkpoint in host memory, GB/s, on its main loop before the step's
-    decode (None: free). A checkpoint is taken at the start of a prompt batch once the slot holds
-    tokens: the slot's first, one within a micro-batch of the prompt's end, or one more than
-    `checkpoint_min_step` tokens past the last; a hit restores one."""
-    checkpoint_min_step: int = Field(default=8192, ge=0)
-    """prompt_tail: least spacing of checkpoints away from the prompt's end, tokens."""
+    checkpoint_save_gbps: float | None = Field(default=None, gt=0)
+    """prompt_tail: how fast llama-server copies a hybrid sequence's recurrent state from the device
+    to a context checkpoint in host memory, GB/s, on its main loop before the step's decode (None:
+    free). It takes one before each prompt batch that ends within a micro-batch of the prompt's end
+    or starts the user message of a chat prompt."""
+    checkpoint_restore_gbps: float | None = Field(default=None, gt=0)
+    """prompt_tail: the same, back to the device, for a hit resumed from a checkpoint (None: free)."""
     hybrid_block_tokens: int | None = Field(default=None, ge=1)
     """A hybrid model's prefix-cache block under this engine, drafter or not; None: the model's
     (vLLM's aligned blocks, conf/model/)."""

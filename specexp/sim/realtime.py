@@ -28,6 +28,7 @@ from typing import Any
 
 from specexp.events import Counters, EngineInfo
 from specexp.sim.engine import Seq, SimEngine
+from specexp.sim.kvcache import CHAT_TURN_TOKENS
 from specexp.sim.prompts import block_hashes
 from specexp.sim.startup import start_engine
 from specexp.spec import ExperimentSpec
@@ -79,6 +80,8 @@ class Job:
     finished: asyncio.Future[None] | None = None
     aborted: bool = False
     seq: Seq | None = None
+    chat: bool = False
+    """A chat completion (its prompt has a user message), not a plain completion."""
 
     @property
     def generated(self) -> int:
@@ -135,7 +138,8 @@ class RealTimeEngine:
         """Queue `job`; the future resolves when its last token was delivered (or it was aborted)."""
         job.finished = asyncio.get_running_loop().create_future()
         job.sim_arrived = self.sim_at(job.arrived)
-        job.seq = Seq(job.request_id, job.prompt_tokens, job.max_tokens, block_hashes(job.units, self.block))
+        job.seq = Seq(job.request_id, job.prompt_tokens, job.max_tokens, block_hashes(job.units, self.block),
+                      user_start=CHAT_TURN_TOKENS if job.chat else 0)
         self._arrivals.append(job)
         if self._wakeup is not None:
             self._wakeup.set()

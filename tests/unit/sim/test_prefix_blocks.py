@@ -135,43 +135,43 @@ def test_llama_server_keeps_its_checkpoints_in_host_memory_so_the_cache_costs_no
     assert capacity("llamacpp", True) == capacity("llamacpp", False)
 
 
-def checkpoint_starts(prompt: int, start: int = 0, last: int | None = None) -> list[int]:
+def checkpoint_starts(prompt: int, start: int = 0, user_start: int = 1) -> list[int]:
     """Where llama-server checkpoints a hybrid prompt prefilled alone from `start` (its batches: 2,048
-    tokens, broken 516 and 4 tokens before the end), `last` its newest checkpoint before."""
+    tokens, broken at the user message and 516 and 4 tokens before the end)."""
     layout = CacheLayout.build(enabled=True, hits=True, block=1, max_num_batched_tokens=2048, state_bytes=1.0,
                                states="prompt_tail", tail_tokens=(516, 4))
     taken = []
     while start < prompt:
-        n = layout.aligned_chunk(start, min(2048, prompt - start), prompt)
-        if layout.checkpoint(start, n, prompt, last, ubatch=512, min_step=8192):
-            taken.append(last := start)
+        n = layout.aligned_chunk(start, min(2048, prompt - start), prompt, user_start=user_start)
+        if layout.checkpoint(start, n, prompt, ubatch=512, user_start=user_start):
+            taken.append(start)
         start += n
     return taken
 
 
-def test_llama_server_checkpoints_a_hybrid_prompt_on_its_first_batch_every_8192_tokens_and_near_its_end() -> None:
-    # a fresh slot holds nothing before its first batch; then the slot's first checkpoint, one more
-    # than 8,192 tokens on, and one before each batch that ends within a micro-batch of the end
-    assert checkpoint_starts(3707) == [2048, 3191, 3703]
-    assert checkpoint_starts(16_007) == [2048, 12_288, 15_491, 16_003]
-    assert checkpoint_starts(32_007) == [2048, 12_288, 22_528, 31_491, 32_003]
+def test_llama_server_checkpoints_a_hybrid_prompt_at_its_user_message_and_near_its_end() -> None:
+    # as its debug log shows (h200-llamacpp-hybrid-log.txt): at the chat prompt's user message, and before
+    # each batch that ends within a micro-batch of the prompt's end; no ordinary mid-prompt batch
+    assert checkpoint_starts(3707) == [1, 3191, 3703]
+    assert checkpoint_starts(16_007) == [1, 15_491, 16_003]
+    assert checkpoint_starts(16_007, user_start=0) == [15_491, 16_003]  # a plain completion
     # a warm prompt restored at its checkpoint takes it again, then the last one
-    assert checkpoint_starts(3707, start=3191, last=3191) == [3191, 3703]
+    assert checkpoint_starts(3707, start=3191) == [3191, 3703]
 
 
-def test_each_checkpoint_copies_the_recurrent_state_so_a_warm_hybrid_request_pays_three() -> None:
+def test_each_checkpoint_copies_the_recurrent_state_so_a_warm_hybrid_request_pays_a_restore_and_two_saves() -> None:
     from specexp.events import Request
     from specexp.sim.profile import load_profile
     from specexp.sim.startup import start_engine
 
-    def warm_ttft(gbps: float | None) -> tuple[float, float]:
+    def warm_ttft(save: float | None, restore: float | None) -> tuple[float, float]:
         spec = prefix_spec(engine="llamacpp")
-        _, server = start_engine(spec, load_profile("llamacpp").model_copy(update={"checkpoint_copy_gbps": gbps}))
-        out = [server.run([Request(request_id=f"r{i}", prompt="", prompt_tokens=3707, max_tokens=1,
+        figures = {"checkpoint_save_gbps": save, "checkpoint_restore_gbps": restore}
+        _, server = start_engine(spec, load_profile("llamacpp").model_copy(update=figures))
+        out = [server.run([Request(request_id=f"r{i}", prompt="", prompt_tokens=3707, max_tokens=1, chat=True,
                                    cache_group="prefix", shared_prefix_tokens=3707 - 16)])[0] for i in range(2)]
         return out[1].events[0].t - out[1].sent_at, server.layout.state_bytes
 
-    free, state = warm_ttft(None)
-    paid, _ = warm_ttft(1.0)
-    # restored, then checkpointed where it resumed and 4 tokens before its end
-    assert paid - free == pytest.approx(3 * state / 1e9, rel=1e-6)
+    free, state = warm_ttft(None, None)
+    assert warm_ttft(1.0, None)[0] - free == pytest.approx(2 * state / 1e9, rel=1e-6)
+    assert warm_ttft(None, 1.0)[0] - free == pytest.approx(state / 1e9, rel=1e-6)
