@@ -93,7 +93,8 @@ ACROSS_RUNS = (
     "A single run is one sample of that spread, so each cell measured in more than one job is judged here on the "
     "median of its measurements, against the median of the simulated (the simulator's windows differ by job only "
     "through the slots the jobs before left). The range is the measurements' lowest to highest, with its "
-    "width. Fitted and held-out jobs are pooled alike.")
+    "width. Fitted and held-out jobs are pooled alike, and so are 1,024 and 2,048 tokens of context per slot "
+    "(h200-llamacpp-c32.jsonl alternated them on one cell and found no effect).")
 
 
 def main() -> None:

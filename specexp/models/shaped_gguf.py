@@ -216,8 +216,8 @@ def write_shaped_model(path: Path, shape: Qwen3Shape | HybridShape, *, dtype: Dt
                 out.write(one_d_values(tensor_name, dims[0]).astype("<f4").tobytes())
                 continue
             if tensor_name.endswith(F32_MATRICES):  # the pool's values, widened
-                n, start = int(np.prod(dims)), int(offsets.integers(0, len(pool) // 2 - int(np.prod(dims))))
-                values = np.frombuffer(pool, dtype="<u2", count=n, offset=2 * start)
+                n, start = int(np.prod(dims)), int(offsets.integers(0, len(pool) // 2))
+                values = np.frombuffer(pool, dtype="<u2").take(np.arange(start, start + n), mode="wrap")
                 wide = (values.view("<f2").astype("<f4") if dtype == "f16"
                         else (values.astype("<u4") << np.uint32(16)).view("<f4"))
                 out.write(wide.tobytes())

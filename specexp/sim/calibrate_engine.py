@@ -72,9 +72,10 @@ class Cell:
     """Which measured job (one server, its concurrency levels one after the other) it came from."""
 
     @property
-    def settings(self) -> tuple[str, str, int, int, int, int, int]:
-        prompt = 0 if self.part == "prefix" else self.prompt_tokens  # a prefix job sweeps its prompt
-        return (self.part, self.model, prompt, self.output_tokens, self.max_model_len, self.slots, self.repeats)
+    def settings(self) -> tuple[str, str, int, int, int, int, int, int]:
+        # a prefix job sweeps its prompt at one concurrency; the others sweep the concurrency
+        level = (0, self.concurrency) if self.part == "prefix" else (self.prompt_tokens, 0)
+        return (self.part, self.model, *level, self.output_tokens, self.max_model_len, self.slots, self.repeats)
 
     def follows(self, prev: Cell) -> bool:
         """Whether this cell was measured in `prev`'s job, right after it: a job's concurrency levels
@@ -140,6 +141,8 @@ def job_spec(base: ExperimentSpec, cells: Sequence[Cell]) -> ExperimentSpec:
     return base.model_copy(update={"workload": workload, "runtime": runtime})
 
 
+PROMPT_SLACK = 2
+"""Tokens by which a server may count a prefix job's warm prompt off its cold one (its new suffix)."""
 Key = tuple[int, int, str]
 """A simulated window's (concurrency, prompt tokens, cache)."""
 
@@ -182,7 +185,8 @@ def compare(cells: Sequence[Cell], base: ExperimentSpec,
     for cell in cells:
         # the simulated point of the cell's job: its concurrency and cache, the prompt length nearest
         # (a server counts a prefix job's warm prompt a token off its cold one)
-        points = [k for k in sims[cell.job] if k[0] == cell.concurrency and k[2] == cell.cache]
+        points = [k for k in sims[cell.job] if k[0] == cell.concurrency and k[2] == cell.cache
+                  and abs(k[1] - cell.prompt_tokens) <= PROMPT_SLACK]
         key = min(points, key=lambda k: abs(k[1] - cell.prompt_tokens), default=None)
         sim = sims[cell.job][key] if key is not None else {}
         rows.extend((cell, metric, value, sim.get(metric, float("nan"))) for metric, value in cell.measured.items())

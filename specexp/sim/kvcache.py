@@ -26,11 +26,13 @@ from typing import Literal
 DEFAULT_BLOCK_TOKENS = 16
 """vLLM's default cache block for dense models."""
 HybridStates = Literal["align", "chunk_floor", "prompt_tail"]
+"""Where a hybrid model keeps its recurrent states (EngineProfile.hybrid_states)."""
 CHAT_TURN_TOKENS = 1
 """Prompt tokens before a chat prompt's user message, where llama-server breaks a hybrid model's batch
-for a checkpoint: the one token specexp's measured prompts carried before it (h200-llamacpp-hybrid.jsonl's
-debug log: the first checkpoint of every cold prompt holds 1 token)."""
-"""Where a hybrid model keeps its recurrent states (EngineProfile.hybrid_states)."""
+for a checkpoint: the one token specexp's measured prompts carried before it (h200-llamacpp-hybrid-log.txt:
+the first checkpoint of every cold prompt holds 1 token). One user message is assumed: a prompt of several
+messages (a system prompt, an agent's turns) has its last user message later, which is not modelled, and
+the checkpoint there is charged but not kept for later hits."""
 
 
 def block_tokens(runtime_block: int | None, model_block: int | None, model_block_spec: int | None,
@@ -104,12 +106,11 @@ class CacheLayout:
         admission); with prompt_tail states, a chunk that would cross a state's position, or the
         start of the user message, ends there (llama-server breaks its batch for the checkpoint);
         0: it waits for a larger share."""
+        if self.hybrid and self.states == "prompt_tail":  # llama-server checkpoints with the cache off too
+            cuts = sorted(p for p in (*(prompt - t for t in self.tail_tokens), user_start) if start < p < start + tokens)
+            return cuts[0] - start if cuts else tokens
         if not (self.enabled and self.hybrid) or self.states == "chunk_floor":
             return tokens
-        if self.states == "prompt_tail":
-            cuts = [prompt - t for t in sorted(self.tail_tokens, reverse=True) if start < prompt - t < start + tokens]
-            cuts = [user_start] if self.hybrid and start < user_start < start + tokens else cuts
-            return cuts[0] - start if cuts else tokens
         block = self.block_tokens
         last = self.last_state_block(prompt) * block
         if start < junction * block < min(start + tokens, last):

@@ -175,3 +175,26 @@ def test_each_checkpoint_copies_the_recurrent_state_so_a_warm_hybrid_request_pay
     free, state = warm_ttft(None, None)
     assert warm_ttft(1.0, None)[0] - free == pytest.approx(2 * state / 1e9, rel=1e-6)
     assert warm_ttft(None, 1.0)[0] - free == pytest.approx(state / 1e9, rel=1e-6)
+
+
+@pytest.mark.parametrize(("chat", "saves"), [(True, 3), (False, 2)])
+def test_a_cold_hybrid_chat_prompt_is_checkpointed_at_its_user_message_too(chat: bool, saves: int) -> None:
+    from specexp.events import Request
+    from specexp.sim.profile import load_profile
+    from specexp.sim.startup import start_engine
+
+    def cold_ttft(save: float | None) -> tuple[float, float]:
+        spec = prefix_spec(engine="llamacpp")
+        _, server = start_engine(spec, load_profile("llamacpp").model_copy(update={"checkpoint_save_gbps": save}))
+        (out,) = server.run([Request(request_id="r", prompt="", prompt_tokens=3707, max_tokens=1, chat=chat)])
+        return out.events[0].t - out.sent_at, server.layout.state_bytes
+
+    free, state = cold_ttft(None)
+    assert cold_ttft(1.0)[0] - free == pytest.approx(saves * state / 1e9, rel=1e-6)
+
+
+def test_llama_server_checkpoints_a_hybrid_prompt_with_the_prompt_cache_off_too() -> None:
+    layout = CacheLayout.build(enabled=False, hits=True, block=1, max_num_batched_tokens=2048, state_bytes=1.0,
+                               states="prompt_tail", tail_tokens=(516, 4))
+    assert layout.aligned_chunk(2048, 1659, 3707, user_start=1) == 3191 - 2048
+    assert layout.checkpoint(3191, 512, 3707, ubatch=512, user_start=1)
