@@ -46,7 +46,8 @@ the prefix_cache workload (3.7k-32k tokens, cold then warm)."""
 FITTED = ("seq_overhead_ms", "prefill_compute", "request_overhead_ms", "request_overhead_us_per_token",
           "prefill_pass_overhead_ms", "layer_overhead_us", "batched_pass_overhead_ms")
 UPPER = (np.inf, 1.0, np.inf, np.inf, np.inf, np.inf, np.inf)
-MEASURED = ("graph_rebuild_ms", "graph_capture_ms", "ungraphed_pass_ms")
+MEASURED = ("graph_rebuild_ms", "graph_capture_ms", "ungraphed_pass_ms", "checkpoint_save_gbps",
+            "checkpoint_restore_gbps")
 """Figures of the profile set from measurements directly, which the fit leaves alone."""
 METRICS = {"decode": ("decode_tps", "aggregate_tps", "ttft_s"), "prefill": ("prefill_tps", "ttft_s"),
            "prefix": ("ttft_s",)}
