@@ -29,7 +29,7 @@ from typing import BinaryIO, Literal
 import gguf
 import numpy as np
 
-from specexp.models.tiny_gguf import N_ZEROED_OUTPUT_ROWS, add_spm_tokenizer, build_vocab
+from specexp.models.tiny_gguf import N_ZEROED_OUTPUT_ROWS, add_spm_tokenizer, add_transformer_metadata, build_vocab
 from specexp.models.tiny_hybrid_gguf import ARCH as HYBRID_ARCH
 from specexp.models.tiny_hybrid_gguf import TinyHybridShape, one_d_values, tensor_specs
 from specexp.models.tiny_hybrid_gguf import add_metadata as add_hybrid_metadata
@@ -152,19 +152,10 @@ def _add_metadata(writer: gguf.GGUFWriter, shape: Qwen3Shape | HybridShape, dtyp
     if isinstance(shape, HybridShape):  # Qwen3.5's rope_theta
         add_hybrid_metadata(writer, shape.layers, name, vocab, int(_FILE_TYPE[dtype]), rope_theta=10_000_000.0)
         return
-    writer.add_name(name)
-    writer.add_file_type(int(_FILE_TYPE[dtype]))
-    writer.add_context_length(shape.context)
-    writer.add_embedding_length(shape.embd)
-    writer.add_block_count(shape.layers)
-    writer.add_feed_forward_length(shape.ff)
-    writer.add_head_count(shape.heads)
-    writer.add_head_count_kv(shape.kv_heads)
-    writer.add_key_length(shape.head_dim)
-    writer.add_value_length(shape.head_dim)
-    writer.add_rope_dimension_count(shape.head_dim)
-    writer.add_rope_freq_base(1_000_000.0)  # Qwen3's rope_theta
-    writer.add_layer_norm_rms_eps(1e-6)  # Qwen3's rms_norm_eps
+    add_transformer_metadata(writer, name=name, file_type=int(_FILE_TYPE[dtype]), context=shape.context,
+                             embd=shape.embd, layers=shape.layers, ff=shape.ff, heads=shape.heads,
+                             kv_heads=shape.kv_heads, rope_dims=shape.head_dim, head_dim=shape.head_dim,
+                             rope_theta=1_000_000.0, rms_eps=1e-6)  # Qwen3's rope_theta and rms_norm_eps
     writer.add_vocab_size(shape.vocab)
     add_spm_tokenizer(writer, vocab)
 

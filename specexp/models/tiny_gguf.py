@@ -117,19 +117,32 @@ def make_tensors(seed: int, shape: TinyModelShape, noise: float = 0.0) -> dict[s
 
 def _add_metadata(writer: gguf.GGUFWriter, shape: TinyModelShape, name: str) -> None:
     vocab = build_vocab()
-    writer.add_name(name)
-    writer.add_file_type(int(gguf.LlamaFileType.ALL_F32))
-    writer.add_context_length(shape.context)
-    writer.add_embedding_length(shape.embd)
-    writer.add_block_count(shape.layers)
-    writer.add_feed_forward_length(shape.ff)
-    writer.add_head_count(shape.heads)
-    writer.add_head_count_kv(shape.kv_heads)
-    writer.add_rope_dimension_count(shape.head_dim)
-    writer.add_rope_freq_base(10000.0)
-    writer.add_layer_norm_rms_eps(1e-5)
+    add_transformer_metadata(writer, name=name, file_type=int(gguf.LlamaFileType.ALL_F32), context=shape.context,
+                             embd=shape.embd, layers=shape.layers, ff=shape.ff, heads=shape.heads,
+                             kv_heads=shape.kv_heads, rope_dims=shape.head_dim, rope_theta=10000.0, rms_eps=1e-5)
     writer.add_vocab_size(len(vocab))
     add_spm_tokenizer(writer, vocab)
+
+
+def add_transformer_metadata(writer: gguf.GGUFWriter, *, name: str, file_type: int, context: int, embd: int,
+                             layers: int, ff: int, heads: int, kv_heads: int, rope_dims: int, rope_theta: float,
+                             rms_eps: float, head_dim: int | None = None) -> None:
+    """The hyper-parameters every specexp GGUF carries, in one order (the bytes of a model depend on
+    it); `head_dim` writes the key and value widths where they differ from embd / heads."""
+    writer.add_name(name)
+    writer.add_file_type(file_type)
+    writer.add_context_length(context)
+    writer.add_embedding_length(embd)
+    writer.add_block_count(layers)
+    writer.add_feed_forward_length(ff)
+    writer.add_head_count(heads)
+    writer.add_head_count_kv(kv_heads)
+    if head_dim is not None:
+        writer.add_key_length(head_dim)
+        writer.add_value_length(head_dim)
+    writer.add_rope_dimension_count(rope_dims)
+    writer.add_rope_freq_base(rope_theta)
+    writer.add_layer_norm_rms_eps(rms_eps)
 
 
 def add_spm_tokenizer(writer: gguf.GGUFWriter, vocab: list[tuple[str, float, int]]) -> None:

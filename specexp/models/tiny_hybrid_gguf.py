@@ -22,6 +22,7 @@ from specexp.models.tiny_gguf import (
     N_ZEROED_OUTPUT_ROWS,
     Array,
     add_spm_tokenizer,
+    add_transformer_metadata,
     build_vocab,
     cached_path,
     write_gguf,
@@ -136,19 +137,9 @@ def add_metadata(writer: gguf.GGUFWriter, shape: TinyHybridShape, name: str,
                  file_type: int = int(gguf.LlamaFileType.ALL_F32), rope_theta: float = 10000.0) -> None:
     """The qwen35 hyper-parameters of `shape`, and an SPM tokenizer of `vocab` (tiny_gguf's by default)."""
     vocab = vocab or build_vocab()
-    writer.add_name(name)
-    writer.add_file_type(file_type)
-    writer.add_context_length(shape.context)
-    writer.add_embedding_length(shape.embd)
-    writer.add_block_count(shape.layers)
-    writer.add_feed_forward_length(shape.ff)
-    writer.add_head_count(shape.heads)
-    writer.add_head_count_kv(shape.kv_heads)
-    writer.add_key_length(shape.head_dim)
-    writer.add_value_length(shape.head_dim)
-    writer.add_rope_dimension_count(shape.head_dim)
-    writer.add_rope_freq_base(rope_theta)
-    writer.add_layer_norm_rms_eps(1e-6)
+    add_transformer_metadata(writer, name=name, file_type=file_type, context=shape.context, embd=shape.embd,
+                             layers=shape.layers, ff=shape.ff, heads=shape.heads, kv_heads=shape.kv_heads,
+                             rope_dims=shape.head_dim, rope_theta=rope_theta, rms_eps=1e-6, head_dim=shape.head_dim)
     writer.add_array(f"{ARCH}.rope.dimension_sections", [shape.head_dim // 8] * 4)
     writer.add_uint32(f"{ARCH}.ssm.conv_kernel", shape.conv_kernel)
     writer.add_uint32(f"{ARCH}.ssm.inner_size", shape.value_dim)
