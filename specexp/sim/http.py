@@ -19,9 +19,9 @@ from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
 
 from specexp.sim import openai
-from specexp.sim.realtime import Delivery, Job, RealTimeEngine
 from specexp.sim.metrics import CONTENT_TYPE, Exporter
 from specexp.sim.openai import ApiError, Completion
+from specexp.sim.realtime import Delivery, Job, RealTimeEngine
 from specexp.spec import ExperimentSpec
 
 HOST = "127.0.0.1"
