@@ -191,3 +191,9 @@ class Window:
     telemetry: dict[str, Any] | None = None
     """The GPU's power, energy, memory, utilisation and clocks over the window (specexp.telemetry),
     or why there are none (``{"source": None, "reason": ...}``); None: not sampled."""
+    compiles: tuple[str, ...] | None = None
+    """The engine's log lines saying it compiled a kernel during the window: () for a clean window,
+    None where the engine's log cannot say (specexp.runtimes.base.Runtime.compiles_since)."""
+    discarded: str | None = None
+    """Why a window that was run again counts in no figure ("contaminated": the engine compiled a
+    kernel during it); None for every other window."""

@@ -91,7 +91,17 @@ def _measurement(
         partial=partial,
         client=_client(windows),
         telemetry=[w.telemetry for w in windows] if any(w.telemetry is not None for w in windows) else None,
+        contaminated=_contaminated(windows),
+        contamination=[line for w in windows for line in w.compiles or ()],
     )
+
+
+def _contaminated(windows: list[Window]) -> bool | None:
+    """True when the engine compiled during a window; False when its log was read over every window
+    and says it did not; None when the log cannot say for some window."""
+    if any(w.compiles for w in windows):
+        return True
+    return None if any(w.compiles is None for w in windows) else False
 
 
 def _with_load(m: Measurement, windows: list[Window], slo: SloSpec | None) -> Measurement:

@@ -29,6 +29,7 @@ def request_line(trace: RequestTrace, window: Window, index: int, chunk_times: b
         "window": index,
         "repeat": window.repeat,
         "warmup": window.warmup,
+        **({"discarded": window.discarded} if window.discarded else {}),
         "prompt_tokens_target": window.point.prompt_tokens,
         "concurrency": window.point.concurrency,
         "cache": window.point.cache,

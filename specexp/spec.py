@@ -108,6 +108,9 @@ class ModelSpec(_Spec):
 
     name: str
     hf_id: str | None = None
+    architectures: list[str] = []
+    """The Hugging Face architecture of the checkpoint (config.json `architectures`), which a
+    config-only folder is written as (specexp.models.hf_config); [] where not stated."""
     architecture: Literal["dense", "hybrid"] = "dense"
     num_hidden_layers: int = Field(ge=1)
     hidden_size: int = Field(ge=1)
@@ -204,6 +207,10 @@ class RuntimeSpec(_Spec):
     engine: Literal["vllm", "sglang", "llamacpp"] | None = None
     """runtime=sim only: the engine the simulator imitates (its profile, conf/sim_engine/);
     None: vllm."""
+    load_format: str | None = None
+    """How the engine loads the weights (vLLM and SGLang `--load-format`); `dummy` serves the model
+    without its weights, filled by the engine, from a config-only folder specexp writes for the
+    model's shape when runtime.model_path is not given. None: the engine's default."""
 
 
 class DrafterCost(_Spec):

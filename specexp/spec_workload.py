@@ -48,6 +48,15 @@ class WorkloadSpec(_Spec):
     repeats: int = Field(default=1, ge=1)
     warmup: int = Field(default=1, ge=0)
     """Requests sent and discarded before measuring."""
+    warmup_per_point: bool = Field(default=True, exclude_if=lambda v: v is True)
+    """Closed-loop bursts: before the first timed window of each point (prompt length x concurrency),
+    one warm-up window of that many requests of that length, so that every batch shape the point's
+    windows use has run once (an engine compiling a kernel or capturing a graph for a new shape does
+    it there, not in a timed window). Left out of run ids at its default."""
+    rerun_contaminated: int = Field(default=1, ge=0, exclude=True)
+    """Closed-loop windows of unique prompts in which the engine's log says it compiled a kernel are
+    run again, up to this many times; the last run is kept, marked contaminated if it compiled too.
+    Operational: not part of the run id."""
     cache: list[Literal["cold", "warm"]] = ["cold"]
     """Cache states measured, in this order (cold first, then the same prefix again)."""
     shared_prefix: bool = False

@@ -111,4 +111,11 @@ PARTS = [
     Part("hybrid-checkpoints", ["drafter=none", "workload=prefix_cache", "workload.prompt_lengths=[3700,16000]",
                                 "runtime.max_model_len=16896"], extra=True, model="qwen3.8-27b",
          engine_only=("runtime.extra_args=[--log-timestamps,--log-prefix,-lv,5]",)),
+    # an eleventh call (issue 22): bursts of short prompts (32 tokens, TTFT is the fixed costs of a
+    # request and of a step) at c = 1, 8, 32, and prefill of exactly 1,024 and 2,048 prompt tokens through
+    # /v1/completions (no chat template: exactly two and four of llama.cpp's 512-token micro-batches)
+    Part("short-bursts", ["drafter=none", *_decode("[1,8,32]", 32, 64)], extra=True),
+    Part("prefill-exact", ["drafter=none", "workload=prefill_sweep", "workload.prompt_lengths=[1024,2048]",
+                           "workload.repeats=3", "workload.endpoint=completions", "runtime.max_model_len=4096"],
+         extra=True),
 ]

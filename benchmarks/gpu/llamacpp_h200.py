@@ -80,7 +80,8 @@ def log(out: Path, text: str) -> None:
         f.write(line + "\n")
 
 
-def build(work: Path, src_tar: Path, out: Path, parts: Path | None, also: tuple[str, ...] = ()) -> Path:
+def build(work: Path, src_tar: Path, out: Path, parts: Path | None, also: tuple[str, ...] = (),
+          jobs: int | None = None) -> Path:
     """llama-server (and the llama.cpp tools named in `also`, copied beside it) built for sm_90."""
     binary = work / "llama-server" / "bin" / "llama-server"
     if binary.is_file() and all((binary.parent / name).is_file() for name in also):
@@ -111,7 +112,7 @@ def build(work: Path, src_tar: Path, out: Path, parts: Path | None, also: tuple[
                            stdout=blog, stderr=subprocess.STDOUT, env=env)
             configured = time.monotonic()
             subprocess.run(["cmake", "--build", str(work / "build"), "--target", "llama-server", *also, "-j",
-                            str(os.cpu_count())], check=True, stdout=blog, stderr=subprocess.STDOUT, env=env)
+                            str(jobs or os.cpu_count())], check=True, stdout=blog, stderr=subprocess.STDOUT, env=env)
     except subprocess.CalledProcessError:
         print("\n".join((out / "build.log").read_text(errors="replace").splitlines()[-60:]), flush=True)
         raise
@@ -248,6 +249,7 @@ def main() -> int:
     parser.add_argument("--parts", nargs="+", choices=[p.name for p in cells.PARTS],
                         help="sweep parts to run (default: the first call's set; sim/report: all)")
     parser.add_argument("--sim-override", action="append", default=[], help="extra override for the sim runs")
+    parser.add_argument("--jobs", type=int, help="build: parallel compile jobs (default: every core)")
     args = parser.parse_args()
     stages = {"build", "models", "sweep", "sim", "report"} if "all" in args.stages else set(args.stages)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -263,7 +265,8 @@ def main() -> int:
     if "models" in stages:  # the writer is I/O bound: it runs beside the build
         writer = threading.Thread(target=lambda: models.update(write_models(args.work, args.out, targets, draft)))
         writer.start()
-    binary = build(args.work, args.src, args.out, args.binary_parts) if "build" in stages else args.work / "llama-server/bin/llama-server"
+    binary = (build(args.work, args.src, args.out, args.binary_parts, jobs=args.jobs) if "build" in stages
+              else args.work / "llama-server/bin/llama-server")
     if writer is not None:
         writer.join()
     if "sweep" in stages:

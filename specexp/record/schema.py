@@ -114,6 +114,14 @@ class Measurement(_Record):
     repeat; false: the client or a max_concurrency cap could not deliver the load; null: closed-loop."""
     slo_met: bool | None = None
     """With an SLO set: at least slo.percentile % of the point's requests met every objective."""
+    contaminated: bool | None = None
+    """The engine's log says it compiled a kernel during one of the point's timed windows (after the
+    window was run again, `workload.rerun_contaminated`): its figures include the compile. False: the
+    log was read over every window and says nothing of the kind; None: the engine's log cannot say
+    (an engine that reports no such compiles, a server specexp did not start, the simulator)."""
+    contamination: list[str] = []
+    """The log lines behind `contaminated`, as the engine wrote them (at most 8 a window, cut to 300
+    characters)."""
 
 
 class RunRecord(_Record):

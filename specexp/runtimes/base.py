@@ -93,6 +93,16 @@ class Runtime(ABC):
         """What the runtime could not read (e.g. an unparsable /metrics), for the record."""
         return []
 
+    def log_mark(self) -> int | None:
+        """A mark in the engine's log before a window (None: this runtime reads no log of compiles)."""
+        return None
+
+    def compiles_since(self, mark: int | None) -> tuple[str, ...] | None:
+        """The lines in which the engine said, since `mark`, that it compiled a kernel while serving:
+        () for a clean window, None where the engine's log cannot say (no log read, or the engine
+        does not report such compiles)."""
+        return None
+
     def reset_prefix_cache(self) -> bool:
         """Empty the engine's prefix cache; True when the engine confirmed it."""
         return False

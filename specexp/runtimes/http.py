@@ -8,6 +8,7 @@ engine-neutral ones, its request extras, its prefix-cache reset and its tokenize
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -57,6 +58,10 @@ class HttpRuntime(Runtime):
     metrics_path: ClassVar[str | None] = "/metrics"
     chat_path: ClassVar[str] = "/v1/chat/completions"
     completion_path: ClassVar[str] = "/v1/completions"
+    compile_lines: ClassVar[re.Pattern[str] | None] = None
+    """Lines of the engine's log that say a kernel compiled while serving (None: it says nothing)."""
+    COMPILE_LINES_KEPT: ClassVar[int] = 8
+    COMPILE_LINE_CHARS: ClassVar[int] = 300
 
     process: ServerProcess | None = None
     port: int | None = None
@@ -260,6 +265,23 @@ class HttpRuntime(Runtime):
 
     def log_tail(self) -> str:
         return self.process.tail() if self.process is not None else ""
+
+    def reports_compiles(self) -> bool:
+        """Whether this server's log would state a compile during a window (an engine module may need
+        the log to show its monitor is on)."""
+        return self.compile_lines is not None
+
+    def log_mark(self) -> int | None:
+        if self.process is None or not self.reports_compiles():
+            return None
+        return self.process.log_size()
+
+    def compiles_since(self, mark: int | None) -> tuple[str, ...] | None:
+        if mark is None or self.process is None or self.compile_lines is None:
+            return None
+        found = [line.strip()[: self.COMPILE_LINE_CHARS] for line in self.process.log_since(mark).splitlines()
+                 if self.compile_lines.search(line)]
+        return tuple(found[: self.COMPILE_LINES_KEPT])
 
     def stop(self) -> None:
         if self.process is not None:

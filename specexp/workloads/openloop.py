@@ -18,6 +18,7 @@ from specexp.events import Point, Request, Window
 from specexp.runtimes.base import Runtime
 from specexp.spec import SloSpec, WorkloadSpec
 from specexp.workloads.arrivals import request_count, schedule
+from specexp.workloads.window import timed
 
 MakeRequest = Callable[[str, int, "str | None"], Request]
 
@@ -31,10 +32,7 @@ def rate_window(runtime: Runtime, workload: WorkloadSpec, make: MakeRequest, tag
     requests = [_scheduled(make(f"{tag}-{i}", tokens, None), None if burst else at) for i, at in enumerate(offsets)]
     point = (Point(tokens, n, "cold") if burst else
              Point(tokens, workload.max_concurrency, "cold", None if math.isinf(rate) else rate))
-    before = runtime.counters()
-    traces = runtime.run_window(requests)
-    delta = runtime.counters().delta(before)
-    return Window(point, traces, delta, None, repeat=repeat, client=runtime.client_stats())
+    return timed(runtime, requests, point, repeat=repeat)
 
 
 def _scheduled(request: Request, at: float | None) -> Request:
@@ -54,10 +52,7 @@ def drive_rates(runtime: Runtime, workload: WorkloadSpec, make: MakeRequest, mar
 def burst_window(runtime: Runtime, workload: WorkloadSpec, make: MakeRequest, tag: str, tokens: int,
                  concurrency: int, repeat: int) -> Window:
     requests = [make(f"{tag}-{i}", tokens, None) for i in range(concurrency)]
-    before = runtime.counters()
-    traces = runtime.run_window(requests)
-    delta = runtime.counters().delta(before)
-    return Window(Point(tokens, concurrency, "cold"), traces, delta, None, repeat=repeat, client=runtime.client_stats())
+    return timed(runtime, requests, Point(tokens, concurrency, "cold"), repeat=repeat)
 
 
 def drive_search(runtime: Runtime, workload: WorkloadSpec, make: MakeRequest, marker: str, tokens: int,

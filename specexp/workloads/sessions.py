@@ -18,11 +18,12 @@ import hashlib
 import statistics
 from collections.abc import Iterator
 
-from specexp.events import Counters, Point, Request, Window
+from specexp.events import Point, Request, Window
 from specexp.runtimes.base import Runtime
 from specexp.spec import WorkloadSpec
 from specexp.workloads.material import filler, source_file
 from specexp.workloads.prompts import PromptBuilder
+from specexp.workloads.window import timed, warm_up
 
 CHARS_PER_TOKEN = 4
 """Characters per token where no tokenizer cuts the text (real servers count the tokens themselves)."""
@@ -60,10 +61,9 @@ def drive_sessions(runtime: Runtime, workload: WorkloadSpec, marker: str, builde
                         f"{workload.prompt}", prompt_tokens=workload.prompt_tokens, max_tokens=warm,
                         ignore_eos=workload.ignore_eos, temperature=workload.temperature,
                         thinking=workload.thinking, warmup=True, chat=chat) for i in range(workload.warmup)]
-        traces = runtime.run_window(reqs)
+        window = warm_up(runtime, reqs, Point(workload.prompt_tokens, workload.warmup, "cold"))
         if warmups:
-            yield Window(Point(workload.prompt_tokens, workload.warmup, "cold"), traces, Counters(),
-                         warmup=True, client=runtime.client_stats())
+            yield window
     system = builder.material(f"{marker}-system", workload.prompt_tokens) if builder is not None else ""
     for sessions in workload.concurrency:
         for repeat in range(workload.repeats):
@@ -80,15 +80,13 @@ def drive_sessions(runtime: Runtime, workload: WorkloadSpec, marker: str, builde
                     reqs.append(_request(workload, rid, tuple(history[i]), context, s.turn_tokens,
                                          (f"{tag}-system", workload.prompt_tokens), f"{tag}-s{i}", chat))
                 reset = runtime.reset_prefix_cache() if turn == 1 else None
-                before = runtime.counters()
-                traces = runtime.run_window(reqs)
-                delta = runtime.counters().delta(before)
-                for i, trace in enumerate(traces):
-                    history[i].append(("assistant", trace.text or ""))
-                counted = [t.completion_tokens for t in traces if t.completion_tokens is not None]
                 point = Point(context + s.turn_tokens, sessions, "cold" if turn == 1 else "warm", turn=turn)
+                window = timed(runtime, reqs, point, repeat=repeat, reset=reset)
+                for i, trace in enumerate(window.traces):
+                    history[i].append(("assistant", trace.text or ""))
+                counted = [t.completion_tokens for t in window.traces if t.completion_tokens is not None]
                 context += s.turn_tokens + int(statistics.median(counted) if counted else out)
-                yield Window(point, traces, delta, reset, repeat=repeat, client=runtime.client_stats())
+                yield window
 
 
 def _request(workload: WorkloadSpec, rid: str, messages: tuple[tuple[str, str], ...], context: int,

@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import hashlib
 import statistics
+from dataclasses import replace
 from collections.abc import Iterator
 
-from specexp.events import Counters, Point, Request, RequestTrace, Window
+from specexp.events import Point, Request, RequestTrace, Window
 from specexp.runtimes.base import Runtime
 from specexp.spec import WorkloadSpec
 from specexp.workloads.material import filler
 from specexp.workloads.prompts import PromptBuilder
+from specexp.workloads.window import timed, warm_up
 from specexp.workload_files import TraceRow, load_trace
 
 def offsets(rows: list[TraceRow], speed: float, unit: str) -> list[float]:
@@ -55,10 +57,9 @@ def drive_trace(runtime: Runtime, workload: WorkloadSpec, marker: str, builder: 
         reqs = [Request(request_id=f"{marker}-warmup-{i}", prompt=f"[{marker}-warmup-{i}] {workload.prompt}",
                         prompt_tokens=workload.prompt_tokens, max_tokens=workload.warmup_output_tokens or 16,
                         warmup=True, chat=chat) for i in range(workload.warmup)]
-        traces = runtime.run_window(reqs)
+        window = warm_up(runtime, reqs, Point(workload.prompt_tokens, workload.warmup, "cold"))
         if warmups:
-            yield Window(Point(workload.prompt_tokens, workload.warmup, "cold"), traces, Counters(), warmup=True,
-                         client=runtime.client_stats())
+            yield window
     sends = offsets(rows, workload.trace_speed, workload.trace_time_unit)
     median_input = int(statistics.median(r.input_length for r in rows))
     peak = 0  # the first repeat's measured concurrency names the point every repeat belongs to
@@ -74,12 +75,9 @@ def drive_trace(runtime: Runtime, workload: WorkloadSpec, marker: str, builder: 
                 thinking=workload.thinking, chat=chat, prefix_groups=groups, send_at=at,
             ))
         reset = runtime.reset_prefix_cache()
-        before = runtime.counters()
-        traces = runtime.run_window(reqs)
-        delta = runtime.counters().delta(before)
-        peak = peak or peak_in_flight(traces)
-        yield Window(Point(median_input, peak, "cold"), traces, delta, reset, repeat=repeat,
-                     client=runtime.client_stats())
+        window = timed(runtime, reqs, Point(median_input, None, "cold"), repeat=repeat, reset=reset)
+        peak = peak or peak_in_flight(window.traces)
+        yield replace(window, point=Point(median_input, peak, "cold"))
 
 
 def peak_in_flight(traces: list[RequestTrace]) -> int:

@@ -47,9 +47,10 @@ def test_every_request_is_recorded_with_the_servers_response_id(
     result, job_dir = _job(make_spec, sim_url, tmp_path, f"workload.endpoint={endpoint}")
     assert result["status"] == "ok", result["error"]
     lines = read_requests(job_dir)
-    assert len(lines) == 1 + 2 * 3  # the warm-up, then two windows of three
-    warm, measured = lines[0], lines[1:]
-    assert warm["warmup"] is True and warm["output_tokens"] == 16  # a short warm-up by default
+    assert len(lines) == 1 + 3 + 2 * 3  # the warm-up, the point's warm-up window of three, then two windows of three
+    warm, measured = lines[:4], lines[4:]
+    assert all(line["warmup"] is True and line["output_tokens"] == 16 for line in warm)  # short warm-ups by default
+    assert [line["concurrency"] for line in warm[1:]] == [3, 3, 3]  # the point's own shape
     assert all(not line["warmup"] for line in measured)
     assert sorted(line["repeat"] for line in measured) == [0, 0, 0, 1, 1, 1]
     for line in lines:

@@ -1,0 +1,236 @@
+"""vLLM with CUDA on an H200, driven by specexp, beside the simulator's `vllm` profile on the same cells.
+
+On the device (one lease; the pieces of `vllm_stage.py pack` travel one a call, then):
+
+    python3 benchmarks/gpu/vllm_h200.py carry --piece .gpu-stage/vllm/piece-0      # each piece, a call each
+    python3 benchmarks/gpu/vllm_h200.py install start --out $OUT                     # install, start the sweeps
+    python3 benchmarks/gpu/vllm_h200.py wait --for 540 --out $OUT                    # later calls: progress, records
+
+Here, on what came back:
+
+    .venv/bin/python benchmarks/gpu/vllm_h200.py report --records OUT/records.tar.gz
+
+The sweeps are the studies of `experiments/h200_vllm_dense.yaml` and `h200_vllm_hybrid.yaml`, run with
+`runtime=vllm runtime.load_format=dummy`: vLLM serves every model without weights from the config-only
+folders specexp writes for the conf/model/ shapes (specexp.models.hf_config), the EAGLE-3 head too. They
+run in a process of their own session (`start`), so that they outlive the device call that started them
+and the calls after it only watch (`wait`): one call may last 10 minutes, the whole set about 15. Each
+experiment is one specexp sweep, which starts each server configuration once and resumes where a
+previous start stopped.
+
+Flags of this device's environment, not of specexp: `--gdn-prefill-backend triton` for the hybrid (its
+default GDN prefill kernel on SM90 is FlashInfer's, which does not travel), `VLLM_USE_FLASHINFER_SAMPLER=0`
+(the sampler would import FlashInfer), and `--enable-per-request-metrics` (vLLM's own queue and
+first-token times per request, which the fit of the profile's per-request cost reads).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+PIECES = Path("/tmp/specexp-vllm")
+WORK = Path(os.environ.get("SPECEXP_GPU_WORK", "/tmp/specexp-gpu"))
+COPY = WORK.parent / (WORK.name + "-repo")
+FLAGS = {
+    "h200_vllm_dense": ["runtime.extra_args=[--enable-per-request-metrics]"],
+    "h200_vllm_hybrid": ["runtime.extra_args=[--enable-per-request-metrics,--gdn-prefill-backend,triton]"],
+}
+"""Each experiment and the flags its servers need on this device (see the module docstring)."""
+RUNS = [("h200_vllm_dense", ["drafter=none"]), ("h200_vllm_hybrid", []), ("h200_vllm_dense", [])]
+"""In order of what the profile's fit needs most: the dense model's baselines (drafter=none on the command
+line turns every cell of the grid into its baseline), the hybrid model's cells, then the dense drafters
+(the baselines, complete by then, are skipped)."""
+MEASURED = ["runtime=vllm", "runtime.load_format=dummy", "runtime.start_timeout_s=900"]
+DEVICE_ENV = {"VLLM_USE_FLASHINFER_SAMPLER": "0", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+              "VLLM_NO_USAGE_STATS": "1", "PYTHONUNBUFFERED": "1"}
+
+
+def log(text: str, out: Path | None = None) -> None:
+    line = f"[{time.strftime('%H:%M:%S')}] {text}"
+    print(line, flush=True)
+    for folder in {WORK, out} - {None}:
+        folder.mkdir(parents=True, exist_ok=True)  # type: ignore[union-attr]
+        with (folder / "log.txt").open("a") as f:  # type: ignore[operator]
+            f.write(line + "\n")
+
+
+def carry(piece: Path) -> None:
+    """Copy one piece (and the SHA256 beside it) to PIECES, where it stays while the machine is held."""
+    PIECES.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(piece, PIECES / piece.name)
+    if (piece.parent / "SHA256").is_file():
+        shutil.copy2(piece.parent / "SHA256", PIECES / "SHA256")
+    have = sorted(p.name for p in PIECES.glob("piece-*"))
+    log(f"carry: {piece.name} ({piece.stat().st_size >> 20} MiB); {PIECES} holds {', '.join(have)}")
+
+
+def install(out: Path) -> None:
+    subprocess.run([sys.executable, str(REPO / "benchmarks/gpu/vllm_stage.py"), "install", "--pieces", str(PIECES)],
+                   check=True)
+    log("install: done", out)
+
+
+def start(out: Path, deadline_s: float, extra: list[str]) -> None:
+    """Copy the repository to COPY and run `run` there in a session of its own, detached."""
+    if COPY.exists():
+        shutil.rmtree(COPY)
+    shutil.copytree(REPO, COPY, ignore=shutil.ignore_patterns(".gpu-stage", ".git", ".venv", "__pycache__", "results"))
+    WORK.mkdir(parents=True, exist_ok=True)
+    with (WORK / "run.txt").open("w") as console:
+        proc = subprocess.Popen([sys.executable, str(COPY / "benchmarks/gpu/vllm_h200.py"), "run",
+                                 "--deadline-s", str(deadline_s), *[f"--extra={e}" for e in extra]], cwd=COPY, stdout=console,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+    (WORK / "run.pid").write_text(str(proc.pid))
+    log(f"start: sweeps running as pid {proc.pid} (deadline {deadline_s:.0f} s)", out)
+
+
+def vllm_executable() -> Path:
+    """The `vllm` command pip installed beside this Python, else a wrapper of its CLI module."""
+    executable = Path(sys.executable).parent / "vllm"
+    if executable.is_file():
+        return executable
+    wrapper = WORK / "bin" / "vllm"
+    wrapper.parent.mkdir(parents=True, exist_ok=True)
+    wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} -m vllm.entrypoints.cli.main "$@"\n')
+    wrapper.chmod(0o755)
+    return wrapper
+
+
+def run(deadline_s: float, extra: list[str]) -> int:
+    """Every experiment in turn, measured on vLLM; each stops starting jobs at the deadline. `extra`
+    overrides are appended (to try the driver on another machine: hardware=cpu model=tiny-hf ...)."""
+    t0 = time.monotonic()
+    _host_info()
+    executable = vllm_executable()
+    env = {**os.environ, **DEVICE_ENV, "SPECEXP_CACHE": str(WORK / "cache"),
+           "VLLM_CACHE_ROOT": str(WORK / "vllm-cache")}
+    for name, only in RUNS:
+        flags = [*FLAGS[name], *only]
+        left = deadline_s - (time.monotonic() - t0)
+        if left < 60:
+            log(f"run: {name} not started ({left:.0f} s left)")
+            continue
+        given = {e.split("=", 1)[0] for e in extra}
+        base = [*MEASURED, f"runtime.executable={executable}", *flags]
+        argv = [sys.executable, "-m", "specexp", f"+experiment={name}",
+                *(o for o in base if o.split("=", 1)[0] not in given), *extra,
+                f"hydra.sweep.dir={WORK / 'sweeps' / name}"]
+        log("run: " + " ".join(argv[3:]))
+        with (WORK / f"{name}.console.txt").open("a") as console:
+            proc = subprocess.Popen(argv, cwd=REPO, stdout=console, stderr=subprocess.STDOUT, env=env)
+            try:
+                rc = proc.wait(timeout=max(left, 1))
+            except subprocess.TimeoutExpired:
+                log(f"run: {name} at the deadline: interrupted; finished jobs are kept")
+                proc.send_signal(signal.SIGINT)
+                try:
+                    rc = proc.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    rc = proc.wait()
+        log(f"run: {name} rc={rc} after {time.monotonic() - t0:.0f} s")
+    (WORK / "run.done").write_text(f"{time.monotonic() - t0:.0f}\n")
+    return 0
+
+
+def _host_info() -> None:
+    cpu = Path("/proc/cpuinfo").read_text(errors="replace") if Path("/proc/cpuinfo").is_file() else ""
+    model = next((line.split(":", 1)[1].strip() for line in cpu.splitlines() if line.startswith("model name")), "?")
+    log(f"host: cpu {model!r}, {os.cpu_count()} cores, load {os.getloadavg()}")
+    query = "name,driver_version,clocks.sm,clocks.mem,clocks.max.sm,power.limit,temperature.gpu,memory.used"
+    smi = subprocess.run(["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader"], capture_output=True,
+                         text=True, check=False) if shutil.which("nvidia-smi") else None
+    log(f"host: gpu {smi.stdout.strip() if smi else '?'}")
+
+
+def wait(seconds: float, out: Path) -> None:
+    """Until the sweeps finish or `seconds` pass, each job as it ends; then the records into `out`."""
+    t0 = time.monotonic()
+    seen = 0
+    while time.monotonic() - t0 < seconds and not (WORK / "run.done").is_file():
+        time.sleep(min(5.0, max(1.0, seconds - (time.monotonic() - t0))))
+        seen = _progress(seen)
+    _progress(seen)
+    pack(out)
+
+
+def _progress(seen: int) -> int:
+    lines = [line for p in sorted(WORK.glob("*.console.txt")) for line in p.read_text(errors="replace").splitlines()
+             if line.startswith("[") and "] " in line and ("ok" in line or "failed" in line or "refused" in line)]
+    for line in lines[seen:]:
+        print("  " + line[:300], flush=True)
+    return len(lines)
+
+
+def pack(out: Path) -> None:
+    """Every result.json and requests.jsonl, each server's log cut to its first 300 and last 150 lines,
+    the consoles and the log, into OUT/records.tar.gz."""
+    out.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(out / "records.tar.gz", "w:gz") as tar:
+        for path in sorted((WORK / "sweeps").rglob("result.json")):
+            tar.add(path, arcname=str(path.relative_to(WORK)))
+            for name in ("requests.jsonl",):
+                if (path.parent / name).is_file():
+                    tar.add(path.parent / name, arcname=str((path.parent / name).relative_to(WORK)))
+            server_log = path.parent / "server.log"
+            if server_log.is_file():
+                lines = server_log.read_text(errors="replace").splitlines()
+                keep = lines if len(lines) <= 450 else [*lines[:300], f"... {len(lines) - 450} lines ...", *lines[-150:]]
+                short = path.parent / "server.log.short"
+                short.write_text("\n".join(keep) + "\n")
+                tar.add(short, arcname=str(short.relative_to(WORK)))
+        for extra in [*WORK.glob("*.console.txt"), WORK / "log.txt", WORK / "run.txt"]:
+            if extra.is_file():
+                tar.add(extra, arcname=extra.name)
+    log(f"pack: {out / 'records.tar.gz'} ({(out / 'records.tar.gz').stat().st_size >> 10} KiB)")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("stages", nargs="+", choices=["carry", "install", "start", "run", "wait", "pack", "report"])
+    parser.add_argument("--piece", type=Path, action="append", default=[])
+    parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "gpu-out")))
+    parser.add_argument("--deadline-s", type=float, default=1080.0, help="run: start no experiment after this")
+    parser.add_argument("--for", dest="wait_s", type=float, default=540.0, help="wait: at most this long")
+    parser.add_argument("--extra", action="append", default=[], help="start/run: an override added to every sweep")
+    parser.add_argument("--records", type=Path, action="append", default=[], help="sim/report: a device call's tarball")
+    parser.add_argument("--work", type=Path, default=Path("/tmp/specexp-vllm-h200"), help="sim/report: scratch")
+    args = parser.parse_args()
+    for stage in args.stages:
+        if stage == "carry":
+            for piece in args.piece:
+                carry(piece)
+        elif stage == "install":
+            install(args.out)
+        elif stage == "start":
+            start(args.out, args.deadline_s, args.extra)
+        elif stage == "run":
+            return run(args.deadline_s, args.extra)
+        elif stage == "wait":
+            wait(args.wait_s, args.out)
+        elif stage == "pack":
+            pack(args.out)
+        elif stage == "report":
+            from benchmarks.gpu import vllm_report
+
+            measured = vllm_report.unpack(args.records, args.work)
+            for path in vllm_report.write(measured, REPO / "benchmarks" / "results",
+                                          stamp=datetime.date.today().isoformat()):
+                log(f"report: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,42 @@
+"""One window of requests, and what is read around it: the engine's counters, its log, the GPU.
+
+Every driver sends its windows through `timed` (a measured window) or `warm_up` (one that counts in
+no figure). A timed window reads the engine's counters right before and after the requests, so its
+acceptance belongs to exactly that window, and the engine's log over it, so that a window in which
+the engine compiled a kernel is known (`Window.compiles`): such a window measures the compile, not
+the engine, and the closed-loop driver runs it again (specexp.workloads.driver).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import nullcontext
+from dataclasses import replace
+
+from specexp.events import Counters, Point, Request, Window
+from specexp.runtimes.base import Runtime
+from specexp.telemetry import NoTelemetry, NvmlSampler
+
+
+def timed(runtime: Runtime, requests: Sequence[Request], point: Point, *, repeat: int = 0,
+          reset: bool | None = None, sampler: NvmlSampler | NoTelemetry | None = None) -> Window:
+    """Send `requests` at once (or on their schedule) and read the counters, log and GPU around them."""
+    mark = runtime.log_mark()
+    before = runtime.counters()
+    window = sampler.window() if sampler is not None else nullcontext()
+    with window as gpu:
+        traces = runtime.run_window(requests)
+    delta = runtime.counters().delta(before)
+    return Window(point, traces, delta, reset, repeat=repeat, client=runtime.client_stats(),
+                  telemetry=gpu.summary if gpu is not None else None, compiles=runtime.compiles_since(mark))
+
+
+def warm_up(runtime: Runtime, requests: Sequence[Request], point: Point, repeat: int = 0) -> Window:
+    """Send `requests` that count in no figure (a warm-up, or a cache-priming send)."""
+    traces = runtime.run_window(requests)
+    return Window(point, traces, Counters(), repeat=repeat, warmup=True, client=runtime.client_stats())
+
+
+def discarded(window: Window) -> Window:
+    """`window` kept for the record (requests.jsonl) but counted in no figure: it was run again."""
+    return replace(window, warmup=True, discarded="contaminated")
