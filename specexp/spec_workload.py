@@ -61,6 +61,12 @@ class WorkloadSpec(_Spec):
     """Cache states measured, in this order (cold first, then the same prefix again)."""
     shared_prefix: bool = False
     """Requests share their prefix (prefix-cache workloads); otherwise each is unique."""
+    suffix_tokens: int = Field(default=16, ge=1, exclude_if=lambda v: v == 16)
+    """Cache-reuse prompts: the tokens at the end of a prompt that the next prompt of its group does not
+    share (its new suffix: the marker, the instruction, the chat template's end). The simulator shares the
+    rest; a real server shares what the prompts' text shares, as its tokenizer counts it (specexp's prompts:
+    about 30 tokens of a BPE tokenizer, 95 of the byte-level tokenizer of its config-only folders). Left
+    out of run ids at its default."""
     temperature: float = Field(default=0.0, ge=0)
     thinking: bool = False
     endpoint: Literal["chat", "completions"] = Field(default="chat", exclude_if=lambda v: v == "chat")

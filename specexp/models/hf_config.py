@@ -26,9 +26,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -169,7 +166,8 @@ def ensure_folder(cache_dir: Path, name: str, config: dict[str, Any]) -> Path:
     blob = json.dumps([FORMAT_VERSION, files], sort_keys=True).encode()
     path = Path(cache_dir) / f"{name}-config-{hashlib.sha256(blob).hexdigest()[:12]}"
     if not (path / "config.json").is_file():
-        _write(path, {n: (json.dumps(obj, indent=2, ensure_ascii=False) + "\n").encode() for n, obj in files.items()})
+        tiny_hf.write_folder(path, {n: (json.dumps(obj, indent=2, ensure_ascii=False) + "\n").encode()
+                                    for n, obj in files.items()})
     return path
 
 
@@ -179,19 +177,3 @@ def model_folder(cache_dir: Path, model: ModelSpec) -> Path:
 
 def eagle3_folder(cache_dir: Path, target: ModelSpec, drafter: DrafterSpec) -> Path:
     return ensure_folder(cache_dir, f"{target.name}-eagle3", eagle3_config(target, drafter))
-
-
-def _write(path: Path, content: dict[str, bytes]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}."))
-    try:
-        for name, data in content.items():
-            (tmp / name).write_bytes(data)
-        os.chmod(tmp, 0o755)
-        if path.exists():
-            shutil.rmtree(path)
-        os.replace(tmp, path)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-

@@ -196,8 +196,11 @@ def files(seed: int, shape: HfShape, noise: float) -> dict[str, bytes]:
 
 def write_model(path: Path, *, seed: int = 0, shape: HfShape = HfShape(), noise: float = 0.0) -> Path:
     """Write the model directory `path` atomically (a sibling temp dir, then rename); return it."""
-    path = Path(path)
-    content = files(seed, shape, noise)  # validate before touching the file system
+    return write_folder(Path(path), files(seed, shape, noise))  # validated before touching the file system
+
+
+def write_folder(path: Path, content: dict[str, bytes]) -> Path:
+    """Write `content` (file name -> bytes) as the folder `path`, atomically: a sibling temp dir, then rename."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}."))
     try:

@@ -47,6 +47,10 @@ class ModelShape:
     """Delta-rule FLOPs per token over the linear-attention layers."""
     input_embedding_params: float = 0.0
     """Input embeddings held in memory besides the lm_head (0 when tied)."""
+    linear_conv_dim: float = 0.0
+    """Channels of one linear-attention layer's short convolution (2 x key dim + value dim)."""
+    linear_conv_width: int = 0
+    """Past tokens its convolution state holds (kernel - 1)."""
 
     @property
     def layer_params(self) -> float:
@@ -81,6 +85,7 @@ def model_shape(m: ModelSpec) -> ModelShape:
     full_attn = hidden * q_dim * 2 + hidden * kv_dim * 2
     mlp_layer = 3.0 * hidden * m.intermediate_size
     lin_attn = lin_state = lin_conv = lin_flops = 0.0
+    k_dim = v_dim = 0
     if linear:
         dk, dv = m.linear_key_head_dim or 0, m.linear_value_head_dim or 0
         k_dim = (m.linear_num_key_heads or 0) * dk
@@ -108,4 +113,6 @@ def model_shape(m: ModelSpec) -> ModelShape:
         conv_state_elements=lin_conv * linear,
         linear_flops_per_token=lin_flops * linear,
         input_embedding_params=0.0 if m.tie_word_embeddings else lm_head,
+        linear_conv_dim=float(2 * k_dim + v_dim) if linear else 0.0,
+        linear_conv_width=max((m.linear_conv_kernel_dim or 1) - 1, 0) if linear else 0,
     )

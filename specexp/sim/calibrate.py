@@ -150,6 +150,9 @@ def _lm(residual: Callable[[np.ndarray], np.ndarray], p0: np.ndarray, upper: np.
             jac[:, j] = (residual(q) - r) / step
         a, g = jac.T @ jac, jac.T @ r
         trial = np.clip(p + np.linalg.solve(a + lam * np.diag(np.diag(a) + 1e-12), -g), 1e-4, upper)
+        if not np.all(np.isfinite(trial)):  # a singular step: damp harder
+            lam *= 10
+            continue
         rt = residual(trial)
         if rt @ rt < r @ r:
             p, r, lam = trial, rt, lam / 3

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from specexp.events import Counters, Request, RequestTrace, TokenEvent
 from specexp.roofline.costmodel import CostModel, Slice
 from specexp.sim.drafting import AcceptanceModel, DraftCost
+from specexp.sim.frontend import Frontend
 from specexp.sim.kvcache import CHAT_TURN_TOKENS, CacheLayout, KvPool
 from specexp.sim.memory import MemoryPlan
 from specexp.sim.passes import StepPasses
@@ -116,6 +117,7 @@ class SimEngine:
         memory: MemoryPlan | None = None,
         profile: EngineProfile | None = None,
         prefill_target: CostModel | None = None,
+        drafter: str = "none",
     ) -> None:
         self.target = target
         self.passes = StepPasses(target, prefill_target or target,
@@ -126,12 +128,14 @@ class SimEngine:
         self.k = k if draft is not None else 0
         self.max_num_batched_tokens = self.profile.batch_tokens or max_num_batched_tokens
         self.max_num_seqs = max_num_seqs
+        self._step_s = self.profile.step_overhead_s(drafter if self.k else "none")
+        """Fixed CPU time of a step (more where the engine schedules synchronously with this drafter)."""
         self.layout = layout
         self.memory = memory
         self.pool = KvPool(memory.kv_bytes if memory is not None else float("inf"))
         self.clock = 0.0
-        self._launcher_free = 0.0
-        """When the engine's scheduling thread is free for the next request (request_serial_ms)."""
+        self.frontend = Frontend(self.profile)
+        """What a request costs before the scheduler can take it (specexp/sim/frontend.py)."""
         self._slot_last_used = [(-1.0, 0)] * max_num_seqs if self.profile.batching == "slots" else []
         """Per slot, when it last released a request ((-1, 0): never): the clock, then the release's
         number, as llama-server stamps each slot it releases, one after the other in slot order."""
@@ -188,10 +192,7 @@ class SimEngine:
         if not self.busy:
             self.clock = max(self.clock, at)
         seq.arrived = at
-        p = self.profile
-        seq.ready = at + (p.request_overhead_ms + seq.prompt * p.request_overhead_us_per_token / 1e3) / 1e3
-        if p.request_serial_ms:  # one request at a time through the engine's scheduling thread
-            seq.ready = self._launcher_free = max(seq.ready, self._launcher_free) + p.request_serial_ms / 1e3
+        self.frontend.admit(seq, at, seq.prompt)
         self.waiting.append(seq)
         return True
 
@@ -304,7 +305,7 @@ class SimEngine:
                 [Slice(tokens=n, context=s.prefilled, logits=0) for s, n in chunks])
         sampled = len(decoding) + sum(1 for s, n in chunks if s.prefilled + n == s.prompt)
         p = self.profile
-        self.clock += seconds + (p.step_overhead_ms + p.seq_overhead_ms * sampled) / 1e3
+        self.clock += seconds + self._step_s + p.seq_overhead_ms * sampled / 1e3
         emitted = [(s, self._emit(s, self._verify())) for s in decoding]
         for s, n in chunks:
             s.checkpoints |= self.layout.kept_states(s.prefilled, s.prefilled + n, s.prompt, s.junction)

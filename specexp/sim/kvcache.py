@@ -18,10 +18,13 @@ A runtime version whose cache never hits keeps the cache (and its cost) but serv
 from __future__ import annotations
 
 import fnmatch
+import math
 from collections import OrderedDict
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Literal
+
+from specexp.roofline.shape import CONV_STATE_BYTES, STATE_DTYPE_BYTES, ModelShape
 
 DEFAULT_BLOCK_TOKENS = 16
 """vLLM's default cache block for dense models."""
@@ -33,6 +36,26 @@ for a checkpoint: the one token specexp's measured prompts carried before it (h2
 the first checkpoint of every cold prompt holds 1 token). One user message is assumed: a prompt of several
 messages (a system prompt, an agent's turns) has its last user message later, which is not modelled, and
 the checkpoint there is charged but not kept for later hits."""
+
+
+PAGE_ALIGNMENT = 16
+"""Tokens an attention block is a multiple of under vLLM's FlashAttention backend (its kernel block
+size, MultipleOf(16): docs/engines.md section 1.6)."""
+
+
+def page_aligned_block(shape: ModelShape, kv_bytes: float, state_dtype: str, k: int) -> int:
+    """vLLM's attention block for a hybrid model (_align_hybrid_block_size): the smallest multiple of
+    PAGE_ALIGNMENT tokens whose K/V page of one full-attention layer holds one linear-attention layer's
+    state, its recurrent state plus its convolution state, which keeps k more tokens with a drafter
+    (MambaStateShapeCalculator.gated_delta_net_state_shape). Qwen3.8-27B's shape, float32 state and
+    bf16 K/V: 784 tokens without a drafter, 800 with k = 3; vLLM 0.26 logs the same."""
+    layers = shape.linear_attention_layers
+    if not layers or not shape.full_attention_layers:
+        return PAGE_ALIGNMENT
+    state = shape.linear_state_elements / layers * STATE_DTYPE_BYTES[state_dtype]
+    conv = shape.linear_conv_dim * (shape.linear_conv_width + k) * CONV_STATE_BYTES
+    per_token = shape.kv_elements_per_layer * kv_bytes
+    return PAGE_ALIGNMENT * math.ceil((state + conv) / (PAGE_ALIGNMENT * per_token))
 
 
 def block_tokens(runtime_block: int | None, model_block: int | None, model_block_spec: int | None,

@@ -62,11 +62,12 @@ class StepPasses:
         self._shape = None
         self._cuda_graphs.clear()
         ubatch = p.prefill_ubatch_tokens
+        linear = self.target.shape.linear_attention_layers * p.linear_prefill_layer_ms / 1e3
         if ubatch is None:
-            return self.prefill_target.pass_seconds(verify + prefill) + self._batched(verify + prefill)
+            return self.prefill_target.pass_seconds(verify + prefill) + self._batched(verify + prefill) + linear
         passes = equal_ubatches(verify, prefill, ubatch, slots) if equal else mixed_ubatches(verify, prefill, ubatch)
         passes = [group for group in passes if group]
-        overhead = len(passes) * p.prefill_pass_overhead_ms / 1e3
+        overhead = len(passes) * (p.prefill_pass_overhead_ms / 1e3 + linear)
         return overhead + sum(self.prefill_target.pass_seconds(g) + self._batched(g) for g in passes)
 
     def _batched(self, group: list[Slice]) -> float:

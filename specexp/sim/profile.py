@@ -99,6 +99,11 @@ class EngineProfile(BaseModel):
     """Cost of a request paid one request at a time by the engine's single scheduling thread
     (llama-server's main loop takes each new task and launches its slot), ms: requests that
     arrive together wait for each other, so it adds (i - 1) x this to the i-th one's TTFT."""
+    request_serial_release: Literal["each", "together"] = "each"
+    """How requests leave that serial stage for the scheduler. each: one by one as each is done
+    (llama-server's main loop); together: those handled in one busy spell all reach the scheduler
+    when the last of them is done (vLLM's API server: the requests of a burst advance through its one
+    event loop side by side, and the scheduler sees them in one step)."""
     cache_block_tokens: int | None = Field(default=None, ge=1)
     """The engine's prefix-cache block; None: the model's (or 16)."""
     drafter_recomputes_last_block: bool = False
@@ -126,9 +131,31 @@ class EngineProfile(BaseModel):
     """prompt_tail: the same, back to the device, for a hit resumed from a checkpoint (None: free)."""
     hybrid_block_tokens: int | None = Field(default=None, ge=1)
     """A hybrid model's prefix-cache block under this engine, drafter or not; None: the model's
-    (vLLM's aligned blocks, conf/model/)."""
+    (conf/model/), or the page-aligned block of `hybrid_block_rule`."""
+    hybrid_block_rule: Literal["model", "page_aligned"] = "model"
+    """How the engine sizes a hybrid model's attention block. model: the model file's
+    cache_block_tokens (and _speculative); page_aligned (vLLM's _align_hybrid_block_size): the
+    smallest multiple of 16 tokens whose attention page (K and V of one layer) holds one layer's
+    recurrent and convolution state, the convolution state growing by k with a drafter
+    (specexp.sim.kvcache.page_aligned_block)."""
+    linear_prefill_layer_ms: float = Field(default=0.0, ge=0)
+    """Fixed time of a linear-attention (Gated DeltaNet) layer in a pass that prefills, ms per layer: its
+    chunked prefill kernels run outside the engine's CUDA graphs, a chain of small Triton launches per
+    layer, whatever the chunk's length."""
+    sync_scheduling_drafters: tuple[str, ...] = ()
+    """Drafters with which the engine schedules without overlapping the GPU (vLLM turns asynchronous
+    scheduling off for n-gram, draft-model and suffix speculation)."""
+    sync_step_overhead_ms: float = Field(default=0.0, ge=0)
+    """CPU time of a step the engine schedules synchronously (`sync_scheduling_drafters`), ms: the
+    scheduler, the drafter's proposal and the next step's inputs no longer overlap the GPU's pass."""
     calibrations: dict[str, str] = {}
     """Device id -> what the figures were checked against on it."""
+
+
+    def step_overhead_s(self, drafter: str) -> float:
+        """The fixed CPU time of one step with `drafter`, seconds."""
+        sync = self.sync_step_overhead_ms if drafter in self.sync_scheduling_drafters else 0.0
+        return (self.step_overhead_ms + sync) / 1e3
 
 
 def load_profile(name: str | None) -> EngineProfile:

@@ -12,7 +12,7 @@ from specexp.runtimes.base import RuntimeFailure
 from specexp.sim.context import context_limit
 from specexp.sim.drafting import AcceptanceModel, DraftCost
 from specexp.sim.engine import SimEngine
-from specexp.sim.kvcache import CacheLayout, block_tokens, cache_hits
+from specexp.sim.kvcache import CacheLayout, block_tokens, cache_hits, page_aligned_block
 from specexp.sim.memory import ENGINE_RESERVED_GIB, MemoryPlan, memory_plan, refusal
 from specexp.sim.profile import EngineProfile, calibration, load_profile
 from specexp.spec import ExperimentSpec, HardwareSpec
@@ -48,6 +48,8 @@ def plan_server(spec: ExperimentSpec, reserved_gib: float = ENGINE_RESERVED_GIB,
         raise context
     max_model_len, note = context
     hybrid_block = profile.hybrid_block_tokens if spec.model.architecture == "hybrid" else None
+    if spec.model.architecture == "hybrid" and hybrid_block is None and profile.hybrid_block_rule == "page_aligned":
+        hybrid_block = page_aligned_block(target.shape, target.kv_bytes, target.state_dtype, k)
     block = block_tokens(rt.cache_block_tokens or hybrid_block or profile.cache_block_tokens,
                          spec.model.cache_block_tokens, spec.model.cache_block_tokens_speculative, k > 0)
     layout = CacheLayout.build(
@@ -97,7 +99,7 @@ def start_engine(spec: ExperimentSpec, profile: EngineProfile | None = None) -> 
                                   spec.quantization, rt.kv_cache_dtype)
     engine = SimEngine(target, draft, acceptance, k, max_num_batched_tokens=rt.max_num_batched_tokens,
                        max_num_seqs=rt.max_num_seqs, layout=layout, memory=memory, profile=profile,
-                       prefill_target=prefill)
+                       prefill_target=prefill, drafter=spec.drafter.name)
     details = {
         "weight_gib": round(memory.weight_bytes / GIB, 2),
         "activation_gib": round(memory.activation_bytes / GIB, 2),

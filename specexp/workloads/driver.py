@@ -66,7 +66,7 @@ def drive(
     warm_tokens = min(workload.warmup_output_tokens or workload.output_tokens, workload.output_tokens)
 
     def request(rid: str, tokens: int, group: str | None, warmup: bool = False) -> Request:
-        prefix = tokens - 16 if group is not None else 0
+        prefix = tokens - workload.suffix_tokens if group is not None else 0
         return Request(
             request_id=rid, prompt=build(rid, tokens, group, prefix), prompt_tokens=tokens,
             max_tokens=warm_tokens if warmup else workload.output_tokens, ignore_eos=workload.ignore_eos,

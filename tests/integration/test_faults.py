@@ -124,11 +124,11 @@ def test_ctrl_c_records_the_interrupted_job_and_stops_its_server(llama_server: P
             "hardware=cpu", "workload.output_tokens=400", "workload.repeats=5", "runtime.max_model_len=1000,1100",
             "runtime.extra_args=[-t,2]", f"hydra.sweep.dir={tmp_path}"]
     sweep = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    # Interrupt once the first job's server has finished its warm-up and two measured requests, so a
-    # window is surely recorded: counted from the server's own log, not guessed from a fixed sleep
-    # (a busy machine serves a request in seconds or in a minute).
+    # Interrupt once the first job's server has finished its warm-up, the point's warm-up and two measured
+    # requests, so a window is surely recorded: counted from the server's own log, not guessed from a
+    # fixed sleep (a busy machine serves a request in seconds or in a minute).
     deadline = time.monotonic() + 900
-    while _served(tmp_path, "max_model_len=1000") < 3 and sweep.poll() is None and time.monotonic() < deadline:
+    while _served(tmp_path, "max_model_len=1000") < 4 and sweep.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
     sweep.send_signal(signal.SIGINT)
     sweep.communicate(timeout=60)

@@ -169,7 +169,9 @@ def test_requests_jsonl_has_every_request_with_the_servers_response_id(draft_swe
         record = json.loads((job / "result.json").read_text())
         lines = [json.loads(x) for x in (job / "requests.jsonl").read_text().splitlines()]
         warm, measured = [x for x in lines if x["warmup"]], [x for x in lines if not x["warmup"]]
-        assert len(warm) == 1 and len(measured) == 2 * (1 + 4)  # concurrency 1 and 4, two repeats each
+        # the workload's warm-up, then each point's warm-up window at its own concurrency (1 and 4)
+        assert len(warm) == 1 + (1 + 4) and len(measured) == 2 * (1 + 4)  # concurrency 1 and 4, two repeats each
+        assert sorted(x["concurrency"] for x in warm[1:]) == [1, 4, 4, 4, 4]
         ids = [x["id"] for x in lines]
         assert all(i and i.startswith("chatcmpl-") for i in ids) and len(set(ids)) == len(ids)
         assert sorted(x["request_id"] for x in measured) == sorted(
@@ -188,4 +190,5 @@ def test_the_completions_endpoint_is_measured_too(llama_server: Path, tmp_path: 
     assert record["provenance"]["config"]["workload"]["endpoint"] == "completions"
     (job,) = [p.parent for p in tmp_path.glob("*/result.json")]
     lines = [json.loads(x) for x in (job / "requests.jsonl").read_text().splitlines()]
-    assert len(lines) == 2 and all(x["id"] and x["output_tokens"] == 16 for x in lines)  # warm-up and request
+    # the workload's warm-up, the point's warm-up, and the request
+    assert len(lines) == 3 and all(x["id"] and x["output_tokens"] == 16 for x in lines)

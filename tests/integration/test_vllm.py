@@ -166,3 +166,33 @@ def test_an_engine_that_dies_mid_window_is_recorded_failed_and_the_sweep_goes_on
     assert "Unsupported CPU attention configuration: head_dim=16" in failed["error"]["message"]
     assert "EngineDeadError" in failed["error"]["log_tail"]
     assert "engine_dead" in (failure_sweep / "measurements.md").read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="session")
+def dummy_sweep(vllm_executable: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An EAGLE-3 head on a model served without weights: the target and the head are config-only folders
+    specexp writes (8 layers, so the head can read three distinct ones), filled by vLLM's dummy loader."""
+    out = tmp_path_factory.mktemp("vllm-dummy")
+    done = run_specexp(out, *TINY, "~model.generated_hf", "model.num_hidden_layers=8", "runtime.load_format=dummy",
+                       "drafter=eagle3", "workload=concurrency", "workload.concurrency=[1,2]",
+                       "workload.prompt_tokens=64", "workload.output_tokens=24", "baseline=false")
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+def test_a_model_and_an_eagle3_head_are_served_without_weights(dummy_sweep: Path) -> None:
+    (record,) = results(dummy_sweep)
+    assert record["status"] == "ok", record["error"]
+    argv = record["provenance"]["server_argv"]
+    assert argv[argv.index("--load-format") + 1] == "dummy"
+    target = Path(argv[2])
+    assert target.name.startswith("tiny-hf-config-") and not (target / "model.safetensors").exists()
+    spec = json.loads(argv[argv.index("--speculative-config") + 1])
+    head = json.loads((Path(spec["model"]) / "config.json").read_text())
+    assert spec["method"] == "eagle3" and head["architectures"] == ["LlamaForCausalLMEagle3"]
+    info = record["provenance"]["engine_info"]
+    assert info["load_format"] == "dummy" and info["model_runner"] == "V1"  # what vLLM said it chose
+    for m in record["measurements"]:
+        assert m["metrics"]["tokens_per_pass"] >= 1 and m["metrics"]["acceptance_by_position"] is not None
+        # the CPU build arms no kernel JIT monitor: the log cannot say whether a window compiled
+        assert m["contaminated"] is None

@@ -58,8 +58,10 @@ def test_every_experiment_composes_and_validates(name: str, compose_cfg: Callabl
     assert spec.experiment == name
 
 
-def _sweep_values(name: str) -> list[str]:
-    """Every `key=value` an experiment's sweeper (params and grid entries) would set, once each."""
+def _sweep_jobs(name: str) -> list[list[str]]:
+    """Every job an experiment's sweeper (params x each grid entry) would run, as its overrides."""
+    import itertools
+
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
     from omegaconf import OmegaConf
@@ -76,27 +78,29 @@ def _sweep_values(name: str) -> list[str]:
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     parser = OverridesParser.create()
-    entries = [sweeper.get("params") or {}, *(sweeper.get("grid") or [])]
-    values = set()
-    for entry in entries:
-        for key, sweep in entry.items():
+    params = sweeper.get("params") or {}
+    jobs = set()
+    for entry in (sweeper.get("grid") or [{}]):
+        axes = []
+        for key, sweep in {**params, **entry}.items():
             override = parser.parse_override(f"{key}={sweep}")  # as the sweeper splits it: [1,4] is one value
             options = override.sweep_string_iterator() if override.is_sweep_override() else [
                 override.get_value_element_as_str()]
-            values.update(f"{key}={v}" for v in options)
-    return sorted(values)
+            axes.append([f"{key}={v}" for v in options])
+        jobs.update(tuple(job) for job in itertools.product(*axes))
+    return sorted(list(job) for job in jobs if job)
 
 
 @pytest.mark.parametrize("name", _experiments())
-def test_every_value_an_experiment_sweeps_composes_and_validates(
+def test_every_job_an_experiment_sweeps_composes_and_validates(
     name: str, compose_cfg: Callable[..., Any]
 ) -> None:
-    values = _sweep_values(name)
-    if not values:
+    jobs = _sweep_jobs(name)
+    if not jobs:
         pytest.skip(f"experiments/{name}.yaml sweeps nothing")
-    for value in values:
-        overrides = [f"+experiment={name}", value]
-        check_overrides([value])
+    for job in jobs:
+        overrides = [f"+experiment={name}", *job]
+        check_overrides(job)
         data, choices = compose_cfg(*overrides)
         to_spec(data, choices, overrides)
 

@@ -83,24 +83,31 @@ def prefix_spec(hardware: str = "dgx_spark", model: str = "qwen3.8-27b", quantiz
 
 
 @pytest.mark.parametrize(("hardware", "model", "quantization", "drafter", "k", "lengths"), [
-    ("dgx_spark", "qwen3.8-27b", "fp8", "none", None, HYBRID_LENGTHS),  # hybrid, 224-token blocks
-    ("dgx_spark", "qwen3.8-27b", "fp8", "mtp", 3, HYBRID_LENGTHS),      # hybrid with MTP, 1,600-token blocks
+    ("dgx_spark", "qwen3.8-27b", "fp8", "none", None, HYBRID_LENGTHS),  # hybrid, 784-token blocks
+    ("dgx_spark", "qwen3.8-27b", "fp8", "mtp", 3, HYBRID_LENGTHS),      # hybrid with MTP, 800-token blocks
     ("h200", "qwen3-8b", "bf16", "none", None, DENSE_LENGTHS),          # dense, 16-token blocks
 ])
 def test_warm_beats_cold_and_the_gain_grows_with_prefix_length(
         tmp_path: Path, hardware: str, model: str, quantization: str, drafter: str, k: int | None,
         lengths: list[int]) -> None:
+    from specexp.sim.startup import plan_server
+
     s = prefix_spec(hardware, model, quantization, drafter, k, lengths)
     rows = cold_warm(s, tmp_path)
-    block = (s.model.cache_block_tokens_speculative if k else s.model.cache_block_tokens) or 16
-    given_up = 1 if k else 0  # MTP needs the last matched block recomputed for its hidden states
+    block = plan_server(s).layout.block_tokens  # vLLM's page-aligned block on a hybrid model
     for (cold, warm, cached), length in zip(rows, lengths, strict=True):
         assert warm < cold
         assert 0 < cached < length and cached % block == 0
-        # every whole block of the shared prefix is reused, but the one the drafter gives up
-        assert (length - 16) // block * block - cached == given_up * block
+        if not k:  # every whole block of the shared prefix is reused
+            assert (length - 16) // block * block == cached
+        else:  # MTP gives up the last matched block, and resumes from the last state kept before it
+            assert cached <= (length - 16) // block * block - block
     gains = [cold / warm for cold, warm, _ in rows]
-    assert gains == sorted(gains) and gains[-1] > 2 * gains[0]
+    if not k:
+        assert gains == sorted(gains) and gains[-1] > 2 * gains[0]
+    else:  # a state only at chunk ends: the hit can fall back a whole chunk (on an H200 vLLM 0.26 resumed
+        # 2,400 of 3,720 tokens, nothing of 8,020, 8,000 of 16,020: benchmarks/results/gpu-h200-vllm.md)
+        assert all(g > 1 for g in gains)
 
 
 def test_reuse_is_block_granular(tmp_path: Path) -> None:

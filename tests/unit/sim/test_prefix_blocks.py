@@ -74,9 +74,10 @@ def test_mtp_on_a_hybrid_model_recomputes_one_to_two_blocks_and_gains_less(tmp_p
     lengths = [3700, 16_500]
     plain = cold_warm(prefix_spec(lengths=lengths), tmp_path / "none")
     mtp = cold_warm(prefix_spec(drafter="mtp", k=3, lengths=lengths), tmp_path / "mtp")
+    # vLLM's page-aligned blocks for the Spark's hybrid model: 784 tokens, 800 with MTP k = 3
     for n, (cold, warm, cached), (cold_m, warm_m, cached_m) in zip(lengths, plain, mtp, strict=True):
-        assert n - cached < 224                   # without a drafter: less than one small block
-        assert 1600 <= n - cached_m < 2 * 1600   # with MTP: its large block, given up, plus the rest
+        assert n - cached < 784 + 16              # without a drafter: less than one block and the new suffix
+        assert 800 <= n - cached_m < 2 * 800 + 16  # with MTP: the block it gives up, plus the rest
         assert cold_m / warm_m < cold / warm
 
 
@@ -116,10 +117,12 @@ def test_llama_server_resumes_a_hybrid_prompt_from_the_checkpoint_before_its_las
 
 
 def test_vllm_ends_a_chunk_where_a_shared_prefix_ends_so_the_next_request_resumes_there() -> None:
-    # 224-token blocks: the first request's last state (block 16, 3,584 tokens) lies past a
-    # 200-token-suffix prefix; the second recomputes from nothing but ends a chunk at the
+    # 784-token blocks: the first request's last state (block 4, 3,136 tokens) lies past a
+    # 700-token-suffix prefix; the second recomputes from nothing but ends a chunk at the
     # prefix's last block (Marconi admission), where the third resumes.
-    assert sightings("vllm", 3700, [200, 200, 200]) == [0, 0, 3500 // 224 * 224]
+    assert sightings("vllm", 3700, [700, 700, 700]) == [0, 0, 3000 // 784 * 784]
+    # a suffix inside the prompt's last block: the first request's last state is in the shared prefix
+    assert sightings("vllm", 3700, [200, 200]) == [0, 3136]
 
 
 

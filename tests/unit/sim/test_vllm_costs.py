@@ -1,0 +1,72 @@
+"""The fixed costs of the `vllm` engine profile that a real vLLM on an H200 showed (benchmarks/results/
+vllm_calibration.md): the laws they impose on what the simulator answers, whatever their fitted values."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from specexp.runtimes.base import runtime_for
+from specexp.sim.kvcache import page_aligned_block
+from specexp.sim.profile import load_profile
+from specexp.sim.startup import plan_server
+from specexp.workloads.driver import drive
+
+Spec = Callable[..., Any]
+H200_DENSE = ("hardware=h200", "model=qwen3-8b", "quantization=bf16", "runtime.engine=vllm")
+H200_HYBRID = ("hardware=h200", "model=qwen3.8-27b", "quantization=bf16", "runtime.engine=vllm")
+
+
+def windows(make_spec: Spec, tmp_path: Path, *overrides: str) -> list[Any]:
+    spec = make_spec(*overrides)
+    runtime = runtime_for("sim")(spec, tmp_path)
+    runtime.start()
+    return list(drive(runtime, spec.workload, marker="law"))
+
+
+def median_ttft(window: Any) -> float:
+    return statistics.median(t.token_events[0].t - t.sent_at for t in window.traces)
+
+
+def test_a_bursts_ttft_grows_with_its_size_by_the_frontends_cost(make_spec: Spec, tmp_path: Path) -> None:
+    serial = load_profile("vllm").request_serial_ms / 1e3
+    assert serial > 0
+    burst = windows(make_spec, tmp_path, *H200_DENSE, "workload=concurrency", "workload.concurrency=[1,8,32]",
+                    "workload.prompt_tokens=32", "workload.output_tokens=4")
+    ttft = {w.point.concurrency: median_ttft(w) for w in burst}
+    # every request of a burst waits for the frontend to have handled all of them
+    assert ttft[8] - ttft[1] >= 7 * serial
+    assert ttft[32] - ttft[8] >= 24 * serial
+
+
+def test_the_warm_gain_is_bounded_by_the_warm_paths_fixed_cost(make_spec: Spec, tmp_path: Path) -> None:
+    profile = load_profile("vllm")
+    spec = make_spec(*H200_HYBRID, "workload=prefix_cache", "workload.prompt_lengths=[16000,64000]",
+                     "runtime.max_model_len=70000")
+    layers = plan_server(spec).target.shape.linear_attention_layers
+    fixed = (profile.request_overhead_ms + layers * profile.linear_prefill_layer_ms) / 1e3
+    assert fixed > 0
+    got = windows(make_spec, tmp_path, *H200_HYBRID, "workload=prefix_cache", "workload.prompt_lengths=[16000,64000]",
+                  "workload.repeats=1", "runtime.max_model_len=70000")
+    ttft = {(w.point.prompt_tokens, w.point.cache): median_ttft(w) for w in got}
+    for n in (16000, 64000):
+        warm = ttft[(n, "warm")]
+        assert warm >= fixed  # however much of the prompt the cache serves
+        assert ttft[(n, "cold")] / warm <= ttft[(n, "cold")] / fixed
+
+
+def test_a_hybrid_models_block_is_vllms_page_aligned_one(make_spec: Spec) -> None:
+    plain, mtp = (plan_server(make_spec(*H200_HYBRID, *extra)) for extra in ((), ("drafter=mtp", "k=3")))
+    assert (plain.layout.block_tokens, mtp.layout.block_tokens) == (784, 800)  # as vLLM 0.26 logged them
+    target = plain.target
+    bf16_state = page_aligned_block(target.shape, target.kv_bytes, "bfloat16", 0)
+    assert bf16_state < 784 and bf16_state % 16 == 0  # half the state, about half the block
+    assert plan_server(make_spec(*H200_DENSE)).layout.block_tokens == 16  # dense: vLLM's 16
+
+
+def test_vllm_schedules_ngram_steps_without_overlapping_the_gpu(make_spec: Spec, tmp_path: Path) -> None:
+    profile = load_profile("vllm")
+    assert "ngram" in profile.sync_scheduling_drafters and profile.sync_step_overhead_ms > 0
+    assert profile.step_overhead_s("ngram") - profile.step_overhead_s("mtp") == profile.sync_step_overhead_ms / 1e3
