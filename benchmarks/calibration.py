@@ -3,9 +3,9 @@
     .venv/bin/python benchmarks/calibration.py [--data PATH] [--fit] [--check MEASURED.jsonl ...]
     python3 benchmarks/calibration.py --measure OUT.jsonl     # on an H200 with PyTorch: other shapes
 
-Each row of shared/data/h200-step-times-dense-8b.jsonl (a dense 8B shape, bf16 and fp8) is
+Each row of benchmarks/data/h200-step-times-dense-8b.jsonl (a dense 8B shape, bf16 and fp8) is
 simulated with conf/hardware/h200.yaml through the same CostModel.pass_seconds a sweep uses.
-`--fit` re-runs the least-squares fit (specexp/sim/calibrate.py) and prints the
+`--fit` re-runs the least-squares fit (specexp/fit/hardware.py) and prints the
 figures to keep in conf/hardware/h200.yaml. `--check` compares further measured rows (other
 shapes, measured by `--measure` the way the data's README describes) with the same figures, not
 refitted. The memory section compares the KV capacity the simulated DGX Spark reports with the
@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 if TYPE_CHECKING:
-    from specexp.spec import HardwareSpec
+    from specexp.spec.experiment import HardwareSpec
 
 GROUPS = {
     "decode (t = 1)": lambda r: r.kind == "step" and r.t == 1,
@@ -112,7 +112,7 @@ def measure(path: str, mask_kind: str = "gqa_bool") -> None:
             emit({"kind": "model", "model": name, "wdtype": wdtype, **shape, "weight_gb": weights / 1e9})
 
             def forward(x: Any, b: int, t: int, ctx: int, caches: list[Any] | None) -> Any:
-                for i, (wq, wk, wv, wo, wg, wu, wd) in enumerate(blocks):
+                for i, (wq, wk, wv, wo, wg, wu, wd) in enumerate(blocks):  # noqa: F821 (del'd after use)
                     y = F.rms_norm(x, (h,))
                     q = mm(y, wq).view(b, t, heads, d).transpose(1, 2)
                     k = mm(y, wk).view(b, t, kvh, d).transpose(1, 2)
@@ -136,7 +136,7 @@ def measure(path: str, mask_kind: str = "gqa_bool") -> None:
                     y = F.rms_norm(x, (h,))
                     x = x + mm(F.silu(mm(y, wg)) * mm(y, wu), wd)
                 x = F.rms_norm(x, (h,))
-                return (x if caches is not None else x[-1:]) @ lm_head.t()
+                return (x if caches is not None else x[-1:]) @ lm_head.t()  # noqa: F821 (del'd after use)
 
             masks: dict[tuple[int, int], Any] = {}
 
@@ -179,7 +179,7 @@ def measure(path: str, mask_kind: str = "gqa_bool") -> None:
 def check(paths: Sequence[str], hw: HardwareSpec) -> None:
     """Rows of other shapes: fitted on the file's dense-8b rows alone, simulated for every shape
     with those figures (the transfer), and with the kept figures (the harness gap)."""
-    from specexp.sim import calibrate
+    from specexp.fit import hardware as calibrate
 
     rows = [row for p in paths for row in calibrate.load_rows(Path(p))]
     own = calibrate.fit(hw, [r for r in rows if r.model.name == "dense-8b"], hold={"step_overhead_ms": 0.0})
@@ -215,7 +215,7 @@ def check(paths: Sequence[str], hw: HardwareSpec) -> None:
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", help="path of h200-step-times-dense-8b.jsonl (default: shared/data/)")
+    parser.add_argument("--data", help="path of the step times (default: benchmarks/data/h200-step-times-dense-8b.jsonl)")
     parser.add_argument("--fit", action="store_true", help="re-fit the figures and print them")
     parser.add_argument("--check", nargs="*", default=[], help="further measured rows to compare")
     parser.add_argument("--measure", help="measure other shapes on this machine's GPU into this jsonl")
@@ -224,15 +224,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.measure:  # on the GPU machine: PyTorch only, no specexp dependencies
         measure(args.measure, args.mask)
         return
-    from specexp.compose import load_option
-    from specexp.sim import calibrate
+    from specexp.run.compose import load_option
+    from specexp.fit import hardware as calibrate
     from specexp.sim.memory import ENGINE_RESERVED_GIB
-    from specexp.spec import HardwareSpec
+    from specexp.spec.experiment import HardwareSpec
 
-    path = calibrate.find_data(args.data)
+    path = Path(args.data) if args.data else ROOT / "benchmarks/data" / calibrate.DATA
     rows = calibrate.load_rows(path)
     hw = load_option(HardwareSpec, "hardware", "h200", "hardware")
-    a = hw.achieved
     print("# Simulator calibration: H200 step times\n")
     command = " ".join(["benchmarks/calibration.py", *(argv if argv is not None else sys.argv[1:])])
     print(f"Recorded {datetime.date.today().isoformat()} with `.venv/bin/python {command}`; data `{path.name}` "
@@ -245,7 +244,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.fit:
         fitted = calibrate.fit(hw, rows, hold={"step_overhead_ms": 0.0})
         print("## Fit\n\nLeast squares on log(simulated / measured) over every row "
-              "(specexp/sim/calibrate.py), the per-step overhead held at 0: one shape cannot tell "
+              "(specexp/fit/hardware.py), the per-step overhead held at 0: one shape cannot tell "
               "it from the per-layer one, and a fit over three shapes (below) puts it at 0.\n")
         print("| figure | fitted | in h200.yaml |\n|---|---:|---:|")
         for name, value in zip(calibrate.PARAMS, calibrate.current_params(hw), strict=True):

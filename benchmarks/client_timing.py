@@ -51,7 +51,6 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 import reference_clients  # noqa: E402
 
-from specexp import metrics  # noqa: E402
 from specexp.runtimes.client import stream_window, to_trace  # noqa: E402
 
 SETTLE_S = 0.1

@@ -6,7 +6,7 @@ Simulates every measured cell (`runtime=sim runtime.engine=llamacpp hardware=h20
 quantization=bf16`, the cell's concurrency, prompt and output lengths and slots) and prints
 simulated against measured with the error, and whether each is within issue 14's targets
 (decode and aggregate within 15 %, prefill within 20 %, TTFT within 25 % or 20 ms).
-`--fit` re-runs the least-squares fit of the profile's figures first (specexp/sim/calibrate_engine.py)
+`--fit` re-runs the least-squares fit of the profile's figures first (specexp/fit/engine_cells.py)
 and prints them. Writes benchmarks/results/engine_calibration.md.
 """
 
@@ -17,9 +17,16 @@ import math
 import statistics
 from pathlib import Path
 
-from specexp.sim import calibrate_engine as ce
+from specexp.fit import engine_cells as ce
 
 REPO = Path(__file__).resolve().parents[1]
+_DATA = REPO / "benchmarks/data"
+DATA = (_DATA / "gpu-h200-llamacpp.jsonl", _DATA / "h200-llamacpp-trace.jsonl",
+        _DATA / "h200-llamacpp-slots.jsonl", _DATA / "h200-llamacpp-repeats.jsonl",
+        _DATA / "h200-llamacpp-prefix.jsonl")
+"""The first device call's cells, the trace's (concurrency 1-32, 32 tokens out), pure decode by the
+number of slots (concurrency 1-32, 256 tokens out), both of those again, twice, on one machine, and
+the prefix_cache workload (3.7k-32k tokens, cold then warm): the cells the profile is fitted to."""
 TARGET = {"decode_tps": 0.15, "aggregate_tps": 0.15, "prefill_tps": 0.20, "ttft_s": 0.25}
 
 
@@ -100,7 +107,7 @@ ACROSS_RUNS = (
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fit", action="store_true")
-    parser.add_argument("--data", type=Path, nargs="+", default=list(ce.DATA))
+    parser.add_argument("--data", type=Path, nargs="+", default=list(DATA))
     parser.add_argument("--holdout", type=Path, nargs="+", default=list(HELD_OUT), help="cells to compare but not fit")
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks/results/engine_calibration.md")
     args = parser.parse_args()

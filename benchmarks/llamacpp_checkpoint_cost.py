@@ -53,7 +53,7 @@ def copies(lines: list[str]) -> tuple[list[float], list[float], float]:
 
 
 def main() -> None:
-    from specexp.sim import calibrate_engine as ce
+    from specexp.fit import engine_cells as ce
     from specexp.sim.profile import load_profile
 
     saves, restores, mib = copies(LOG.read_text().splitlines())

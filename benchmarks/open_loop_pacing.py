@@ -7,7 +7,7 @@
 It starts benchmarks/pacing_server.py (a fast local server: the first chunk `--ttft-ms` after the
 request was read, then one every `--gap-ms`) and, per rate, sends one open-loop window through
 specexp.runtimes.client.stream_window: `--seconds` x rate requests at the offsets
-specexp.workloads.arrivals.schedule draws. For each rate it records the scheduled rate, the
+specexp.measure.arrivals.schedule draws. For each rate it records the scheduled rate, the
 achieved rate (the same formula as the `achieved_rate_rps` metric), whether specexp would mark the
 load as delivered (within measure.RATE_MARGIN), and the client's send lag (actual send minus due)
 at p50 / p99 / max, with the client's CPU share of the window. Recorded, not asserted.
@@ -27,10 +27,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from specexp.measure import RATE_MARGIN  # noqa: E402
-from specexp.metrics import percentile  # noqa: E402
+from specexp.measure.measurements import RATE_MARGIN  # noqa: E402
+from specexp.measure.metrics import percentile  # noqa: E402
 from specexp.runtimes.client import stream_window  # noqa: E402
-from specexp.workloads.arrivals import rate_of, schedule  # noqa: E402
+from specexp.measure.arrivals import rate_of, schedule  # noqa: E402
 
 
 def start_server(args: argparse.Namespace) -> tuple[subprocess.Popen[str], str]:

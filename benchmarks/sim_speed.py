@@ -20,15 +20,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from specexp.spec import ExperimentSpec
+from specexp.spec.experiment import ExperimentSpec
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def simulate(spec: ExperimentSpec, job_dir: Path) -> int:
     """Every window of the spec's workload on a fresh simulated server; the windows' count."""
-    from specexp.runtimes.base import RuntimeFailure
-    from specexp.sim.runtime import SimRuntime
+    from specexp.measure.events import RuntimeFailure
+    from specexp.runtimes.sim import SimRuntime
     from specexp.workloads.driver import drive
 
     runtime = SimRuntime(spec, job_dir)

@@ -4,7 +4,7 @@
 
 Every measured job of `benchmarks/data/h200-vllm/` (vLLM 0.26.0 with CUDA, dummy weights: the dense
 Qwen3-8B shape and the hybrid Qwen3.8-27B shape, see `benchmarks/gpu/vllm_h200.py`) is simulated whole
-from its own record (`specexp.sim.fit_records`): `runtime=sim runtime.engine=vllm` with the job's
+from its own record (`specexp.fit.records`): `runtime=sim runtime.engine=vllm` with the job's
 overrides, a drafter's measured acceptance by position, and the new suffix its prompts had. Prints
 simulated against measured with the error and whether each is within the targets (decode and aggregate
 15 %, prefill 20 %, TTFT 25 % or 20 ms, warm-over-cold gain 30 %), the drafter-free jobs (fitted) apart
@@ -18,7 +18,7 @@ import argparse
 import math
 from pathlib import Path
 
-from specexp.sim import fit_records as fr
+from specexp.fit import records as fr
 from specexp.sim.profile import load_profile
 
 REPO = Path(__file__).resolve().parents[1]
@@ -66,7 +66,7 @@ def main() -> None:
     lines = ["# Engine profile `vllm` against vLLM measured on an H200", "",
              f"Data: `{args.data.relative_to(REPO) if args.data.is_relative_to(REPO) else args.data}` (specexp's records "
              "of vLLM 0.26.0 with CUDA on an H200, models served without weights; benchmarks/results/gpu-h200-vllm.md). "
-             "Simulated: each job from its own record with `runtime=sim runtime.engine=vllm` (specexp/sim/fit_records.py). "
+             "Simulated: each job from its own record with `runtime=sim runtime.engine=vllm` (specexp/fit/records.py). "
              "Targets (issue 22): decode and aggregate within 15 %, prefill within 20 %, TTFT within 25 % or 20 ms, "
              "warm-over-cold gain within 30 %.", ""]
     if args.fit:

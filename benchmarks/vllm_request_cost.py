@@ -37,10 +37,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from specexp.models.tiny_hf import HfShape, ensure_model  # noqa: E402
-from specexp.paths_cache import cache_dir  # noqa: E402
+from specexp.spec.cache import cache_dir  # noqa: E402
 from specexp.runtimes import promtext  # noqa: E402
 from specexp.runtimes.vllm import VllmRuntime  # noqa: E402
-from specexp.sim.cli import build_spec  # noqa: E402
+from specexp.run.compose import build_spec  # noqa: E402
 from specexp.workloads.driver import drive  # noqa: E402
 from specexp.workloads.prompts import PromptBuilder  # noqa: E402
 

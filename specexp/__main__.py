@@ -17,14 +17,16 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from specexp import experiments, paths, progress
-from specexp import sweeper as _sweeper  # noqa: F401  (registers hydra/sweeper=specexp)
-from specexp.compose import check_overrides, spec_of, validate_single_run
-from specexp.errors import SpecError, exit_on_spec_error
-from specexp.job import run_job
-from specexp.plan import make_cell
+from specexp.run import hydra_store
+from specexp.spec import paths
+from specexp.run import progress
+from specexp.run import sweeper as _sweeper  # noqa: F401  (registers hydra/sweeper=specexp)
+from specexp.run.compose import check_overrides, spec_of, validate_single_run
+from specexp.spec.errors import SpecError, exit_on_spec_error
+from specexp.run.job import run_job
+from specexp.run.plan import make_cell
 from specexp.runtimes import pool
-from specexp.summary import write_sweep_outputs
+from specexp.run.summary import write_sweep_outputs
 
 
 @hydra.main(config_path=str(paths.conf_dir()), config_name="config", version_base="1.3")
@@ -69,7 +71,7 @@ def main() -> None:
     args = sys.argv[1:]
     try:
         check_overrides([a for a in args if "=" in a and not a.startswith("-")])
-        experiments.register()
+        hydra_store.register()
         if not any(a.startswith("-") for a in args) and not any("experiment=" in a for a in args):
             validate_single_run(args)  # a plain run: nothing is created unless its config is valid
         app()

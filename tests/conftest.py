@@ -1,7 +1,7 @@
 """Shared fixtures: compose configs the way the CLI does, build specs, run the CLI.
 
 Every helper here goes through public entry points (Hydra's compose API plus
-`specexp.compose.to_spec`, or `python -m specexp` in a subprocess), so the tests pin
+`specexp.run.compose.to_spec`, or `python -m specexp` in a subprocess), so the tests pin
 what a user sees, not how the pieces are wired inside.
 """
 
@@ -46,8 +46,8 @@ def compose_config(overrides: Sequence[str] = ()) -> tuple[dict[str, Any], dict[
 def _composed(overrides: tuple[str, ...]) -> tuple[dict[str, Any], dict[str, Any]]:
     from hydra.core.global_hydra import GlobalHydra
 
-    import specexp.sweeper  # noqa: F401  (registers hydra/sweeper=specexp, named in conf/config.yaml)
-    from specexp.compose import resolved_config
+    import specexp.run.sweeper  # noqa: F401  (registers hydra/sweeper=specexp, named in conf/config.yaml)
+    from specexp.run.compose import resolved_config
 
     GlobalHydra.instance().clear()  # whatever another test left initialized
     return resolved_config(overrides)
@@ -55,7 +55,7 @@ def _composed(overrides: tuple[str, ...]) -> tuple[dict[str, Any], dict[str, Any
 
 def spec_from(overrides: Sequence[str] = ()) -> Any:
     """A validated ExperimentSpec for `overrides`."""
-    from specexp.compose import to_spec
+    from specexp.run.compose import to_spec
 
     data, choices = compose_config(overrides)
     return to_spec(data, choices, list(overrides))

@@ -18,7 +18,7 @@ def test_import_contracts_hold() -> None:
 
 def test_measuring_imports_no_report_library() -> None:
     """A sweep can run on a machine without altair / vl-convert: they load only to render."""
-    code = ("import sys, specexp.__main__, specexp.sweeper, specexp.job, specexp.summary;"
+    code = ("import sys, specexp.__main__, specexp.run.sweeper, specexp.run.job, specexp.run.summary;"
             "bad = [m for m in ('altair', 'vl_convert') if m in sys.modules];"
             "print(bad); raise SystemExit(1 if bad else 0)")
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120,

@@ -1,6 +1,6 @@
 """vLLM measured on an H200 against `runtime=sim runtime.engine=vllm` on the same jobs.
 
-Every measured job is simulated whole from its own record (specexp.sim.fit_records: the job's overrides with
+Every measured job is simulated whole from its own record (specexp.fit.records: the job's overrides with
 the simulator in place of the server, a drafter's measured acceptance by position, the new suffix its prompts
 had); points pair on concurrency, cache state and the nearest prompt length.
 
@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from specexp.sim import fit_records as fr
+from specexp.fit import records as fr
 
 NAME = "gpu-h200-vllm"
 DECODE = ("decode_tps", "aggregate_tps", "ttft_s", "tokens_per_pass")
@@ -110,7 +110,7 @@ def markdown(all_jobs: list[fr.Job], sims: dict[str, dict[fr.Key, dict[str, floa
              f"Written {stamp} by `benchmarks/gpu/vllm_report.py` from the records `benchmarks/gpu/vllm_h200.py` "
              "brought back from the device. Every model is served without weights (`runtime.load_format=dummy`, from "
              "the config-only folders specexp writes). Simulated: `runtime=sim runtime.engine=vllm` with each job's own "
-             "overrides, and for a drafter the acceptance by position the job measured (specexp/sim/fit_records.py). "
+             "overrides, and for a drafter the acceptance by position the job measured (specexp/fit/records.py). "
              "`clean`: whether vLLM's kernel JIT monitor logged a compile during the point's windows. The records, "
              "with every sample and request: `benchmarks/data/h200-vllm/`; the profile's fit to them: "
              "`benchmarks/results/vllm_calibration.md`.", "", *summary(all_jobs, root)]

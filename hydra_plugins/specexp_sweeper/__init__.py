@@ -1,6 +1,6 @@
-"""Hydra accepts plugins only from the `hydra_plugins` namespace; the logic is in specexp.sweeper."""
+"""Hydra accepts plugins only from the `hydra_plugins` namespace; the logic is in specexp.run.sweeper."""
 
-from specexp.sweeper import Sweeper
+from specexp.run.sweeper import Sweeper
 
 
 class SpecexpSweeper(Sweeper):

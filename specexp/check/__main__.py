@@ -20,7 +20,7 @@ from specexp.check.api import check
 from specexp.check.figures import load_figure_files
 from specexp.check.render import render_json, render_md
 from specexp.check.runs import runs_of
-from specexp.errors import SpecError
+from specexp.spec.errors import SpecError
 from specexp.record import RecordError, find_records
 
 PROG = "python -m specexp.check"

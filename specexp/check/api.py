@@ -20,7 +20,7 @@ from specexp.check.plausibility import LIMITS, Limit, implausible, limit
 from specexp.check.runs import Run
 from specexp.check.sidebyside import DEFAULT_VARY, SideBySide, check_side_by_side
 from specexp.check.yamlread import read_yaml
-from specexp.errors import SpecError
+from specexp.spec.errors import SpecError
 
 
 @dataclass(frozen=True)

@@ -26,8 +26,8 @@ from specexp.check.relevance import (
     relevant_to,
 )
 from specexp.check.values import same, show
-from specexp.vocabulary import CONDITIONS
-from specexp.metrics import METRICS
+from specexp.spec.vocabulary import CONDITIONS
+from specexp.spec.vocabulary import METRICS
 
 DEFINITION_NOTES: Mapping[frozenset[str], str] = MappingProxyType({
     frozenset({"e2e_tps", "decode_tps"}):

@@ -17,9 +17,9 @@ from typing import Any
 
 from specexp.check.values import UNITS, check_value
 from specexp.check.yamlread import read_yaml
-from specexp.vocabulary import CONDITIONS
-from specexp.errors import SpecError
-from specexp.metrics import METRICS
+from specexp.spec.vocabulary import CONDITIONS
+from specexp.spec.errors import SpecError
+from specexp.spec.vocabulary import METRICS
 
 FIGURE_KEYS = ("value", "unit", "metric", "source", "conditions", "note")
 REQUIRED_KEYS = ("value", "unit", "metric", "source")

@@ -23,9 +23,9 @@ from pydantic import BaseModel
 
 from specexp.check.figures import Figure
 from specexp.check.findings import Finding, finding
-from specexp.errors import SpecError
+from specexp.spec.errors import SpecError
 from specexp.roofline.costmodel import CostModel, Slice
-from specexp.spec import Achieved, HardwareSpec, ModelSpec, QuantizationSpec
+from specexp.spec.experiment import Achieved, HardwareSpec, ModelSpec, QuantizationSpec
 
 KV_DTYPES = ("auto", "bf16", "bfloat16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2")
 """KV element types the cost model knows; any other is taken as fp8 (1 byte: the highest limit)."""
@@ -58,7 +58,7 @@ class _Device:
 
 @lru_cache(maxsize=64)
 def _option(group: str, name: str) -> Any:
-    from specexp.compose import load_option
+    from specexp.spec.options import load_option
 
     specs: dict[str, type[BaseModel]] = {"hardware": HardwareSpec, "model": ModelSpec,
                                          "quantization": QuantizationSpec}

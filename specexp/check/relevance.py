@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from specexp.vocabulary import CONDITIONS
+from specexp.spec.vocabulary import CONDITIONS
 
 
 @dataclass(frozen=True)
@@ -139,7 +139,7 @@ _IDENTITY = {
 }
 
 def _dist(key: str) -> tuple[str, ...]:
-    """The latency distribution metrics of `key` (specexp.metrics.DISTRIBUTED)."""
+    """The latency distribution metrics of `key` (specexp.measure.metrics.DISTRIBUTED)."""
     return tuple(f"{key}_{stat}_s" for stat in ("p50", "p90", "p99", "mean"))
 
 

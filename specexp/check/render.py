@@ -10,7 +10,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from specexp.escape import cell
+from specexp.record.escape import cell
 from specexp.check.against import Citation, RunMatch
 from specexp.check.api import CheckReport, FigureCheck
 from specexp.check.compare import Comparison
@@ -18,7 +18,7 @@ from specexp.check.relevance import SIMULATED_STANDS_IN
 from specexp.check.findings import SEVERITIES, Finding
 from specexp.check.plausibility import Limit
 from specexp.check.values import show
-from specexp.metrics import METRICS
+from specexp.spec.vocabulary import METRICS
 
 
 def render_json(report: CheckReport) -> str:

@@ -2,7 +2,7 @@
 
 The checker and the report read records the same way: `runs_of` turns `(path, RunRecord)`
 pairs (from `specexp.record.find_records`) into one `Run` per measurement, with output identity
-judged across the records (`specexp.identity`). A null condition is unknown.
+judged across the records (`specexp.check.identity`). A null condition is unknown.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from types import MappingProxyType
 from typing import Any
 
 from specexp.check.figures import Figure, normalise
-from specexp.identity import output_identity
-from specexp.metrics import METRICS
+from specexp.check.identity import output_identity
+from specexp.spec.vocabulary import METRICS
 from specexp.record import RunRecord
 
 

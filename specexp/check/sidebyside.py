@@ -16,7 +16,7 @@ from specexp.check.findings import Finding, finding
 from specexp.check.relevance import DEPENDS_ON, expand_vary, relevant_to
 from specexp.check.runs import Run
 from specexp.check.values import same, show
-from specexp.metrics import METRICS
+from specexp.spec.vocabulary import METRICS
 
 DEFAULT_VARY = ("drafter", "k", "drafter_config", "prompt_tokens", "concurrency", "cache")
 """What a table of one workload varies unless told: the drafter arms and the workload's own

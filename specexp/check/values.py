@@ -1,6 +1,6 @@
 """Condition values and units: their types, the values accepted, and when two are the same.
 
-Types, bounds and accepted values are the vocabulary's (specexp.vocabulary, docs/vocabulary.md).
+Types, bounds and accepted values are the vocabulary's (specexp.spec.vocabulary, docs/vocabulary.md).
 Names of config options (hardware, model, quantization, workload) must be options of `conf/`, so that a cited figure and a run speak
 the same vocabulary and a typo is an error, not a silent confounder.
 """
@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from specexp.vocabulary import CONDITIONS, accepted
+from specexp.spec.vocabulary import CONDITIONS, accepted
 
 UNITS: Mapping[str, Mapping[str, float]] = MappingProxyType({
     "tok/s": {"tok/s": 1.0, "tokens/s": 1.0},

@@ -7,7 +7,7 @@ from typing import Any
 
 import yaml
 
-from specexp.errors import SpecError
+from specexp.spec.errors import SpecError
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):

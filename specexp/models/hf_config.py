@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from specexp.models import tiny_hf
-from specexp.spec import DrafterSpec, ModelSpec
+from specexp.spec.experiment import DrafterSpec, ModelSpec
 
 FORMAT_VERSION = 1
 """Bump on any change to the written files; part of the cache key."""

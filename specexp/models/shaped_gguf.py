@@ -33,7 +33,7 @@ from specexp.models.tiny_gguf import N_ZEROED_OUTPUT_ROWS, add_spm_tokenizer, ad
 from specexp.models.tiny_hybrid_gguf import ARCH as HYBRID_ARCH
 from specexp.models.tiny_hybrid_gguf import TinyHybridShape, one_d_values, tensor_specs
 from specexp.models.tiny_hybrid_gguf import add_metadata as add_hybrid_metadata
-from specexp.spec import ModelSpec
+from specexp.spec.experiment import ModelSpec
 
 Dtype = Literal["bf16", "f16"]
 POOL_BYTES = 64 << 20
@@ -231,7 +231,7 @@ def load_model(name: str) -> ModelSpec:
     """A conf/model/NAME.yaml entry as a ModelSpec."""
     from omegaconf import OmegaConf
 
-    from specexp import paths
+    from specexp.spec import paths
 
     file = paths.conf_dir() / "model" / f"{name}.yaml"
     if not file.is_file():

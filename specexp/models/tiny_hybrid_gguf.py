@@ -27,7 +27,7 @@ from specexp.models.tiny_gguf import (
     cached_path,
     write_gguf,
 )
-from specexp.spec import ModelSpec
+from specexp.spec.experiment import ModelSpec
 
 FORMAT_VERSION = 1
 """Bump on any change to the written bytes; it is part of :func:`ensure_model`'s cache key."""

@@ -2,7 +2,7 @@
 
 Written from these models and read back into them; a record of another version is refused
 with a one-line message naming the file. Conditions and metrics are typed from their one
-definition each (`specexp.vocabulary`, `specexp.metrics`), so a record can hold no condition
+definition each (`specexp.spec.vocabulary`, `specexp.measure.metrics`), so a record can hold no condition
 or metric that the vocabulary does not define.
 """
 
@@ -12,8 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from specexp.metrics import METRICS
-from specexp.vocabulary import CONDITIONS
+from specexp.spec.vocabulary import METRICS
+from specexp.spec.vocabulary import CONDITIONS
 
 SCHEMA = "specexp.result/2"
 SCHEMA_VERSION = 2
@@ -45,7 +45,7 @@ Metrics: type[_Record] = create_model(  # type: ignore[call-overload]
     "Metrics", __base__=_Record,
     **{m.name: (_metric_type(m.unit), None) for m in METRICS.values()},
 )
-"""Every metric of `specexp.metrics.METRICS`; null where a run has no value for it."""
+"""Every metric of `specexp.measure.metrics.METRICS`; null where a run has no value for it."""
 
 
 class ErrorInfo(_Record):
@@ -107,7 +107,7 @@ class Measurement(_Record):
     client: ClientLoad | None = None
     """What the measuring client spent (None where the runtime has no client, the simulator)."""
     telemetry: list[dict[str, Any]] | None = None
-    """Per window, the GPU's power, energy, memory, utilisation and clocks (specexp.telemetry), or
+    """Per window, the GPU's power, energy, memory, utilisation and clocks (specexp.measure.telemetry), or
     why there are none (`{"source": null, "reason": ...}`); None: not sampled."""
     load_delivered: bool | None = None
     """Open-loop: the achieved rate came within measure.RATE_MARGIN (10 %) of the scheduled one in every

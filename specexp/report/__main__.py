@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from specexp.check import load_figures
-from specexp.errors import SpecError
+from specexp.spec.errors import SpecError
 from specexp.record import RecordError, find_records
 from specexp.report.write import write_report
 

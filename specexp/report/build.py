@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from specexp.metrics import DISTRIBUTED, METRICS, STATS
+from specexp.spec.vocabulary import DISTRIBUTED, METRICS, STATS
 from specexp.report.by_turn import category_section, split, turn_section
 from specexp.report.blocks import Block, Chart, Heading, Paragraph, TableBlock
 from specexp.report.format import cell, code_span

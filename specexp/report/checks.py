@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from specexp import paths
+from specexp.spec import paths
 from specexp.check import comparability_md, figures_of_experiment, published_figures_md, report_findings, side_by_side
 from specexp.check.figures import FigureSet, merge
-from specexp.errors import SpecError
+from specexp.spec.errors import SpecError
 from specexp.record import RunRecord
 from specexp.report.blocks import Block, Heading, Paragraph
 from specexp.report.format import cell

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from specexp.escape import cell, code, code_span
-from specexp.metrics import METRICS
+from specexp.record.escape import cell, code, code_span
+from specexp.spec.vocabulary import METRICS
 
 __all__ = ["COUNTS", "cell", "code", "code_span", "header", "number", "with_spread"]
 

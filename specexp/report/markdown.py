@@ -7,7 +7,7 @@ from typing import Any
 
 import jinja2
 
-from specexp import paths
+from specexp.spec import paths
 from specexp.report.blocks import Chart, CodeBlock, Heading, Paragraph, TableBlock
 from specexp.report.build import Report
 from specexp.report.format import code

@@ -9,7 +9,7 @@ from specexp.record import RunRecord
 from specexp.report.blocks import Block, Heading, Paragraph, TableBlock
 from specexp.report.format import cell, code_span, number
 from specexp.report.tables import Row, fixed_conditions
-from specexp.vocabulary import CONDITIONS
+from specexp.spec.vocabulary import CONDITIONS
 
 
 def _config(results: Sequence[RunRecord], group: str, name: Any) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from pathlib import Path
 import vl_convert
 from markdown_it import MarkdownIt
 
-from specexp.paths_cache import cache_dir
+from specexp.spec.cache import cache_dir
 from specexp.record import atomic_write
 from specexp.report.build import Report
 from specexp.report.markdown import environment, render_markdown

@@ -16,7 +16,6 @@ from specexp.report.format import cell, header, number, with_spread
 from specexp.report.tables import CHART_KEYS, DRAFTER_KEYS, SPEC_KEYS, Row, baseline, group, sort_rows, varying
 from specexp.report.tables import group_label as _label
 from specexp.report.latency import latency_table
-from specexp.vocabulary import CONDITIONS
 
 
 def classify(rows: Sequence[Row]) -> dict[str, list[Row]]:

@@ -16,7 +16,7 @@ from typing import Any
 
 from specexp.check.runs import Run, runs_of
 from specexp.record import ErrorInfo, RunRecord
-from specexp.vocabulary import CONDITIONS, DRAFTER, NAMES, SETUP, is_baseline_of, value_key
+from specexp.spec.vocabulary import CONDITIONS, DRAFTER, NAMES, SETUP, is_baseline_of, value_key
 
 Row = Run
 """One measurement, as the report shows it."""

@@ -2,5 +2,5 @@
 
 Pure physics on specs (no engine, no clock): the simulator runs on it, and the checker uses it
 for the physical limit of a published figure. Reports and checks may import it; it imports
-nothing but specexp.spec.
+nothing but specexp.spec.experiment.
 """

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from specexp.roofline.shape import ModelShape, model_shape
-from specexp.spec import HardwareSpec, ModelSpec, QuantizationSpec
+from specexp.spec.experiment import HardwareSpec, ModelSpec, QuantizationSpec
 
 __all__ = ["CostModel", "ModelShape", "Slice", "model_shape"]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from specexp.spec import ModelSpec
+from specexp.spec.experiment import ModelSpec
 
 STATE_DTYPE_BYTES = {"float32": 4.0, "bfloat16": 2.0}
 """Bytes per element of the linear-attention recurrent state (vLLM's mamba_ssm_dtype)."""

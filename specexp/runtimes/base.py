@@ -9,16 +9,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import ClassVar, Literal
 
-from specexp.events import ClientStats, Counters, EngineInfo, Request, RequestTrace
-from specexp.registry import Registry
-from specexp.spec import ExperimentSpec
+from specexp.measure.events import ClientStats, Counters, EngineInfo, Request, RequestTrace
+from specexp.spec.registry import Registry
+from specexp.spec.experiment import ExperimentSpec
 
 RUNTIMES: Registry[type[Runtime]] = Registry("runtime")
 
 # Runtime modules register themselves on import; importing them lazily keeps a runtime's
 # dependencies out of the others' way.
 _MODULES = {
-    "sim": "specexp.sim.runtime",
+    "sim": "specexp.runtimes.sim",
     "llamacpp": "specexp.runtimes.llamacpp",
     "vllm": "specexp.runtimes.vllm",
     "sglang": "specexp.runtimes.sglang",
@@ -26,24 +26,6 @@ _MODULES = {
     "openai": "specexp.runtimes.openai",
 }
 
-
-class RuntimeFailure(Exception):
-    """A server that refused to start (`refused`) or failed while measuring (`failed`)."""
-
-    def __init__(
-        self,
-        status: Literal["refused", "failed"],
-        kind: str,
-        message: str,
-        log_tail: str = "",
-    ) -> None:
-        super().__init__(message)
-        self.argv: list[str] | None = None
-        """The argv of the server that failed, when one was started."""
-        self.status = status
-        self.kind = kind
-        self.message = message
-        self.log_tail = log_tail
 
 
 class Runtime(ABC):

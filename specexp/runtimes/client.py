@@ -62,8 +62,6 @@ class ClientWindow:
 class Prepared:
     path: str
     body: bytes
-    send_at: float = 0.0
-    """Seconds after the window's start at which to send (a trace's arrival); 0: at once."""
 
 
 async def _one(session: aiohttp.ClientSession, base: str, req: Prepared, raw: RawStream,
@@ -95,8 +93,6 @@ async def _stream(session: aiohttp.ClientSession, base: str, req: Prepared, raw:
     reads = raw.reads
     clock = time.perf_counter
     url = base + req.path
-    if req.send_at > 0:
-        await asyncio.sleep(start + req.send_at - clock())
     try:
         raw.sent_at = clock()
         async with session.post(url, data=req.body) as response:

@@ -14,9 +14,10 @@ from typing import Any, ClassVar
 
 import httpx
 
-from specexp.events import ClientStats, Counters, EngineInfo, Request, RequestTrace
+from specexp.measure.events import ClientStats, Counters, EngineInfo, Request, RequestTrace
 from specexp.runtimes import promtext
-from specexp.runtimes.base import Runtime, RuntimeFailure
+from specexp.runtimes.base import Runtime
+from specexp.measure.events import RuntimeFailure
 from specexp.runtimes.client import RawStream, stream_window, to_trace
 from specexp.runtimes.process import ServerProcess, free_port
 

@@ -18,17 +18,18 @@ from typing import Any
 
 import httpx
 
-from specexp import paths
-from specexp.events import Counters, EngineInfo, Request
+from specexp.spec import paths
+from specexp.measure.events import Counters, EngineInfo, Request
 from specexp.models.tiny_gguf import TinyModelShape, ensure_model
 from specexp.models.tiny_hybrid_gguf import TinyHybridShape
 from specexp.models.tiny_hybrid_gguf import ensure_model as ensure_hybrid_model
-from specexp.paths_cache import cache_dir
+from specexp.spec.cache import cache_dir
 from specexp.roofline.shape import model_shape
 from specexp.runtimes import promtext
-from specexp.runtimes.base import RUNTIMES, RuntimeFailure
+from specexp.runtimes.base import RUNTIMES
+from specexp.measure.events import RuntimeFailure
 from specexp.runtimes.http import HttpRuntime, json_of
-from specexp.spec import ModelSpec
+from specexp.spec.experiment import ModelSpec
 
 LLAMA_CPP_PYTHON_VERSION = "0.3.36"
 """The llama-cpp-python sdist whose vendored llama.cpp scripts/build-llama-server.sh builds."""

@@ -23,7 +23,7 @@ from typing import Any
 
 import httpx
 
-from specexp.events import EngineInfo, Request
+from specexp.measure.events import EngineInfo, Request
 from specexp.runtimes.base import RUNTIMES
 from specexp.runtimes.client import RawStream
 from specexp.runtimes.http import HttpRuntime, get, json_of, messages_of

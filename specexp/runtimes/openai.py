@@ -16,8 +16,9 @@ from typing import Any
 
 import httpx
 
-from specexp.events import EngineInfo, Request
-from specexp.runtimes.base import RUNTIMES, RuntimeFailure
+from specexp.measure.events import EngineInfo, Request
+from specexp.runtimes.base import RUNTIMES
+from specexp.measure.events import RuntimeFailure
 from specexp.runtimes.http import HttpRuntime
 
 

@@ -11,9 +11,9 @@ import atexit
 from collections.abc import Callable
 from pathlib import Path
 
-from specexp.events import EngineInfo
+from specexp.measure.events import EngineInfo
 from specexp.runtimes.base import Runtime
-from specexp.spec import ExperimentSpec
+from specexp.spec.experiment import ExperimentSpec
 
 _held: tuple[str, Runtime, EngineInfo] | None = None
 

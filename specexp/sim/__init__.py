@@ -1,16 +1,16 @@
-"""The simulator: one engine, and two thin faces on it.
+"""The simulated serving engine (runtime=sim): first principles on a virtual clock.
 
-- `engine`: the serving engine on a virtual clock (`SimEngine.submit` / `step`; `run` steps a
-  whole window): continuous batching, drafting and acceptance, the KV pool and counters;
+- `engine`: the serving engine (`SimEngine.submit` / `step`; `run` steps a whole window):
+  continuous batching, drafting and acceptance, the KV pool and counters;
 - `kvcache`: the cache layout and the KV pool with the one prefix cache in it;
 - `memory`, `context`, `drafting`: what a server decides at start, what drafting costs and
-  how many drafts are accepted; `startup`: all of it put together into an engine;
+  how many drafts are accepted; `passes`, `ubatches`: what one forward pass costs;
+- `frontend`: the API server's per-request cost in front of the engine;
 - `profile`: the engine imitated besides the forward pass (runtime.engine, conf/sim_engine/);
-- `calibrate`: fitting the hardware figures to measured step times and to the studies' facts;
-  `calibrate_engine`: fitting an engine profile to that engine measured by specexp;
-- `runtime`: runtime=sim, the engine behind the runtime seam (specexp.runtimes.base);
-- `realtime`, `http`, `openai`, `metrics`, `prompts`, `cli`: the engine stepped on the wall
-  clock behind an OpenAI-compatible HTTP server (`python -m specexp.sim`).
+- `startup`: all of it put together into one engine per job.
 
-Importing the package imports nothing else: the runtime registry imports `runtime` by name.
+Its two faces live elsewhere: `specexp.runtimes.sim` puts it behind the runtime seam, and
+`specexp.simserve` serves it on the wall clock over an OpenAI-compatible API
+(`python -m specexp.sim`, the command `__main__` here keeps). Fitting its figures to
+measurements is `specexp.fit`.
 """

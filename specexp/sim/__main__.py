@@ -1,5 +1,5 @@
-"""`python -m specexp.sim [overrides] [--port P] [--speed X]`: the simulator as an HTTP server (cli.py)."""
+"""`python -m specexp.sim`: the command name the vocabulary fixes; the server is specexp.simserve."""
 
-from specexp.sim.cli import main
+from specexp.simserve.cli import main
 
 main()

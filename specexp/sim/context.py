@@ -8,8 +8,8 @@ max_position_embeddings); without it, the drafter's own context caps the server'
 
 from __future__ import annotations
 
-from specexp.runtimes.base import RuntimeFailure
-from specexp.spec import ExperimentSpec
+from specexp.measure.events import RuntimeFailure
+from specexp.spec.experiment import ExperimentSpec
 
 
 def model_context(spec: ExperimentSpec) -> int:

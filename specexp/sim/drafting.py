@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from specexp.roofline.costmodel import CostModel, Slice
-from specexp.spec import DrafterSpec, QuantizationSpec
+from specexp.spec.experiment import DrafterSpec, QuantizationSpec
 
 GOLDEN = 0.6180339887498949
 """The golden ratio's fractional part: the step of the draws' low-discrepancy sequence."""

@@ -24,7 +24,7 @@ from collections import deque
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 
-from specexp.events import Counters, Request, RequestTrace, TokenEvent
+from specexp.measure.events import Counters, Request, RequestTrace, TokenEvent
 from specexp.roofline.costmodel import CostModel, Slice
 from specexp.sim.drafting import AcceptanceModel, DraftCost
 from specexp.sim.frontend import Frontend

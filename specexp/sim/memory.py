@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from specexp.roofline.costmodel import CostModel
 from specexp.sim.drafting import drafter_kv_layers, drafter_weight_bytes
 from specexp.sim.kvcache import CacheLayout
-from specexp.spec import ExperimentSpec
+from specexp.spec.experiment import ExperimentSpec
 
 GIB = 1024**3
 ENGINE_RESERVED_GIB = 2.81
@@ -98,7 +98,7 @@ def utilization(spec: ExperimentSpec) -> float:
     """The simulated engine's share of device memory: it must be stated to simulate memory."""
     value = spec.runtime.gpu_memory_utilization
     if value is None:
-        from specexp.runtimes.base import RuntimeFailure
+        from specexp.measure.events import RuntimeFailure
 
         raise RuntimeFailure("refused", "invalid_config",
                              "runtime=sim needs runtime.gpu_memory_utilization (a share of device memory, e.g. 0.9)")

@@ -31,7 +31,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from specexp.sim.kvcache import HybridStates
-from specexp.spec import ExperimentSpec
+from specexp.spec.experiment import ExperimentSpec
 
 DEFAULT = "vllm"
 
@@ -160,7 +160,7 @@ class EngineProfile(BaseModel):
 
 def load_profile(name: str | None) -> EngineProfile:
     """The profile conf/sim_engine/<name>.yaml (None: vllm); SpecError naming the accepted ones."""
-    from specexp.compose import load_option
+    from specexp.spec.options import load_option
 
     profile: EngineProfile = load_option(EngineProfile, "sim_engine", name or DEFAULT, "runtime.engine")
     return profile

@@ -6,16 +6,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from specexp import __version__
-from specexp.events import EngineInfo
+from specexp.measure.events import EngineInfo
 from specexp.roofline.costmodel import CostModel
-from specexp.runtimes.base import RuntimeFailure
+from specexp.measure.events import RuntimeFailure
 from specexp.sim.context import context_limit
 from specexp.sim.drafting import AcceptanceModel, DraftCost
 from specexp.sim.engine import SimEngine
 from specexp.sim.kvcache import CacheLayout, block_tokens, cache_hits, page_aligned_block
 from specexp.sim.memory import ENGINE_RESERVED_GIB, MemoryPlan, memory_plan, refusal
 from specexp.sim.profile import EngineProfile, calibration, load_profile
-from specexp.spec import ExperimentSpec, HardwareSpec
+from specexp.spec.experiment import ExperimentSpec, HardwareSpec
 
 GIB = 1024**3
 

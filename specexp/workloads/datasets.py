@@ -17,12 +17,12 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterator
 
-from specexp.events import Point, Request, Window
+from specexp.measure.events import Point, Request, Window
 from specexp.runtimes.base import Runtime
-from specexp.spec import WorkloadSpec
+from specexp.spec.experiment import WorkloadSpec
 from specexp.workloads.prompts import PromptBuilder
 from specexp.workloads.window import timed, warm_up
-from specexp.workload_files import DatasetPrompt, load_dataset
+from specexp.spec.input_files import DatasetPrompt, load_dataset
 
 def by_category(prompts: list[DatasetPrompt]) -> dict[str, list[DatasetPrompt]]:
     """Prompts grouped by category, in the order categories first appear."""

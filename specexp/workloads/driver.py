@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from specexp import telemetry
-from specexp.events import Point, Request, Window
+from specexp.measure import telemetry
+from specexp.measure.events import Point, Request, Window
 from specexp.runtimes.base import Runtime
-from specexp.spec import SloSpec, WorkloadSpec
+from specexp.spec.experiment import SloSpec, WorkloadSpec
 from specexp.workloads import openloop
 from specexp.workloads.window import discarded, timed, warm_up
 

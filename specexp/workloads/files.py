@@ -1,6 +1,6 @@
 """The workloads with drivers of their own: agentic sessions, trace replay, dataset files.
 
-`drive_special` picks the driver (their input files are checked by specexp.workload_files when
+`drive_special` picks the driver (their input files are checked by specexp.spec.input_files when
 the spec is made).
 """
 
@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from specexp.events import Window
+from specexp.measure.events import Window
 from specexp.runtimes.base import Runtime
-from specexp.spec import WorkloadSpec
+from specexp.spec.experiment import WorkloadSpec
 from specexp.workloads.prompts import PromptBuilder
 
 

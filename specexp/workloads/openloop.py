@@ -4,7 +4,7 @@
 rate x `duration_s`) unique requests sent at the offsets `arrivals.schedule` gives, at most
 `max_concurrency` in flight. `inf` sends them all at once: a closed-loop burst of that many.
 `drive_search` bisects between the lowest and highest rate (or concurrency) given for the
-highest load whose requests meet the SLO (specexp.slo.met), in at most `search_steps` steps
+highest load whose requests meet the SLO (specexp.measure.slo.met), in at most `search_steps` steps
 after its two bounds; every step is a normal recorded window at its own point.
 """
 
@@ -13,11 +13,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator
 
-from specexp import slo as slos
-from specexp.events import Point, Request, Window
+from specexp.measure import slo as slos
+from specexp.measure.events import Point, Request, Window
 from specexp.runtimes.base import Runtime
-from specexp.spec import SloSpec, WorkloadSpec
-from specexp.workloads.arrivals import request_count, schedule
+from specexp.spec.experiment import SloSpec, WorkloadSpec
+from specexp.measure.arrivals import request_count, schedule
 from specexp.workloads.window import timed
 
 MakeRequest = Callable[[str, int, "str | None"], Request]

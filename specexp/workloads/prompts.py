@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 
-from specexp.spec import WorkloadSpec
+from specexp.spec.experiment import WorkloadSpec
 from specexp.workloads.material import filler, source_file
 
 Tokenize = Callable[[str], "list[int] | None"]

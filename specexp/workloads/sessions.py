@@ -18,9 +18,9 @@ import hashlib
 import statistics
 from collections.abc import Iterator
 
-from specexp.events import Point, Request, Window
+from specexp.measure.events import Point, Request, Window
 from specexp.runtimes.base import Runtime
-from specexp.spec import WorkloadSpec
+from specexp.spec.experiment import WorkloadSpec
 from specexp.workloads.material import filler, source_file
 from specexp.workloads.prompts import PromptBuilder
 from specexp.workloads.window import timed, warm_up

@@ -16,13 +16,13 @@ import statistics
 from dataclasses import replace
 from collections.abc import Iterator
 
-from specexp.events import Point, Request, RequestTrace, Window
+from specexp.measure.events import Point, Request, RequestTrace, Window
 from specexp.runtimes.base import Runtime
-from specexp.spec import WorkloadSpec
+from specexp.spec.experiment import WorkloadSpec
 from specexp.workloads.material import filler
 from specexp.workloads.prompts import PromptBuilder
 from specexp.workloads.window import timed, warm_up
-from specexp.workload_files import TraceRow, load_trace
+from specexp.spec.input_files import TraceRow, load_trace
 
 def offsets(rows: list[TraceRow], speed: float, unit: str) -> list[float]:
     """Send offsets in seconds from the first arrival, replayed `speed` times faster."""

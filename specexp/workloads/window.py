@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import replace
 
-from specexp.events import Counters, Point, Request, Window
+from specexp.measure.events import Counters, Point, Request, Window
 from specexp.runtimes.base import Runtime
-from specexp.telemetry import NoTelemetry, NvmlSampler
+from specexp.measure.telemetry import NoTelemetry, NvmlSampler
 
 
 def timed(runtime: Runtime, requests: Sequence[Request], point: Point, *, repeat: int = 0,

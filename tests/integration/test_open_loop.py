@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from specexp.request_log import read_requests
-from specexp.workloads.arrivals import schedule
+from specexp.measure.request_log import read_requests
+from specexp.measure.arrivals import schedule
 from tests.integration.conftest import results, run_specexp
 
 pytestmark = pytest.mark.slow

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from specexp.request_log import read_requests
+from specexp.measure.request_log import read_requests
 from tests.integration.conftest import results, run_specexp
 
 pytestmark = pytest.mark.slow

@@ -52,7 +52,7 @@ def assert_conf_documents_every_runtime_key(runtime: str) -> None:
     """conf/runtime/<runtime>.yaml sets every RuntimeSpec field, each line with a comment, and validates."""
     from omegaconf import OmegaConf
 
-    from specexp.spec import RuntimeSpec
+    from specexp.spec.experiment import RuntimeSpec
 
     path = Path(__file__).resolve().parents[2] / "conf" / "runtime" / f"{runtime}.yaml"
     lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line and line[0].isalpha()]

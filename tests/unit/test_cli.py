@@ -281,7 +281,7 @@ def _run_installed(site: Path, cwd: Path, *args: str) -> subprocess.CompletedPro
 def test_wheel_finds_its_own_conf(wheel_site: Path, tmp_path: Path) -> None:
     probe = _run_installed(
         wheel_site, tmp_path, "-c",
-        "import specexp, specexp.paths as p; print(specexp.__file__); print(p.conf_dir()); "
+        "import specexp, specexp.spec.paths as p; print(specexp.__file__); print(p.conf_dir()); "
         "print(p.experiments_dir()); print(sorted(p.options('drafter')))",
     )
     assert probe.returncode == 0, probe.stderr

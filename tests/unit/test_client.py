@@ -14,9 +14,9 @@ from typing import Any
 import httpx
 import pytest
 
-from specexp.job import run_job
-from specexp.plan import make_cell
-from specexp.request_log import read_requests
+from specexp.run.job import run_job
+from specexp.run.plan import make_cell
+from specexp.measure.request_log import read_requests
 from specexp.runtimes.client import stream_window, to_trace
 from tests.support.sim_server import sim_server
 

@@ -1,4 +1,4 @@
-"""specexp.compose: every conf option and experiment composes and validates; bad input gets
+"""specexp.run.compose: every conf option and experiment composes and validates; bad input gets
 one line naming the file or override, the key, the accepted values and a did-you-mean."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from specexp import paths
-from specexp.compose import check_overrides, to_spec
-from specexp.errors import SpecError, did_you_mean
+from specexp.spec import paths
+from specexp.run.compose import check_overrides, to_spec
+from specexp.spec.errors import SpecError, did_you_mean
 
 CONF = paths.conf_dir()
 GROUPS = ("hardware", "model", "quantization", "runtime", "drafter", "workload")
@@ -66,10 +66,10 @@ def _sweep_jobs(name: str) -> list[list[str]]:
     from hydra.core.global_hydra import GlobalHydra
     from omegaconf import OmegaConf
 
-    import specexp.sweeper  # noqa: F401  (registers hydra/sweeper=specexp)
-    from specexp import experiments
+    import specexp.run.sweeper  # noqa: F401  (registers hydra/sweeper=specexp)
+    from specexp.run import hydra_store
 
-    experiments.register()
+    hydra_store.register()
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
         cfg = compose("config", overrides=[f"+experiment={name}"], return_hydra_config=True)

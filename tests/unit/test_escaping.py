@@ -12,7 +12,7 @@ import yaml
 from markdown_it import MarkdownIt
 
 from specexp.check import check, load_figures, render_md
-from specexp.escape import cell
+from specexp.record.escape import cell
 from specexp.record import find_records
 from specexp.report.build import build_report
 from specexp.report.markdown import render_markdown

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from specexp.identity import output_identity
+from specexp.check.identity import output_identity
 from specexp.record import Conditions, Measurement, Metrics, Provenance, RunRecord
-from specexp.vocabulary import NAMES
+from specexp.spec.vocabulary import NAMES
 
 BASE = {"hardware": "cpu", "model": "tiny", "quantization": "f32", "runtime": "llamacpp", "workload": "fresh_generation@1",
         "temperature": 0.0, "concurrency": 1, "drafter": "none"}

@@ -1,4 +1,4 @@
-"""specexp.measure: windows -> one measurement per point; medians over repeats, pooled counters."""
+"""specexp.measure.measurements: windows -> one measurement per point; medians over repeats, pooled counters."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from specexp.events import Counters, Point, RequestTrace, TokenEvent, Window
-from specexp.measure import measurements as _measurements
+from specexp.measure.events import Counters, Point, RequestTrace, TokenEvent, Window
+from specexp.measure.measurements import measurements as _measurements
 from specexp.record import Conditions
-from specexp.vocabulary import NAMES
+from specexp.spec.vocabulary import NAMES
 
 RUN_VALUES: dict[str, Any] = {"hardware": "h200", "drafter": "mtp", "k": 2, "repeats": 1, "source": "simulated"}
 RUN = Conditions(**{n: RUN_VALUES.get(n) for n in NAMES})

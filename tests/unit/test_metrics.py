@@ -1,12 +1,12 @@
-"""specexp.metrics on hand-built event streams: each metric as docs/vocabulary.md section 2 defines it."""
+"""specexp.measure.metrics on hand-built event streams: each metric as docs/vocabulary.md section 2 defines it."""
 
 from __future__ import annotations
 
 import pytest
 
-from specexp.events import Counters, RequestTrace, TokenEvent
-from specexp.metrics import (
-    METRICS,
+from specexp.measure.events import Counters, RequestTrace, TokenEvent
+from specexp.spec.vocabulary import METRICS
+from specexp.measure.metrics import (
     acceptance_by_position,
     acceptance_rate,
     aggregate_tps,

@@ -1,4 +1,4 @@
-"""specexp.plan: canonical cells and run ids, meaningless cells with a reason, server order;
+"""specexp.run.plan: canonical cells and run ids, meaningless cells with a reason, server order;
 and what the sweep does with them on the command line."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from specexp.plan import make_cell, make_plan
+from specexp.run.plan import make_cell, make_plan
 
 Spec = Callable[..., Any]
 Cli = Callable[..., subprocess.CompletedProcess[str]]

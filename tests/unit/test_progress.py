@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import re
 
-from specexp.progress import SweepProgress
+from specexp.run.progress import SweepProgress
 
 
 def test_without_a_terminal_each_job_is_one_plain_line() -> None:

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from specexp.conditions import run_conditions
-from specexp.job import run_job
-from specexp.plan import make_cell
+from specexp.measure.conditions import run_conditions
+from specexp.run.job import run_job
+from specexp.run.plan import make_cell
 from specexp.record import Provenance, RunRecord, write_record
 from tests.support.fault_server import fault_server
 

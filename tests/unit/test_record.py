@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from specexp.conditions import run_conditions
-from specexp.job import run_job
-from specexp.plan import make_cell
+from specexp.measure.conditions import run_conditions
+from specexp.run.job import run_job
+from specexp.run.plan import make_cell
 from specexp.record import (
     SCHEMA,
     ErrorInfo,
@@ -30,7 +30,7 @@ from specexp.record import (
     write_results_jsonl,
 )
 from specexp.record import store
-from specexp.vocabulary import CONDITIONS
+from specexp.spec.vocabulary import CONDITIONS
 
 PROVENANCE_KEYS = {"specexp_version", "git_sha", "python", "host", "started_at", "finished_at", "overrides",
                    "config", "server_argv", "engine_info"}

@@ -1,4 +1,4 @@
-"""specexp.telemetry: GPU sampling around a window, and a recorded reason wherever there is none."""
+"""specexp.measure.telemetry: GPU sampling around a window, and a recorded reason wherever there is none."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from specexp import telemetry
-from specexp.events import RequestTrace
-from specexp.metrics import energy_metrics
+from specexp.measure import telemetry
+from specexp.measure.events import RequestTrace
+from specexp.measure.metrics import energy_metrics
 
 
 @pytest.mark.parametrize(("source", "gpus", "reason"), [

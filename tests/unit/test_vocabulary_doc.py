@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from specexp.metrics import METRICS
+from specexp.spec.vocabulary import METRICS
 from specexp.record import ErrorInfo, Measurement, Provenance, RunRecord
-from specexp.vocabulary import CONDITIONS, ROLES
+from specexp.spec.vocabulary import CONDITIONS, ROLES
 
 REPO = Path(__file__).resolve().parents[2]
 VOCABULARY = REPO / "docs" / "vocabulary.md"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from specexp.check.figures import Figure, normalise
-from specexp.metrics import METRICS
+from specexp.spec.vocabulary import METRICS
 
 BASE: dict[str, Any] = {
     "hardware": "dgx_spark", "model": "qwen3.8-27b", "quantization": "fp8", "runtime": "vllm",
@@ -64,7 +64,7 @@ def make_record(run_id: str, conditions: dict[str, Any], metrics: dict[str, Any]
     from pathlib import Path
 
     from specexp.record import Conditions, Measurement, Metrics, Provenance, RunRecord
-    from specexp.vocabulary import NAMES
+    from specexp.spec.vocabulary import NAMES
 
     typed = Conditions(**{n: conditions.get(n) for n in NAMES})
     m = Measurement(conditions=typed, metrics=Metrics(**metrics))

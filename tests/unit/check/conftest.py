@@ -33,8 +33,8 @@ def write_figures(tmp_path: Path) -> Callable[[Any], Path]:
 @pytest.fixture(scope="session")
 def sim_root(tmp_path_factory: pytest.TempPathFactory, make_spec: Callable[..., Any]) -> Path:
     """A sweep folder of simulated runs, written by the real job path."""
-    from specexp.job import run_job
-    from specexp.plan import make_cell
+    from specexp.run.job import run_job
+    from specexp.run.plan import make_cell
     from specexp.runtimes import pool
 
     root = tmp_path_factory.mktemp("sim")

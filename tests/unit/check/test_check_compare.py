@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from specexp.check.compare import compare, definition_mismatch, source_conflicts
 from specexp.check.figures import Figure
 from specexp.check.relevance import relevant
-from specexp.metrics import METRICS
+from specexp.spec.vocabulary import METRICS
 
 
 def _noisy(c: Any) -> list[str]:

@@ -11,7 +11,7 @@ import pytest
 from checkhelp import BASE, figure_entry
 
 from specexp.check.figures import load_figure_files, load_figures, parse_figures
-from specexp.errors import SpecError
+from specexp.spec.errors import SpecError
 
 REPO = Path(__file__).resolve().parents[3]
 

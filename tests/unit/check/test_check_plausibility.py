@@ -12,10 +12,10 @@ from checkhelp import make_run, make_figure
 from specexp.check.api import implausible_runs
 from specexp.check.plausibility import LIMITS, Limit, implausible, limit
 from specexp.check.runs import runs_of
-from specexp.compose import load_option
-from specexp.metrics import METRICS
+from specexp.run.compose import load_option
+from specexp.spec.vocabulary import METRICS
 from specexp.roofline.costmodel import CostModel
-from specexp.spec import HardwareSpec, ModelSpec, QuantizationSpec
+from specexp.spec.experiment import HardwareSpec, ModelSpec, QuantizationSpec
 
 
 def _weights_gb(model: str, quant: str) -> float:

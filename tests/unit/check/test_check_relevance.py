@@ -19,8 +19,8 @@ from specexp.check.relevance import (
     relevant,
     relevant_to,
 )
-from specexp.vocabulary import CONDITIONS
-from specexp.metrics import METRICS
+from specexp.spec.vocabulary import CONDITIONS
+from specexp.spec.vocabulary import METRICS
 
 REPO = Path(__file__).resolve().parents[3]
 

@@ -14,8 +14,8 @@ from specexp.models.tiny_hf import (
     BOS_ID, CPU_HEAD_SIZES, EMITTED, EOS_ID, SPECIALS, VOCAB_SIZE, HfShape, bf16_bytes, byte_alphabet, ensure_model,
     main, write_model,
 )
-from specexp.paths import options
-from specexp.spec import ModelSpec
+from specexp.spec.paths import options
+from specexp.spec.experiment import ModelSpec
 
 
 def read_safetensors(path: Path) -> dict[str, tuple[list[int], bytes]]:

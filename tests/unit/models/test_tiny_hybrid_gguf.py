@@ -10,9 +10,9 @@ from pathlib import Path
 import gguf
 import pytest
 
-from specexp.compose import load_option
+from specexp.run.compose import load_option
 from specexp.models import tiny_hybrid_gguf as th
-from specexp.spec import ModelSpec
+from specexp.spec.experiment import ModelSpec
 
 
 def model(name: str = "tiny-hybrid") -> ModelSpec:

@@ -156,7 +156,7 @@ def test_a_run_id_recorded_on_two_nodes_is_reported_not_merged(tmp_path: Path) -
 
 
 def test_a_broken_citation_is_reported_not_fatal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from specexp import paths
+    from specexp.spec import paths
 
     experiments = tmp_path / "experiments"
     experiments.mkdir()

@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 
-from specexp.metrics import acceptance_by_position, acceptance_rate, tokens_per_pass
+from specexp.measure.metrics import acceptance_by_position, acceptance_rate, tokens_per_pass
 from specexp.runtimes import promtext
-from specexp.runtimes.base import RuntimeFailure, runtime_for
+from specexp.runtimes.base import runtime_for
+from specexp.measure.events import RuntimeFailure
 from specexp.runtimes.client import RawStream, to_trace
 from tests.support.engines import DT, T0, fixture, mock
 

@@ -11,9 +11,10 @@ from typing import Any
 import httpx
 import pytest
 
-from specexp.events import Counters, Request
-from specexp.metrics import acceptance_rate, tokens_per_pass
-from specexp.runtimes.base import RuntimeFailure, runtime_for
+from specexp.measure.events import Counters, Request
+from specexp.measure.metrics import acceptance_rate, tokens_per_pass
+from specexp.runtimes.base import runtime_for
+from specexp.measure.events import RuntimeFailure
 from specexp.runtimes.client import to_trace
 from tests.support.engines import T0, assert_conf_documents_every_runtime_key, fixture, mock, ndjson_raw
 

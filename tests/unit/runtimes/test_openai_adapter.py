@@ -11,8 +11,9 @@ from typing import Any
 import httpx
 import pytest
 
-from specexp.events import Counters, Request
-from specexp.runtimes.base import RuntimeFailure, runtime_for
+from specexp.measure.events import Counters, Request
+from specexp.runtimes.base import runtime_for
+from specexp.measure.events import RuntimeFailure
 from specexp.runtimes.client import RawStream, to_trace
 from tests.support.engines import assert_conf_documents_every_runtime_key, mock
 
@@ -127,7 +128,7 @@ def test_what_the_endpoint_says_about_itself_is_recorded(
     openai: Callable[..., Any], monkeypatch: pytest.MonkeyPatch, engine: str, routes: dict[str, str],
     version: str, max_model_len: int | None,
 ) -> None:
-    from specexp.conditions import run_conditions
+    from specexp.measure.conditions import run_conditions
 
     runtime = openai("runtime.url=http://endpoint.test")
     mock(runtime, monkeypatch, {route: (200, json.loads((ENGINES / path).read_text(encoding="utf-8")))

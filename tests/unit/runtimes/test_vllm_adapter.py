@@ -11,10 +11,11 @@ from typing import Any
 import httpx
 import pytest
 
-from specexp.events import Request
-from specexp.metrics import acceptance_by_position, acceptance_rate, tokens_per_pass
+from specexp.measure.events import Request
+from specexp.measure.metrics import acceptance_by_position, acceptance_rate, tokens_per_pass
 from specexp.runtimes import promtext
-from specexp.runtimes.base import RuntimeFailure, runtime_for
+from specexp.runtimes.base import runtime_for
+from specexp.measure.events import RuntimeFailure
 from specexp.runtimes.client import to_trace
 from tests.support.engines import DT, T0, assert_conf_documents_every_runtime_key, counter_window, fixture, mock, sse_raw
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from specexp.metrics import acceptance_by_position, acceptance_rate, tokens_per_pass
+from specexp.measure.metrics import acceptance_by_position, acceptance_rate, tokens_per_pass
 from specexp.runtimes import promtext
 from specexp.runtimes.base import runtime_for
 from specexp.runtimes.client import to_trace

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from specexp.sim import calibrate_engine as ce
+from specexp.fit import engine_cells as ce
 
 
 def line(concurrency: int, max_model_len: int = 2048, drafter: str = "none", status: str = "ok") -> str:

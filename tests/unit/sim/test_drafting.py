@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from specexp.compose import load_option
+from specexp.run.compose import load_option
 from specexp.roofline.costmodel import CostModel, Slice
 from specexp.sim.drafting import AcceptanceModel, DraftCost
-from specexp.spec import DrafterSpec, HardwareSpec, ModelSpec, QuantizationSpec
+from specexp.spec.experiment import DrafterSpec, HardwareSpec, ModelSpec, QuantizationSpec
 
 DRAWS = 40_000
 SAMPLING = 0.01

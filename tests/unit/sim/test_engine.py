@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from specexp.events import Counters, EngineInfo
-from specexp.metrics import window_metrics
+from specexp.measure.events import Counters, EngineInfo
+from specexp.measure.metrics import window_metrics
 from specexp.runtimes.base import runtime_for
 from specexp.workloads.driver import Window, drive
 

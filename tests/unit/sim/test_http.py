@@ -19,12 +19,12 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from specexp import metrics
+from specexp.measure import metrics
 from specexp.runtimes import promtext
 from specexp.runtimes.client import RawStream, stream_all, to_trace
 from specexp.sim.kvcache import DEFAULT_BLOCK_TOKENS as BLOCK_TOKENS
 from specexp.sim.kvcache import KvPool
-from specexp.sim.prompts import block_hashes, chat_text, prompt_units
+from specexp.simserve.prompts import block_hashes, chat_text, prompt_units
 from tests.support.sim_server import sim_server
 
 REPO = Path(__file__).resolve().parents[2]

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from specexp.roofline.costmodel import CostModel
-from specexp.runtimes.base import RuntimeFailure, runtime_for
+from specexp.runtimes.base import runtime_for
+from specexp.measure.events import RuntimeFailure
 from specexp.sim.memory import memory_plan
 
 Spec = Callable[..., Any]

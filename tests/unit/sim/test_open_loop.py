@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
-from specexp.errors import SpecError
-from specexp.measure import measurements
+from specexp.spec.errors import SpecError
+from specexp.measure.measurements import measurements
 from specexp.record import Conditions
 from specexp.runtimes.base import runtime_for
-from specexp.vocabulary import NAMES
-from specexp.workloads.arrivals import schedule
+from specexp.spec.vocabulary import NAMES
+from specexp.measure.arrivals import schedule
 from specexp.workloads.driver import drive
 
 Spec = Callable[..., Any]

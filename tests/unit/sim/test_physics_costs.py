@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from specexp.compose import load_option
+from specexp.run.compose import load_option
 from specexp.roofline.costmodel import CostModel, Slice
-from specexp.spec import HardwareSpec, ModelSpec, QuantizationSpec
+from specexp.spec.experiment import HardwareSpec, ModelSpec, QuantizationSpec
 
 
 def hw(name: str) -> HardwareSpec:

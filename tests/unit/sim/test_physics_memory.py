@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from specexp.compose import load_option
-from specexp.events import Request
-from specexp.runtimes.base import RuntimeFailure
-from specexp.sim.runtime import SimRuntime
-from specexp.spec import (
+from specexp.run.compose import load_option
+from specexp.measure.events import Request
+from specexp.measure.events import RuntimeFailure
+from specexp.runtimes.sim import SimRuntime
+from specexp.spec.experiment import (
     DrafterSpec,
     ExperimentSpec,
     HardwareSpec,

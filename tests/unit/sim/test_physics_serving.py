@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from specexp.compose import load_option
-from specexp.events import Request
-from specexp.metrics import window_metrics
-from specexp.sim.runtime import SimRuntime
-from specexp.spec import (
+from specexp.run.compose import load_option
+from specexp.measure.events import Request
+from specexp.measure.metrics import window_metrics
+from specexp.runtimes.sim import SimRuntime
+from specexp.spec.experiment import (
     DrafterSpec,
     ExperimentSpec,
     HardwareSpec,

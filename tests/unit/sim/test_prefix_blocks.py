@@ -86,7 +86,7 @@ def test_mtp_on_a_hybrid_model_recomputes_one_to_two_blocks_and_gains_less(tmp_p
 def sightings(engine: str, prompt: int, suffixes: list[int]) -> list[int]:
     """Cached prompt tokens of requests sent one after another on one simulated server, each the same
     prefix of `prompt` tokens less its own new suffix of suffixes[i] tokens (the Spark's hybrid model)."""
-    from specexp.events import Request
+    from specexp.measure.events import Request
     from specexp.sim.startup import start_engine
 
     _, server = start_engine(prefix_spec(engine=engine))
@@ -163,7 +163,7 @@ def test_llama_server_checkpoints_a_hybrid_prompt_at_its_user_message_and_near_i
 
 
 def test_each_checkpoint_copies_the_recurrent_state_so_a_warm_hybrid_request_pays_a_restore_and_two_saves() -> None:
-    from specexp.events import Request
+    from specexp.measure.events import Request
     from specexp.sim.profile import load_profile
     from specexp.sim.startup import start_engine
 
@@ -182,7 +182,7 @@ def test_each_checkpoint_copies_the_recurrent_state_so_a_warm_hybrid_request_pay
 
 @pytest.mark.parametrize(("chat", "saves"), [(True, 3), (False, 2)])
 def test_a_cold_hybrid_chat_prompt_is_checkpointed_at_its_user_message_too(chat: bool, saves: int) -> None:
-    from specexp.events import Request
+    from specexp.measure.events import Request
     from specexp.sim.profile import load_profile
     from specexp.sim.startup import start_engine
 

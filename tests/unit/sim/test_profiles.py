@@ -8,18 +8,18 @@ from typing import Any
 
 import pytest
 
-from specexp.conditions import run_conditions
-from specexp.errors import SpecError
-from specexp.metrics import window_metrics
+from specexp.measure.conditions import run_conditions
+from specexp.spec.errors import SpecError
+from specexp.measure.metrics import window_metrics
 from specexp.record import Provenance, RunRecord
 from specexp.report.method import _simulated_engines
 from specexp.roofline.costmodel import Slice
-from specexp.sim import calibrate
-from specexp.sim.cli import build_spec
+from specexp.fit import hardware as calibrate
+from specexp.run.compose import build_spec
 from specexp.sim.profile import load_profile
-from specexp.sim.runtime import SimRuntime
+from specexp.runtimes.sim import SimRuntime
 from specexp.sim.startup import start_engine
-from specexp.spec import ExperimentSpec
+from specexp.spec.experiment import ExperimentSpec
 from specexp.workloads.driver import drive
 
 H200_8B = ["hardware=h200", "model=qwen3-8b", "quantization=bf16", "drafter=none"]
@@ -42,7 +42,7 @@ def per_stream(spec: ExperimentSpec, tmp_path: Path) -> dict[int, float]:
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang", "llamacpp"])
 def test_every_engine_the_spec_accepts_has_a_valid_profile_whose_figures_cite_a_source(engine: str) -> None:
-    from specexp import paths
+    from specexp.spec import paths
 
     profile = load_profile(engine)
     assert profile.name == engine
@@ -140,9 +140,9 @@ def test_warm_gain_is_bounded_by_the_fixed_and_tail_costs(engine: str, tmp_path:
 
 
 def test_the_quantization_advantage_shrinks_as_batches_become_compute_bound() -> None:
-    from specexp.compose import load_option
+    from specexp.run.compose import load_option
     from specexp.roofline.costmodel import CostModel
-    from specexp.spec import QuantizationSpec
+    from specexp.spec.experiment import QuantizationSpec
 
     spec, fp8 = calibrate._spark()
     q = load_option(QuantizationSpec, "quantization", "nvfp4", "quantization")

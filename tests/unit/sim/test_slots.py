@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from specexp.events import Request
+from specexp.measure.events import Request
 from specexp.roofline.costmodel import Slice
 from specexp.sim.engine import SimEngine
-from specexp.sim.runtime import SimRuntime
+from specexp.runtimes.sim import SimRuntime
 from specexp.sim.ubatches import equal_ubatches
 from specexp.workloads.driver import drive
 from tests.unit.sim.test_profiles import H200_8B, spec_of

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from specexp.metrics import window_metrics
-from specexp.sim.cli import build_spec
-from specexp.sim.runtime import SimRuntime
+from specexp.measure.metrics import window_metrics
+from specexp.run.compose import build_spec
+from specexp.runtimes.sim import SimRuntime
 from specexp.workloads.driver import drive
 
 SPARK = ["hardware=dgx_spark", "model=qwen3.8-27b", "quantization=fp8"]

@@ -8,10 +8,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from specexp.events import Request, RequestTrace
-from specexp.measure import measurements
-from specexp.conditions import run_conditions
-from specexp.sim.runtime import SimRuntime
+from specexp.measure.events import Request, RequestTrace
+from specexp.measure.measurements import measurements
+from specexp.measure.conditions import run_conditions
+from specexp.runtimes.sim import SimRuntime
 from specexp.workloads.driver import drive
 
 

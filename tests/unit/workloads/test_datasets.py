@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from specexp.errors import SpecError
-from specexp.job import run_job
-from specexp.plan import make_cell
-from specexp.request_log import read_requests
-from specexp.workload_files import load_dataset
+from specexp.spec.errors import SpecError
+from specexp.run.job import run_job
+from specexp.run.plan import make_cell
+from specexp.measure.request_log import read_requests
+from specexp.spec.input_files import load_dataset
 
 SMALL = ("workload=dataset", "model=qwen3-8b", "quantization=bf16", "hardware=h200", "drafter=eagle3",
          "workload.output_tokens=24", "workload.concurrency=[2]")

@@ -6,8 +6,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from specexp.job import run_job
-from specexp.plan import make_cell
+from specexp.run.job import run_job
+from specexp.run.plan import make_cell
 from specexp.report.__main__ import main as report
 from tests.conftest import compose_config
 

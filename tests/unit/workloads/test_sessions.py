@@ -7,10 +7,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from specexp.job import run_job
-from specexp.plan import make_cell
-from specexp.request_log import read_requests
-from specexp.sim.runtime import SimRuntime
+from specexp.run.job import run_job
+from specexp.run.plan import make_cell
+from specexp.measure.request_log import read_requests
+from specexp.runtimes.sim import SimRuntime
 from specexp.workloads.driver import drive
 
 SMALL = ("workload=agentic_sessions", "model=qwen3-8b", "quantization=bf16", "hardware=h200", "drafter=eagle3",

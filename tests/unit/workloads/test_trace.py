@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from specexp.errors import SpecError
-from specexp.job import run_job
-from specexp.plan import make_cell
-from specexp.request_log import read_requests
-from specexp.sim.runtime import SimRuntime
-from specexp.workload_files import load_trace
+from specexp.spec.errors import SpecError
+from specexp.run.job import run_job
+from specexp.run.plan import make_cell
+from specexp.measure.request_log import read_requests
+from specexp.runtimes.sim import SimRuntime
+from specexp.spec.input_files import load_trace
 from specexp.workloads.driver import drive
 from specexp.workloads.trace import offsets
 

@@ -1,0 +1,6 @@
+"""Fitting the simulator's figures to measurements (never imported by a run).
+
+- `hardware`: a hardware file's figures fitted to measured step times and to the studies' facts;
+- `engine_cells`: an engine profile fitted to that engine measured by specexp (cells of one shape);
+- `records`: the same fit driven by committed `result.json` records (benchmarks/data/).
+"""

@@ -1,0 +1,231 @@
+"""Hold an engine profile against that engine measured by specexp, job by job, and fit its figures.
+
+The data are specexp's own records of a real server (`result.json`, read into `RunRecord`). Every
+measured job is simulated whole from its record: the overrides it ran with, the engine swapped for
+`runtime=sim runtime.engine=<profile>`, and for a drafter the acceptance by position the engine's
+counters measured over the job (the simulator is then judged on the engine's costs, not on a guess of
+what the drafter accepts). A prefix-cache job's new suffix is the one its prompts had under the
+server's tokenizer (`suffix_tokens`). Points pair on concurrency, cache state and the nearest prompt
+length (a server counts the chat template's tokens too).
+
+`fit` is the Levenberg-Marquardt least squares of specexp.fit.hardware on log(simulated / measured) over
+the figures `TARGETS` names, of the profile fields it is given.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from specexp.record import Measurement, RunRecord, find_records
+from specexp.sim.profile import EngineProfile, load_profile
+
+TARGETS = {"decode_tps": 0.15, "aggregate_tps": 0.15, "prefill_tps": 0.20, "ttft_s": 0.25}
+"""Figures compared, and how close the simulator must come (TTFT: 25 % or 20 ms)."""
+TTFT_SLACK_S = 0.020
+WARM_GAIN_TARGET = 0.30
+ENGINE_OVERRIDES = ("runtime=", "runtime.load_format=", "runtime.executable=", "runtime.extra_args=",
+                    "runtime.start_timeout_s=")
+"""Overrides of a measured job that name the engine, not the cell: replaced by the simulator's."""
+BYTE_CHAT_TAIL_TOKENS = 13
+"""Tokens of the ChatML tail after a user message under specexp's byte-level tokenizer
+(`<|im_end|>`, a newline, `<|im_start|>`, then `assistant` and a newline byte by byte)."""
+MARKER_TOKENS = 14
+"""The unique marker before a cache group's instruction, byte by byte: 12 hex digits, `]` and a space
+(specexp.workloads.prompts.PromptBuilder: `{material}\\n\\n[{marker}] {instruction}`)."""
+
+Key = tuple[int, int, str]
+"""A simulated point: (concurrency, prompt tokens, cache)."""
+
+
+@dataclass(frozen=True)
+class Job:
+    """One measured job: the folder it came from (its experiment) and its record."""
+
+    group: str
+    record: RunRecord
+
+    @property
+    def label(self) -> str:
+        c = self.record.conditions
+        k = f" k={c.k}" if c.k is not None else ""  # type: ignore[attr-defined]
+        return f"{c.model} {c.workload} {c.drafter}{k}"  # type: ignore[attr-defined]
+
+    @property
+    def drafter(self) -> str:
+        return str(self.record.conditions.drafter)  # type: ignore[attr-defined]
+
+
+def load_jobs(root: Path) -> list[Job]:
+    """Every measured job under `root` (one folder per experiment), in the order they ran."""
+    jobs = [Job(path.relative_to(root).parts[0], record) for path, record in find_records([root])
+            if record.conditions.source == "measured"]  # type: ignore[attr-defined]
+    return sorted(jobs, key=lambda j: j.record.provenance.started_at or "")
+
+
+def acceptance(record: RunRecord) -> list[float] | None:
+    """The job's acceptance by position: each position's median over the job's measurements."""
+    rows = [m.metrics.acceptance_by_position for m in record.measurements  # type: ignore[attr-defined]
+            if m.metrics.acceptance_by_position]  # type: ignore[attr-defined]
+    if not rows:
+        return None
+    width = min(len(r) for r in rows)
+    return [round(statistics.median(r[i] for r in rows), 4) for i in range(width)]
+
+
+def byte_suffix_tokens(record: RunRecord) -> int | None:
+    """A cache-reuse job's new suffix in tokens where its server counted bytes (the byte-level tokenizer of
+    the config-only folders specexp writes, runtime.load_format=dummy): the marker, the instruction and,
+    for chat, the template's tail. None for any other job."""
+    config = record.provenance.config
+    workload = config.get("workload") or {}
+    if not workload.get("shared_prefix") or (config.get("runtime") or {}).get("load_format") != "dummy":
+        return None
+    tail = BYTE_CHAT_TAIL_TOKENS if workload.get("endpoint", "chat") == "chat" else 0
+    return MARKER_TOKENS + len(str(workload.get("prompt", "")).encode()) + tail
+
+
+def sim_overrides(record: RunRecord, engine: str) -> list[str]:
+    """The measured job's overrides with the simulator imitating `engine` in place of the server."""
+    kept = [o for o in record.provenance.overrides if not o.lstrip("+").startswith(ENGINE_OVERRIDES)]
+    out = ["runtime=sim", f"runtime.engine={engine}", *kept]
+    accepted = acceptance(record)
+    if accepted:
+        workload_class = (record.provenance.config.get("workload") or {}).get("acceptance_class", "fresh")
+        out.append(f"drafter.acceptance.{workload_class}=[{','.join(str(a) for a in accepted)}]")
+    suffix = byte_suffix_tokens(record)
+    if suffix is not None:
+        out.append(f"workload.suffix_tokens={suffix}")
+    return out
+
+
+def simulate(job: Job, engine: str, profile: EngineProfile | None = None) -> dict[Key, dict[str, float]]:
+    """Per point, the simulated job's median of each window metric."""
+    from specexp.fit.engine_cells import simulate as simulate_spec
+    from specexp.run.compose import build_spec
+
+    return simulate_spec(build_spec(sim_overrides(job.record, engine)), profile)
+
+
+def pair(m: Measurement, sim: dict[Key, dict[str, float]]) -> dict[str, float]:
+    """The simulated point of measurement `m`: its concurrency and cache, the nearest prompt length."""
+    c = m.conditions
+    points = [k for k in sim if k[0] == (c.concurrency or 0) and k[2] == c.cache]  # type: ignore[attr-defined]
+    if not points:
+        return {}
+    return sim[min(points, key=lambda k: abs(k[1] - (c.prompt_tokens or 0)))]  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
+class Row:
+    """One measured figure beside its simulated value."""
+
+    job: Job
+    measurement: Measurement
+    metric: str
+    measured: float
+    simulated: float
+
+    @property
+    def error(self) -> float:
+        return self.simulated / self.measured - 1
+
+    @property
+    def within(self) -> bool:
+        if not np.isfinite(self.simulated):
+            return False
+        ok = abs(self.error) <= TARGETS[self.metric]
+        return ok or (self.metric == "ttft_s" and abs(self.simulated - self.measured) <= TTFT_SLACK_S)
+
+    @property
+    def label(self) -> str:
+        c = self.measurement.conditions
+        return (f"{self.job.label} c={c.concurrency} prompt={c.prompt_tokens:,} {c.cache}")  # type: ignore[attr-defined]
+
+
+def metrics_of(job: Job) -> tuple[str, ...]:
+    workload = str(job.record.conditions.workload)  # type: ignore[attr-defined]
+    if workload.startswith("prefill"):
+        return ("prefill_tps", "ttft_s")
+    if workload.startswith("prefix"):
+        return ("ttft_s",)
+    return ("decode_tps", "aggregate_tps", "ttft_s")
+
+
+def compare(jobs: Sequence[Job], engine: str, profile: EngineProfile | None = None) -> list[Row]:
+    """Every measured figure of `jobs` (metrics_of) beside the simulated one."""
+    rows = []
+    for job in jobs:
+        sim = simulate(job, engine, profile)
+        for m in job.record.measurements:
+            s = pair(m, sim)
+            for metric in metrics_of(job):
+                value = getattr(m.metrics, metric)
+                if value:
+                    rows.append(Row(job, m, metric, float(value), float(s.get(metric, float("nan")))))
+    return rows
+
+
+@dataclass(frozen=True)
+class WarmGain:
+    """A prefix-cache point's warm-over-cold TTFT gain, measured and simulated."""
+
+    label: str
+    measured: float
+    simulated: float
+
+    @property
+    def within(self) -> bool:
+        return abs(self.simulated / self.measured - 1) <= WARM_GAIN_TARGET
+
+
+def warm_gains(rows: Iterable[Row]) -> list[WarmGain]:
+    """cold ttft_s / warm ttft_s of each prefix-cache job's prompt lengths."""
+    cold: dict[tuple[str, int], Row] = {}
+    out = []
+    for row in rows:
+        c = row.measurement.conditions
+        if row.metric != "ttft_s" or not str(c.workload).startswith("prefix"):  # type: ignore[attr-defined]
+            continue
+        key = (row.job.record.run_id, int(c.prompt_tokens or 0))  # type: ignore[attr-defined]
+        if c.cache == "cold":  # type: ignore[attr-defined]
+            cold[key] = row
+        elif key in cold:
+            base = cold[key]
+            out.append(WarmGain(f"{row.job.label} prompt={key[1]:,}", base.measured / row.measured,
+                                base.simulated / row.simulated))
+    return out
+
+
+def with_figures(profile: EngineProfile, names: Sequence[str], values: Sequence[float]) -> EngineProfile:
+    return profile.model_copy(update=dict(zip(names, (float(v) for v in values), strict=True)))
+
+
+def fit(jobs: Sequence[Job], engine: str, names: Sequence[str], upper: Sequence[float],
+        iterations: int = 30, weight: Callable[[Row], float] | None = None,
+        unset: dict[str, float] | None = None, base: EngineProfile | None = None) -> dict[str, float]:
+    """Least-squares figures `names` of `engine`'s profile (or of `base`) from `jobs`, with the fit's rms
+    and max error; `unset` gives the starting value of a figure the profile leaves to the hardware file."""
+    from specexp.fit.hardware import _lm
+
+    start = base or load_profile(engine)
+    top = np.array(upper, dtype=float)
+
+    def residual(p: np.ndarray) -> np.ndarray:
+        p = np.nan_to_num(p, nan=0.0)  # a singular step of the fit must not reach the simulator
+        trial = with_figures(start, names, np.clip(p, 0.0, top))
+        rows = compare(jobs, engine, trial)
+        r = np.array([np.log(r.simulated / r.measured) * (weight(r) if weight else 1.0) for r in rows])
+        return np.nan_to_num(r, nan=5.0, posinf=5.0, neginf=-5.0)  # a figure the simulator lost counts as far off
+
+    values = [getattr(start, n) if getattr(start, n) is not None else (unset or {})[n] for n in names]
+    p0 = np.maximum(np.array(values, dtype=float), 0.05)
+    p = _lm(residual, p0, top, iterations=iterations)
+    err = np.expm1(residual(p))
+    out = dict(zip(names, (float(x) for x in np.clip(p, 0.0, top)), strict=True))
+    out.update(rms_error=float(np.sqrt(np.mean(err**2))), max_error=float(np.max(np.abs(err))))
+    return out

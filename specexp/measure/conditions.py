@@ -1,0 +1,88 @@
+"""A job's conditions (docs/vocabulary.md section 1), from its spec and what its engine said.
+
+Every measurement carries every condition of `specexp.spec.vocabulary.CONDITIONS` (None when
+unknown, never omitted).
+"""
+
+from __future__ import annotations
+
+from specexp.record.schema import Conditions
+from specexp.spec.experiment import ExperimentSpec
+from specexp.spec.vocabulary import NAMES
+
+
+def draft_model_of(spec: ExperimentSpec) -> str | None:
+    """Which drafter weights a job used, where the drafter has its own: the draft model's id, or
+    the path / id given in runtime.draft_model_path (DFlash, DSpark, EAGLE-3 checkpoints)."""
+    if spec.drafter.kind == "none":
+        return None
+    if spec.runtime.draft_model_path:
+        return spec.runtime.draft_model_path
+    if spec.drafter.cost.uses_draft_model and spec.draft_model is not None:
+        return spec.draft_model.name
+    return None
+
+
+def run_conditions(
+    spec: ExperimentSpec, source: str, *, runtime_version: str | None = None, drafter_config: str | None = None,
+    knows_setup: bool = True, reported: dict[str, object] | None = None,
+) -> Conditions:  # type: ignore[valid-type]
+    """The conditions fixed for a whole job; measurement-level ones are None here.
+
+    `knows_setup` False (a server specexp did not start, runtime=openai): the setup conditions
+    the user did not state are unknown, not config defaults; `reported` fills what the server
+    itself said (e.g. its max_model_len)."""
+    w = spec.workload
+    values = {
+        "hardware": spec.hardware.name,
+        "gpu_count": spec.hardware.gpu_count,
+        "gpu_shared": spec.gpu_shared,
+        "gpu_memory_utilization": spec.runtime.gpu_memory_utilization,
+        "model": spec.model.name,
+        "quantization": spec.quantization.name,
+        "kv_cache_dtype": spec.runtime.kv_cache_dtype,
+        "max_model_len": spec.runtime.max_model_len or spec.model.max_position_embeddings,
+        "runtime": spec.runtime.name,
+        "runtime_version": runtime_version,
+        "drafter": spec.drafter.name,
+        "k": spec.k,
+        "drafter_config": drafter_config,
+        "draft_model": draft_model_of(spec),
+        "workload": f"{w.name}@{w.version}",
+        "prompt_tokens": None,
+        "output_tokens": w.output_tokens,
+        "ignore_eos": w.ignore_eos,
+        "concurrency": None,
+        "request_rate": None,
+        "cache": None,
+        "turn": None,
+        "category": None,
+        "prefix_caching": spec.runtime.prefix_caching,
+        "thinking": w.thinking,
+        "temperature": w.temperature,
+        "repeats": w.repeats,
+        "source": source,
+    }
+    assert tuple(values) == NAMES, "run_conditions must set every condition of the vocabulary"
+    if not knows_setup:
+        values.update(_unstated_setup(spec))
+    values.update({k: v for k, v in (reported or {}).items() if k in values and v is not None})
+    return Conditions(**values)
+
+
+UNSTATED = {
+    "hardware": ("hardware", "gpu_count", "gpu_memory_utilization"),
+    "model": ("model", "max_model_len"),
+    "quantization": ("quantization",),
+    "runtime.kv_cache_dtype": ("kv_cache_dtype",),
+    "runtime.prefix_caching": ("prefix_caching",),
+    "gpu_shared": ("gpu_shared",),
+}
+"""What the user must state (key of the overrides) for the conditions it sets to be known."""
+
+
+def _unstated_setup(spec: ExperimentSpec) -> dict[str, None]:
+    unknown = {c: None for key, conditions in UNSTATED.items() if key not in spec.stated for c in conditions}
+    if "runtime.max_model_len" in spec.stated:
+        unknown.pop("max_model_len", None)
+    return unknown

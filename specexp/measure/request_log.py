@@ -1,0 +1,82 @@
+"""requests.jsonl: one line per request of a job, warm-up included, for users and checks.
+
+Each line says which window and repeat the request belonged to, whether it was a warm-up
+(counted in no figure), when it was sent, its latencies by specexp.measure.metrics' definitions, the
+tokens as the server counted them, its chunks, and how it ended. Keys are documented in
+docs/records.md.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from specexp.measure.events import RequestTrace, Window
+from specexp.measure.metrics import chunk_gaps, e2e_s, tpot_s, ttft_s
+
+REQUESTS_JSONL = "requests.jsonl"
+
+
+def request_line(trace: RequestTrace, window: Window, index: int, chunk_times: bool = False) -> dict[str, Any]:
+    """The record of one request of window number `index` of the job."""
+    gaps = chunk_gaps(trace)
+    events = trace.token_events
+    line: dict[str, Any] = {
+        "id": trace.response_id,
+        "request_id": trace.request_id,
+        "window": index,
+        "repeat": window.repeat,
+        "warmup": window.warmup,
+        **({"discarded": window.discarded} if window.discarded else {}),
+        "prompt_tokens_target": window.point.prompt_tokens,
+        "concurrency": window.point.concurrency,
+        "cache": window.point.cache,
+        **({"turn": window.point.turn} if window.point.turn is not None else {}),
+        **({"category": window.point.category} if window.point.category is not None else {}),
+        "sent_at": trace.sent_wall,
+        "send_lag_s": _round(trace.send_lag_s),
+        "request_rate": window.point.request_rate,
+        "behind_schedule_s": None if trace.due_at is None else _round(trace.sent_at - trace.due_at),
+        "ttft_s": _round(ttft_s(trace)),
+        "e2e_s": _round(e2e_s(trace)),
+        "tpot_s": _round(tpot_s(trace)),
+        "output_tokens": trace.completion_tokens,
+        "prompt_tokens": trace.prompt_tokens,
+        "cached_prompt_tokens": trace.cached_prompt_tokens,
+        "token_source": trace.token_source,
+        "chunks": len(events),
+        "max_chunk_gap_s": _round(max(gaps)) if gaps else None,
+        "finish_reason": trace.finish_reason,
+        "status": trace.status,
+        "error_kind": trace.error_kind,
+        "error": trace.error,
+    }
+    if chunk_times:
+        line["chunk_times_s"] = [_round(e.t - trace.sent_at) for e in events]
+        line["chunk_tokens"] = [e.tokens for e in events]
+    return line
+
+
+def write_requests(job_dir: Path, windows: Sequence[Window], chunk_times: bool = False) -> Path:
+    """Write `job_dir`/requests.jsonl: every request of `windows`, in the order they ran."""
+    path = job_dir / REQUESTS_JSONL
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as handle:
+        for index, window in enumerate(windows):
+            for trace in window.traces:
+                handle.write(json.dumps(request_line(trace, window, index, chunk_times)) + "\n")
+    return path
+
+
+def read_requests(job_dir: Path) -> list[dict[str, Any]]:
+    """The lines of `job_dir`/requests.jsonl ([] when there is none)."""
+    path = job_dir / REQUESTS_JSONL
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 7)

@@ -1,0 +1,169 @@
+"""One job: start (or reach) the runtime, drive the workload, measure, record.
+
+A refused or failed server is recorded as such and the job returns normally, so the sweep
+goes on; a completed result is never overwritten by a later failure.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from specexp.run import provenance
+from specexp.measure.conditions import run_conditions
+from specexp.measure.measurements import measurements
+from specexp.run.plan import Cell
+from specexp.record import ErrorInfo, Provenance, RunRecord, complete_result, write_record
+from specexp.record.schema import Status
+from specexp.measure.request_log import write_requests
+from specexp.runtimes import pool
+from specexp.runtimes.base import Runtime, runtime_for
+from specexp.measure.events import RuntimeFailure
+from specexp.measure.events import EngineInfo, Window
+from specexp.workloads.driver import drive
+from specexp.workloads.prompts import PromptBuilder
+
+log = logging.getLogger(__name__)
+
+
+def _provenance(overrides: list[str], config: dict[str, Any], **facts: Any) -> Provenance:
+    return Provenance(**provenance.environment(), overrides=list(overrides), config=config, **facts)
+
+
+def skipped_result(cell: Cell, reason: str, overrides: list[str], config: dict[str, Any]) -> RunRecord:
+    """The record of a cell that means nothing: status skipped, and why."""
+    started = provenance.now()
+    return RunRecord(
+        run_id=cell.run_id, status="skipped", error=ErrorInfo(kind="meaningless_cell", message=reason),
+        conditions=run_conditions(cell.spec, runtime_for(cell.spec.runtime.name).source,
+                                  knows_setup=runtime_for(cell.spec.runtime.name).knows_setup),
+        provenance=_provenance(overrides, config, started_at=started, finished_at=started),
+    )
+
+
+def prompt_marker(cell: Cell) -> str:
+    """Request markers depend on the workload and seed only, so that the same prompts go to
+    every drafter of a sweep (and their outputs can be compared) while staying unique."""
+    blob = cell.spec.workload.model_dump_json() + str(cell.spec.seed)
+    return "w" + hashlib.sha256(blob.encode()).hexdigest()[:10]
+
+
+@dataclass
+class _Progress:
+    """What a job learned so far: enough to record it, whenever it stops."""
+
+    status: Status = "failed"
+    error: ErrorInfo | None = None
+    windows: list[Window] = field(default_factory=list)
+    info: EngineInfo | None = None
+    reused: bool = False
+    argv: list[str] | None = None
+    drafter_config: str | None = None
+
+
+def run_job(
+    cell: Cell, job_dir: Path, sweep_root: Path | None, overrides: list[str], config: dict[str, Any],
+    rerun: bool = False,
+) -> RunRecord | None:
+    """Run one cell into `job_dir`; return its record (also written to result.json).
+
+    A cell already complete under `sweep_root` is not run again unless `rerun`: then None.
+    """
+    if sweep_root is not None and not rerun:
+        done = complete_result(sweep_root, cell.run_id)
+        if done is not None:
+            log.info("run %s is already complete in %s: skipped", cell.run_id, done.parent)
+            return None
+    if cell.skip_reason:
+        record = skipped_result(cell, cell.skip_reason, overrides, config)
+        write_record(job_dir, record)
+        return record
+    spec = cell.spec
+    runtime_cls = runtime_for(spec.runtime.name)
+    started = provenance.now()
+    progress = _Progress()
+    runtime = None
+    try:
+        runtime, progress.info, progress.reused = pool.acquire(
+            cell.server_key, spec, job_dir, lambda: runtime_cls(spec, job_dir))
+        progress.argv, progress.drafter_config = runtime.server_argv(), runtime.drafter_config()
+        prompts = PromptBuilder(spec.workload, runtime.tokenize, runtime.detokenize) if runtime_cls.reads_prompts else None
+        for window in drive(runtime, spec.workload, marker=prompt_marker(cell), prompt_for=prompts, warmups=True,
+                            seed=spec.seed, slo=spec.slo):
+            progress.windows.append(window)
+            _raise_on_failed_requests(window, runtime)
+        progress.status = "ok"
+    except KeyboardInterrupt:
+        progress.error = ErrorInfo(kind="interrupted", message="interrupted (Ctrl-C) while measuring",
+                                   log_tail=runtime.log_tail() if runtime else "")
+        _finish(cell, progress, runtime, job_dir, overrides, config, started)
+        pool.release()
+        raise
+    except Exception as err:  # noqa: BLE001 - whatever a server does, the sweep goes on
+        failure = _as_failure(err, runtime)
+        progress.status = failure.status
+        progress.error = ErrorInfo(kind=failure.kind, message=failure.message, log_tail=failure.log_tail)
+        if failure.argv is not None:
+            progress.argv = failure.argv
+        if runtime is not None:
+            pool.discard(runtime)
+    finally:
+        if runtime is not None and not runtime.reusable:
+            pool.discard(runtime)
+    return _finish(cell, progress, runtime, job_dir, overrides, config, started)
+
+
+def _as_failure(err: Exception, runtime: Runtime | None) -> RuntimeFailure:
+    """A RuntimeFailure as it is; anything else (a server answering nonsense to a probe, a bug)
+    becomes a failed job with the exception named, so the sweep goes on."""
+    if isinstance(err, RuntimeFailure):
+        return err
+    log.exception("job failed unexpectedly")
+    return RuntimeFailure("failed", "unexpected_error", f"{type(err).__name__}: {err}",
+                          runtime.log_tail() if runtime else "")
+
+
+def _raise_on_failed_requests(window: Window, runtime: Runtime) -> None:
+    """A window whose requests failed ends the job: later windows would measure a broken server."""
+    failed = [t for t in window.traces if t.error]
+    if failed:
+        first = failed[0]
+        raise RuntimeFailure(
+            "failed", first.error_kind or "request_failed",
+            f"{len(failed)} of {len(window.traces)} request(s) failed; first: {first.error}",
+            runtime.log_tail(),
+        )
+
+
+def _finish(
+    cell: Cell, progress: _Progress, runtime: Runtime | None, job_dir: Path, overrides: list[str],
+    config: dict[str, Any], started: str,
+) -> RunRecord:
+    """The record of what was measured (partial windows marked), written to result.json."""
+    spec, info, runtime_cls = cell.spec, progress.info, runtime_for(cell.spec.runtime.name)
+    conditions = run_conditions(spec, runtime_cls.source, runtime_version=info.version if info else None,
+                                drafter_config=progress.drafter_config, knows_setup=runtime_cls.knows_setup,
+                                reported=info.details.get("conditions") if info else None)
+    engine_info = None if info is None else {
+        "version": info.version, "kv_cache_tokens": info.kv_cache_tokens, "reused_server": progress.reused,
+        **info.details,
+    }
+    record = RunRecord(
+        run_id=cell.run_id, status=progress.status, error=progress.error, conditions=conditions,
+        provenance=_provenance(overrides, config, started_at=started, finished_at=provenance.now(),
+                               server_argv=progress.argv, engine_info=engine_info),
+        measurements=measurements(
+            progress.windows, conditions, prefill_only=spec.workload.output_tokens == 1,
+            kv_cache_tokens=info.kv_cache_tokens if info else None, partial=progress.status != "ok",
+            slo=spec.slo,
+        ),
+        notes=runtime.notes() if runtime is not None else [],
+    )
+    if write_record(job_dir, record):
+        write_requests(job_dir, progress.windows, spec.workload.record_chunk_times)
+    else:
+        log.warning("kept the complete result in %s; this run %s", job_dir, record.status)
+    return record

@@ -1,0 +1,124 @@
+"""The sweep plan: canonical cells, content-hash run ids, meaningless cells with a reason.
+
+A cell is one job. Cells that mean nothing (a `k` with `drafter=none`, `mtp` on a model
+without an MTP head) are not run; cells that differ only in such meaningless settings share
+a run id, so a sweep runs them once. Cells are ordered so that each server configuration
+starts once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from specexp.spec.experiment import ExperimentSpec
+
+
+OPERATIONAL = ("start_timeout_s", "request_timeout_s", "stall_timeout_s", "api_key_env", "executable")
+"""Runtime settings that cannot move a number: left out of the run id, so the same cell on two
+machines (another binary path, longer timeouts) has the same id."""
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One job of a sweep, after canonicalization."""
+
+    spec: ExperimentSpec
+    run_id: str
+    server_key: str
+    """Equal for cells one running server can serve."""
+    skip_reason: str | None = None
+    """Why the cell is not run, when it means nothing."""
+    note: str | None = None
+    """What canonicalization changed (e.g. a k dropped for drafter=none)."""
+
+
+def make_cell(spec: ExperimentSpec) -> Cell:
+    """Canonicalize one composed spec (its k already resolved) into a cell."""
+    note = None
+    if spec.drafter.kind == "none" and spec.requested_k is not None:
+        note = f"k={spec.requested_k} means nothing with drafter=none: run once without k"
+    canonical = spec
+    if spec.drafter.kind != "draft_model":
+        canonical = canonical.model_copy(update={"draft_model": None})
+    return Cell(
+        spec=canonical,
+        run_id=_digest(canonical, exclude={"experiment": True, "requested_k": True, "stated": True, "add_baseline": True,
+                                       "runtime": set(OPERATIONAL)}),
+        server_key=_server_key(canonical),
+        skip_reason=_meaningless(canonical),
+        note=note,
+    )
+
+
+def warnings_for(cell: Cell) -> list[str]:
+    """What the plan should say about a cell that runs but may not mean what it seems."""
+    spec, notes = cell.spec, []
+    k, max_k = spec.k, spec.drafter.max_k
+    if k is not None and max_k is not None and k > max_k:
+        deep = f"position {k}" if k == max_k + 1 else f"positions {max_k + 1}..{k}"
+        notes.append(f"k={k} exceeds {spec.drafter.name}'s trained block ({max_k}): {deep} accept(s) almost nothing")
+    return notes
+
+
+def _server_key(spec: ExperimentSpec) -> str:
+    """Equal for cells one started server can serve: everything its argv depends on."""
+    fields = {"hardware", "model", "quantization", "runtime", "drafter", "k", "draft_model", "seed", "gpu_shared"}
+    data = spec.model_dump(mode="json", include=fields)
+    data["slots"] = spec.workload.slots
+    blob = json.dumps(data, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+def _meaningless(spec: ExperimentSpec) -> str | None:
+    if spec.drafter.requires_mtp_head and spec.model.mtp is None:
+        return f"drafter={spec.drafter.name} needs an MTP head and model={spec.model.name} has none"
+    if spec.drafter.cost.uses_draft_model:
+        if spec.draft_model is None:
+            return "drafter=draft_model needs draft_model=MODEL (a model id from conf/model/)"
+        if spec.draft_model.vocab_size != spec.model.vocab_size:
+            return (
+                f"draft model {spec.draft_model.name} (vocabulary {spec.draft_model.vocab_size:,}) cannot draft "
+                f"for {spec.model.name} (vocabulary {spec.model.vocab_size:,}): a draft model shares the target's vocabulary"
+            )
+    return None
+
+
+def _digest(spec: ExperimentSpec, **fields: Any) -> str:
+    data = spec.model_dump(mode="json", **fields)  # type: ignore[arg-type]
+    blob = json.dumps(data, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Cells to run in order, and the ones left out with why."""
+
+    run: list[tuple[int, Cell]]
+    """(index of the job in the sweep as given, cell), ordered by server configuration."""
+    skipped: list[tuple[int, Cell, str]]
+
+
+def make_plan(cells: Sequence[Cell]) -> Plan:
+    """Drop meaningless and duplicate cells; group the rest by server configuration."""
+    seen: dict[str, int] = {}
+    run: list[tuple[int, Cell]] = []
+    skipped: list[tuple[int, Cell, str]] = []
+    for index, cell in enumerate(cells):
+        if cell.run_id in seen:
+            skipped.append((index, cell, f"same cell as job {seen[cell.run_id]} ({cell.note or 'identical config'})"))
+            continue
+        seen[cell.run_id] = index
+        if cell.skip_reason:
+            skipped.append((index, cell, cell.skip_reason))
+        else:
+            run.append((index, cell))
+    first_seen: dict[str, int] = {}
+    for position, (_, cell) in enumerate(run):
+        first_seen.setdefault(cell.server_key, position)
+    # Baselines first, so that every drafter's outputs can be compared with them as it finishes.
+    run.sort(key=lambda item: (item[1].spec.drafter.kind != "none", first_seen[item[1].server_key], item[0]))
+    return Plan(run=run, skipped=skipped)

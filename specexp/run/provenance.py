@@ -1,0 +1,37 @@
+"""Provenance collected automatically at record time; a missing fact is None, never a crash."""
+
+from __future__ import annotations
+
+import platform
+import subprocess
+from datetime import datetime, timezone
+from pathlib import Path
+
+from specexp import __version__
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def git_sha() -> str | None:
+    """The commit of the specexp checkout, when running from a clone."""
+    root = Path(__file__).resolve().parents[2]
+    if not (root / ".git").exists():
+        return None
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
+
+
+def environment() -> dict[str, str | None]:
+    return {
+        "specexp_version": __version__,
+        "git_sha": git_sha(),
+        "python": platform.python_version(),
+        "host": platform.node() or None,
+    }

@@ -1,0 +1,175 @@
+"""specexp's Hydra sweeper: validate every cell, print the plan, then launch it in order.
+
+Hydra's basic sweeper launches jobs in command-line order and finds a bad value only when
+that job starts. This one composes and validates all cells first (so invalid input stops
+before anything runs), drops meaningless and duplicate cells with a reason, orders cells so
+each server configuration starts once, names each job directory after its overrides and
+run id, and writes the sweep's results.jsonl and measurements.md at the end.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+from typing import Any
+
+from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.plugins.launcher import Launcher
+from hydra.plugins.sweeper import Sweeper as HydraSweeper
+from hydra.types import HydraContext, TaskFunction
+from omegaconf import DictConfig, OmegaConf
+
+from specexp.run.compose import spec_of
+from specexp.spec.errors import SpecError, exit_on_spec_error
+from specexp.run.job import skipped_result
+from specexp.run.plan import Cell, Plan, make_cell, make_plan, warnings_for
+from specexp.record import completed_runs, write_record
+from specexp.run import progress
+from specexp.runtimes import pool
+from specexp.run.summary import write_sweep_outputs
+
+log = logging.getLogger(__name__)
+
+
+def job_dir_name(overrides: list[str], run_id: str) -> str:
+    """A readable, unique directory name: the job's own overrides, then its run id."""
+    parts = [o.lstrip("+~") for o in overrides if not o.lstrip("+~").startswith("hydra")]
+    readable = re.sub(r"[^A-Za-z0-9._=,+-]", "_", ",".join(parts)) or "defaults"
+    return f"{readable[:160]}__{run_id}"
+
+
+class Sweeper(HydraSweeper):
+    """Hydra requires plugins to live in `hydra_plugins`: see hydra_plugins/specexp_sweeper."""
+
+    def __init__(
+        self,
+        max_batch_size: int | None = None,
+        params: dict[str, str] | None = None,
+        grid: list[dict[str, str]] | None = None,
+    ) -> None:
+        super().__init__()
+        self.params = params or {}
+        self.grid = [dict(entry) for entry in grid or []]
+        self.hydra_context: HydraContext | None = None
+        self.config: DictConfig | None = None
+        self.launcher: Launcher | None = None
+
+    def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
+        from hydra.core.plugins import Plugins
+
+        self.hydra_context = hydra_context
+        self.config = config
+        self.launcher = Plugins.instance().instantiate_launcher(
+            hydra_context=hydra_context, task_function=task_function, config=config
+        )
+
+    def sweep(self, arguments: list[str]) -> Any:
+        assert self.config is not None and self.launcher is not None and self.hydra_context is not None
+        jobs = expand(self.hydra_context, self.params, self.grid, arguments)
+        try:
+            cells = [self._cell(job) for job in jobs]
+            added = self._baselines(jobs, cells)
+        except SpecError as err:
+            exit_on_spec_error(err)
+        sweep_dir = Path(self.config.hydra.sweep.dir)
+        plan = make_plan([cell for cell, _ in cells])
+        done = {} if any(rerun for _, rerun in cells) else completed_runs(sweep_dir)
+        sweep_dir.mkdir(parents=True, exist_ok=True)
+        OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
+        print(describe_plan(jobs, plan, done, added), flush=True)
+        record_skipped(sweep_dir, jobs, plan)
+        batch = [[*jobs[i], f"hydra.sweep.subdir='{job_dir_name(jobs[i], cell.run_id)}'"]
+                 for i, cell in plan.run if cell.run_id not in done]
+        return [self._launch(batch, sweep_dir)]
+
+    def _launch(self, batch: list[list[str]], sweep_dir: Path) -> Any:
+        """Run the batch; whatever happens, stop servers and write the sweep's report."""
+        assert self.launcher is not None
+        progress.start(len(batch))
+        try:
+            returns = self.launcher.launch(batch, initial_job_idx=0) if batch else []
+            for r in returns:
+                _ = r.return_value  # re-raises what a job raised (Ctrl-C ends the sweep)
+        finally:
+            progress.stop()
+            pool.release()
+            written = write_sweep_outputs(sweep_dir)
+            print(f"sweep: {sweep_dir}\n" + "\n".join(f"  {p}" for p in written), flush=True)
+        return returns
+
+    def _baselines(self, jobs: list[list[str]], cells: list[tuple[Cell, bool]]) -> set[int]:
+        """A drafter=none cell for every drafter cell whose baseline the sweep lacks, so that every
+        speedup has its denominator (`baseline=false` turns this off). Returns the added jobs' indices."""
+        have = {cell.run_id for cell, _ in cells}
+        added: set[int] = set()
+        for job, (cell, _) in list(zip(jobs, cells)):
+            if cell.spec.drafter.kind == "none" or not cell.spec.add_baseline:
+                continue
+            overrides = [o for o in job if o.lstrip("+~").split("=", 1)[0] not in ("drafter", "k", "draft_model")]
+            overrides.append("drafter=none")
+            base = self._cell(overrides)
+            if base[0].run_id not in have:
+                have.add(base[0].run_id)
+                added.add(len(jobs))
+                jobs.append(overrides)
+                cells.append(base)
+        return added
+
+    def _cell(self, overrides: list[str]) -> tuple[Cell, bool]:
+        """The job's cell, and whether it asks for a re-run of complete jobs."""
+        assert self.hydra_context is not None and self.config is not None
+        cfg = self.hydra_context.config_loader.load_sweep_config(self.config, overrides)
+        composed = spec_of(cfg, overrides)
+        return make_cell(composed.spec), bool(composed.config.get("rerun"))
+
+
+def expand(
+    hydra_context: HydraContext, params: dict[str, str], grid: list[dict[str, str]], arguments: list[str]
+) -> list[list[str]]:
+    """Every job's overrides: params x command line, times the union of the grid's entries.
+
+    A key given on the command line replaces the same key of a params or grid entry.
+    """
+    parser = OverridesParser.create(config_loader=hydra_context.config_loader)
+    given = {a.lstrip("+~").split("=", 1)[0] for a in arguments}
+
+    def product(overrides: list[str]) -> list[list[str]]:
+        return [list(job) for job in BasicSweeper.split_arguments(parser.parse_overrides(overrides), None)[0]]
+
+    base = [f"{k}={v}" for k, v in params.items() if k not in given] + list(arguments)
+    if not grid:
+        return product(base)
+    jobs: list[list[str]] = []
+    for entry in grid:
+        extra = [f"{k}={v}" for k, v in entry.items() if k not in given]
+        jobs.extend(product(extra + base))
+    return jobs
+
+
+def record_skipped(sweep_dir: Path, jobs: list[list[str]], plan: Plan) -> None:
+    """A result.json with status skipped, and why, for every cell that means nothing."""
+    for index, cell, reason in plan.skipped:
+        if cell.skip_reason and reason == cell.skip_reason:
+            config = cell.spec.model_dump(mode="json")
+            write_record(sweep_dir / job_dir_name(jobs[index], cell.run_id),
+                         skipped_result(cell, reason, jobs[index], config))
+
+
+def describe_plan(jobs: list[list[str]], plan: Plan, done: dict[str, Path], added: set[int] = frozenset()) -> str:  # type: ignore[assignment]
+    """What will run, what is already complete (resumed sweeps), what is left out and why."""
+    todo = [(i, c) for i, c in plan.run if not done.get(c.run_id)]
+    lines = [f"plan: {len(todo)} job(s) to run, {len(plan.run) - len(todo)} already complete, "
+             f"{len(plan.skipped)} left out"]
+    for i, cell in plan.run:
+        where = done.get(cell.run_id)
+        verb = "done " if where else "run  "
+        tail = f": already complete in {where.parent.name} (rerun=true runs it again)" if where else ""
+        if i in added:
+            tail += "  (added: the drafters' baseline; baseline=false leaves it out)"
+        lines.append(f"  {verb} {cell.run_id}  {' '.join(jobs[i]) or '(defaults)'}{tail}")
+        lines += [f"        note: {note}" for note in warnings_for(cell)]
+    for i, cell, reason in plan.skipped:
+        lines.append(f"  skip  {cell.run_id}  {' '.join(jobs[i]) or '(defaults)'}: {reason}")
+    return "\n".join(lines)

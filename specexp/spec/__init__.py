@@ -1,0 +1,9 @@
+"""What an experiment is, before anything runs: the bottom layer, imported by every other.
+
+- `base`, `experiment`, `workload`: the frozen specs (`ExperimentSpec` and its parts);
+- `options`: the config groups (conf/<group>/<name>.yaml) and their validation;
+- `vocabulary`: every metric and condition name, with its unit and meaning (docs/vocabulary.md);
+- `registry`: the names each group accepts; `errors`: the one error a user sees (`SpecError`);
+- `input_files`: workload inputs (datasets, traces) read and validated at plan time;
+- `paths`, `cache`: where configs, outputs and cached builds live.
+"""

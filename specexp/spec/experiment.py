@@ -1,0 +1,312 @@
+"""Typed, frozen specs: the validated form of one composed configuration.
+
+Only `specexp.run.compose` builds these from Hydra's DictConfig; everything downstream takes
+them. Unknown keys and values of the wrong type are errors (``extra="forbid"``).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BeforeValidator, ConfigDict, Field
+
+from specexp.spec.base import _Spec
+from specexp.spec.workload import SessionSpec, SloSpec, WorkloadSpec
+
+__all__ = ["SessionSpec", "SloSpec", "WorkloadSpec"]  # re-exported: part of the one spec
+
+Dtype = Literal["bf16", "fp8", "fp4", "int8", "int4"]
+Component = Literal["mlp", "attention", "embeddings"]
+
+
+class Achieved(_Spec):
+    bandwidth: float = Field(gt=0, le=1)
+    """Fraction of `memory_bandwidth_gbps` a serving engine's kernels reach."""
+    compute: float = Field(gt=0, le=1)
+    """Fraction of `peak_tflops` a serving engine's GEMMs reach."""
+    bandwidth_by_dtype: dict[Dtype, float] = {}
+    """Fraction of `memory_bandwidth_gbps` at which matmuls stream weights of this data type,
+    where it differs from `bandwidth` (e.g. fp8 GEMV kernels that also quantize activations)."""
+    compute_by_dtype: dict[Dtype, float] = {}
+    """Fraction of that data type's `peak_tflops` its GEMMs reach, where it differs from `compute`."""
+    attention_compute: float | None = Field(default=None, gt=0, le=1)
+    """Fraction of the bf16 peak that attention kernels (flash prefill) reach; None: `compute`."""
+    multi_query_attention: float | None = Field(default=None, gt=0, le=1)
+    """A slower attention path for sequences that bring several new tokens over a cached context
+    (verify passes, later prefill chunks): every query head reads its own copy of its group's K/V,
+    at this fraction of the achieved bandwidth at full occupancy. None: such passes read the KV
+    cache once, as fast as single-token decode (split-KV kernels)."""
+    multi_query_blocks: float | None = Field(default=None, gt=0)
+    """Thread blocks (sequences x query heads x query tiles) that path needs to reach that rate;
+    with fewer, as at batch 1, it reads proportionally slower (no split over the context)."""
+    dequant_compute: float = Field(default=1.0, gt=0, le=1)
+    """Fraction of the bf16 GEMM rate reached by dequantize-then-compute kernels (Marlin-style)
+    for weights whose data type the tensor cores do not run natively."""
+    small_batch_tflops: float | None = Field(default=None, gt=0)
+    """GEMM throughput of the engine's small-batch kernels, TFLOP/s, whatever the weight type,
+    for passes of up to `small_batch_rows` tokens per weight read (decode and verify steps at low
+    concurrency): their tiles are mostly empty, so each token costs the same. With more tokens
+    the tiles fill and the throughput grows in proportion, up to the data type's own rate.
+    None: matmuls run at their data type's rate at any batch."""
+    small_batch_rows: int = Field(default=16, ge=1)
+    """Tokens per weight read up to which `small_batch_tflops` holds (the kernels' tile rows)."""
+
+
+class HardwareSpec(_Spec):
+    name: str
+    description: str = ""
+    arch: Literal["ampere", "hopper", "blackwell", "cpu"]
+    gpu_count: int = Field(default=1, ge=0)
+    """Accelerators the server uses (0: a CPU-only server)."""
+    memory_gib: float = Field(gt=0)
+    """Device memory the engine can see, GiB."""
+    memory_bandwidth_gbps: float = Field(gt=0)
+    """Datasheet memory bandwidth, GB/s."""
+    peak_tflops: dict[Dtype, float | None]
+    """Dense tensor throughput per data type, TFLOP/s; null where not native."""
+    native_dtypes: list[Dtype]
+    """Data types the tensor cores run natively; others are dequantized to bf16 first."""
+    achieved: Achieved
+    step_overhead_ms: float = Field(ge=0)
+    """Fixed cost of one forward pass (launches, sampling, scheduling), ms."""
+    layer_overhead_us: float = Field(default=0.0, ge=0)
+    """Fixed cost per decoder layer of one forward pass (launch gaps between its small kernels), us;
+    a pass pays step_overhead_ms + layers x layer_overhead_us."""
+    engine_memory_gib: float | None = Field(default=None, gt=0)
+    """Memory an engine allocates against (what the driver reports as total), GiB; None:
+    `memory_gib`. gpu_memory_utilization is a share of this."""
+
+    def peak(self, dtype: str) -> float:
+        """Peak TFLOP/s for `dtype`, falling back to bf16 where `dtype` is not native."""
+        value = self.peak_tflops.get(dtype) if dtype in self.native_dtypes else None  # type: ignore[call-overload]
+        return value if value else float(self.peak_tflops["bf16"] or 0.0)
+
+
+class MtpSpec(_Spec):
+    num_hidden_layers: int = Field(ge=1)
+    tensors: int | None = None
+    trained_steps: int | None = None
+    """Draft positions the head was trained for; deeper drafts reuse it recursively."""
+
+
+class GeneratedGguf(_Spec):
+    """A tiny random-weight GGUF that specexp writes itself (specexp.models.tiny_gguf)."""
+
+    seed: int = 0
+    noise: float = Field(default=0.0, ge=0)
+    """Relative gaussian noise on the seed's weights: 0 is an exact copy (a draft that accepts
+    everything); more noise, lower acceptance."""
+
+
+class GeneratedHf(GeneratedGguf):
+    """A tiny random-weight Hugging Face model directory that specexp writes itself
+    (specexp.models.tiny_hf), for real vLLM runs."""
+
+
+class ModelSpec(_Spec):
+    """A target model, in the field names of a Hugging Face config.json."""
+
+    name: str
+    hf_id: str | None = None
+    architectures: list[str] = []
+    """The Hugging Face architecture of the checkpoint (config.json `architectures`), which a
+    config-only folder is written as (specexp.models.hf_config); [] where not stated."""
+    architecture: Literal["dense", "hybrid"] = "dense"
+    num_hidden_layers: int = Field(ge=1)
+    hidden_size: int = Field(ge=1)
+    intermediate_size: int = Field(ge=1)
+    num_attention_heads: int = Field(ge=1)
+    num_key_value_heads: int = Field(ge=1)
+    head_dim: int = Field(ge=1)
+    vocab_size: int = Field(ge=1)
+    max_position_embeddings: int = Field(ge=1)
+    tie_word_embeddings: bool = False
+    torch_dtype: str = "bfloat16"
+    full_attention_interval: int | None = None
+    """Hybrid models: every Nth layer is full attention, the others linear attention."""
+    linear_num_key_heads: int | None = None
+    linear_num_value_heads: int | None = None
+    linear_key_head_dim: int | None = None
+    linear_value_head_dim: int | None = None
+    linear_conv_kernel_dim: int | None = None
+    mtp: MtpSpec | None = None
+    """The model's own multi-token-prediction head, if it ships one."""
+    generated_gguf: GeneratedGguf | None = None
+    """specexp writes this model's weights itself (no download), for real llama-server runs."""
+    generated_hf: GeneratedHf | None = None
+    """specexp writes this model's Hugging Face directory itself (no download), for real vLLM runs."""
+    linear_state_dtype: Literal["float32", "bfloat16"] = "float32"
+    """Hybrid models: data type of the linear-attention recurrent state (vLLM mamba_ssm_dtype);
+    it is read and written by every pass, so it sets bytes per step and state memory."""
+    yarn_factor: float | None = Field(default=None, gt=1)
+    """YaRN rope scaling enabled with this factor: context reaches max_position_embeddings x
+    factor. None: native context only."""
+    cache_block_tokens: int | None = Field(default=None, ge=1)
+    """Prefix-cache block an engine uses for this model with prefix caching on and no drafter,
+    tokens; None: the runtime's default. Hybrid models need large aligned blocks."""
+    cache_block_tokens_speculative: int | None = Field(default=None, ge=1)
+    """The same with a speculative drafter on (hybrid models: larger still); None: as without."""
+
+
+class QuantizationSpec(_Spec):
+    name: str
+    description: str = ""
+    bytes_per_weight: dict[Component, float]
+    """Bytes per weight of each component, scales included."""
+    compute_dtype: dict[Component, Dtype]
+    """Data type each component's matmuls run in where the hardware supports it natively."""
+    drafter_bytes_per_weight: float = 2.0
+    """Bytes per weight of a drafter shipped with the checkpoint (MTP tensors)."""
+    engine_names: dict[str, str | None] = {}
+    """What each runtime calls this scheme (vLLM `--quantization`, a GGUF file type, ...)."""
+
+
+class RuntimeSpec(_Spec):
+    name: Literal["sim", "vllm", "sglang", "llamacpp", "ollama", "openai"]
+    url: str | None = None
+    """Measure an already running server at this base URL instead of starting one."""
+    version: str | None = None
+    """Engine version to record when the engine does not report one (sim: specexp's)."""
+    gpu_memory_utilization: float | None = Field(default=0.9, gt=0, le=1)
+    """Share of device memory the engine may take (vLLM --gpu-memory-utilization, SGLang
+    --mem-fraction-static); null for engines without such a setting (llama.cpp, Ollama, an
+    external endpoint), so the record does not claim one."""
+    kv_cache_dtype: str = "auto"
+    prefix_caching: bool = True
+    max_model_len: int | None = None
+    max_num_batched_tokens: int = Field(default=8192, ge=1)
+    """Token budget of one forward pass (chunked prefill)."""
+    max_num_seqs: int = Field(default=256, ge=1)
+    start_timeout_s: float = Field(default=600.0, gt=0)
+    request_timeout_s: float = Field(default=600.0, gt=0)
+    """Longest a whole request may take."""
+    stall_timeout_s: float = Field(default=120.0, gt=0)
+    """Longest wait for the next chunk of a stream before the request counts as hung."""
+    executable: str | None = None
+    """Path of the server binary; None means the runtime's default."""
+    model_path: str | None = None
+    """What the server loads: a local path or an engine model id; None means model.hf_id
+    (or the GGUF specexp writes for a generated model)."""
+    draft_model_path: str | None = None
+    """The drafter's weights where the engine needs them (draft model, DFlash, DSpark, EAGLE-3)."""
+    served_model_name: str | None = None
+    """The model name requests carry; None means what the server was started with."""
+    extra_args: list[Annotated[str, BeforeValidator(str)]] = []
+    """Extra argv appended to the server command, verbatim (a list, never a shell string)."""
+    api_key_env: str | None = None
+    """Name of the environment variable holding an API key; the key itself is never recorded."""
+    cache_block_tokens: int | None = Field(default=None, ge=1)
+    """Prefix-cache block size in tokens; None: the engine's choice for the model (16 for dense
+    models, the model's aligned block for hybrid ones). Reuse happens in whole blocks."""
+    kv_cache_memory_gib: float | None = Field(default=None, gt=0)
+    """KV cache memory the engine allocates, GiB (vLLM on hardware=cpu: VLLM_CPU_KVCACHE_SPACE);
+    None: the engine's own sizing."""
+    prefix_cache_broken_versions: list[str] = []
+    """Versions of this runtime (fnmatch patterns) whose prefix cache silently never hits: it is
+    on and costs KV capacity, but nothing is reused. The simulator honours it for runtime.version."""
+    engine: Literal["vllm", "sglang", "llamacpp"] | None = None
+    """runtime=sim only: the engine the simulator imitates (its profile, conf/sim_engine/);
+    None: vllm."""
+    load_format: str | None = None
+    """How the engine loads the weights (vLLM and SGLang `--load-format`); `dummy` serves the model
+    without its weights, filled by the engine, from a config-only folder specexp writes for the
+    model's shape when runtime.model_path is not given. None: the engine's default."""
+
+
+class DrafterCost(_Spec):
+    """What one drafting step costs, from the drafter's structure."""
+
+    target_layers: float = Field(default=0.0, ge=0)
+    """Decoder layers shaped like the target's (MTP: 1; EAGLE-3: 1; block drafters: a few)."""
+    fusion_inputs: int = Field(default=0, ge=0)
+    """A fusion projection from fusion_inputs x hidden to hidden (MTP: 2, EAGLE-3: 3)."""
+    lm_head: Literal["full", "draft_vocab", "shared_once", "none"] = "none"
+    """full: a full lm_head projection per draft token (sequential heads); draft_vocab: a
+    reduced-vocabulary head per draft token; shared_once: one projection for the whole block."""
+    draft_vocab_size: int | None = None
+    bytes_per_weight: float | None = None
+    """Drafter weight bytes; None means the checkpoint's (quantization.drafter_bytes_per_weight)."""
+    uses_draft_model: bool = False
+    """k passes of the separate draft model named by the top-level `draft_model`."""
+    default_draft_model: str | None = None
+    """The draft model (a conf/model/ id) used when the top-level `draft_model` is null."""
+    overhead_ms: float = Field(default=0.0, ge=0)
+    """Fixed cost per drafting step (CPU lookup, extra launches), ms."""
+    round_overhead_passes: float = Field(default=0.0, ge=0)
+    """Fixed cost of each drafting round besides its draft tokens, in single-sequence target
+    passes on the device (the proposer's input preparation and the rejection sampler run once a
+    round whatever k is): deeper drafts amortise it."""
+    kernel_efficiency: float = Field(default=1.0, gt=0, le=1)
+    """Share of the target's achieved bandwidth and compute the drafter's passes reach (small
+    sequential kernels, launch gaps, sampling between draft tokens); fitted to measured costs."""
+
+
+class DrafterSpec(_Spec):
+    name: Literal[
+        "none", "mtp", "dspark", "dflash", "eagle3", "eagle", "ngram", "draft_model", "suffix"
+    ]
+    description: str = ""
+    kind: Literal["none", "sequential_head", "block", "lookup", "draft_model"]
+    """How it drafts: sequential head passes, one pass for a whole block, a lookup,
+    or k passes of a separate model."""
+    default_k: int | None = None
+    max_k: int | None = None
+    """Largest meaningful k (a block drafter's trained block); deeper positions accept ~0."""
+    requires_mtp_head: bool = False
+    weights: Literal["none", "target", "separate", "either"] = "none"
+    """Where the drafter's weights live: none (a lookup), target (inside the target checkpoint,
+    e.g. an MTP head), separate (a checkpoint of its own: runtime.draft_model_path or a draft
+    model), or either (bundled with some targets, separate for others: DSpark)."""
+    max_context: int | None = None
+    """Context the drafter supports (no YaRN: stops at the native context)."""
+    supports_yarn: bool = True
+    """The drafter runs with YaRN rope scaling on the target; False: a server with YaRN enabled
+    fails at start, and the context stops at `max_context`."""
+    cost: DrafterCost = DrafterCost()
+    acceptance: dict[str, list[float]] = {}
+    """Per workload class: fraction of drafts whose position i (1-based) is accepted."""
+    acceptance_tail: float = Field(default=0.5, ge=0, le=1)
+    """Beyond the listed positions, each deeper position keeps this share of the last."""
+    quantization_scale: dict[str, float] = {}
+    """Per weight quantization, a multiplier of every position's conditional acceptance (position i
+    keeps scale**i of its share): a drafter reads the target's states, and coarser weights blur them."""
+    version: int = 1
+
+    @property
+    def reads_hidden_states(self) -> bool:
+        """It drafts from the target's hidden states (a head or a block drafter), as vLLM's
+        use_eagle methods do (eagle, eagle3, mtp, dflash, dspark)."""
+        return self.kind in ("sequential_head", "block")
+
+
+class ExperimentSpec(_Spec):
+    """Everything one job needs, validated."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True, populate_by_name=True)
+
+    hardware: HardwareSpec
+    model: ModelSpec
+    quantization: QuantizationSpec
+    runtime: RuntimeSpec
+    drafter: DrafterSpec
+    workload: WorkloadSpec
+    k: int | None = Field(default=None, ge=1)
+    """Draft tokens per step, resolved when the spec is made (`specexp.run.compose.to_spec`): the
+    given k or the drafter's default, and None without a drafter. Read it here, nowhere else."""
+    requested_k: int | None = None
+    """The k as given, before resolution; only the plan's notes read it (not part of the run id)."""
+    stated: tuple[str, ...] = ()
+    """What the user chose explicitly (groups and dotted keys of the overrides; every group when
+    an experiment chose them): a server specexp did not start (runtime=openai) records the rest
+    of its setup as unknown rather than as config defaults. Not part of the run id."""
+    draft_model: ModelSpec | None = None
+    """The separate draft model of `drafter=draft_model`, resolved from conf/model/."""
+    slo: SloSpec = Field(default=SloSpec(), exclude_if=lambda v: not v.active)
+    """Latency objectives scoring each measurement (slo_attainment, goodput_rps)."""
+    seed: int = 0
+    gpu_shared: bool = False
+    add_baseline: bool = Field(default=True, alias="baseline")
+    """A sweep adds the drafter=none cell a drafter cell lacks (config key `baseline`). Not part of
+    the run id."""
+    experiment: str | None = None
+    """Name of the experiment file this job came from, if any."""

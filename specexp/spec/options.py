@@ -1,0 +1,117 @@
+"""Loading and validating config files and values into specs, with one-line errors.
+
+Every error is a `SpecError` naming the file or the override, the key, and the accepted values.
+What needs only the files of conf/ and the spec types lives here (the simulator's engine profiles
+and the checker's hardware are read with it); composing a whole config with Hydra is
+specexp.run.compose's.
+"""
+
+from __future__ import annotations
+
+import typing
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from omegaconf import OmegaConf
+from pydantic import BaseModel, ValidationError
+
+from specexp.spec import paths
+from specexp.spec.errors import SpecError
+from specexp.spec.experiment import (
+    DrafterSpec,
+    ExperimentSpec,
+    HardwareSpec,
+    ModelSpec,
+    QuantizationSpec,
+    RuntimeSpec,
+    WorkloadSpec,
+)
+
+GROUPS: dict[str, type[BaseModel]] = {
+    "hardware": HardwareSpec,
+    "model": ModelSpec,
+    "quantization": QuantizationSpec,
+    "runtime": RuntimeSpec,
+    "drafter": DrafterSpec,
+    "workload": WorkloadSpec,
+}
+"""Each config group and the spec its option files are validated into."""
+
+def load_option(model: type[BaseModel], group: str, name: str, key: str, where: str = "config") -> Any:
+    """Load and validate one option file of a group, e.g. a draft model from conf/model/."""
+    path = paths.conf_dir() / group / f"{name}.yaml"
+    if not path.is_file():
+        raise SpecError(where, key, f"no {group} named '{name}'", accepted=paths.options(group), value=name)
+    data = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
+    return validate_option(model, data, group, name, ())
+
+
+def validate_option(
+    model: type[BaseModel], data: Any, group: str, choice: str | None, overrides: Sequence[str]
+) -> Any:
+    if not isinstance(data, Mapping):
+        raise SpecError(f"conf/{group}", group, "missing or not a mapping", accepted=paths.options(group))
+    try:
+        return model.model_validate(dict(data))
+    except ValidationError as err:
+        raise spec_error(err, group, choice, overrides) from None
+
+
+def spec_error(
+    err: ValidationError, group: str | None, choice: str | None, overrides: Sequence[str]
+) -> SpecError:
+    first = err.errors()[0]
+    loc = [str(part) for part in first["loc"]]
+    key = ".".join([group, *loc] if group else loc)
+    where = where_set(key, (group, choice) if group else None, overrides)
+    kind = first["type"]
+    value = first.get("input")
+    if kind == "extra_forbidden":
+        model = model_at(GROUPS.get(group or "", ExperimentSpec), loc[:-1])
+        return SpecError(where, key, "unknown key", accepted=list(model.model_fields), value=loc[-1])
+    if kind == "missing":
+        return SpecError(where, key, "required key is missing")
+    if kind == "list_type":
+        return SpecError(where, key, f"expected a list (got {value!r}); write it as [{value}]")
+    if kind == "value_error":  # a validator's own sentence: it names the keys; the input is not repeated
+        return SpecError(where, key, first["msg"].removeprefix("Value error, "))
+    accepted = None
+    expected = (first.get("ctx") or {}).get("expected")
+    if expected:
+        accepted = [a.strip(" '") for a in str(expected).replace(" or ", ",").split(",")]
+    return SpecError(where, key, f"{first['msg'].lower()} (got {value!r})", accepted=accepted, value=value)
+
+
+def model_at(model: type[BaseModel], loc: list[str]) -> type[BaseModel]:
+    """The spec model a dotted location points into, looking through `X | None` fields."""
+    for part in loc:
+        nested = submodel(model, part)
+        if nested is None:
+            break
+        model = nested
+    return model
+
+
+def submodel(model: type[BaseModel], name: str) -> type[BaseModel] | None:
+    field = model.model_fields.get(name)
+    annotation = getattr(field, "annotation", None)
+    for candidate in (annotation, *typing.get_args(annotation)):
+        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+            return candidate
+    return None
+
+
+def where_set(key: str, file: tuple[str | None, str | None] | None, overrides: Sequence[str]) -> str:
+    """The most specific override that set `key`, else the file it came from."""
+    matches = []
+    for override in overrides:
+        name = override.lstrip("+~").split("=", 1)[0]
+        if file and file[0] == name and key != name:
+            continue  # `drafter=mtp` chose the file; the mistake is inside conf/drafter/mtp.yaml
+        if name == key or key.startswith(name + "."):
+            matches.append((len(name), override))
+    if matches:
+        return f"override {max(matches)[1]}"
+    if file and file[0]:
+        return f"conf/{file[0]}/{file[1]}.yaml"
+    return "config"

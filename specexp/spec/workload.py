@@ -1,0 +1,155 @@
+"""The workload's and the SLO's specs: what is asked of a server, and what it must meet.
+
+Part of the typed, frozen specs of `specexp.spec.experiment` (which re-exports them); only
+`specexp.run.compose` builds them from Hydra's config.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BeforeValidator, Field, model_validator
+
+from specexp.spec.base import _listed, _Spec
+
+
+class SessionSpec(_Spec):
+    """An agentic session (workload=agentic_sessions): turns that each resend the conversation."""
+
+    turns: int = Field(default=4, ge=1)
+    """Turns of each session; turn t sends the whole conversation so far plus one new message."""
+    think_time_s: float = Field(default=2.0, ge=0)
+    """Pause between a turn's replies and the next turn (virtual on the simulator's clock)."""
+    turn_tokens: int = Field(default=256, ge=1)
+    """Tokens of each turn's new message (a tool result or a user message)."""
+    turn_material: Literal["source_file", "filler"] = "source_file"
+    """What the new messages carry: slices of the generated source file (tool results of a code
+    agent) or unique prose."""
+
+
+class WorkloadSpec(_Spec):
+    name: str
+    version: int = Field(ge=1)
+    description: str = ""
+    acceptance_class: Literal["fresh", "copy", "code", "chat", "essay", "none"] = "fresh"
+    """Predictability class: which acceptance model of the drafter applies."""
+    prompt: str = ""
+    """The instruction; builders add the material (source file, padding) around it."""
+    material: Literal["none", "source_file", "filler"] = "none"
+    """What fills the prompt up to prompt_tokens: nothing (the instruction alone), the generated
+    45-dataclass source file, or unique prose."""
+    prompt_tokens: int = Field(default=64, ge=1)
+    """Prompt length in the target model's tokens (re-measured by real servers)."""
+    prompt_lengths: list[int] | None = None
+    """Several prompt lengths (prefill and prefix-cache sweeps), replacing prompt_tokens."""
+    output_tokens: int = Field(default=400, ge=1)
+    ignore_eos: bool = True
+    concurrency: list[int] = [1]
+    repeats: int = Field(default=1, ge=1)
+    warmup: int = Field(default=1, ge=0)
+    """Requests sent and discarded before measuring."""
+    warmup_per_point: bool = Field(default=True, exclude_if=lambda v: v is True)
+    """Closed-loop bursts: before the first timed window of each point (prompt length x concurrency),
+    one warm-up window of that many requests of that length, so that every batch shape the point's
+    windows use has run once (an engine compiling a kernel or capturing a graph for a new shape does
+    it there, not in a timed window). Left out of run ids at its default."""
+    rerun_contaminated: int = Field(default=1, ge=0, exclude=True)
+    """Closed-loop windows of unique prompts in which the engine's log says it compiled a kernel are
+    run again, up to this many times; the last run is kept, marked contaminated if it compiled too.
+    Operational: not part of the run id."""
+    cache: list[Literal["cold", "warm"]] = ["cold"]
+    """Cache states measured, in this order (cold first, then the same prefix again)."""
+    shared_prefix: bool = False
+    """Requests share their prefix (prefix-cache workloads); otherwise each is unique."""
+    suffix_tokens: int = Field(default=16, ge=1, exclude_if=lambda v: v == 16)
+    """Cache-reuse prompts: the tokens at the end of a prompt that the next prompt of its group does not
+    share (its new suffix: the marker, the instruction, the chat template's end). The simulator shares the
+    rest; a real server shares what the prompts' text shares, as its tokenizer counts it (specexp's prompts:
+    about 30 tokens of a BPE tokenizer, 95 of the byte-level tokenizer of its config-only folders). Left
+    out of run ids at its default."""
+    temperature: float = Field(default=0.0, ge=0)
+    thinking: bool = False
+    endpoint: Literal["chat", "completions"] = Field(default="chat", exclude_if=lambda v: v == "chat")
+    """Which OpenAI endpoint requests go to: `chat` (/v1/chat/completions, the chat template
+    applies) or `completions` (/v1/completions, the prompt as it is). Left out of run ids and
+    prompt markers at its default, so chat runs keep the ids they had."""
+    request_rate: Annotated[list[float] | None, BeforeValidator(_listed)] = Field(
+        default=None, exclude_if=lambda v: v is None)
+    """Open-loop load: requests per second, each rate its own measurement point (`inf`: all at
+    once, a closed-loop burst of num_requests); None: closed-loop bursts of `concurrency`."""
+    arrival: Literal["poisson", "constant", "gamma"] = Field(default="poisson", exclude_if=lambda v: v == "poisson")
+    """How open-loop requests arrive: poisson (exponential gaps), constant (1 / rate apart) or gamma
+    (gamma gaps of shape `burstiness`, same mean)."""
+    burstiness: float = Field(default=1.0, gt=0, exclude_if=lambda v: v == 1.0)
+    """Gamma shape of arrival=gamma: 1 is Poisson, below 1 burstier, above 1 smoother."""
+    num_requests: int | None = Field(default=None, ge=1, exclude_if=lambda v: v is None)
+    """Requests per open-loop window (or give duration_s)."""
+    duration_s: float | None = Field(default=None, gt=0, exclude_if=lambda v: v is None)
+    """Length of an open-loop window's schedule: rate x duration_s requests (when num_requests is null)."""
+    max_concurrency: int | None = Field(default=None, ge=1, exclude_if=lambda v: v is None)
+    """Open-loop cap: a request due while this many are in flight waits for one to finish."""
+    search: Literal["max_rate", "max_concurrency"] | None = Field(default=None, exclude_if=lambda v: v is None)
+    """Find the highest load that meets the SLO (`slo`) by bisection between the lowest and highest
+    request_rate (max_rate) or concurrency (max_concurrency) given; every step is a recorded window."""
+    search_steps: int = Field(default=6, ge=1, le=20, exclude_if=lambda v: v == 6)
+    """Most bisection steps of a search, after its two bounds."""
+    warmup_output_tokens: int | None = Field(default=16, ge=1, exclude=True)
+    """max_tokens of a warm-up request (at most output_tokens); None: output_tokens. Warm-up
+    requests count in no figure. Operational: not part of the run id."""
+    client_processes: int = Field(default=1, ge=1, exclude=True)
+    """Client processes one window is spread over (real HTTP runtimes), for windows one event
+    loop cannot keep up with. Operational: not part of the run id."""
+    record_chunk_times: bool = Field(default=False, exclude=True)
+    """requests.jsonl keeps every token-bearing chunk's arrival (seconds after the request was
+    sent) and token count. Operational: not part of the run id."""
+    # -- sessions, traces and datasets (specexp.workloads.sessions / trace / datasets) --
+    session: SessionSpec | None = Field(default=None, exclude_if=lambda v: v is None)
+    """Agentic sessions: `concurrency` sessions advance turn by turn, behind a system prompt of
+    prompt_tokens shared by all of them. None: no sessions."""
+    trace_file: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    """A JSONL trace to replay (timestamp, input_length, output_length, optional hash_ids)."""
+    trace_speed: float = Field(default=1.0, gt=0, exclude_if=lambda v: v == 1.0)
+    """Replay speed of the trace: 2 sends it twice as fast."""
+    trace_time_unit: Literal["ms", "s"] = Field(default="ms", exclude_if=lambda v: v == "ms")
+    """Unit of the trace's timestamps (Mooncake's traces: milliseconds)."""
+    trace_block_tokens: int = Field(default=512, ge=1, exclude_if=lambda v: v == 512)
+    """Tokens of one prefix block named by a hash id (Mooncake: 512)."""
+    dataset_file: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    """Prompts from a local file: ShareGPT-style conversations (JSON) or one prompt per JSONL line
+    with an optional category; each category is measured on its own."""
+
+    @property
+    def slots(self) -> int:
+        """Requests a server with fixed slots (llama.cpp, Ollama) must run at once: the largest
+        concurrency, or an open-loop max_concurrency cap when larger."""
+        return max([*self.concurrency, self.max_concurrency or 1])
+
+    @model_validator(mode="after")
+    def _open_loop(self) -> WorkloadSpec:
+        rates = self.request_rate
+        if rates is not None:
+            if any(r <= 0 for r in rates):
+                raise ValueError(f"request_rate must be > 0 req/s (or inf), got {rates}")
+            if self.num_requests is None and self.duration_s is None:
+                raise ValueError("request_rate needs workload.num_requests or workload.duration_s")
+            if self.num_requests is None and any(r == float("inf") for r in rates):
+                raise ValueError("request_rate=inf needs workload.num_requests (duration_s holds no count at inf)")
+        if self.search == "max_rate" and (rates is None or len(set(rates)) < 2 or float("inf") in rates):
+            raise ValueError("search=max_rate needs workload.request_rate=[LOW,HIGH] (two finite rates to bisect)")
+        if self.search == "max_concurrency" and (rates is not None or len(set(self.concurrency)) < 2):
+            raise ValueError("search=max_concurrency needs workload.concurrency=[LOW,HIGH] and no request_rate")
+        return self
+
+
+class SloSpec(_Spec):
+    """Latency objectives a request must meet to count in goodput (config group `slo`)."""
+
+    ttft_s: float | None = Field(default=None, gt=0)
+    tpot_s: float | None = Field(default=None, gt=0)
+    e2e_s: float | None = Field(default=None, gt=0)
+    percentile: float = Field(default=99.0, gt=0, le=100)
+    """A load meets the SLO when at least this share (%) of its requests meet every objective."""
+
+    @property
+    def active(self) -> bool:
+        return any(v is not None for v in (self.ttft_s, self.tpot_s, self.e2e_s))
