@@ -66,6 +66,19 @@ def _option(group: str, name: str) -> Any:
 
 
 def _device(c: Mapping[str, Any]) -> _Device | str:
+    names = [c.get(group) for group in ("hardware", "model", "quantization")]
+    count, kv = c.get("gpu_count"), c.get("kv_cache_dtype")
+    try:
+        return _device_of(*names, count if isinstance(count, int) else None, kv if isinstance(kv, str) else None)
+    except TypeError:  # a condition that is not hashable: not a name
+        return "hardware, model or quantization unknown"
+
+
+@lru_cache(maxsize=64)
+def _device_of(hardware: Any, model: Any, quantization: Any, count: int | None, kv_dtype: str | None) -> _Device | str:
+    """The datasheet device of those conditions (one cost model for every figure under them)."""
+    c = {"hardware": hardware, "model": model, "quantization": quantization, "gpu_count": count,
+         "kv_cache_dtype": kv_dtype}
     names = {}
     for group in ("hardware", "model", "quantization"):
         if not isinstance(c.get(group), str):
@@ -75,7 +88,6 @@ def _device(c: Mapping[str, Any]) -> _Device | str:
         except SpecError:
             return f"no conf/{group}/{c[group]}.yaml"
     hw: HardwareSpec = names["hardware"]
-    count = c.get("gpu_count")
     gpus: int = max(1, count if isinstance(count, int) else hw.gpu_count)  # a CPU (0 GPUs) still has its bandwidth
     datasheet = hw.model_copy(update={
         "achieved": Achieved(bandwidth=1.0, compute=1.0), "step_overhead_ms": 0.0, "layer_overhead_us": 0.0,

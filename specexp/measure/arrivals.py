@@ -16,7 +16,6 @@ import math
 from collections.abc import Sequence
 from typing import Literal
 
-import numpy as np
 
 Arrival = Literal["poisson", "constant", "gamma"]
 ARRIVALS: tuple[str, ...] = ("poisson", "constant", "gamma")
@@ -42,6 +41,8 @@ def schedule(n: int, rate: float, arrival: Arrival = "poisson", burstiness: floa
     if rate <= 0:
         raise ValueError(f"request rate must be > 0, got {rate}")
     mean = 1.0 / rate
+    import numpy as np  # here: a run without open-loop arrivals never needs it
+
     rng = np.random.default_rng(seed)
     if arrival == "constant":
         gaps = np.full(n - 1, mean)

@@ -7,12 +7,13 @@ clock for the simulator. Every metric is computed from these by `specexp.measure
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from functools import cached_property
+from typing import Any, Literal, NamedTuple
 
 
-@dataclass(frozen=True)
-class TokenEvent:
-    """A chunk that carried `tokens` generated tokens, arriving at time `t`."""
+class TokenEvent(NamedTuple):
+    """A chunk that carried `tokens` generated tokens, arriving at time `t`. (A named tuple: a
+    window holds one per chunk of every request.)"""
 
     t: float
     tokens: int
@@ -78,20 +79,18 @@ class RequestTrace:
     sent_wall: float | None = None
     """`sent_at` on the wall clock (Unix seconds); None on a virtual clock."""
 
-    @property
+    @cached_property
     def token_events(self) -> tuple[TokenEvent, ...]:
         """Events that carried at least one generated token (a role-only chunk does not)."""
         return tuple(e for e in self.events if e.tokens > 0)
 
     @property
     def first_token_at(self) -> float | None:
-        events = self.token_events
-        return events[0].t if events else None
+        return next((e.t for e in self.events if e.tokens > 0), None)
 
     @property
     def last_token_at(self) -> float | None:
-        events = self.token_events
-        return events[-1].t if events else None
+        return next((e.t for e in reversed(self.events) if e.tokens > 0), None)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -130,9 +130,10 @@ def results_lines(records: Iterable[RunRecord]) -> list[dict[str, object]]:
     return lines
 
 
-def write_results_jsonl(sweep_dir: Path) -> Path:
-    """Rebuild results.jsonl of a sweep directory from its result.json files."""
-    records = [r for _, r in find_records([sweep_dir])]
+def write_results_jsonl(sweep_dir: Path, found: Sequence[tuple[Path, RunRecord]] | None = None) -> Path:
+    """Rebuild results.jsonl of a sweep directory from its result.json files (`found`: those
+    already read)."""
+    records = [r for _, r in (find_records([sweep_dir]) if found is None else found)]
     text = "".join(json.dumps(line) + "\n" for line in results_lines(records))
     path = sweep_dir / RESULTS_JSONL
     atomic_write(path, text)

@@ -23,7 +23,7 @@ from specexp.report.sections import (
     prefix_cache_section,
 )
 from specexp.record import RunRecord
-from specexp.report.load import rate_section, slo_text
+from specexp.report.open_loop import rate_section, slo_text
 from specexp.report.tables import Row, fixed_conditions, rows_of
 
 

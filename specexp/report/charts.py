@@ -30,8 +30,13 @@ def _setup(row: Row, setups: Sequence[str]) -> str:
     return " · ".join(str(row.get(c)) for c in setups) or "—"
 
 
+VALIDATE = False
+"""Whether each chart is checked against the Vega-Lite schema as it is built (a fifth of a report's
+time; the report tests turn it on)."""
+
+
 def _spec(chart: alt.TopLevelMixin) -> dict[str, Any]:
-    return chart.to_dict()  # type: ignore[no-any-return]
+    return chart.to_dict(validate=VALIDATE)  # type: ignore[no-any-return]
 
 
 def tps_vs_k(rows: Sequence[Row], name: str, label: str = "", setups: Sequence[str] = ()) -> list[Chart]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from specexp.report import charts, load
+from specexp.report import charts, open_loop
 from specexp.report.blocks import Block, Heading, Paragraph, TableBlock
 from specexp.report.format import cell, header, number, with_spread
 from specexp.report.tables import CHART_KEYS, DRAFTER_KEYS, SPEC_KEYS, Row, baseline, group, sort_rows, varying
@@ -132,7 +132,7 @@ def concurrency_section(rows: Sequence[Row], fixed: dict[str, Any], slo: str | N
                                  align=["l"] * len(columns) + ["r"] * (len(metrics) + 1) + ["l"]))
         blocks += latency_table(sort_rows(members, [c for c in columns if c != "concurrency"] + ["concurrency"]), columns)
         blocks += _crossovers(members)
-        blocks += load.crossover(members, "concurrency", "", slo)
+        blocks += open_loop.crossover(members, "concurrency", "", slo)
         name = "-".join(str(v) for v in conditions.values() if v not in (None, False, True))
         setups = varying(members, exclude=(*DRAFTER_KEYS, "prompt_tokens", "concurrency", "repeats"))
         label = _label(conditions, fixed, skip=("prompt_tokens",))

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import NamedTuple
 
 from specexp.roofline.shape import ModelShape, model_shape
 from specexp.spec.experiment import HardwareSpec, ModelSpec, QuantizationSpec
@@ -34,9 +35,9 @@ _KV_BYTES = {"auto": 2.0, "bf16": 2.0, "bfloat16": 2.0, "float16": 2.0, "fp8": 1
 QUERY_TILE = 64
 """Query rows one attention thread block handles (flash-attention-style kernels)."""
 
-@dataclass(frozen=True)
-class Slice:
-    """One sequence's share of a forward pass: `tokens` new tokens over `context` cached ones."""
+class Slice(NamedTuple):
+    """One sequence's share of a forward pass: `tokens` new tokens over `context` cached ones.
+    (A named tuple: the simulator makes one per sequence per step.)"""
 
     tokens: int
     context: int

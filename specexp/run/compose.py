@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
@@ -48,11 +49,119 @@ def spec_of(cfg: DictConfig, overrides: Sequence[str], choices: Mapping[str, Any
     return Composed(to_spec(data, choices, overrides), data, dict(choices))
 
 
+class SweepComposer:
+    """Every cell of a sweep composed once, and Hydra composing only what differs between cells.
+
+    Hydra composes a config in two steps: the defaults list (the group choices: `hardware=h200`,
+    `+experiment=...`) gives the config, then the value overrides (`k=8`,
+    `workload.output_tokens=64`) are applied to it. A sweep's cells share few group choices, so
+    the first step runs once per distinct set of them (the costly one: it reads every file of the
+    defaults tree) and the second, Hydra's own code, on a copy for each cell.
+    """
+
+    def __init__(self, loader: Any, master: DictConfig) -> None:
+        from hydra.core.override_parser.overrides_parser import OverridesParser
+
+        self.loader, self.master = loader, master
+        self.parser = OverridesParser.create(config_loader=loader)
+        _share_file_cache(loader)
+        self._by_choices: dict[tuple[str, ...], tuple[dict[str, Any], dict[str, Any]]] = {}
+        self._cells: dict[tuple[tuple[str, ...], tuple[str, ...]], Composed] = {}
+
+    def compose(self, overrides: Sequence[str]) -> Composed:
+        parsed = self.parser.parse_overrides(list(overrides))
+        picks = {o.get_key_element().lstrip("+~"): o.input_line for o in parsed if _chooses_option(o)}
+        choices = tuple(line for _, line in sorted(picks.items()))  # one group's last pick counts, as in Hydra
+        values = [o for o in parsed if not _chooses_option(o)]
+        key = (choices, tuple(o.input_line for o in values))
+        if key not in self._cells:
+            cfg, picked = self.config(choices, values)
+            self._cells[key] = Composed(to_spec(cfg, picked, overrides), cfg, picked)
+        return self._cells[key]
+
+    def config(self, choices: tuple[str, ...], values: list[Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The resolved config of group `choices` and parsed `values` overrides (without Hydra's own
+        node, which a job's config never reads), as Hydra's `load_sweep_config` composes it, and the
+        option chosen for each group."""
+        import copy
+
+        from hydra._internal.config_loader_impl import ConfigLoaderImpl
+
+        if choices not in self._by_choices:
+            full = self.loader.load_sweep_config(self.master, list(choices))
+            task = OmegaConf.to_container(full, resolve=False)
+            picked = OmegaConf.to_container(full.hydra.runtime.choices)
+            assert isinstance(task, dict) and isinstance(picked, dict)
+            task.pop("hydra", None)
+            self._by_choices[choices] = task, picked
+        task, picked = self._by_choices[choices]
+        if _interpolates(task):  # a value may point anywhere: the whole config takes the overrides
+            touched = set(task)
+        else:  # only the parts an override names are rebuilt (a config is a few hundred nodes a group)
+            touched = {o.get_key_element().lstrip("+~").split(".", 1)[0] for o in values}
+        part = OmegaConf.create({key: task[key] for key in touched if key in task})
+        OmegaConf.set_struct(part, True)  # as Hydra applies overrides: a new key needs its `+`
+        ConfigLoaderImpl._apply_overrides_to_config(values, part)
+        changed = OmegaConf.to_container(part, resolve=True)
+        assert isinstance(changed, dict)
+        data = {key: copy.deepcopy(value) for key, value in task.items() if key not in touched}
+        data.update(changed)
+        data = {key: data[key] for key in [*task, *(k for k in data if k not in task)] if key in data}
+        return {str(k): v for k, v in data.items()}, dict(picked)
+
+
+def _interpolates(value: Any) -> bool:
+    """Whether a config holds an interpolation (`${...}`) anywhere."""
+    if isinstance(value, dict):
+        return any(_interpolates(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_interpolates(v) for v in value)
+    return isinstance(value, str) and "${" in value
+
+
+def _share_file_cache(loader: Any) -> None:
+    """One cache of the config files Hydra reads, for every composition of the sweep.
+
+    Hydra caches each file it reads for the length of one composition (its CachingConfigRepository,
+    made from a deep copy of the loader's repository) and reads them all again for the next. A
+    sweep's files and search path do not change while it plans, so its compositions share the first
+    one's repository; a composition that sets its own search path gets its own, as in Hydra."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    create = loader._parse_overrides_and_create_caching_repo
+    shared: list[Any] = []
+
+    def parse_and_reuse(config_name: Any, overrides: list[str]) -> Any:
+        if shared and not any(o.lstrip("+~").startswith("hydra.searchpath") for o in overrides):
+            return OverridesParser.create().parse_overrides(overrides=overrides), shared[0]
+        parsed, repo = create(config_name, overrides)
+        if not shared:
+            shared.append(repo)
+        return parsed, repo
+
+    loader._parse_overrides_and_create_caching_repo = parse_and_reuse
+
+
+def _chooses_option(override: Any) -> bool:
+    """Whether a parsed override picks a group's option (Hydra's defaults list) rather than a value."""
+    key = override.get_key_element().lstrip("+~")
+    return (key in GROUPS or key == "experiment" or "/" in key) and not isinstance(override.value(), dict)
+
+
 def compose_overrides(overrides: Sequence[str]) -> Composed:
     """Compose `overrides` the way `python -m specexp` does, outside a Hydra app, and validate them."""
     overrides = list(overrides)
     check_overrides(overrides)
     return spec_of(_hydra_compose(overrides), overrides)
+
+
+def compose_run(overrides: Sequence[str]) -> tuple[Composed, Path]:
+    """A plain run's one composition: its validated spec and its run directory (hydra.run.dir,
+    not yet created: a config that fails validation leaves nothing behind)."""
+    overrides = list(overrides)
+    check_overrides(overrides)
+    cfg = _hydra_compose(overrides)
+    return spec_of(cfg, overrides), Path(str(cfg.hydra.run.dir)).absolute()
 
 
 def build_spec(overrides: Sequence[str]) -> ExperimentSpec:
@@ -198,7 +307,4 @@ def check_overrides(overrides: Sequence[str]) -> None:
             )
 
 
-def validate_single_run(overrides: Sequence[str]) -> None:
-    """Compose and validate a single run's config before Hydra creates its run directory, so a
-    bad value leaves nothing behind (a sweep's cells are validated by specexp's sweeper)."""
-    compose_overrides(overrides)
+

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+if TYPE_CHECKING:
+    from rich.progress import Progress
+
 
 
 class SweepProgress:
@@ -24,6 +25,10 @@ class SweepProgress:
         self._progress: Progress | None = None
         self._task: Any = None
         if self.live and total:
+            from rich.console import Console  # a terminal's bar only: CI logs need none of rich
+            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                                       TimeRemainingColumn)
+
             self._progress = Progress(
                 TextColumn("[bold]sweep"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
                 TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
@@ -59,6 +64,12 @@ def start(total: int) -> SweepProgress:
     global _current
     _current = SweepProgress(total)
     return _current
+
+
+def forward_to(target: Any) -> None:
+    """In a worker process of the sweep: send its jobs' progress to `target` (specexp.run.local)."""
+    global _current
+    _current = target
 
 
 def current() -> SweepProgress | None:

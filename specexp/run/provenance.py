@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import platform
+import functools
 import subprocess
 from datetime import datetime, timezone
 from pathlib import Path
@@ -14,8 +15,9 @@ def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
+@functools.lru_cache(maxsize=1)
 def git_sha() -> str | None:
-    """The commit of the specexp checkout, when running from a clone."""
+    """The commit of the specexp checkout, when running from a clone (asked once a process)."""
     root = Path(__file__).resolve().parents[2]
     if not (root / ".git").exists():
         return None

@@ -12,19 +12,32 @@ import logging
 from pathlib import Path
 
 from specexp.record import find_records, write_results_jsonl
+from specexp.run.report_ahead import ReportAhead
 
 log = logging.getLogger(__name__)
 
 
-def write_sweep_outputs(root: Path) -> list[Path]:
-    """Rebuild results.jsonl, measurements.md (with charts/) and report.html of `root`."""
+REPORT_EXTRA = ("altair", "vl_convert")
+"""The top-level modules of `specexp[report]`: a sweep without them still writes its records."""
+
+
+def write_sweep_outputs(root: Path, ahead: ReportAhead | None = None) -> list[Path]:
+    """Rebuild results.jsonl, measurements.md (with charts/) and report.html of `root` (by the
+    renderer made ready `ahead`, where there is one)."""
     found = find_records([root])
     if not found:
+        if ahead is not None:
+            ahead.close()
         return []
-    written = [write_results_jsonl(root)]
+    written = [write_results_jsonl(root, found)]
+    rendered = ahead.render(root) if ahead is not None else None
+    if rendered is not None:
+        return [*written, *rendered]
     try:
         from specexp.report.write import write_report
-    except ImportError as err:  # the report extra is not installed
+    except ModuleNotFoundError as err:
+        if err.name is None or err.name.split(".")[0] not in REPORT_EXTRA:
+            raise  # a broken specexp, not a missing extra
         print(f"report not rendered ({err.name} is not installed): records are complete; render them with "
               f"`pip install 'specexp[report]'` and `python -m specexp.report {root}`", flush=True)
         return written

@@ -21,13 +21,15 @@ from hydra.plugins.sweeper import Sweeper as HydraSweeper
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf
 
-from specexp.run.compose import spec_of
+from specexp.run.compose import SweepComposer
+from specexp.run.local import run_local
 from specexp.spec.errors import SpecError, exit_on_spec_error
 from specexp.run.job import skipped_result
 from specexp.run.plan import Cell, Plan, make_cell, make_plan, warnings_for
 from specexp.record import completed_runs, write_record
 from specexp.run import progress
 from specexp.runtimes import pool
+from specexp.run.report_ahead import ReportAhead
 from specexp.run.summary import write_sweep_outputs
 
 log = logging.getLogger(__name__)
@@ -55,6 +57,7 @@ class Sweeper(HydraSweeper):
         self.hydra_context: HydraContext | None = None
         self.config: DictConfig | None = None
         self.launcher: Launcher | None = None
+        self.composer: SweepComposer | None = None
 
     def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
         from hydra.core.plugins import Plugins
@@ -64,14 +67,17 @@ class Sweeper(HydraSweeper):
         self.launcher = Plugins.instance().instantiate_launcher(
             hydra_context=hydra_context, task_function=task_function, config=config
         )
+        self.composer = SweepComposer(hydra_context.config_loader, config)
 
     def sweep(self, arguments: list[str]) -> Any:
         assert self.config is not None and self.launcher is not None and self.hydra_context is not None
         jobs = expand(self.hydra_context, self.params, self.grid, arguments)
+        ahead = ReportAhead()  # made ready while the cells are composed and run
         try:
             cells = [self._cell(job) for job in jobs]
             added = self._baselines(jobs, cells)
         except SpecError as err:
+            ahead.close()
             exit_on_spec_error(err)
         sweep_dir = Path(self.config.hydra.sweep.dir)
         plan = make_plan([cell for cell, _ in cells])
@@ -80,22 +86,31 @@ class Sweeper(HydraSweeper):
         OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
         print(describe_plan(jobs, plan, done, added), flush=True)
         record_skipped(sweep_dir, jobs, plan)
-        batch = [[*jobs[i], f"hydra.sweep.subdir='{job_dir_name(jobs[i], cell.run_id)}'"]
-                 for i, cell in plan.run if cell.run_id not in done]
-        return [self._launch(batch, sweep_dir)]
+        todo = [(jobs[i], cell) for i, cell in plan.run if cell.run_id not in done]
+        return [self._launch(todo, sweep_dir, ahead)]
 
-    def _launch(self, batch: list[list[str]], sweep_dir: Path) -> Any:
-        """Run the batch; whatever happens, stop servers and write the sweep's report."""
-        assert self.launcher is not None
-        progress.start(len(batch))
+    def _launch(self, todo: list[tuple[list[str], Cell]], sweep_dir: Path, ahead: ReportAhead) -> Any:
+        """Run the jobs; whatever happens, stop servers and write the sweep's report.
+
+        Jobs of this machine run here, with the specs composed for the plan; Hydra's launcher
+        runs them only where they go elsewhere (a SLURM or Ray cluster), and composes them there."""
+        assert self.launcher is not None and self.composer is not None
+        progress.start(len(todo))
         try:
-            returns = self.launcher.launch(batch, initial_job_idx=0) if batch else []
-            for r in returns:
-                _ = r.return_value  # re-raises what a job raised (Ctrl-C ends the sweep)
+            if _runs_here(self.launcher):
+                jobs = [(overrides, sweep_dir / job_dir_name(overrides, cell.run_id)) for overrides, cell in todo]
+                simulated = all(cell.spec.runtime.name == "sim" for _, cell in todo)
+                returns: Any = run_local(jobs, sweep_dir, self.composer.compose, simulated)
+            else:
+                batch = [[*overrides, f"hydra.sweep.subdir='{job_dir_name(overrides, cell.run_id)}'"]
+                         for overrides, cell in todo]
+                returns = self.launcher.launch(batch, initial_job_idx=0) if batch else []
+                for r in returns:
+                    _ = r.return_value  # re-raises what a job raised (Ctrl-C ends the sweep)
         finally:
             progress.stop()
             pool.release()
-            written = write_sweep_outputs(sweep_dir)
+            written = write_sweep_outputs(sweep_dir, ahead)
             print(f"sweep: {sweep_dir}\n" + "\n".join(f"  {p}" for p in written), flush=True)
         return returns
 
@@ -119,10 +134,16 @@ class Sweeper(HydraSweeper):
 
     def _cell(self, overrides: list[str]) -> tuple[Cell, bool]:
         """The job's cell, and whether it asks for a re-run of complete jobs."""
-        assert self.hydra_context is not None and self.config is not None
-        cfg = self.hydra_context.config_loader.load_sweep_config(self.config, overrides)
-        composed = spec_of(cfg, overrides)
+        assert self.composer is not None
+        composed = self.composer.compose(overrides)
         return make_cell(composed.spec), bool(composed.config.get("rerun"))
+
+
+def _runs_here(launcher: Launcher) -> bool:
+    """Whether Hydra's launcher is its basic one, which runs each job in this process, in turn.
+    (By name: Hydra's plugin discovery loads its core plugins a second time, as other classes.)"""
+    kind = type(launcher)
+    return f"{kind.__module__}.{kind.__qualname__}" == "hydra._internal.core_plugins.basic_launcher.BasicLauncher"
 
 
 def expand(

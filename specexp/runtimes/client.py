@@ -27,12 +27,15 @@ import gc
 import json
 import multiprocessing as mp
 import queue
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import aiohttp
+
+if TYPE_CHECKING:
+    import aiohttp  # imported where a window is sent: a runtime's start needs none of it
 
 from specexp.runtimes.stream import RawStream, chunk_text, parse_reads, to_trace
 
@@ -90,6 +93,8 @@ async def _one(session: aiohttp.ClientSession, base: str, req: Prepared, raw: Ra
 
 
 async def _stream(session: aiohttp.ClientSession, base: str, req: Prepared, raw: RawStream) -> None:
+    import aiohttp
+
     reads = raw.reads
     clock = time.perf_counter
     url = base + req.path
@@ -135,6 +140,8 @@ def _status_kind(status: int) -> str:
 
 
 async def _warm(session: aiohttp.ClientSession, url: str, limit_s: float) -> None:
+    import aiohttp
+
     try:
         async with asyncio.timeout(limit_s), session.get(url) as response:
             await response.read()
@@ -142,9 +149,35 @@ async def _warm(session: aiohttp.ClientSession, url: str, limit_s: float) -> Non
         pass  # a server that refuses the probe still gets measured, with connect inside the clock
 
 
+class SharedStart:
+    """The one instant a window spread over processes starts at: every process's requests are due
+    at offsets from it, so a process that wakes late from the barrier sends late (and records the
+    lag) instead of shifting its part of the schedule."""
+
+    def __init__(self, ctx: Any, processes: int) -> None:
+        self.barrier = ctx.Barrier(processes + 1)  # the client processes and the parent
+        self.at = ctx.Value("d", 0.0)
+        self.set = ctx.Event()
+
+    def release(self) -> None:
+        """In the parent: once every process is ready, start now."""
+        self.barrier.wait(BARRIER_S)
+        self.at.value = time.perf_counter()  # CLOCK_MONOTONIC: one clock for every process of the host
+        self.set.set()
+
+    def wait(self) -> float:
+        """In a client process: wait for the others, then the start."""
+        self.barrier.wait(BARRIER_S)
+        if not self.set.wait(BARRIER_S):
+            raise TimeoutError("the window's start was never given")
+        return float(self.at.value)
+
+
 async def _send(base_url: str, reqs: Sequence[Prepared], timeout_s: float, headers: dict[str, str] | None,
-                stall_s: float | None, warm_path: str | None, barrier: Any = None,
+                stall_s: float | None, warm_path: str | None, shared: SharedStart | None = None,
                 offsets: Sequence[float] | None = None, max_concurrency: int | None = None) -> ClientWindow:
+    import aiohttp
+
     raws = [RawStream(sent_at=0.0) for _ in reqs]
     connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=max(60.0, stall_s or 0.0))
     # identity: a compressed stream would hold chunks back until a compression block fills
@@ -154,13 +187,12 @@ async def _send(base_url: str, reqs: Sequence[Prepared], timeout_s: float, heade
     async with aiohttp.ClientSession(connector=connector, headers=all_headers, timeout=timeout) as session:
         if warm_path and reqs:
             await asyncio.gather(*(_warm(session, base + warm_path, min(stall_s or 30.0, 30.0)) for _ in reqs))
-        if barrier is not None:
-            barrier.wait(BARRIER_S)
+        shared_at = shared.wait() if shared is not None else None
         offset = time.time() - time.perf_counter()
         collecting = gc.isenabled()
         gc.disable()  # no collector pause delays an arrival stamp (a window makes no reference cycles)
         try:
-            cpu, start = time.process_time(), time.perf_counter()
+            cpu, start = time.process_time(), shared_at if shared_at is not None else time.perf_counter()
             if offsets is None:
                 tasks = [asyncio.ensure_future(_one(session, base, r, raw)) for r, raw in zip(reqs, raws)]
             else:
@@ -209,10 +241,10 @@ def stream_window(
     return window
 
 
-def _worker(index: int, args: tuple[Any, ...], barrier: Any, results: Any) -> None:
+def _worker(index: int, args: tuple[Any, ...], shared: SharedStart, results: Any) -> None:
     try:
         *head, _, offsets, cap = args
-        results.put((index, _run(_send(*head, barrier=barrier, offsets=offsets, max_concurrency=cap))))
+        results.put((index, _run(_send(*head, shared=shared, offsets=offsets, max_concurrency=cap))))
     except BaseException as err:  # noqa: BLE001 - the parent records the failure per request
         results.put((index, f"{type(err).__name__}: {err}"))
 
@@ -223,16 +255,20 @@ def _spread(base_url: str, reqs: list[Prepared], timeout_s: float, headers: dict
     """One window over `processes` spawned client processes: request i goes to process i % n (open-loop,
     each process keeps its requests' offsets; a max_concurrency cap is shared out evenly)."""
     ctx = mp.get_context("spawn")
-    barrier, results = ctx.Barrier(processes), ctx.Queue()
+    shared, results = SharedStart(ctx, processes), ctx.Queue()
     parts = [reqs[i::processes] for i in range(processes)]
     cap = max(1, max_concurrency // processes) if max_concurrency else None
     workers = [ctx.Process(target=_worker, args=(i, (base_url, part, timeout_s, headers, stall_s, warm_path, None,
                                                      None if offsets is None else list(offsets[i::processes]), cap),
-                                                     barrier, results), daemon=True)
+                                                     shared, results), daemon=True)
                for i, part in enumerate(parts)]
     for w in workers:
         w.start()
     got: dict[int, ClientWindow | str] = {}
+    try:
+        shared.release()
+    except threading.BrokenBarrierError:
+        pass  # a process died before it was ready: its requests are recorded as failed below
     deadline = time.monotonic() + timeout_s + BARRIER_S + 60
     try:
         while len(got) < processes:

@@ -8,6 +8,9 @@ specexp.run.compose's.
 
 from __future__ import annotations
 
+import functools
+from pathlib import Path
+
 import typing
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -42,6 +45,12 @@ def load_option(model: type[BaseModel], group: str, name: str, key: str, where: 
     path = paths.conf_dir() / group / f"{name}.yaml"
     if not path.is_file():
         raise SpecError(where, key, f"no {group} named '{name}'", accepted=paths.options(group), value=name)
+    return _load_file(model, group, name, path, path.stat().st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=256)
+def _load_file(model: type[BaseModel], group: str, name: str, path: Path, mtime_ns: int) -> Any:
+    """One option file validated (frozen, so shared): read again only when the file changed."""
     data = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
     return validate_option(model, data, group, name, ())
 

@@ -21,8 +21,9 @@ from specexp.measure.events import Point, Request, Window
 from specexp.runtimes.base import Runtime
 from specexp.spec.experiment import WorkloadSpec
 from specexp.workloads.prompts import PromptBuilder
-from specexp.workloads.window import timed, warm_up
 from specexp.spec.input_files import DatasetPrompt, load_dataset
+from specexp.workloads.window import opening_warm_up, repeats_by_concurrency, timed, warmup_tokens
+
 
 def by_category(prompts: list[DatasetPrompt]) -> dict[str, list[DatasetPrompt]]:
     """Prompts grouped by category, in the order categories first appear."""
@@ -36,28 +37,23 @@ def drive_dataset(runtime: Runtime, workload: WorkloadSpec, marker: str, builder
                   chat: bool, warmups: bool) -> Iterator[Window]:
     assert workload.dataset_file is not None
     groups = by_category(load_dataset(workload.dataset_file))
-    if workload.warmup:
-        first = next(iter(groups.values()))[0]
-        reqs = [_request(workload, f"{marker}-warmup-{i}", first, chat, warmup=True) for i in range(workload.warmup)]
-        window = warm_up(runtime, reqs, Point(first.tokens, workload.warmup, "cold"))
-        if warmups:
-            yield window
+    first = next(iter(groups.values()))[0]
+    yield from opening_warm_up(runtime, workload, lambda i: _request(workload, f"{marker}-warmup-{i}", first, chat,
+                                                                      warmup=True), first.tokens, warmups)
     for category, prompts in groups.items():
         tokens = int(statistics.median(p.tokens for p in prompts))
-        for concurrency in workload.concurrency:
-            for repeat in range(workload.repeats):
-                for start in range(0, len(prompts), concurrency):
-                    batch = prompts[start: start + concurrency]
-                    reqs = [_request(workload, f"{marker}-{category}-c{concurrency}-r{repeat}-{start + i}", p, chat)
-                            for i, p in enumerate(batch)]
-                    yield timed(runtime, reqs, Point(tokens, concurrency, "cold", category=category), repeat=repeat)
+        for concurrency, repeat in repeats_by_concurrency(workload):
+            for start in range(0, len(prompts), concurrency):
+                batch = prompts[start: start + concurrency]
+                reqs = [_request(workload, f"{marker}-{category}-c{concurrency}-r{repeat}-{start + i}", p, chat)
+                        for i, p in enumerate(batch)]
+                yield timed(runtime, reqs, Point(tokens, concurrency, "cold", category=category), repeat=repeat)
 
 
 def _request(workload: WorkloadSpec, rid: str, p: DatasetPrompt, chat: bool, warmup: bool = False) -> Request:
-    out = workload.output_tokens
     return Request(
         request_id=rid, prompt=p.text, prompt_tokens=p.tokens,
-        max_tokens=min(workload.warmup_output_tokens or out, out) if warmup else out,
+        max_tokens=warmup_tokens(workload) if warmup else workload.output_tokens,
         ignore_eos=workload.ignore_eos, temperature=workload.temperature, thinking=workload.thinking,
         chat=chat, messages=p.messages if chat else None,
     )

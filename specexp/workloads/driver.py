@@ -21,7 +21,11 @@ from specexp.measure.events import Point, Request, Window
 from specexp.runtimes.base import Runtime
 from specexp.spec.experiment import SloSpec, WorkloadSpec
 from specexp.workloads import openloop
-from specexp.workloads.window import discarded, timed, warm_up
+from specexp.workloads.datasets import drive_dataset
+from specexp.workloads.prompts import PromptBuilder
+from specexp.workloads.sessions import drive_sessions
+from specexp.workloads.trace import drive_trace
+from specexp.workloads.window import discarded, opening_warm_up, timed, warm_up, warmup_tokens
 
 
 PromptFor = Callable[[str, int, str | None, int], str]
@@ -55,15 +59,20 @@ def drive(
     """Yield one Window per repeat per point; with `warmups` also the warm-up and priming windows,
     marked `warmup`. `chat` None: as `workload.endpoint` says. Open-loop rates and SLO searches
     (`seed` draws the arrivals, `slo` scores a search) go to specexp.workloads.openloop."""
-    build = prompt_for or default_prompt(workload)
     chat = workload.endpoint == "chat" if chat is None else chat
-    if workload.session or workload.trace_file or workload.dataset_file:  # their own drivers
-        from specexp.workloads.files import drive_special
-
-        yield from drive_special(runtime, workload, marker, prompt_for, chat, warmups)
+    builder = prompt_for if isinstance(prompt_for, PromptBuilder) else None
+    # the workloads with drivers of their own (their input files are checked when the spec is made)
+    if workload.session is not None:
+        yield from drive_sessions(runtime, workload, marker, builder, chat, warmups)
+        return
+    if workload.trace_file is not None:
+        yield from drive_trace(runtime, workload, marker, builder, chat, warmups)
+        return
+    if workload.dataset_file is not None:
+        yield from drive_dataset(runtime, workload, marker, builder, chat, warmups)
         return
     build = prompt_for or default_prompt(workload)
-    warm_tokens = min(workload.warmup_output_tokens or workload.output_tokens, workload.output_tokens)
+    warm_tokens = warmup_tokens(workload)
 
     def request(rid: str, tokens: int, group: str | None, warmup: bool = False) -> Request:
         prefix = tokens - workload.suffix_tokens if group is not None else 0
@@ -87,11 +96,8 @@ def _windows(
     sampler: telemetry.NvmlSampler | telemetry.NoTelemetry, warmups: bool, seed: int, slo: SloSpec | None,
 ) -> Iterator[Window]:
     lengths = prompt_lengths(workload)
-    if workload.warmup:
-        window = warm_up(runtime, [request(f"{marker}-warmup-{i}", lengths[0], None, True) for i in range(workload.warmup)],
-                         Point(lengths[0], workload.warmup, "cold"))
-        if warmups:
-            yield window
+    yield from opening_warm_up(runtime, workload, lambda i: request(f"{marker}-warmup-{i}", lengths[0], None, True),
+                               lengths[0], warmups)
     # -- open-loop load and SLO searches: specexp.workloads.openloop ----------------------------
     if workload.search is not None:
         yield from openloop.drive_search(runtime, workload, request, marker, lengths[0], seed, slo or SloSpec())

@@ -11,6 +11,7 @@ after its two bounds; every step is a normal recorded window at its own point.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from collections.abc import Callable, Iterator
 
 from specexp.measure import slo as slos
@@ -36,8 +37,6 @@ def rate_window(runtime: Runtime, workload: WorkloadSpec, make: MakeRequest, tag
 
 
 def _scheduled(request: Request, at: float | None) -> Request:
-    from dataclasses import replace
-
     return replace(request, send_at=at)
 
 

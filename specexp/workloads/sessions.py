@@ -23,7 +23,7 @@ from specexp.runtimes.base import Runtime
 from specexp.spec.experiment import WorkloadSpec
 from specexp.workloads.material import filler, source_file
 from specexp.workloads.prompts import PromptBuilder
-from specexp.workloads.window import timed, warm_up
+from specexp.workloads.window import opening_warm_up, repeats_by_concurrency, timed, warmup_tokens
 
 CHARS_PER_TOKEN = 4
 """Characters per token where no tokenizer cuts the text (real servers count the tokens themselves)."""
@@ -55,38 +55,33 @@ def drive_sessions(runtime: Runtime, workload: WorkloadSpec, marker: str, builde
     s = workload.session
     assert s is not None
     out = workload.output_tokens
-    if workload.warmup:
-        warm = min(workload.warmup_output_tokens or out, out)
-        reqs = [Request(request_id=f"{marker}-warmup-{i}", prompt=f"[{_digest(f'{marker}-warmup-{i}')}] "
-                        f"{workload.prompt}", prompt_tokens=workload.prompt_tokens, max_tokens=warm,
-                        ignore_eos=workload.ignore_eos, temperature=workload.temperature,
-                        thinking=workload.thinking, warmup=True, chat=chat) for i in range(workload.warmup)]
-        window = warm_up(runtime, reqs, Point(workload.prompt_tokens, workload.warmup, "cold"))
-        if warmups:
-            yield window
+    yield from opening_warm_up(runtime, workload, lambda i: Request(
+        request_id=f"{marker}-warmup-{i}", prompt=f"[{_digest(f'{marker}-warmup-{i}')}] {workload.prompt}",
+        prompt_tokens=workload.prompt_tokens, max_tokens=warmup_tokens(workload), ignore_eos=workload.ignore_eos,
+        temperature=workload.temperature, thinking=workload.thinking, warmup=True, chat=chat,
+    ), workload.prompt_tokens, warmups)
     system = builder.material(f"{marker}-system", workload.prompt_tokens) if builder is not None else ""
-    for sessions in workload.concurrency:
-        for repeat in range(workload.repeats):
-            tag = f"{marker}-c{sessions}-r{repeat}"
-            history: list[list[tuple[str, str]]] = [[("system", system)] for _ in range(sessions)]
-            context = workload.prompt_tokens  # tokens every session has sent or received so far
-            for turn in range(1, s.turns + 1):
-                if turn > 1:
-                    runtime.idle(s.think_time_s)
-                reqs = []
-                for i in range(sessions):
-                    rid = f"{tag}-s{i}-t{turn}"
-                    history[i].append(("user", turn_message(workload, rid, turn, builder)))
-                    reqs.append(_request(workload, rid, tuple(history[i]), context, s.turn_tokens,
-                                         (f"{tag}-system", workload.prompt_tokens), f"{tag}-s{i}", chat))
-                reset = runtime.reset_prefix_cache() if turn == 1 else None
-                point = Point(context + s.turn_tokens, sessions, "cold" if turn == 1 else "warm", turn=turn)
-                window = timed(runtime, reqs, point, repeat=repeat, reset=reset)
-                for i, trace in enumerate(window.traces):
-                    history[i].append(("assistant", trace.text or ""))
-                counted = [t.completion_tokens for t in window.traces if t.completion_tokens is not None]
-                context += s.turn_tokens + int(statistics.median(counted) if counted else out)
-                yield window
+    for sessions, repeat in repeats_by_concurrency(workload):
+        tag = f"{marker}-c{sessions}-r{repeat}"
+        history: list[list[tuple[str, str]]] = [[("system", system)] for _ in range(sessions)]
+        context = workload.prompt_tokens  # tokens every session has sent or received so far
+        for turn in range(1, s.turns + 1):
+            if turn > 1:
+                runtime.idle(s.think_time_s)
+            reqs = []
+            for i in range(sessions):
+                rid = f"{tag}-s{i}-t{turn}"
+                history[i].append(("user", turn_message(workload, rid, turn, builder)))
+                reqs.append(_request(workload, rid, tuple(history[i]), context, s.turn_tokens,
+                                     (f"{tag}-system", workload.prompt_tokens), f"{tag}-s{i}", chat))
+            reset = runtime.reset_prefix_cache() if turn == 1 else None
+            point = Point(context + s.turn_tokens, sessions, "cold" if turn == 1 else "warm", turn=turn)
+            window = timed(runtime, reqs, point, repeat=repeat, reset=reset)
+            for i, trace in enumerate(window.traces):
+                history[i].append(("assistant", trace.text or ""))
+            counted = [t.completion_tokens for t in window.traces if t.completion_tokens is not None]
+            context += s.turn_tokens + int(statistics.median(counted) if counted else out)
+            yield window
 
 
 def _request(workload: WorkloadSpec, rid: str, messages: tuple[tuple[str, str], ...], context: int,

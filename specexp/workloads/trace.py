@@ -21,8 +21,9 @@ from specexp.runtimes.base import Runtime
 from specexp.spec.experiment import WorkloadSpec
 from specexp.workloads.material import filler
 from specexp.workloads.prompts import PromptBuilder
-from specexp.workloads.window import timed, warm_up
 from specexp.spec.input_files import TraceRow, load_trace
+from specexp.workloads.window import opening_warm_up, timed, warmup_tokens
+
 
 def offsets(rows: list[TraceRow], speed: float, unit: str) -> list[float]:
     """Send offsets in seconds from the first arrival, replayed `speed` times faster."""
@@ -53,13 +54,11 @@ def drive_trace(runtime: Runtime, workload: WorkloadSpec, marker: str, builder: 
     assert workload.trace_file is not None
     rows = load_trace(workload.trace_file)
     block = workload.trace_block_tokens
-    if workload.warmup:
-        reqs = [Request(request_id=f"{marker}-warmup-{i}", prompt=f"[{marker}-warmup-{i}] {workload.prompt}",
-                        prompt_tokens=workload.prompt_tokens, max_tokens=workload.warmup_output_tokens or 16,
-                        warmup=True, chat=chat) for i in range(workload.warmup)]
-        window = warm_up(runtime, reqs, Point(workload.prompt_tokens, workload.warmup, "cold"))
-        if warmups:
-            yield window
+    yield from opening_warm_up(runtime, workload, lambda i: Request(
+        request_id=f"{marker}-warmup-{i}", prompt=f"[{marker}-warmup-{i}] {workload.prompt}",
+        prompt_tokens=workload.prompt_tokens, max_tokens=warmup_tokens(workload), ignore_eos=workload.ignore_eos,
+        temperature=workload.temperature, thinking=workload.thinking, warmup=True, chat=chat,
+    ), workload.prompt_tokens, warmups)
     sends = offsets(rows, workload.trace_speed, workload.trace_time_unit)
     median_input = int(statistics.median(r.input_length for r in rows))
     peak = 0  # the first repeat's measured concurrency names the point every repeat belongs to

@@ -9,13 +9,15 @@ the engine, and the closed-loop driver runs it again (specexp.workloads.driver).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import itertools
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import nullcontext
 from dataclasses import replace
 
 from specexp.measure.events import Counters, Point, Request, Window
-from specexp.runtimes.base import Runtime
 from specexp.measure.telemetry import NoTelemetry, NvmlSampler
+from specexp.runtimes.base import Runtime
+from specexp.spec.experiment import WorkloadSpec
 
 
 def timed(runtime: Runtime, requests: Sequence[Request], point: Point, *, repeat: int = 0,
@@ -40,3 +42,22 @@ def warm_up(runtime: Runtime, requests: Sequence[Request], point: Point, repeat:
 def discarded(window: Window) -> Window:
     """`window` kept for the record (requests.jsonl) but counted in no figure: it was run again."""
     return replace(window, warmup=True, discarded="contaminated")
+
+
+def warmup_tokens(workload: WorkloadSpec) -> int:
+    """Output tokens of a warm-up request: `warmup_output_tokens`, never more than the workload's."""
+    return min(workload.warmup_output_tokens or workload.output_tokens, workload.output_tokens)
+
+
+def opening_warm_up(runtime: Runtime, workload: WorkloadSpec, make: Callable[[int], Request], tokens: int,
+                    keep: bool) -> Iterator[Window]:
+    """The workload's `warmup` requests (`make(i)`) before anything else; the window yielded if `keep`."""
+    if workload.warmup:
+        window = warm_up(runtime, [make(i) for i in range(workload.warmup)], Point(tokens, workload.warmup, "cold"))
+        if keep:
+            yield window
+
+
+def repeats_by_concurrency(workload: WorkloadSpec) -> Iterator[tuple[int, int]]:
+    """(concurrency, repeat) in the order every closed-loop driver measures them."""
+    return itertools.product(workload.concurrency, range(workload.repeats))

@@ -1,0 +1,75 @@
+"""The command line of `python -m specexp` past `--help`: compose, validate, plan, run, record, report.
+
+A plain run (no Hydra flag) is composed once, validated, and run here; a sweep, and every Hydra
+flag, goes through Hydra (`-m`: specexp's sweeper, specexp.run.sweeper).
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
+from omegaconf import DictConfig
+
+from specexp.run import hydra_store
+from specexp.run.compose import check_overrides, compose_run, spec_of
+from specexp.run.launch import run_composed, save_job_config
+from specexp.run.report_ahead import ReportAhead
+from specexp.run.summary import write_sweep_outputs
+from specexp.spec import paths
+from specexp.spec.errors import SpecError, exit_on_spec_error
+
+
+@hydra.main(config_path=str(paths.conf_dir()), config_name="config", version_base="1.3")
+def app(cfg: DictConfig) -> None:
+    """The Hydra task function: a job of a launcher that runs elsewhere (SLURM, Ray), or a Hydra flag."""
+    hc = HydraConfig.get()
+    overrides = list(hc.overrides.task)
+    try:
+        composed = spec_of(cfg, overrides, hc.runtime.choices)
+    except SpecError as err:
+        exit_on_spec_error(err)
+    multirun = hc.mode == RunMode.MULTIRUN
+    job_dir = Path(hc.runtime.output_dir)
+    status = run_composed(composed, overrides, job_dir, Path(hc.sweep.dir) if multirun else job_dir, multirun)
+    if not multirun:
+        _finish_single(job_dir, status)
+
+
+def _finish_single(job_dir: Path, status: str, ahead: ReportAhead | None = None) -> None:
+    for path in write_sweep_outputs(job_dir, ahead):
+        print(f"  {path}", flush=True)
+    if status in ("failed", "refused"):
+        raise SystemExit(1)  # a single run that did not complete; a sweep records it and goes on
+
+
+def run_single(overrides: list[str]) -> None:
+    """A plain run: composed once, validated before its directory exists, run here. Hydra's own
+    overrides (hydra.run.dir=...) set where it runs, and are not the job's."""
+    composed, job_dir = compose_run(overrides)
+    task = [o for o in overrides if not o.lstrip("+~").startswith("hydra")]
+    ahead = ReportAhead()
+    save_job_config(job_dir, composed, task)
+    try:
+        status = run_composed(composed, task, job_dir, job_dir, multirun=False)
+    except BaseException:
+        ahead.close()
+        raise
+    _finish_single(job_dir, status, ahead)
+
+
+def main(args: list[str]) -> None:
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    try:
+        check_overrides([a for a in args if "=" in a and not a.startswith("-")])
+        hydra_store.register()
+        if not any(a.startswith("-") or "experiment=" in a for a in args):  # an experiment may be a sweep
+            run_single(args)
+            return
+        app()
+    except SpecError as err:
+        exit_on_spec_error(err)
+
