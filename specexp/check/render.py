@@ -10,7 +10,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from specexp.record.escape import cell
+from specexp.record.escape import cell, code_span, link
 from specexp.check.against import Citation, RunMatch
 from specexp.check.api import CheckReport, FigureCheck
 from specexp.check.compare import Comparison
@@ -54,9 +54,9 @@ def summary(report: CheckReport) -> str:
 
 def comparison_md(c: Comparison, number: int) -> list[str]:
     a, b = c.figures
-    out = [f"### {number}. `{a}` vs `{b}`: **{c.verdict}**", ""]
-    vary = ", ".join(f"`{v}`" for v in c.vary) or "nothing"
-    out += [f"Varies {vary}. Metrics: `{c.metrics[0]}` vs `{c.metrics[1]}`.", ""]
+    out = [f"### {number}. {code_span(a)} vs {code_span(b)}: **{c.verdict}**", ""]
+    vary = ", ".join(f"{code_span(v)}" for v in c.vary) or "nothing"
+    out += [f"Varies {vary}. Metrics: {code_span(c.metrics[0])} vs {code_span(c.metrics[1])}.", ""]
     if c.metric_mismatch:
         out += [f"- **Metric definitions differ:** {cell(c.metric_mismatch)}", ""]
     rows = [(d.condition, show(d.values[0]), show(d.values[1]), "**confounder**") for d in c.confounders]
@@ -65,11 +65,11 @@ def comparison_md(c: Comparison, number: int) -> list[str]:
     rows += [(d.condition, show(d.values[0]), show(d.values[1]), "varied") for d in c.varied]
     rows += [(d.condition, show(d.values[0]), show(d.values[1]), "cannot move the metric") for d in c.not_relevant]
     if rows:
-        out += [f"| condition | `{a}` | `{b}` | |", "|---|---|---|---|"]
-        out += [f"| `{r[0]}` | {cell(r[1])} | {cell(r[2])} | {r[3]} |" for r in rows]
+        out += [f"| condition | {code_span(a)} | {code_span(b)} | |", "|---|---|---|---|"]
+        out += [f"| {code_span(r[0])} | {cell(r[1])} | {cell(r[2])} | {r[3]} |" for r in rows]
         out.append("")
     if c.unstated:
-        out += ["Stated for neither (may be shared, unverified): " + ", ".join(f"`{u}`" for u in c.unstated), ""]
+        out += ["Stated for neither (may be shared, unverified): " + ", ".join(f"{code_span(u)}" for u in c.unstated), ""]
     return out
 
 
@@ -78,7 +78,7 @@ def figures_table(checks: Sequence[FigureCheck]) -> list[str]:
     for fc in checks:
         f = fc.figure
         stated = ", ".join(f"{k}={show(v)}" for k, v in f.conditions.items()) or "none"
-        out.append(f"| `{f.id}` | {cell(fig_value(f.value, f.unit))} | `{f.metric}` | {cell(f.source or '')} | "
+        out.append(f"| {code_span(f.id)} | {cell(fig_value(f.value, f.unit))} | {code_span(f.metric)} | {cell(f.source or '')} | "
                    f"{cell(stated)} | {cell(limit_text(fc.limit))} |")
     return out
 
@@ -92,24 +92,24 @@ def limit_text(lim: Limit | str) -> str:
 
 def citation_md(c: Citation) -> list[str]:
     f = c.figure
-    out = [f"### `{f.id}`: {cell(fig_value(f.value, f.unit))} `{f.metric}`", ""]
+    out = [f"### {code_span(f.id)}: {cell(fig_value(f.value, f.unit))} {code_span(f.metric)}", ""]
     if c.matches:
         out += ["Runs whose conditions match:", "", *_match_table(c.matches, "not stated by the figure"), ""]
         stated = [k for k in SIMULATED_STANDS_IN if k in f.conditions]
         if stated and any(m.run.origin == "simulated" for m in c.matches):
-            out += ["Simulated runs stand in for " + ", ".join(f"`{k}` = {cell(show(f.conditions[k]))}" for k in stated)
+            out += ["Simulated runs stand in for " + ", ".join(f"{code_span(k)} = {cell(show(f.conditions[k]))}" for k in stated)
                     + ": their ratio compares specexp's simulation of that setup with the published measurement, "
                     "not two engines.", ""]
         if c.unsettled:
             out += ["The figure does not say which of these it is: " + "; ".join(
-                f"`{k}` = {', '.join(show(v) for v in vs)}" for k, vs in c.unsettled), ""]
+                f"{code_span(k)} = {cell(', '.join(show(v) for v in vs))}" for k, vs in c.unsettled), ""]
     elif c.closest:
         out += ["No run matches (so no reproduction ratio). Closest runs:", "",
                 *_match_table(c.closest, "differs"), ""]
     if c.missing:
-        out += ["No run has " + ", ".join(f"`{k}` = {cell(show(v))}" for k, v in c.missing) + ".", ""]
+        out += ["No run has " + ", ".join(f"{code_span(k)} = {cell(show(v))}" for k, v in c.missing) + ".", ""]
     if not c.matches and not c.closest:
-        out += [f"No run has a value of `{f.metric}`.", ""]
+        out += [f"No run has a value of {code_span(f.metric)}.", ""]
     return out
 
 
@@ -125,7 +125,7 @@ def _match_table(matches: Sequence[RunMatch], what: str) -> list[str]:
                                for d in comp.confounders)
         else:
             detail = ", ".join(u.condition for u in comp.unknown if u.stated_by == m.run.id)
-        run = f"[`{m.run.id}`]({m.run.link})" if m.run.link else f"`{m.run.id}`"
+        run = link(code_span(m.run.id), m.run.link) if m.run.link else code_span(m.run.id)
         value = cell(fig_value(m.value, METRICS[comp.metrics[1]].unit))
         ratio = "" if what == "differs" else f"{cell(ratio_text(m.ratio))} | "
         out.append(f"| {run} | {m.run.origin} | {value} | {ratio}{comp.verdict} | {cell(detail or '—')} |")
@@ -138,8 +138,8 @@ def findings_table(findings: Sequence[Finding]) -> list[str]:
     out = ["| severity | rule | figures | expected | found |", "|---|---|---|---|---|"]
     order = sorted(findings, key=lambda f: SEVERITIES.index(f.severity))
     for f in order:
-        ids = ", ".join(f"`{x}`" for x in f.figures[:4]) + (f" (+{len(f.figures) - 4})" if len(f.figures) > 4 else "")
-        out.append(f"| {f.severity} | `{f.rule}` | {ids} | {cell(f.expected)} | {cell(f.found)} |")
+        ids = ", ".join(f"{code_span(x)}" for x in f.figures[:4]) + (f" (+{len(f.figures) - 4})" if len(f.figures) > 4 else "")
+        out.append(f"| {f.severity} | {code_span(f.rule)} | {ids} | {cell(f.expected)} | {cell(f.found)} |")
     return out
 
 
@@ -166,7 +166,7 @@ def comparisons_table(comparisons: Sequence[Comparison]) -> list[str]:
     for c in comparisons:
         conf = "; ".join(f"{d.condition}: {show(d.values[0])} vs {show(d.values[1])}" for d in c.confounders)
         unknown = ", ".join(u.condition for u in c.unknown)
-        out.append(f"| `{c.figures[0]}` vs `{c.figures[1]}` | {c.verdict} | {cell(conf or '—')} | "
+        out.append(f"| {code_span(c.figures[0])} vs {code_span(c.figures[1])} | {c.verdict} | {cell(conf or '—')} | "
                    f"{cell(unknown or '—')} | {cell(c.metric_mismatch or 'same')} |")
     return out
 

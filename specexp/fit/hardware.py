@@ -1,6 +1,6 @@
 """Fit the simulator's hardware figures to measured step times, and compare them.
 
-The data are forward-pass times of a dense 8B shape on one H200 (shared/data/README.md):
+The data are forward-pass times of a dense 8B shape on one H200 (benchmarks/data/README.md):
 decode and verify steps of b sequences x t new tokens over ctx cached tokens, and prefills
 of P tokens, in bf16 and fp8. Every row is simulated with the same `CostModel.pass_seconds`
 a sweep uses, so the error printed by benchmarks/calibration.py is the simulator's own.
@@ -40,7 +40,7 @@ DENSE_8B = ModelSpec(
     name="dense-8b", num_hidden_layers=36, hidden_size=4096, intermediate_size=12288, num_attention_heads=32,
     num_key_value_heads=8, head_dim=128, vocab_size=151936, max_position_embeddings=131072,
 )
-"""The measured shape (the Qwen3-8B layout; shared/data/README.md)."""
+"""The measured shape (the Qwen3-8B layout; benchmarks/data/README.md)."""
 QUANT = {
     "bf16": QuantizationSpec(
         name="bf16", bytes_per_weight={"mlp": 2.0, "attention": 2.0, "embeddings": 2.0},
@@ -208,7 +208,7 @@ SPARK_CAPACITY = (
     (0.44, True, 271_315),
     (0.85, True, 959_920),
 )
-"""(gpu_memory_utilization, prefix caching, KV tokens reported): studies.md, Qwen3.8-27B FP8 on the
+"""(gpu_memory_utilization, prefix caching, KV tokens reported): docs/studies.md, Qwen3.8-27B FP8 on the
 DGX Spark. The study's servers ran MTP (k = 3) on vLLM; whether prefix caching was on at 0.85 is
 not said, so vLLM's default (on) is assumed."""
 
@@ -264,9 +264,9 @@ def fit_reserved() -> tuple[float, float]:
 # --- the studies' Spark facts: base decode, drafting costs ---------------------------------
 
 SPARK_BASE_PASSES_PER_S = 7.88
-"""studies.md: base decode of Qwen3.8-27B FP8 on the DGX Spark without drafting."""
+"""docs/studies.md: base decode of Qwen3.8-27B FP8 on the DGX Spark without drafting."""
 DRAFT_COST_PER_TOKEN = {"mtp": (3, 1 / 6.5), "dspark": (7, 0.046)}
-"""studies.md, worked back from measured pass rates on the Spark (FP8): drafter -> (k measured,
+"""docs/studies.md, worked back from measured pass rates on the Spark (FP8): drafter -> (k measured,
 cost per drafted token in target passes): DSpark about 0.046 (a ceiling of ~21x base); MTP's
 sequential head with a full lm_head per draft token implies a ceiling of about 6.5x."""
 SPARK_CONTEXT = 232

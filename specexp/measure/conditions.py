@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from specexp.record.schema import Conditions
 from specexp.spec.experiment import ExperimentSpec
+from specexp.spec.runtime import ServerRuntimeSpec
 from specexp.spec.vocabulary import NAMES
 
 
@@ -16,8 +17,9 @@ def draft_model_of(spec: ExperimentSpec) -> str | None:
     the path / id given in runtime.draft_model_path (DFlash, DSpark, EAGLE-3 checkpoints)."""
     if spec.drafter.kind == "none":
         return None
-    if spec.runtime.draft_model_path:
-        return spec.runtime.draft_model_path
+    given = spec.runtime.draft_model_path if isinstance(spec.runtime, ServerRuntimeSpec) else None
+    if given:
+        return given
     if spec.drafter.cost.uses_draft_model and spec.draft_model is not None:
         return spec.draft_model.name
     return None

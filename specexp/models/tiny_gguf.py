@@ -1,6 +1,6 @@
 """Tiny random-weight llama GGUF models that llama.cpp's llama-server loads on the CPU.
 
-The layout follows shared/reference/llama-server-on-cpu.md, section 3: an SPM vocab of 354
+The layout follows docs/engines.md, section 7.1: an SPM vocab of 354
 tokens (``<unk>``, ``<s>``, ``</s>``, 256 byte tokens, ``▁`` and printable ASCII), all-F32
 tensors, and ``output.weight`` rows 0..258 zeroed so greedy decoding emits only printable
 ASCII and never EOS. Draft models reuse the same vocab; ``noise`` perturbs a copy of the

@@ -10,7 +10,7 @@ a tokenizer trained on local text would not be).
 The vocabulary is the 256 byte tokens (GPT-2's byte-to-unicode alphabet, no merges) and three
 ChatML specials. ``lm_head`` rows of every token but printable ASCII and newline are zero, so
 greedy decoding emits readable text and never a special token. Head sizes must be ones vLLM's CPU
-attention backend supports (32, 64, 80, ...: shared/reference/vllm-on-cpu.md; a draft with
+attention backend supports (32, 64, 80, ...: docs/engines.md section 7.2; a draft with
 ``head_dim`` 16 loads, then kills the engine on its first request). Draft models are the target's
 weights plus ``noise`` times each tensor's std of seeded gaussian noise: 0 is an exact copy.
 """

@@ -10,7 +10,7 @@ from pathlib import Path
 from specexp.spec.vocabulary import DISTRIBUTED, METRICS, STATS
 from specexp.report.by_turn import category_section, split, turn_section
 from specexp.report.blocks import Block, Chart, Heading, Paragraph, TableBlock
-from specexp.report.format import cell, code_span
+from specexp.report.format import Markdown, cell, code_span, link
 from specexp.check.figures import FigureSet
 from specexp.report.checks import check_sections
 from specexp.report.method import method_section
@@ -50,11 +50,11 @@ def default_title(records: Sequence[RunRecord]) -> str:
 def banner(rows: Sequence[Row]) -> str | None:
     sources = {r.get("source") for r in rows}
     if sources == {"simulated"}:
-        return ("**Simulated.** Every figure on this page comes from specexp's simulator (`runtime=sim`): "
+        return Markdown("**Simulated.** Every figure on this page comes from specexp's simulator (`runtime=sim`): "
                 "a roofline model of the hardware and a calibrated acceptance model of each drafter, "
                 "not a measurement on a GPU.")
     if "simulated" in sources:
-        return ("**Partly simulated.** Rows whose `source` is `simulated` come from specexp's simulator; "
+        return Markdown("**Partly simulated.** Rows whose `source` is `simulated` come from specexp's simulator; "
                 "rows whose `source` is `measured` come from a real server.")
     return None
 
@@ -114,7 +114,7 @@ def duplicates_section(found: Sequence[tuple[Path, RunRecord]], report_dir: Path
             prov = record.provenance
             rel = os.path.relpath(path, report_dir)
             body.append([code_span(run_id), cell(record.status), cell(prov.host or "—"),
-                         cell(prov.started_at or "—"), f"[{cell(rel)}]({rel})"])
+                         cell(prov.started_at or "—"), link(rel, rel)])
     return [Heading("Runs recorded more than once"),
             Paragraph(f"{len(repeated)} run id(s) appear in more than one folder. The same configuration was run "
                       "more than once (on several nodes, or copied twice); every copy is listed here and appears "
@@ -130,12 +130,12 @@ def definitions(rows: Sequence[Row]) -> list[Block]:
     lines, said = [], set()
     for m in used:
         if m not in spread:
-            lines.append(f"- `{m}` ({METRICS[m].unit}, {METRICS[m].better or 'no direction'}): {METRICS[m].definition}.")
+            lines.append(f"- {code_span(m)} ({METRICS[m].unit}, {METRICS[m].better or 'no direction'}): {METRICS[m].definition}.")
         elif spread[m] not in said:  # one line for the four figures of a distribution
             said.add(spread[m])
             lines.append(f"- `{spread[m]}_{{{','.join(STATS)}}}_s` (s, lower): {'/'.join(STATS)} over the requests "
                          f"of every repeat of a point: {DISTRIBUTED[spread[m]][1]}.")
-    return [Heading("Metric definitions"), Paragraph("\n".join(lines))]
+    return [Heading("Metric definitions"), Paragraph(Markdown("\n".join(lines)))]  # the vocabulary's own text
 
 
 def runs_appendix(found: Sequence[tuple[Path, RunRecord]], report_dir: Path) -> list[Block]:
@@ -145,7 +145,7 @@ def runs_appendix(found: Sequence[tuple[Path, RunRecord]], report_dir: Path) -> 
         c = r.conditions
         body.append([code_span(r.run_id), cell(r.status), cell(c.workload), cell(c.drafter),
                      cell(c.k if c.k is not None else "—"),
-                     f"[{cell(os.path.relpath(path, report_dir))}]({os.path.relpath(path, report_dir)})"])
-    return [Heading("Runs"), Paragraph("Every `run` cell above links to the `result.json` behind it; "
-                                       "`results.jsonl` beside it holds every figure with all its conditions."),
+                     link(os.path.relpath(path, report_dir), os.path.relpath(path, report_dir))])
+    return [Heading("Runs"), Paragraph(Markdown("Every `run` cell above links to the `result.json` behind it; "
+                                       "`results.jsonl` beside it holds every figure with all its conditions.")),
             TableBlock(["run", "status", "workload", "drafter", "k", "record"], body)]

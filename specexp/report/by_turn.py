@@ -13,7 +13,7 @@ from typing import Any
 
 from specexp.report import charts
 from specexp.report.blocks import Block, Heading, Paragraph, TableBlock
-from specexp.report.format import header, number, with_spread
+from specexp.report.format import header, number, run_cell, with_spread
 from specexp.report.tables import DRAFTER_KEYS, Row, baseline, group, sort_rows
 
 TURN_METRICS = ("ttft_p50_s", "cached_prompt_tokens", "acceptance_rate", "tokens_per_pass", "decode_tps")
@@ -47,7 +47,7 @@ def _table(rows: Sequence[Row], fixed: dict[str, Any], key: str, metrics: Sequen
                        else "no baseline")
             body.append([number(r.get("drafter")), number(r.get("k")), number(r.get(key)), number(r.get("prompt_tokens")),
                          *(with_spread(r.metrics.get(m), r.spread.get(m), m) for m in metrics), speedup,
-                         f"[`{r.run_id}`]({r.link})" if r.link else f"`{r.run_id}`"])
+                         run_cell(r.run_id, r.link)])
         blocks.append(TableBlock(["drafter", "k", key, "prompt_tokens", *(header(m) for m in metrics),
                                   "decode speedup vs none", "run"], body,
                                  align=["l", "r", "l", "r", *["r"] * len(metrics), "r", "l"]))

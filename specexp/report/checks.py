@@ -14,7 +14,7 @@ from specexp.check.figures import FigureSet, merge
 from specexp.spec.errors import SpecError
 from specexp.record import RunRecord
 from specexp.report.blocks import Block, Heading, Paragraph
-from specexp.report.format import cell
+from specexp.report.format import Markdown, cell
 from specexp.report.tables import CHART_KEYS, DRAFTER_KEYS, SPEC_KEYS, Row, group
 VARIED = {
     "decode": SPEC_KEYS,
@@ -64,11 +64,11 @@ def check_sections(
     blocks: list[Block] = []
     if problems:
         blocks += [Heading("Published figures"),
-                   Paragraph("Cited figures that could not be read:\n\n" + "\n".join(f"- {cell(p)}" for p in problems))]
+                   Paragraph(Markdown("Cited figures that could not be read:\n\n" + "\n".join(f"- {cell(p)}" for p in problems)))]
     published = published_figures_md(report, heading="")
     if published.strip():
-        blocks += [Heading("Published figures"), Paragraph(published.strip())]
-    blocks += [Heading("Comparability"), Paragraph(comparability_md(report, heading="").strip())]
+        blocks += [Heading("Published figures"), Paragraph(Markdown(published.strip()))]  # escaped by check.render
+    blocks += [Heading("Comparability"), Paragraph(Markdown(comparability_md(report, heading="").strip()))]
     return blocks
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from specexp.record.escape import cell, code, code_span
+from specexp.record.escape import Markdown, cell, code, code_span, link, markdown
 from specexp.spec.vocabulary import METRICS
 
-__all__ = ["COUNTS", "cell", "code", "code_span", "header", "number", "with_spread"]
+__all__ = ["COUNTS", "Markdown", "cell", "code", "code_span", "header", "link", "markdown", "number", "run_cell", "with_spread"]
 
 
 COUNTS = ("cached_prompt_tokens", "kv_cache_tokens")
@@ -54,4 +54,9 @@ def header(metric: str) -> str:
     m = METRICS[metric]
     arrow = {"higher": " ↑", "lower": " ↓"}.get(m.better, "")
     unit = "%" if m.unit.startswith("ratio") else m.unit
-    return f"{m.label} ({unit}){arrow} `{m.name}`"
+    return Markdown(f"{cell(m.label)} ({cell(unit)}){arrow} {code_span(m.name)}")
+
+
+def run_cell(run_id: str, target: str | None) -> Markdown:
+    """A run id as a table cell: a link to its record where the report knows the path."""
+    return link(code_span(run_id), target) if target else code_span(run_id)

@@ -10,7 +10,7 @@ import jinja2
 from specexp.spec import paths
 from specexp.report.blocks import Chart, CodeBlock, Heading, Paragraph, TableBlock
 from specexp.report.build import Report
-from specexp.report.format import code
+from specexp.report.format import code, markdown
 
 KINDS = {Heading: "heading", Paragraph: "paragraph", TableBlock: "table", Chart: "chart", CodeBlock: "code"}
 
@@ -18,7 +18,7 @@ KINDS = {Heading: "heading", Paragraph: "paragraph", TableBlock: "table", Chart:
 def environment() -> jinja2.Environment:
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(paths.templates_dir())),
-        autoescape=False,  # Markdown: text from servers is escaped by specexp.report.format
+        autoescape=False,  # Markdown: _view escapes every value that is not Markdown already
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
@@ -26,20 +26,28 @@ def environment() -> jinja2.Environment:
 
 
 def _view(report: Report) -> dict[str, Any]:
+    """The report's blocks as the template lays them out. Every string is escaped here unless it
+    is `Markdown` already (written by specexp, its values escaped when it was written)."""
     blocks = []
     for block in report.blocks:
         data = asdict(block)
         data["kind"] = KINDS[type(block)]
+        if isinstance(block, (Heading, Paragraph)):
+            data["text"] = markdown(block.text)
+        if isinstance(block, Chart):
+            data["title"] = markdown(block.title)
         if isinstance(block, CodeBlock):
             data["text"] = code(block.text)
         if isinstance(block, TableBlock):
             align = list(block.align) or ["l"] * len(block.headers)
             keep = _kept_columns(block)
-            data["headers"] = [block.headers[i] for i in keep]
-            data["rows"] = [[r[i] for i in keep] for r in block.rows]
+            data["headers"] = [markdown(block.headers[i]) for i in keep]
+            data["rows"] = [[markdown(r[i]) for i in keep] for r in block.rows]
             data["align"] = [align[i] for i in keep]
+            data["caption"] = None if block.caption is None else markdown(block.caption)
         blocks.append(data)
-    return {"banner": report.banner, "title": report.title, "blocks": blocks}
+    banner = None if report.banner is None else markdown(report.banner)
+    return {"banner": banner, "title": markdown(report.title), "blocks": blocks}
 
 
 OPTIONAL_COLUMNS = ("identical", "vs best")

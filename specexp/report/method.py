@@ -7,7 +7,7 @@ from typing import Any
 
 from specexp.record import RunRecord
 from specexp.report.blocks import Block, Heading, Paragraph, TableBlock
-from specexp.report.format import cell, code_span, number
+from specexp.report.format import Markdown, cell, code_span, number
 from specexp.report.tables import Row, fixed_conditions
 from specexp.spec.vocabulary import CONDITIONS
 
@@ -50,7 +50,7 @@ def method_section(rows: Sequence[Row], results: Sequence[RunRecord]) -> list[Bl
         if r.get("k") is not None and r.get("k") not in arms[str(r.get("drafter"))]:
             arms[str(r.get("drafter"))].append(r.get("k"))
     lines.append("- **Drafters**: " + "; ".join(
-        f"`{d}`" + (f" k = {', '.join(str(k) for k in sorted(ks))}" if ks else "") for d, ks in sorted(arms.items())))
+        code_span(d) + (f" k = {', '.join(str(k) for k in sorted(ks))}" if ks else "") for d, ks in sorted(arms.items())))
     for w in _values(rows, "workload"):
         members = [r for r in rows if r.get("workload") == w]
         prompts = sorted({r.get("prompt_tokens") for r in members if r.get("prompt_tokens") is not None})
@@ -60,7 +60,7 @@ def method_section(rows: Sequence[Row], results: Sequence[RunRecord]) -> list[Bl
         eos = "forced (`ignore_eos`)" if all(r.get("ignore_eos") for r in members) else "to EOS or the limit"
         lines.append(
             f"- **Workload** {code_span(w)}: prompt {_span(prompts)} tokens (as the server counts them), "
-            f"output {_span(outputs)} tokens {eos}, concurrency {_span(conc)}, cache {', '.join(str(c) for c in caches)}"
+            f"output {_span(outputs)} tokens {eos}, concurrency {_span(conc)}, cache {', '.join(cell(c) for c in caches)}"
         )
     lines.extend(_filler_warnings(rows, results))
     temps = _values(rows, "temperature")
@@ -85,9 +85,9 @@ def method_section(rows: Sequence[Row], results: Sequence[RunRecord]) -> list[Bl
     fixed = fixed_conditions(rows)
     # a condition added later (turn, category) that no figure has says nothing: left out of the table
     fixed = {k: v for k, v in fixed.items() if v is not None or not CONDITIONS[k].absent_is_null}
-    table = TableBlock(["condition", "value"], [[f"`{k}`", cell(number(v))] for k, v in fixed.items()],
+    table = TableBlock(["condition", "value"], [[code_span(k), cell(number(v))] for k, v in fixed.items()],
                        caption="Conditions shared by every figure on this page")
-    return [Heading("Method"), Paragraph("\n".join(lines)),
+    return [Heading("Method"), Paragraph(Markdown("\n".join(lines))),  # every value in it escaped as written
             Paragraph("Conditions shared by every figure on this page (the tables show only what varies):"), table]
 
 

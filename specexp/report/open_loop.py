@@ -14,7 +14,7 @@ import altair as alt
 
 from specexp.report import charts
 from specexp.report.blocks import Block, Chart, Heading, Paragraph, TableBlock
-from specexp.report.format import header, number, with_spread
+from specexp.report.format import Markdown, cell, code_span, header, number, run_cell, with_spread
 from specexp.report.tables import DRAFTER_KEYS, SPEC_KEYS, Row, baseline, group, group_label, sort_rows, varying
 
 METRICS = ("achieved_rate_rps", "aggregate_tps", "ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s",
@@ -35,16 +35,16 @@ def rate_section(rows: Sequence[Row], fixed: dict[str, Any], slo: str | None) ->
         return []
     blocks: list[Block] = [
         Heading("Open-loop load"),
-        Paragraph("Requests sent on an arrival schedule at `request_rate` req/s, whatever the server's pace "
+        Paragraph(Markdown("Requests sent on an arrival schedule at `request_rate` req/s, whatever the server's pace "
                   "(`workload.arrival`), each at its own scheduled time; `achieved_rate_rps` is the rate they "
-                  "actually left at. " + (f"SLO: {slo}; `slo_attainment` is the share of requests meeting it, "
-                                           "`goodput_rps` those requests per second." if slo else "No SLO was set.")),
+                  "actually left at. " + (f"SLO: {cell(slo)}; `slo_attainment` is the share of requests meeting it, "
+                                           "`goodput_rps` those requests per second." if slo else "No SLO was set."))),
     ]
     short = [r for r in rows if r.load.get("load_delivered") is False]
     if short:
-        blocks.append(Paragraph(f"**Load not delivered** in {len(short)} row(s): the achieved rate fell more than "
+        blocks.append(Paragraph(Markdown(f"**Load not delivered** in {len(short)} row(s): the achieved rate fell more than "
                                 "10 % short of the schedule (the client, or a `max_concurrency` cap, could not keep "
-                                "up), so those rows describe a lighter load than their `request_rate`."))
+                                "up), so those rows describe a lighter load than their `request_rate`.")))
     for conditions, members in group(rows, (*SPEC_KEYS, "request_rate")):
         columns = [c for c in varying(members, exclude=("repeats", "prompt_tokens")) if c not in ("drafter",
                                                                                                 "request_rate")]
@@ -79,10 +79,10 @@ def crossover(rows: Sequence[Row], key: str, unit: str, slo: str | None) -> list
     lines = []
     base = next((v for (d, _), v in best.items() if d == "none"), "missing")
     for (drafter, k), value in sorted(best.items(), key=lambda kv: (kv[0][0] != "none", kv[0][0], kv[0][1] or 0)):
-        arm = "no drafter" if drafter == "none" else f"`{drafter}` k={number(k)}"
+        arm = "no drafter" if drafter == "none" else f"{code_span(drafter)} k={number(k)}"
         lines.append(f"- {arm}: {_load(value, key, unit)}." + ("" if drafter == "none" else _verdict(value, base, key, unit)))
     lines += _goodput_lines(rows, arms, key, unit)
-    return [Paragraph(f"Highest load meeting the SLO ({slo}):\n\n" + "\n".join(lines))] if lines else []
+    return [Paragraph(Markdown(f"Highest load meeting the SLO ({cell(slo)}):\n\n" + "\n".join(lines)))] if lines else []
 
 
 def _goodput_lines(rows: Sequence[Row], arms: Mapping[tuple[str, Any], list[Row]], key: str, unit: str) -> list[str]:
@@ -100,7 +100,7 @@ def _goodput_lines(rows: Sequence[Row], arms: Mapping[tuple[str, Any], list[Row]
                                  r.metrics["goodput_rps"] == base.metrics["goodput_rps"]))
         if not verdicts:
             continue
-        arm = f"`{drafter}` k={number(k)}"
+        arm = f"{code_span(drafter)} k={number(k)}"
         wins = [v for v, better, _ in verdicts if better]
         loss = next((v for v, better, same in verdicts if not better and not same), None)
         if not wins:
@@ -178,7 +178,7 @@ def goodput_vs_rate(rows: Sequence[Row], name: str, label: str, setups: Sequence
 
 def _delivered(r: Row) -> str:
     value = r.load.get("load_delivered")
-    return "—" if value is None else "yes" if value else "**not delivered**"
+    return "—" if value is None else "yes" if value else Markdown("**not delivered**")
 
 
 def _met(r: Row) -> str:
@@ -186,8 +186,8 @@ def _met(r: Row) -> str:
     return "—" if value is None else "yes" if value else "no"
 
 
-def _run(row: Row) -> str:
-    return f"[`{row.run_id}`]({row.link})" if row.link else f"`{row.run_id}`"
+def _run(row: Row) -> Markdown:
+    return run_cell(row.run_id, row.link)
 
 
 def _label(conditions: dict[str, Any], fixed: dict[str, Any]) -> str:

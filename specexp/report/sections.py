@@ -12,7 +12,7 @@ from typing import Any
 
 from specexp.report import charts, open_loop
 from specexp.report.blocks import Block, Heading, Paragraph, TableBlock
-from specexp.report.format import cell, header, number, with_spread
+from specexp.report.format import Markdown, cell, code_span, header, number, run_cell, with_spread
 from specexp.report.tables import CHART_KEYS, DRAFTER_KEYS, SPEC_KEYS, Row, baseline, group, sort_rows, varying
 from specexp.report.tables import group_label as _label
 from specexp.report.latency import latency_table
@@ -69,8 +69,8 @@ def _versus_best(row: Row, members: Sequence[Row], metric: str) -> str:
     return "≈ best (within noise)" if overlaps(row, best, metric) else "—"
 
 
-def _run(row: Row) -> str:
-    return f"[`{row.run_id}`]({row.link})" if row.link else f"`{row.run_id}`"
+def _run(row: Row) -> Markdown:
+    return run_cell(row.run_id, row.link)
 
 
 def decode_section(rows: Sequence[Row], fixed: dict[str, Any]) -> list[Block]:
@@ -79,9 +79,9 @@ def decode_section(rows: Sequence[Row], fixed: dict[str, Any]) -> list[Block]:
         return []
     blocks: list[Block] = [
         Heading("Decode speed by drafter"),
-        Paragraph("Single stream on an otherwise idle server. Speedup is `decode_tps` ÷ the `drafter=none` "
+        Paragraph(Markdown("Single stream on an otherwise idle server. Speedup is `decode_tps` ÷ the `drafter=none` "
                   "row with every other condition equal; with repeats, figures are medians with (min–max), "
-                  "and a speedup whose spread overlaps the baseline's is marked *within noise* rather than ranked."),
+                  "and a speedup whose spread overlaps the baseline's is marked *within noise* rather than ranked.")),
     ]
     metrics = ["decode_tps", "e2e_tps", "ttft_s", "acceptance_rate", "acceptance_by_position", "tokens_per_pass"]
     for conditions, members in group(rows, SPEC_KEYS):
@@ -114,8 +114,8 @@ def concurrency_section(rows: Sequence[Row], fixed: dict[str, Any], slo: str | N
         return []
     blocks: list[Block] = [
         Heading("Throughput under concurrency"),
-        Paragraph("`concurrency` distinct requests sent at once. Speedup is `aggregate_tps` ÷ the `drafter=none` "
-                  "row at the same concurrency; the crossover is the first concurrency at which a drafter stops paying."),
+        Paragraph(Markdown("`concurrency` distinct requests sent at once. Speedup is `aggregate_tps` ÷ the `drafter=none` "
+                  "row at the same concurrency; the crossover is the first concurrency at which a drafter stops paying.")),
     ]
     metrics = ["aggregate_tps", "per_stream_tps", "ttft_s", "acceptance_rate", "tokens_per_pass"]
     keys = (*SPEC_KEYS, "concurrency")
@@ -157,7 +157,7 @@ def _crossovers(rows: Sequence[Row]) -> list[Block]:
                 verdicts.append((r.get("concurrency"), r.metrics["aggregate_tps"] > base.metrics["aggregate_tps"]))
         if not verdicts:
             continue
-        arm = f"`{drafter}` k={number(k)}"
+        arm = f"{code_span(drafter)} k={number(k)}"
         first_loss = next((c for c, pays in verdicts if not pays), None)
         if first_loss is None:
             lines.append(f"- {arm} pays at every concurrency measured (up to {verdicts[-1][0]}).")
@@ -166,7 +166,7 @@ def _crossovers(rows: Sequence[Row]) -> list[Block]:
         else:
             lines.append(f"- {arm} pays up to concurrency {max(c for c, p in verdicts if p and c < first_loss)}; "
                          f"at concurrency {first_loss} it is slower than no drafter.")
-    return [Paragraph("Crossover:\n\n" + "\n".join(lines))] if lines else []
+    return [Paragraph(Markdown("Crossover:\n\n" + "\n".join(lines)))] if lines else []  # drafter names escaped
 
 
 def prefill_section(rows: Sequence[Row], fixed: dict[str, Any]) -> list[Block]:
@@ -174,8 +174,8 @@ def prefill_section(rows: Sequence[Row], fixed: dict[str, Any]) -> list[Block]:
     if not rows:
         return []
     blocks: list[Block] = [Heading("Prefill by prompt length"),
-                           Paragraph("Unique prompts with `max_tokens = 1`, so no cache can serve them: "
-                                     "`prefill_tps` = (prompt tokens − cached) ÷ `ttft_s`.")]
+                           Paragraph(Markdown("Unique prompts with `max_tokens = 1`, so no cache can serve them: "
+                                     "`prefill_tps` = (prompt tokens − cached) ÷ `ttft_s`."))]
     metrics = ["ttft_s", "prefill_tps", "cached_prompt_tokens"]
     for conditions, members in group(rows, SPEC_KEYS):
         blocks.append(Heading(_label(conditions, fixed) or "All runs", 3))
@@ -195,8 +195,8 @@ def prefix_cache_section(rows: Sequence[Row], fixed: dict[str, Any]) -> list[Blo
     if not rows:
         return []
     blocks: list[Block] = [Heading("Prefix cache: cold vs warm"),
-                           Paragraph("A shared prefix sent cold, then re-sent with a new suffix (warm), `max_tokens = 1`. "
-                                     "Gain = cold `ttft_s` ÷ warm `ttft_s`.")]
+                           Paragraph(Markdown("A shared prefix sent cold, then re-sent with a new suffix (warm), `max_tokens = 1`. "
+                                     "Gain = cold `ttft_s` ÷ warm `ttft_s`."))]
     for conditions, members in group(rows, (*SPEC_KEYS, "cache")):
         blocks.append(Heading(_label(conditions, fixed) or "All runs", 3))
         setup = varying(members, exclude=("repeats", "prompt_tokens", "cache"))
@@ -216,8 +216,8 @@ def prefix_cache_section(rows: Sequence[Row], fixed: dict[str, Any]) -> list[Blo
                          with_spread(warm.metrics.get("ttft_s"), warm.spread.get("ttft_s"), "ttft_s") if warm else "—",
                          gain, number(warm.metrics.get("cached_prompt_tokens")) if warm else "—",
                          _run(cold or warm)])  # type: ignore[arg-type]
-        blocks.append(TableBlock([*setup, "prompt_tokens", "cold " + header("ttft_s"), "warm " + header("ttft_s"),
-                                  "gain", "warm " + header("cached_prompt_tokens"), "run"], body,
+        blocks.append(TableBlock([*setup, "prompt_tokens", Markdown("cold ") + header("ttft_s"), Markdown("warm ") + header("ttft_s"),
+                                  "gain", Markdown("warm ") + header("cached_prompt_tokens"), "run"], body,
                                  align=["l"] * len(setup) + ["r"] * 5 + ["l"]))
     blocks += charts.cold_warm_ttft(rows, "prefix-cache-ttft")
     return blocks
@@ -230,8 +230,8 @@ def failures_section(failures: Sequence[Any]) -> list[Block]:
     from specexp.report.blocks import CodeBlock
 
     blocks: list[Block] = [Heading("Runs that did not complete"),
-                           Paragraph("Refused servers, failures while measuring, and cells left out as meaningless.")]
-    body = [[f"[`{f.run_id}`]({f.link})" if f.link else f"`{f.run_id}`", f.status,
+                           Paragraph(Markdown("Refused servers, failures while measuring, and cells left out as meaningless."))]
+    body = [[run_cell(f.run_id, f.link), f.status,
              cell(f.conditions.get("hardware")), cell(f.conditions.get("quantization")),
              cell(f.conditions.get("drafter")), number(f.conditions.get("k")), cell(f.conditions.get("workload")),
              cell(f.error.kind), cell(f.error.message)] for f in failures]
@@ -239,6 +239,6 @@ def failures_section(failures: Sequence[Any]) -> list[Block]:
                               "message"], body))
     for f in failures:
         if f.error.log_tail:
-            blocks += [Paragraph(f"Log tail of `{f.run_id}`:"), CodeBlock(f.error.log_tail)]
+            blocks += [Paragraph(Markdown(f"Log tail of {code_span(f.run_id)}:")), CodeBlock(f.error.log_tail)]
     return blocks
 

@@ -26,12 +26,12 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import NamedTuple
 
+from specexp.roofline.memory import kv_bytes_per_element
 from specexp.roofline.shape import ModelShape, model_shape
 from specexp.spec.experiment import HardwareSpec, ModelSpec, QuantizationSpec
 
 __all__ = ["CostModel", "ModelShape", "Slice", "model_shape"]
 
-_KV_BYTES = {"auto": 2.0, "bf16": 2.0, "bfloat16": 2.0, "float16": 2.0, "fp8": 1.0, "fp8_e4m3": 1.0, "fp8_e5m2": 1.0}
 QUERY_TILE = 64
 """Query rows one attention thread block handles (flash-attention-style kernels)."""
 
@@ -59,7 +59,7 @@ class CostModel:
 
     @classmethod
     def build(cls, hw: HardwareSpec, model: ModelSpec, quant: QuantizationSpec, kv_cache_dtype: str) -> CostModel:
-        kv_bytes = _KV_BYTES.get(kv_cache_dtype, 2.0)
+        kv_bytes = kv_bytes_per_element(kv_cache_dtype)
         return cls(hardware=hw, shape=model_shape(model), quant=quant, kv_bytes=kv_bytes,
                    state_dtype=model.linear_state_dtype)
 

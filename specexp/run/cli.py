@@ -14,7 +14,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from specexp.run import hydra_store
+from specexp.run import hydra_store, interrupt
 from specexp.run.compose import check_overrides, compose_run, spec_of
 from specexp.run.launch import run_composed, save_job_config
 from specexp.run.report_ahead import ReportAhead
@@ -66,10 +66,11 @@ def main(args: list[str]) -> None:
     try:
         check_overrides([a for a in args if "=" in a and not a.startswith("-")])
         hydra_store.register()
-        if not any(a.startswith("-") or "experiment=" in a for a in args):  # an experiment may be a sweep
-            run_single(args)
-            return
-        app()
+        with interrupt.handled():
+            if not any(a.startswith("-") or "experiment=" in a for a in args):  # an experiment may be a sweep
+                run_single(args)
+                return
+            app()
     except SpecError as err:
         exit_on_spec_error(err)
 

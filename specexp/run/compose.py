@@ -16,10 +16,8 @@ from pydantic import BaseModel, ValidationError
 from specexp.spec import paths
 from specexp.spec.errors import SpecError
 from specexp.spec.options import GROUPS, spec_error, submodel, validate_option, where_set, load_option
-from specexp.spec.experiment import (
-    ExperimentSpec,
-    ModelSpec,
-)
+from specexp.spec.experiment import ExperimentSpec, ModelSpec
+from specexp.spec.runtime import EVERY_KEY, RuntimeSpec
 
 TOP_LEVEL_KEYS = ("k", "seed", "gpu_shared", "experiment", "draft_model", "rerun", "baseline", "citations", "figures",
                   "comparisons", "slo")
@@ -260,7 +258,14 @@ def _stated(overrides: Sequence[str], top: Mapping[str, Any]) -> tuple[str, ...]
 
 
 def _check_path(model: type[BaseModel], parts: list[str], text: str, key: str) -> None:
-    """Every part of a dotted override key must name a field, down to a plain value or a mapping."""
+    """Every part of a dotted override key must name a field, down to a plain value or a mapping.
+    (A runtime's key is checked against every runtime's here, and against the chosen runtime's
+    own when the spec is made.)"""
+    if model is RuntimeSpec:
+        if parts[0] not in EVERY_KEY:
+            raise SpecError(f"override {text}", key, "no runtime has this key", accepted=list(EVERY_KEY),
+                            value=parts[0])
+        return
     for part in parts:
         if part not in model.model_fields:
             raise SpecError(f"override {text}", key, "unknown key", accepted=list(model.model_fields), value=part)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from specexp.run import provenance
+from specexp.run import interrupt, provenance
 from specexp.measure.conditions import run_conditions
 from specexp.measure.measurements import measurements
 from specexp.run.plan import Cell
@@ -94,6 +94,7 @@ def run_job(
         for window in drive(runtime, spec.workload, marker=prompt_marker(cell), prompt_for=prompts, warmups=True,
                             seed=spec.seed, slo=spec.slo):
             progress.windows.append(window)
+            interrupt.check()  # a Ctrl-C that an event loop absorbed still ends the job here
             _raise_on_failed_requests(window, runtime)
         progress.status = "ok"
     except KeyboardInterrupt:

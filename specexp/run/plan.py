@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from specexp.spec.experiment import ExperimentSpec
+from specexp.spec.runtime import RUN_ID_DEFAULTS
 
 
 OPERATIONAL = ("start_timeout_s", "request_timeout_s", "stall_timeout_s", "api_key_env", "executable")
@@ -74,6 +75,10 @@ def _server_key(spec: ExperimentSpec) -> str:
 
 
 def _meaningless(spec: ExperimentSpec) -> str | None:
+    rt = spec.runtime
+    if spec.drafter.kind != "none" and rt.drafter_name(spec.drafter.name) is None:
+        return (f"runtime={rt.name} has no drafter {spec.drafter.name!r} (its drafters: "
+                f"{', '.join(sorted(rt.drafters or ()))})")
     if spec.drafter.requires_mtp_head and spec.model.mtp is None:
         return f"drafter={spec.drafter.name} needs an MTP head and model={spec.model.name} has none"
     if spec.drafter.cost.uses_draft_model:
@@ -89,6 +94,9 @@ def _meaningless(spec: ExperimentSpec) -> str | None:
 
 def _digest(spec: ExperimentSpec, **fields: Any) -> str:
     data = spec.model_dump(mode="json", **fields)  # type: ignore[arg-type]
+    if "runtime" in data:  # every runtime's keys, as when one model held them: earlier run ids stay valid
+        skipped = fields.get("exclude", {}).get("runtime", set())
+        data["runtime"] = {**{k: v for k, v in RUN_ID_DEFAULTS.items() if k not in skipped}, **data["runtime"]}
     blob = json.dumps(data, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 

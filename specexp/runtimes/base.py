@@ -5,33 +5,30 @@ from __future__ import annotations
 import importlib
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import ClassVar, Literal, TypeVar
 
 from specexp.measure.events import ClientStats, Counters, EngineInfo, Request, RequestTrace
-from specexp.spec.registry import Registry
 from specexp.spec.experiment import ExperimentSpec
+from specexp.spec.registry import Registry
+from specexp.spec.runtime import RuntimeSpec, settings_for
 
 RUNTIMES: Registry[type[Runtime]] = Registry("runtime")
+"""The runtime classes, registered by their modules on import (specexp.spec.runtime names each
+module; importing them lazily keeps one runtime's dependencies out of the others' way)."""
 
-# Runtime modules register themselves on import; importing them lazily keeps a runtime's
-# dependencies out of the others' way.
-_MODULES = {
-    "sim": "specexp.runtimes.sim",
-    "llamacpp": "specexp.runtimes.llamacpp",
-    "vllm": "specexp.runtimes.vllm",
-    "sglang": "specexp.runtimes.sglang",
-    "ollama": "specexp.runtimes.ollama",
-    "openai": "specexp.runtimes.openai",
-}
 
+
+R = TypeVar("R", bound="Runtime")
 
 
 class Runtime(ABC):
     """One server configuration's life. Timestamps are on the engine's clock."""
 
     name: ClassVar[str]
+    """The runtime's name, from its settings (`register`)."""
+    settings: ClassVar[type[RuntimeSpec]]
     source: ClassVar[Literal["measured", "simulated"]]
     reusable: ClassVar[bool] = False
     """A started server may serve the next job of the same server configuration."""
@@ -111,8 +108,20 @@ class Runtime(ABC):
         """Stop whatever `start` started. Safe to call twice."""
 
 
+def register(settings: type[RuntimeSpec]) -> Callable[[type[R]], type[R]]:
+    """Register a runtime class for the runtime whose settings are `settings` (its name is theirs)."""
+    name = settings.model_fields["name"].default
+
+    def add(cls: type[R]) -> type[R]:
+        cls.name, cls.settings = name, settings
+        return RUNTIMES.register(name)(cls)
+
+    return add
+
+
 def runtime_for(name: str) -> type[Runtime]:
     """The runtime class registered under `name`, importing its module on first use."""
-    if name not in RUNTIMES and name in _MODULES:
-        importlib.import_module(_MODULES[name])
+    settings = settings_for(name)
+    if name not in RUNTIMES and settings is not None:
+        importlib.import_module(settings.module)
     return RUNTIMES.get(name)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import httpx
@@ -20,6 +20,7 @@ from specexp.runtimes.base import Runtime
 from specexp.measure.events import RuntimeFailure
 from specexp.runtimes.client import RawStream, stream_window, to_trace
 from specexp.runtimes.process import ServerProcess, free_port
+from specexp.spec.runtime import ServerRuntimeSpec
 
 PROBE_TIMEOUT_S = 5.0
 
@@ -66,6 +67,8 @@ class HttpRuntime(Runtime):
 
     process: ServerProcess | None = None
     port: int | None = None
+    argv: list[str] | None = None
+    """The argv the server was started with (built once, by `start`)."""
     _discovered_model: str | None = None
     _notes: list[str] | None = None
     _client: ClientStats | None = None
@@ -89,7 +92,8 @@ class HttpRuntime(Runtime):
             return rt.served_model_name
         if self._discovered_model:
             return self._discovered_model
-        return rt.model_path or self.spec.model.hf_id or self.spec.model.name
+        path = rt.model_path if isinstance(rt, ServerRuntimeSpec) else None
+        return path or self.spec.model.hf_id or self.spec.model.name
 
     def request_extras(self, request: Request) -> dict[str, Any]:
         """Engine-specific body fields (per-chunk usage, timings, meta info, thinking switch)."""
@@ -117,16 +121,18 @@ class HttpRuntime(Runtime):
             )
         return ref
 
-    def engine_drafter(self, table: Mapping[str, str] | Collection[str], engine: str) -> tuple[str, int] | None:
+    def engine_drafter(self, engine: str) -> tuple[str, int] | None:
         """(the engine's own name for this job's drafter, k), or None without a drafter; refuse a
-        drafter the engine does not have, naming the ones it does."""
+        drafter the engine does not have, naming the ones it does (the plan skips such cells
+        before anything starts: specexp.run.plan)."""
         drafter, k = self.spec.drafter.name, self.spec.k
         if drafter == "none" or k is None:
             return None
-        if drafter not in table:
-            raise RuntimeFailure("refused", "unsupported_drafter",
-                                 f"{engine} has no drafter '{drafter}'; accepted: {', '.join(sorted(table))}")
-        return (table[drafter] if isinstance(table, Mapping) else drafter), k
+        named = self.spec.runtime.drafter_name(drafter)
+        if named is None:
+            accepted = ", ".join(sorted(self.spec.runtime.drafters or ()))
+            raise RuntimeFailure("refused", "unsupported_drafter", f"{engine} has no drafter '{drafter}'; accepted: {accepted}")
+        return named, k
 
     def setting_flags(self, flags: Mapping[str, str]) -> list[str]:
         """`[flag, value, ...]` of the runtime settings that are one flag each, for the settings named
@@ -177,14 +183,12 @@ class HttpRuntime(Runtime):
         return {"Authorization": f"Bearer {key}"} if key else {}
 
     def server_argv(self) -> list[str] | None:
-        if self.spec.runtime.url:
-            return None
-        return self.build_argv(self.port or self.default_port)
+        return self.argv
 
     def start(self) -> EngineInfo:
         if not self.spec.runtime.url:
             self.port = free_port()
-            argv = self.build_argv(self.port)
+            argv = self.argv = self.build_argv(self.port)
             if argv is None:
                 raise RuntimeFailure("refused", "not_startable", f"runtime={self.name} needs runtime.url=http://...")
             try:

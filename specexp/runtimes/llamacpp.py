@@ -1,4 +1,4 @@
-"""runtime=llamacpp: llama.cpp's llama-server (facts from engines.md section 3).
+"""runtime=llamacpp: llama.cpp's llama-server (facts from docs/engines.md section 3).
 
 Starts `llama-server -m MODEL --host 127.0.0.1 --port P --metrics -np N -c CTX --cache-ram 0` plus
 `-ngl all` on GPU hardware and the speculative flags of the drafter (`--spec-type`,
@@ -24,12 +24,13 @@ from specexp.models.tiny_gguf import TinyModelShape, ensure_model
 from specexp.models.tiny_hybrid_gguf import TinyHybridShape
 from specexp.models.tiny_hybrid_gguf import ensure_model as ensure_hybrid_model
 from specexp.spec.cache import cache_dir
-from specexp.roofline.shape import model_shape
+from specexp.roofline.memory import kv_bytes_per_token, parameter_bytes
 from specexp.runtimes import promtext
-from specexp.runtimes.base import RUNTIMES
+from specexp.runtimes.base import register
 from specexp.measure.events import RuntimeFailure
 from specexp.runtimes.http import HttpRuntime, json_of
 from specexp.spec.experiment import ModelSpec
+from specexp.spec.runtime import LlamacppRuntimeSpec
 
 LLAMA_CPP_PYTHON_VERSION = "0.3.36"
 """The llama-cpp-python sdist whose vendored llama.cpp scripts/build-llama-server.sh builds."""
@@ -39,21 +40,9 @@ SDIST_COMMITS = {"0.3.36": "0c1e57098"}
 build from it reports build_info "b0-unknown" unless the commit is passed to CMake."""
 COMMIT_FILE = "llama.cpp-commit"
 """A file beside the binary's bin/ folder naming the commit it was built from (benchmarks/gpu writes it)."""
-KV_BYTES_PER_ELEMENT = {"auto": 2.0, "f16": 2.0, "bf16": 2.0, "f32": 4.0, "q8_0": 34 / 32, "q4_0": 18 / 32}
-"""llama.cpp KV cache types (`-ctk`/`-ctv`; default f16), bytes per element with block scales
-(ggml/src/ggml.c type_traits: q8_0 = 34 bytes per 32, q4_0 = 18 per 32)."""
 HOST_PROMPT_CACHE_FLAGS = ("--cache-ram", "-cram")
 GPU_LAYER_FLAGS = ("-ngl", "--gpu-layers", "--n-gpu-layers")
 
-SPEC_TYPES = {
-    "draft_model": "draft-simple",
-    "mtp": "draft-mtp",
-    "dflash": "draft-dflash",
-    "dspark": "draft-dspark",
-    "eagle3": "draft-eagle3",
-    "ngram": "ngram-simple",
-}
-"""drafter -> llama.cpp `--spec-type` (common/speculative.cpp at 0c1e570)."""
 DRAFT_FILE_WEIGHTS = ("separate", "either")
 """A drafter whose weights are its own (or may be: DSpark) needs its own GGUF: a GGUF holds one model."""
 
@@ -102,17 +91,11 @@ def gguf_path(model: ModelSpec, given: str | None) -> str:
     )
 
 
-def kv_bytes_per_token(model: ModelSpec, kv_dtype: str) -> float:
-    """K and V bytes one token of context takes in llama.cpp's cache (full-attention layers)."""
-    return model_shape(model).kv_elements_per_token * KV_BYTES_PER_ELEMENT.get(kv_dtype, 2.0)
-
-
 def weight_bytes(model: ModelSpec, bytes_per_weight: float, file: str | None) -> float:
     """The GGUF's size where it is on this machine, else the parameters at `bytes_per_weight`."""
     if file and Path(file).is_file():
         return float(Path(file).stat().st_size)
-    shape = model_shape(model)
-    return (shape.total_params + shape.input_embedding_params) * bytes_per_weight
+    return parameter_bytes(model, bytes_per_weight)
 
 
 def commit_of(build_info: str | None, executable: str) -> tuple[str | None, str | None]:
@@ -130,9 +113,8 @@ def commit_of(build_info: str | None, executable: str) -> tuple[str | None, str 
     return None, None
 
 
-@RUNTIMES.register("llamacpp")
+@register(LlamacppRuntimeSpec)
 class LlamaCppRuntime(HttpRuntime):
-    name = "llamacpp"
     default_port = 8080
     _launch: dict[str, Any] = {}
     """Launch facts for the record: ctx_size, ctx_per_slot, host_prompt_cache_mib, gpu_layers."""
@@ -211,7 +193,7 @@ class LlamaCppRuntime(HttpRuntime):
     def _speculative_args(self, draft: str | None) -> list[str]:
         spec = self.spec
         drafter = spec.drafter.name
-        drafted = self.engine_drafter(SPEC_TYPES, "llama.cpp")
+        drafted = self.engine_drafter("llama.cpp")
         if drafted is None:
             return []
         spec_type, k = drafted

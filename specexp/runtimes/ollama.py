@@ -1,4 +1,4 @@
-"""runtime=ollama: Ollama v0.33 (facts from engines.md section 4).
+"""runtime=ollama: Ollama v0.33 (facts from docs/engines.md section 4).
 
 Starts `ollama serve`, which takes its address from the environment: OLLAMA_HOST=127.0.0.1:P (and
 OLLAMA_NUM_PARALLEL, one slot per request of the largest concurrency, like llama.cpp's -np), given by
@@ -10,7 +10,7 @@ llama.cpp's `timings` are, and give the trace's token counts. The native `option
 `num_predict` (max_tokens), `temperature` and, with a drafter, k as `draft_num_predict` (api/types.go;
 0 disables drafting); `think` is the thinking switch. The version is `GET /api/version`.
 
-What Ollama cannot tell (engines.md 4, 6): there is no `/metrics`, no acceptance statistics anywhere
+What Ollama cannot tell (docs/engines.md 4, 6): there is no `/metrics`, no acceptance statistics anywhere
 in the HTTP API, and no cached prompt tokens (`prompt_eval_count` includes them), so every counter
 is None and acceptance metrics stay empty. There is no `ignore_eos`: generation may stop before
 max_tokens (completion counts come from `eval_count`, which counts the end-of-sequence token).
@@ -24,35 +24,31 @@ from typing import Any
 import httpx
 
 from specexp.measure.events import EngineInfo, Request
-from specexp.runtimes.base import RUNTIMES
+from specexp.runtimes.base import register
 from specexp.runtimes.client import RawStream
 from specexp.runtimes.http import HttpRuntime, get, json_of, messages_of
+from specexp.spec.runtime import OllamaRuntimeSpec
 
 TIMINGS = ("eval_count", "eval_duration", "prompt_eval_count", "prompt_eval_duration", "load_duration", "total_duration")
 """The engine's own figures on a native response's final object (api/types.go Metrics; durations in ns)."""
 
-DRAFTERS = {"none", "mtp", "dflash", "draft_model"}
-"""What Ollama's llama-server runner wires up: draft-mtp, draft-dflash, and an external draft model
-(`DRAFT` in the Modelfile; engines.md 4). DSpark, EAGLE-3, n-gram and the others are not."""
 
-
-@RUNTIMES.register("ollama")
+@register(OllamaRuntimeSpec)
 class OllamaRuntime(HttpRuntime):
-    name = "ollama"
     default_port = 11434  # OLLAMA_HOST default 127.0.0.1:11434 (envconfig)
     health_path = "/api/version"
     chat_path = "/api/chat"
     completion_path = "/api/generate"
-    metrics_path = None  # no Prometheus endpoint in server/ (engines.md 4)
+    metrics_path = None  # no Prometheus endpoint in server/ (docs/engines.md 4)
 
     def build_argv(self, port: int) -> list[str]:
-        self.engine_drafter(DRAFTERS, "Ollama")  # refuses a drafter Ollama does not have
+        self.engine_drafter("Ollama")  # refuses a drafter Ollama does not have
         # `ollama serve` takes no flags: its settings are environment variables (server_env).
         return [self.spec.runtime.executable or "ollama", "serve", *self.spec.runtime.extra_args]
 
     def server_env(self, port: int) -> dict[str, str]:
         """The environment `ollama serve` needs: where to listen, and as many parallel slots as
-        the largest concurrency (OLLAMA_NUM_PARALLEL, envconfig/config.go; not in engines.md)."""
+        the largest concurrency (OLLAMA_NUM_PARALLEL, envconfig/config.go; not in docs/engines.md)."""
         slots = self.spec.workload.slots
         return {"OLLAMA_HOST": f"127.0.0.1:{port}", "OLLAMA_NUM_PARALLEL": str(slots)}
 

@@ -17,14 +17,14 @@ from typing import Any
 import httpx
 
 from specexp.measure.events import EngineInfo, Request
-from specexp.runtimes.base import RUNTIMES
+from specexp.runtimes.base import register
 from specexp.measure.events import RuntimeFailure
 from specexp.runtimes.http import HttpRuntime
+from specexp.spec.runtime import OpenaiRuntimeSpec
 
 
-@RUNTIMES.register("openai")
+@register(OpenaiRuntimeSpec)
 class OpenAIRuntime(HttpRuntime):
-    name = "openai"
     health_path = "/v1/models"
     metrics_path = None
     knows_setup = False

@@ -1,4 +1,4 @@
-"""runtime=sglang: SGLang 0.5.23's server (facts from engines.md section 2).
+"""runtime=sglang: SGLang 0.5.23's server (facts from docs/engines.md section 2).
 
 Starts `python -m sglang.launch_server --model-path MODEL --host 127.0.0.1 --port P` with
 `--mem-fraction-static`, `--enable-metrics` (no /metrics without it, 2.2) and `--enable-cache-report`
@@ -31,29 +31,18 @@ import httpx
 
 from specexp.measure.events import Counters, EngineInfo, Request
 from specexp.runtimes import promtext
-from specexp.runtimes.base import RUNTIMES
+from specexp.runtimes.base import register
 from specexp.runtimes.client import RawStream
 from specexp.runtimes.http import HttpRuntime, get, json_of
-
-ALGORITHMS = {
-    "mtp": "NEXTN",          # an alias of EAGLE using the checkpoint's own MTP/NextN head
-    "eagle": "EAGLE",
-    "eagle3": "EAGLE3",
-    "draft_model": "STANDALONE",
-    "dflash": "DFLASH",
-    "dspark": "DSPARK",
-    "ngram": "NGRAM",
-}
-"""drafter -> `--speculative-algorithm` (engines.md 2.1 builtins). SGLang 0.5.23 has no suffix decoding."""
+from specexp.spec.runtime import SglangRuntimeSpec
 
 CHAIN = {"mtp", "eagle", "eagle3", "draft_model"}
 """Drafters sized by steps/topk/draft-tokens: a chain of k (topk 1, so num_draft_tokens = k + 1)."""
 
 
-@RUNTIMES.register("sglang")
+@register(SglangRuntimeSpec)
 class SglangRuntime(HttpRuntime):
-    name = "sglang"
-    default_port = 30000  # engines.md 2 (serving.py L66)
+    default_port = 30000  # docs/engines.md 2 (serving.py L66)
     _server_drafter_config: str | None = None
 
     # -- the server --------------------------------------------------------------------------
@@ -73,7 +62,7 @@ class SglangRuntime(HttpRuntime):
 
     def _speculative_args(self) -> list[str]:
         drafter = self.spec.drafter.name
-        drafted = self.engine_drafter(ALGORITHMS, "SGLang")
+        drafted = self.engine_drafter("SGLang")
         if drafted is None:
             return []
         algorithm, k = drafted
@@ -99,9 +88,9 @@ class SglangRuntime(HttpRuntime):
         return args
 
     def planned_drafter_config(self) -> str | None:
-        """steps/topk/draft-tokens as this config asks for them (engines.md 2.1)."""
+        """steps/topk/draft-tokens as this config asks for them (docs/engines.md 2.1)."""
         drafter, k = self.spec.drafter.name, self.spec.k
-        if drafter == "none" or k is None or drafter not in ALGORITHMS:
+        if drafter == "none" or k is None or self.spec.runtime.drafter_name(drafter) is None:
             return None
         if drafter == "ngram":
             return f"{k + 1}/1/{k + 1}"  # num_steps = num_draft_tokens // topk (2.1, _handle_ngram)
@@ -226,7 +215,7 @@ class SglangRuntime(HttpRuntime):
 
 def cached_tokens(samples: list[promtext.Sample]) -> float | None:
     """`sglang:cached_tokens_total{cache_source="total"}`, else the sum of its sources
-    (device, host, storage; engines.md 2.2)."""
+    (device, host, storage; docs/engines.md 2.2)."""
     series = [s for s in samples if s.name == "sglang:cached_tokens_total" and "cache_source" in s.labels]
     totals = [s for s in series if s.labels["cache_source"] == "total"]
     return promtext.shard_total(totals or series, "sglang:cached_tokens_total")

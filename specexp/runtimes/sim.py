@@ -5,16 +5,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from specexp.measure.events import Counters, EngineInfo, Request, RequestTrace
-from specexp.runtimes.base import RUNTIMES, Runtime
+from specexp.runtimes.base import register, Runtime
 from specexp.sim.engine import SimEngine
 from specexp.sim.startup import start_engine
+from specexp.spec.runtime import SimRuntimeSpec
 
 
-@RUNTIMES.register("sim")
+@register(SimRuntimeSpec)
 class SimRuntime(Runtime):
     """The simulator behind the engine seam; every number it gives is `source: simulated`."""
 
-    name = "sim"
     source = "simulated"
     reads_prompts = False
     engine: SimEngine

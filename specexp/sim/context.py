@@ -2,7 +2,7 @@
 
 A model serves max_position_embeddings tokens natively, or that times its YaRN factor when
 rope scaling is enabled. A drafter without YaRN support cannot follow: with YaRN on, the
-server fails at start (studies.md: DSpark raises an AttributeError about
+server fails at start (docs/studies.md: DSpark raises an AttributeError about
 max_position_embeddings); without it, the drafter's own context caps the server's.
 """
 

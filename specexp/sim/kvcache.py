@@ -11,7 +11,7 @@ earlier where the drafter's hit is one block shorter), so that the next request 
 there (Scheduler._mamba_block_aligned_split). Every kept state
 occupies pool memory, which is the KV capacity prefix caching costs a hybrid model; dense
 models pay nothing. (Qwen3.8-27B: 144 MiB of float32 state per 8,000-token chunk next to 64 KiB
-of K/V per token costs 22 % of the capacity, as studies.md reports: 348,497 -> 271,315 tokens.)
+of K/V per token costs 22 % of the capacity, as docs/studies.md reports: 348,497 -> 271,315 tokens.)
 A runtime version whose cache never hits keeps the cache (and its cost) but serves nothing.
 """
 

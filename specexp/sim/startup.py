@@ -23,6 +23,9 @@ GIB = 1024**3
 @dataclass(frozen=True)
 class ServerPlan:
     target: CostModel
+    """The target model's forward passes on this engine (its own per-layer overhead, where it has one)."""
+    prefill: CostModel
+    """The same passes with the engine's prefill kernels' share of compute (`target` when that is 1)."""
     draft_model: CostModel | None
     k: int
     max_model_len: int
@@ -38,7 +41,14 @@ def plan_server(spec: ExperimentSpec, reserved_gib: float = ENGINE_RESERVED_GIB,
     `profile` replaces runtime.engine's (a calibration trying figures)."""
     rt = spec.runtime
     profile = profile or load_profile(rt.engine)
-    target = CostModel.build(spec.hardware, spec.model, spec.quantization, rt.kv_cache_dtype)
+    hardware = spec.hardware
+    if profile.layer_overhead_us is not None:  # the engine's own kernels' fixed cost per layer
+        hardware = hardware.model_copy(update={"layer_overhead_us": profile.layer_overhead_us})
+    target = CostModel.build(hardware, spec.model, spec.quantization, rt.kv_cache_dtype)
+    prefill = target
+    if profile.prefill_compute != 1.0:
+        prefill = CostModel.build(prefill_hardware(hardware, profile.prefill_compute), spec.model,
+                                  spec.quantization, rt.kv_cache_dtype)
     draft_model = None
     if spec.drafter.cost.uses_draft_model and spec.draft_model is not None:
         draft_model = CostModel.build(spec.hardware, spec.draft_model, spec.quantization, rt.kv_cache_dtype)
@@ -63,7 +73,7 @@ def plan_server(spec: ExperimentSpec, reserved_gib: float = ENGINE_RESERVED_GIB,
     refused = refusal(spec, memory)
     if refused is not None:
         raise RuntimeFailure("refused", *refused)
-    return ServerPlan(target, draft_model, k, max_model_len, note, layout, memory, profile)
+    return ServerPlan(target, prefill, draft_model, k, max_model_len, note, layout, memory, profile)
 
 
 def prefill_hardware(hw: HardwareSpec, share: float) -> HardwareSpec:
@@ -85,21 +95,13 @@ def start_engine(spec: ExperimentSpec, profile: EngineProfile | None = None) -> 
     plan = plan_server(spec, profile=profile)
     target, memory, layout, k = plan.target, plan.memory, plan.layout, plan.k
     profile = plan.profile
-    hardware = spec.hardware
-    if profile.layer_overhead_us is not None:  # the engine's own kernels' fixed cost per layer
-        hardware = hardware.model_copy(update={"layer_overhead_us": profile.layer_overhead_us})
-        target = CostModel.build(hardware, spec.model, spec.quantization, rt.kv_cache_dtype)
     draft = acceptance = None
     if k > 0:
         draft = DraftCost(spec.drafter, target, plan.draft_model, spec.quantization)
         acceptance = AcceptanceModel(spec.drafter, spec.workload.acceptance_class, spec.quantization.name, spec.seed)
-    prefill = target
-    if profile.prefill_compute != 1.0:
-        prefill = CostModel.build(prefill_hardware(hardware, profile.prefill_compute), spec.model,
-                                  spec.quantization, rt.kv_cache_dtype)
     engine = SimEngine(target, draft, acceptance, k, max_num_batched_tokens=rt.max_num_batched_tokens,
                        max_num_seqs=rt.max_num_seqs, layout=layout, memory=memory, profile=profile,
-                       prefill_target=prefill, drafter=spec.drafter.name)
+                       prefill_target=plan.prefill, drafter=spec.drafter.name)
     details = {
         "weight_gib": round(memory.weight_bytes / GIB, 2),
         "activation_gib": round(memory.activation_bytes / GIB, 2),

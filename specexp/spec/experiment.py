@@ -6,14 +6,15 @@ them. Unknown keys and values of the wrong type are errors (``extra="forbid"``).
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Literal
 
-from pydantic import BeforeValidator, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from specexp.spec.base import _Spec
+from specexp.spec.runtime import AnyRuntime, RuntimeSpec
 from specexp.spec.workload import SessionSpec, SloSpec, WorkloadSpec
 
-__all__ = ["SessionSpec", "SloSpec", "WorkloadSpec"]  # re-exported: part of the one spec
+__all__ = ["RuntimeSpec", "SessionSpec", "SloSpec", "WorkloadSpec"]  # re-exported: part of the one spec
 
 Dtype = Literal["bf16", "fp8", "fp4", "int8", "int4"]
 Component = Literal["mlp", "attention", "embeddings"]
@@ -161,58 +162,6 @@ class QuantizationSpec(_Spec):
     """What each runtime calls this scheme (vLLM `--quantization`, a GGUF file type, ...)."""
 
 
-class RuntimeSpec(_Spec):
-    name: Literal["sim", "vllm", "sglang", "llamacpp", "ollama", "openai"]
-    url: str | None = None
-    """Measure an already running server at this base URL instead of starting one."""
-    version: str | None = None
-    """Engine version to record when the engine does not report one (sim: specexp's)."""
-    gpu_memory_utilization: float | None = Field(default=0.9, gt=0, le=1)
-    """Share of device memory the engine may take (vLLM --gpu-memory-utilization, SGLang
-    --mem-fraction-static); null for engines without such a setting (llama.cpp, Ollama, an
-    external endpoint), so the record does not claim one."""
-    kv_cache_dtype: str = "auto"
-    prefix_caching: bool = True
-    max_model_len: int | None = None
-    max_num_batched_tokens: int = Field(default=8192, ge=1)
-    """Token budget of one forward pass (chunked prefill)."""
-    max_num_seqs: int = Field(default=256, ge=1)
-    start_timeout_s: float = Field(default=600.0, gt=0)
-    request_timeout_s: float = Field(default=600.0, gt=0)
-    """Longest a whole request may take."""
-    stall_timeout_s: float = Field(default=120.0, gt=0)
-    """Longest wait for the next chunk of a stream before the request counts as hung."""
-    executable: str | None = None
-    """Path of the server binary; None means the runtime's default."""
-    model_path: str | None = None
-    """What the server loads: a local path or an engine model id; None means model.hf_id
-    (or the GGUF specexp writes for a generated model)."""
-    draft_model_path: str | None = None
-    """The drafter's weights where the engine needs them (draft model, DFlash, DSpark, EAGLE-3)."""
-    served_model_name: str | None = None
-    """The model name requests carry; None means what the server was started with."""
-    extra_args: list[Annotated[str, BeforeValidator(str)]] = []
-    """Extra argv appended to the server command, verbatim (a list, never a shell string)."""
-    api_key_env: str | None = None
-    """Name of the environment variable holding an API key; the key itself is never recorded."""
-    cache_block_tokens: int | None = Field(default=None, ge=1)
-    """Prefix-cache block size in tokens; None: the engine's choice for the model (16 for dense
-    models, the model's aligned block for hybrid ones). Reuse happens in whole blocks."""
-    kv_cache_memory_gib: float | None = Field(default=None, gt=0)
-    """KV cache memory the engine allocates, GiB (vLLM on hardware=cpu: VLLM_CPU_KVCACHE_SPACE);
-    None: the engine's own sizing."""
-    prefix_cache_broken_versions: list[str] = []
-    """Versions of this runtime (fnmatch patterns) whose prefix cache silently never hits: it is
-    on and costs KV capacity, but nothing is reused. The simulator honours it for runtime.version."""
-    engine: Literal["vllm", "sglang", "llamacpp"] | None = None
-    """runtime=sim only: the engine the simulator imitates (its profile, conf/sim_engine/);
-    None: vllm."""
-    load_format: str | None = None
-    """How the engine loads the weights (vLLM and SGLang `--load-format`); `dummy` serves the model
-    without its weights, filled by the engine, from a config-only folder specexp writes for the
-    model's shape when runtime.model_path is not given. None: the engine's default."""
-
-
 class DrafterCost(_Spec):
     """What one drafting step costs, from the drafter's structure."""
 
@@ -287,7 +236,7 @@ class ExperimentSpec(_Spec):
     hardware: HardwareSpec
     model: ModelSpec
     quantization: QuantizationSpec
-    runtime: RuntimeSpec
+    runtime: AnyRuntime
     drafter: DrafterSpec
     workload: WorkloadSpec
     k: int | None = Field(default=None, ge=1)

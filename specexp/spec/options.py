@@ -20,6 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 from specexp.spec import paths
 from specexp.spec.errors import SpecError
+from specexp.spec.runtime import RUNTIMES, settings_for
 from specexp.spec.experiment import (
     DrafterSpec,
     ExperimentSpec,
@@ -60,14 +61,21 @@ def validate_option(
 ) -> Any:
     if not isinstance(data, Mapping):
         raise SpecError(f"conf/{group}", group, "missing or not a mapping", accepted=paths.options(group))
+    if model is RuntimeSpec:  # one settings model per runtime, chosen by its name
+        chosen = settings_for(data.get("name"))
+        if chosen is None:
+            raise SpecError(where_set("runtime.name", (group, choice), overrides), "runtime.name",
+                            f"no runtime named {data.get('name')!r}", accepted=list(RUNTIMES), value=data.get("name"))
+        model = chosen
     try:
         return model.model_validate(dict(data))
     except ValidationError as err:
-        raise spec_error(err, group, choice, overrides) from None
+        raise spec_error(err, group, choice, overrides, model) from None
 
 
 def spec_error(
-    err: ValidationError, group: str | None, choice: str | None, overrides: Sequence[str]
+    err: ValidationError, group: str | None, choice: str | None, overrides: Sequence[str],
+    model: type[BaseModel] | None = None,
 ) -> SpecError:
     first = err.errors()[0]
     loc = [str(part) for part in first["loc"]]
@@ -76,8 +84,10 @@ def spec_error(
     kind = first["type"]
     value = first.get("input")
     if kind == "extra_forbidden":
-        model = model_at(GROUPS.get(group or "", ExperimentSpec), loc[:-1])
-        return SpecError(where, key, "unknown key", accepted=list(model.model_fields), value=loc[-1])
+        inner = model_at(model or GROUPS.get(group or "", ExperimentSpec), loc[:-1])
+        what = f"not a key of runtime={inner.model_fields['name'].default}" if inner in RUNTIMES.values() \
+            else "unknown key"
+        return SpecError(where, key, what, accepted=list(inner.model_fields), value=loc[-1])
     if kind == "missing":
         return SpecError(where, key, "required key is missing")
     if kind == "list_type":

@@ -121,10 +121,12 @@ def _conf_options(name: str) -> list[str]:
 def _literal_options(name: str) -> list[str]:
     from typing import get_args
 
-    from specexp.spec.experiment import DrafterSpec, RuntimeSpec
+    from specexp.spec.experiment import DrafterSpec
+    from specexp.spec.runtime import RUNTIMES
 
-    model = {"drafter": DrafterSpec, "runtime": RuntimeSpec}[name]
-    return list(get_args(model.model_fields["name"].annotation))
+    if name == "runtime":
+        return list(RUNTIMES)
+    return list(get_args(DrafterSpec.model_fields["name"].annotation))
 
 
 _OPTION_SOURCES: Mapping[str, Callable[[str], list[str]]] = MappingProxyType({

@@ -17,7 +17,7 @@ from specexp.record import ErrorInfo, Measurement, Provenance, RunRecord
 from specexp.spec.vocabulary import CONDITIONS, ROLES
 
 REPO = Path(__file__).resolve().parents[2]
-VOCABULARY = REPO / "docs" / "vocabulary.md"
+VOCABULARY = REPO / "docs/vocabulary.md"
 
 
 def _table(section: str, first: str) -> dict[str, list[str]]:
@@ -51,18 +51,50 @@ def test_every_metric_is_documented_as_the_code_defines_it() -> None:
 
 @pytest.mark.parametrize("model", [RunRecord, Provenance, Measurement, ErrorInfo])
 def test_every_record_field_is_documented(model: type) -> None:
-    text = (REPO / "docs" / "records.md").read_text(encoding="utf-8")
+    text = (REPO / "docs/records.md").read_text(encoding="utf-8")
     for name, field in model.model_fields.items():  # type: ignore[attr-defined]
         key = field.alias or name
         assert f"`{key}`" in text or f"`error.{key}`" in text or f"`provenance.{key}`" in text, \
             f"docs/records.md does not describe {model.__name__}.{key}"
 
 
-def test_the_code_cites_only_documents_in_the_repository() -> None:
-    cited = []
-    for path in [*REPO.glob("specexp/**/*.py"), *REPO.glob("conf/**/*.yaml"), *REPO.glob("experiments/**/*.yaml")]:
-        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            for match in re.finditer(r"([\w./-]*)vocabulary\.md", line):
-                if match.group(1) != "docs/":
-                    cited.append(f"{path.relative_to(REPO)}:{n}: {line.strip()}")
-    assert not cited, "cite docs/vocabulary.md (in this repository) instead:\n" + "\n".join(cited)
+CITING = ["specexp/**/*.py", "conf/**/*.yaml", "experiments/**/*.yaml", "tests/**/*.py", "tests/**/*.md",
+          "benchmarks/**/*.py", "benchmarks/**/*.md", "scripts/*", "README.md", "pyproject.toml", "templates/**/*"]
+CITATION = re.compile(r"(?<![\w.${}-])((?:\.\./)*[\w./-]*[\w-]+\.md)(?![\w.])")
+
+
+def _citations() -> list[tuple[str, str]]:
+    """(where, cited path) for every Markdown file named in code, configs, tests, benchmarks and docs."""
+    found = []
+    for pattern in CITING:
+        for path in REPO.glob(pattern):
+            if not path.is_file() or "/data/" in str(path.relative_to(REPO)) or path == Path(__file__):
+                continue
+            for n, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+                for match in CITATION.finditer(line):
+                    cited = match.group(1)
+                    if "/" in cited or (REPO / "docs" / cited).is_file():  # not an output's name (measurements.md)
+                        found.append((f"{path.relative_to(REPO)}:{n}", cited))
+    return found
+
+
+def _exists(cited: str, where: str) -> bool:
+    if cited.startswith("/"):  # where a recorded output was written on the machine that ran it
+        return True
+    if cited.startswith("../"):
+        return False
+    here = (REPO / where.split(":")[0]).parent
+    return (REPO / cited).is_file() or (here / cited).is_file()
+
+
+def test_every_cited_document_is_in_the_repository() -> None:
+    found = _citations()
+    assert any(cited == "docs/engines.md" for _, cited in found), "the scan found no citation at all"
+    missing = sorted({f"{where}: {cited}" for where, cited in found if not _exists(cited, where)})
+    assert not missing, "these documents are cited but not in the repository:\n" + "\n".join(missing)
+
+
+def test_documents_are_cited_by_their_path_in_the_repository() -> None:
+    bare = sorted({f"{where}: {cited}" for where, cited in _citations()
+                   if cited in {"engines.md", "studies.md", "architecture.md", "vocabulary.md"}})
+    assert not bare, "cite docs/<name>.md, the path a reader can open:\n" + "\n".join(bare)

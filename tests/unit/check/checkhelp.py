@@ -12,7 +12,7 @@ BASE: dict[str, Any] = {
     "drafter": "mtp", "k": 3, "workload": "edit_heavy", "prompt_tokens": 6387, "output_tokens": 3000,
     "concurrency": 1, "cache": "cold", "thinking": False, "temperature": 0.0,
 }
-"""A fully stated single-stream figure (studies.md's edit-heavy MTP setting)."""
+"""A fully stated single-stream figure (docs/studies.md's edit-heavy MTP setting)."""
 
 
 def make_figure(fid: str = "a", metric: str = "e2e_tps", value: Any = 20.0, origin: str = "cited",

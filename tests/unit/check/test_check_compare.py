@@ -1,4 +1,4 @@
-"""Verdicts on pairs of figures: every rule, every pitfall of studies.md, fair pairs that must
+"""Verdicts on pairs of figures: every rule, every pitfall of docs/studies.md, fair pairs that must
 say nothing, and verdicts that do not depend on which figure comes first."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ def _noisy(c: Any) -> list[str]:
     return [f.rule for f in c.findings if f.severity in ("error", "warning")]
 
 
-# Each pitfall of studies.md "Pitfalls when comparing published figures": (what differs, a, b).
+# Each pitfall of docs/studies.md "Pitfalls when comparing published figures": (what differs, a, b).
 PITFALLS: list[tuple[str, dict[str, Any], dict[str, Any], str]] = [
     ("concurrency", {"concurrency": 1}, {"concurrency": 8}, "e2e_tps"),
     ("quantization", {"quantization": "fp8"}, {"quantization": "nvfp4"}, "e2e_tps"),

@@ -11,7 +11,7 @@ from specexp import check
 from specexp.check.findings import RULES, SEVERITIES
 from specexp.check.relevance import FAMILIES
 
-DOCS = (Path(__file__).resolve().parents[3] / "docs" / "check.md").read_text(encoding="utf-8")
+DOCS = (Path(__file__).resolve().parents[3] / "docs/check.md").read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize("rule", list(RULES))

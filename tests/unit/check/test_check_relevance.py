@@ -1,5 +1,5 @@
 """The relevance table is data: every metric has one family, every condition a place, every
-entry a reason; and the pitfalls of studies.md are relevant where they can move a number."""
+entry a reason; and the pitfalls of docs/studies.md are relevant where they can move a number."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ def test_the_side_tables_name_known_conditions() -> None:
         assert parent in CONDITIONS and set(children) <= set(CONDITIONS)
 
 
-# (metric, condition, relevant?) for each pitfall of studies.md and the families the issue names.
+# (metric, condition, relevant?) for each pitfall of docs/studies.md and the families the issue names.
 CASES = [
     ("e2e_tps", "concurrency", True), ("aggregate_tps", "concurrency", True),
     ("decode_tps", "quantization", True), ("acceptance_rate", "quantization", True),
@@ -97,5 +97,5 @@ def test_varying_the_drafter_varies_its_settings() -> None:
 
 
 def test_docs_print_the_relevance_table_as_the_code_has_it() -> None:
-    docs = (REPO / "docs" / "check.md").read_text(encoding="utf-8")
+    docs = (REPO / "docs/check.md").read_text(encoding="utf-8")
     assert relevance_table_md() in docs, "regenerate the table in docs/check.md from relevance_table_md()"

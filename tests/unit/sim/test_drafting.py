@@ -1,5 +1,5 @@
 """specexp.sim.drafting: the acceptance model reproduces its calibration inputs
-(studies.md, "Facts to use as inputs"), and drafting cost follows the drafter's structure."""
+(docs/studies.md, "Facts to use as inputs"), and drafting cost follows the drafter's structure."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def long_draw(model: AcceptanceModel, k: int, n: int = DRAWS) -> np.ndarray:
     return np.array([model.draw(k) for _ in range(n)])
 
 
-# studies.md: "Overall acceptance on fresh_generation across a sweep of MTP k = 3, 8, 15 and DSpark
+# docs/studies.md: "Overall acceptance on fresh_generation across a sweep of MTP k = 3, 8, 15 and DSpark
 # k = 7, 14 (same order): 79.0 %, 50.3 %, 28.9 %, 31.7 %, 15.8 %." (Qwen3.8-27B FP8.)
 CALIBRATION = [("mtp", 3, 0.790), ("mtp", 8, 0.503), ("mtp", 15, 0.289), ("dspark", 7, 0.317), ("dspark", 14, 0.158)]
 
@@ -57,12 +57,12 @@ def test_long_draw_matches_the_per_position_model(name: str, k: int) -> None:
 
 
 def test_nvfp4_mtp_accepts_about_53_percent() -> None:
-    # studies.md: "MTP on the NVFP4 checkpoint accepts about 53 % of drafted tokens" (k = 3).
+    # docs/studies.md: "MTP on the NVFP4 checkpoint accepts about 53 % of drafted tokens" (k = 3).
     assert float(np.mean(acceptance("mtp", quantization="nvfp4").expected(3))) == pytest.approx(0.53, abs=0.005)
 
 
 def test_dflash_for_muse_accepts_about_25_percent() -> None:
-    # studies.md: "A DFlash drafter for Muse reached only 25 % acceptance" (blocks of 16: k = 15).
+    # docs/studies.md: "A DFlash drafter for Muse reached only 25 % acceptance" (blocks of 16: k = 15).
     assert float(np.mean(acceptance("dflash").expected(15))) == pytest.approx(0.25, abs=PUBLISHED)
 
 

@@ -81,7 +81,7 @@ def test_a_drafter_takes_memory_from_the_kv_cache(make_spec: Spec, tmp_path: Pat
     assert dspark < none
 
 
-# studies.md, "Facts to use as inputs": KV cache capacity reported for the FP8 model on the Spark:
+# docs/studies.md, "Facts to use as inputs": KV cache capacity reported for the FP8 model on the Spark:
 # 348,497 tokens at gpu_memory_utilization 0.44 without prefix caching, 271,315 with it (MTP k = 3).
 SPARK = ("hardware=dgx_spark", "model=qwen3.8-27b", "quantization=fp8", "drafter=mtp", "k=3",
          "runtime.gpu_memory_utilization=0.44")
@@ -96,7 +96,7 @@ def test_kv_capacity_reproduces_the_published_spark_figures(
 
 
 def test_mtp_k8_at_044_is_refused_for_want_of_kv_cache(make_spec: Spec, tmp_path: Path) -> None:
-    # studies.md, failure modes: "an MTP k = 8 server at gpu_memory_utilization 0.44 needing more KV
+    # docs/studies.md, failure modes: "an MTP k = 8 server at gpu_memory_utilization 0.44 needing more KV
     # than available" refuses to start.
     spec = make_spec(*[o for o in SPARK if o != "k=3"], "k=8")
     with pytest.raises(RuntimeFailure) as info:

@@ -125,7 +125,7 @@ def test_verify_compute_grows_with_batch_times_k_plus_1_so_deep_drafts_lose_unde
 
 def test_hybrid_layers_carry_a_recurrent_state_whose_dtype_sets_its_bytes() -> None:
     m = model("qwen3.8-27b")
-    assert m.linear_state_dtype == "float32"  # studies.md: float32 by default
+    assert m.linear_state_dtype == "float32"  # docs/studies.md: float32 by default
     fp32 = cost("dgx_spark", m, "fp8")
     bf16 = cost("dgx_spark", m.model_copy(update={"linear_state_dtype": "bfloat16"}), "fp8")
     assert m.linear_num_value_heads and m.linear_key_head_dim and m.linear_value_head_dim

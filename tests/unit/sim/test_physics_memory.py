@@ -121,7 +121,7 @@ def test_a_dense_server_starts_exactly_when_max_model_len_fits_its_kv_cache(tmp_
 
 
 def test_the_studys_mtp_k8_server_at_044_is_refused_while_k3_starts(tmp_path: Path) -> None:
-    # studies.md: an MTP k = 8 server at gpu_memory_utilization 0.44 needs more KV than is available.
+    # docs/studies.md: an MTP k = 8 server at gpu_memory_utilization 0.44 needs more KV than is available.
     k3 = start(spec(drafter="mtp", k=3, gpu_memory_utilization=0.44), tmp_path)
     assert k3.info.kv_cache_tokens  # type: ignore[attr-defined]
     failure = refused(spec(drafter="mtp", k=8, gpu_memory_utilization=0.44), tmp_path)

@@ -1,4 +1,4 @@
-"""The published studies' conclusions come out of the simulator (studies.md, issue 14): the
+"""The published studies' conclusions come out of the simulator (docs/studies.md, issue 14): the
 rankings, not the figures, on the Spark with Qwen3.8-27B and its calibrated drafters."""
 
 from __future__ import annotations

@@ -1,0 +1,188 @@
+"""The runtimes specexp drives, in one place: each one's name, its settings and its drafters.
+
+Every runtime is one settings model here: the keys its config (conf/runtime/<name>.yaml) may set,
+the drafters it has with the engine's own name for each, and the module that drives it. The
+`runtime` of an experiment is one of them, chosen by `name`: `runtime=vllm` accepts vLLM's keys
+only, and an unknown key is answered with the ones it has. The accepted names, the config check
+and the docs' runtime table (scripts/vocabulary-tables) are all read from `RUNTIMES` below; the
+runtime modules (specexp.runtimes.*) read their drafter names from here and add the launch argv,
+readiness and counters of their engine.
+
+The engines' names for drafters are their own (docs/engines.md): vLLM's `SpeculativeConfig.method`
+(1.1), SGLang's `--speculative-algorithm` (2.1), llama.cpp's `--spec-type` (3.1) and what Ollama's
+runner wires up (4).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import BeforeValidator, Field
+
+from specexp.spec.base import _Spec
+
+
+class RuntimeSpec(_Spec):
+    """What every runtime has: the serving settings a simulated or a real engine is measured under."""
+
+    drafters: ClassVar[Mapping[str, str] | None] = None
+    """Drafter -> the engine's own name for it; None: any drafter (the simulator imitates each one;
+    an endpoint runs whatever its server was started with)."""
+    module: ClassVar[str]
+    """The module that drives it (it registers the runtime class on import)."""
+    summary: ClassVar[str]
+
+    name: str
+    version: str | None = None
+    """Engine version to record when the engine does not report one (sim: specexp's)."""
+    gpu_memory_utilization: float | None = Field(default=0.9, gt=0, le=1)
+    """Share of device memory the engine may take (vLLM --gpu-memory-utilization, SGLang
+    --mem-fraction-static); null for engines without such a setting (llama.cpp, Ollama, an
+    external endpoint), so the record does not claim one."""
+    kv_cache_dtype: str = "auto"
+    prefix_caching: bool = True
+    max_model_len: int | None = None
+    max_num_batched_tokens: int = Field(default=8192, ge=1)
+    """Token budget of one forward pass (chunked prefill)."""
+    max_num_seqs: int = Field(default=256, ge=1)
+    cache_block_tokens: int | None = Field(default=None, ge=1)
+    """Prefix-cache block size in tokens; None: the engine's choice for the model (16 for dense
+    models, the model's aligned block for hybrid ones). Reuse happens in whole blocks."""
+    served_model_name: str | None = None
+    """The model name requests carry; None means what the server was started with."""
+
+    def drafter_name(self, drafter: str) -> str | None:
+        """The engine's name for `drafter`; None where this runtime has no such drafter."""
+        if self.drafters is None:
+            return drafter
+        return self.drafters.get(drafter)
+
+
+class SimRuntimeSpec(RuntimeSpec):
+    module = "specexp.runtimes.sim"
+    summary = "the built-in simulator: an engine's serving on a virtual clock, from first principles"
+
+    name: Literal["sim"] = "sim"
+    engine: Literal["vllm", "sglang", "llamacpp"] | None = None
+    """The engine the simulator imitates (its profile, conf/sim_engine/); None: vllm."""
+    prefix_cache_broken_versions: list[str] = []
+    """Versions of the imitated engine (fnmatch patterns, against runtime.version) whose prefix cache
+    silently never hits: it is on and costs KV capacity, but nothing is reused."""
+
+
+class EndpointRuntimeSpec(RuntimeSpec):
+    """An OpenAI-compatible HTTP server, started by specexp or already running."""
+
+    url: str | None = None
+    """Measure an already running server at this base URL instead of starting one."""
+    start_timeout_s: float = Field(default=600.0, gt=0)
+    request_timeout_s: float = Field(default=600.0, gt=0)
+    """Longest a whole request may take."""
+    stall_timeout_s: float = Field(default=120.0, gt=0)
+    """Longest wait for the next chunk of a stream before the request counts as hung."""
+    api_key_env: str | None = None
+    """Name of the environment variable holding an API key; the key itself is never recorded."""
+
+
+class ServerRuntimeSpec(EndpointRuntimeSpec):
+    """An engine whose server specexp starts itself."""
+
+    executable: str | None = None
+    """Path of the server binary; None means the runtime's default."""
+    model_path: str | None = None
+    """What the server loads: a local path or an engine model id; None means model.hf_id
+    (or the model specexp writes for a generated model)."""
+    draft_model_path: str | None = None
+    """The drafter's weights where the engine needs them (draft model, DFlash, DSpark, EAGLE-3)."""
+    extra_args: list[Annotated[str, BeforeValidator(str)]] = []
+    """Extra argv appended to the server command, verbatim (a list, never a shell string)."""
+
+
+class VllmRuntimeSpec(ServerRuntimeSpec):
+    module = "specexp.runtimes.vllm"
+    summary = "vLLM's OpenAI-compatible server (`vllm serve`)"
+    drafters = MappingProxyType({
+        "mtp": "mtp", "dspark": "dspark", "dflash": "dflash", "eagle3": "eagle3", "eagle": "eagle",
+        "ngram": "ngram", "draft_model": "draft_model", "suffix": "suffix",
+    })
+
+    name: Literal["vllm"] = "vllm"
+    kv_cache_memory_gib: float | None = Field(default=None, gt=0)
+    """KV cache memory the engine allocates, GiB (--kv-cache-memory-bytes; on hardware=cpu
+    VLLM_CPU_KVCACHE_SPACE); None: the engine's own sizing."""
+    load_format: str | None = None
+    """How the engine loads the weights (`--load-format`); `dummy` serves the model without its
+    weights, filled by the engine, from a config-only folder specexp writes for the model's shape
+    when runtime.model_path is not given. None: the engine's default."""
+
+
+class SglangRuntimeSpec(ServerRuntimeSpec):
+    module = "specexp.runtimes.sglang"
+    summary = "SGLang's server (`python -m sglang.launch_server`)"
+    drafters = MappingProxyType({
+        "mtp": "NEXTN", "eagle": "EAGLE", "eagle3": "EAGLE3", "draft_model": "STANDALONE",
+        "dflash": "DFLASH", "dspark": "DSPARK", "ngram": "NGRAM",
+    })
+
+    name: Literal["sglang"] = "sglang"
+    load_format: str | None = None
+    """How the engine loads the weights (`--load-format`; `dummy`: no weights, as for vLLM)."""
+
+
+class LlamacppRuntimeSpec(ServerRuntimeSpec):
+    module = "specexp.runtimes.llamacpp"
+    summary = "llama.cpp's `llama-server`"
+    drafters = MappingProxyType({
+        "draft_model": "draft-simple", "mtp": "draft-mtp", "dflash": "draft-dflash",
+        "dspark": "draft-dspark", "eagle3": "draft-eagle3", "ngram": "ngram-simple",
+    })
+
+    name: Literal["llamacpp"] = "llamacpp"
+
+
+class OllamaRuntimeSpec(ServerRuntimeSpec):
+    module = "specexp.runtimes.ollama"
+    summary = "Ollama (`ollama serve`; its settings are environment variables)"
+    drafters = MappingProxyType({"mtp": "mtp", "dflash": "dflash", "draft_model": "draft_model"})
+
+    name: Literal["ollama"] = "ollama"
+
+
+class OpenaiRuntimeSpec(EndpointRuntimeSpec):
+    module = "specexp.runtimes.openai"
+    summary = "any OpenAI-compatible endpoint already running (runtime.url); nothing is started"
+
+    name: Literal["openai"] = "openai"
+
+
+RUNTIMES: Mapping[str, type[RuntimeSpec]] = MappingProxyType({
+    cls.model_fields["name"].default: cls
+    for cls in (SimRuntimeSpec, VllmRuntimeSpec, SglangRuntimeSpec, LlamacppRuntimeSpec, OllamaRuntimeSpec,
+                OpenaiRuntimeSpec)
+})
+"""Every runtime by name, in the order the docs list them."""
+
+AnyRuntime = Annotated[
+    SimRuntimeSpec | VllmRuntimeSpec | SglangRuntimeSpec | LlamacppRuntimeSpec | OllamaRuntimeSpec
+    | OpenaiRuntimeSpec,
+    Field(discriminator="name"),
+]
+"""An experiment's runtime: one of `RUNTIMES`, chosen by its `name`."""
+
+EVERY_KEY: tuple[str, ...] = tuple(dict.fromkeys(k for cls in RUNTIMES.values() for k in cls.model_fields))
+"""Every key some runtime has (an override is checked against these before the runtime is known)."""
+
+RUN_ID_DEFAULTS: Mapping[str, Any] = MappingProxyType({
+    "url": None, "executable": None, "model_path": None, "draft_model_path": None, "extra_args": [],
+    "api_key_env": None, "kv_cache_memory_gib": None, "prefix_cache_broken_versions": [], "engine": None,
+    "load_format": None, "served_model_name": None,
+})
+"""What a runtime without one of these keys counts as in a run id: the value every record written
+when one settings model held all runtimes' keys had for it, so those records keep their run ids."""
+
+
+def settings_for(name: object) -> type[RuntimeSpec] | None:
+    """The settings model of the runtime called `name`, or None."""
+    return RUNTIMES.get(name) if isinstance(name, str) else None
