@@ -39,14 +39,22 @@ def summary(errors: Sequence[float]) -> str:
     import numpy as np
 
     e = np.array(errors)
-    return (f"{len(e)} | {100 * np.sqrt(np.mean(e**2)):.1f} % | {100 * np.mean(e):+.1f} % | "
-            f"{100 * np.max(np.abs(e)):.1f} %")
+    return (
+        f"{len(e)} | {100 * np.sqrt(np.mean(e**2)):.1f} % | {100 * np.mean(e):+.1f} % | "
+        f"{100 * np.max(np.abs(e)):.1f} %"
+    )
 
 
 SHAPES = {  # the data's shape, and two others in the same family (Qwen3-1.7B and Qwen3-14B layouts)
-    "dense-8b": dict(num_hidden_layers=36, hidden_size=4096, intermediate_size=12288, num_attention_heads=32),
-    "dense-14b": dict(num_hidden_layers=40, hidden_size=5120, intermediate_size=17408, num_attention_heads=40),
-    "dense-1.7b": dict(num_hidden_layers=28, hidden_size=2048, intermediate_size=6144, num_attention_heads=16),
+    "dense-8b": dict(
+        num_hidden_layers=36, hidden_size=4096, intermediate_size=12288, num_attention_heads=32
+    ),
+    "dense-14b": dict(
+        num_hidden_layers=40, hidden_size=5120, intermediate_size=17408, num_attention_heads=40
+    ),
+    "dense-1.7b": dict(
+        num_hidden_layers=28, hidden_size=2048, intermediate_size=6144, num_attention_heads=16
+    ),
 }
 STEPS = [(1024, b, t) for b in (1, 8, 64) for t in (1, 4, 16)] + [(32768, 1, 1), (32768, 1, 8)]
 
@@ -88,9 +96,14 @@ def measure(path: str, mask_kind: str = "gqa_bool") -> None:
 
     for name, dims in SHAPES.items():
         shape = dict(dims, num_key_value_heads=8, head_dim=128, vocab_size=151936)
-        h, inter, layers = shape["hidden_size"], shape["intermediate_size"], shape["num_hidden_layers"]
+        h, inter, layers = (
+            shape["hidden_size"],
+            shape["intermediate_size"],
+            shape["num_hidden_layers"],
+        )
         heads, kvh, d = shape["num_attention_heads"], 8, 128
         for wdtype in ("bf16", "fp8") if name != "dense-1.7b" else ("bf16",):
+
             def linear(n_out: int, n_in: int) -> tuple[Any, Any]:
                 w = torch.randn(n_out, n_in, device=dev, dtype=bf16) * 0.02
                 if wdtype == "bf16":
@@ -103,16 +116,39 @@ def measure(path: str, mask_kind: str = "gqa_bool") -> None:
             def mm(x: Any, w: tuple[Any, Any]) -> Any:
                 if w[1] is None:
                     return x @ w[0].t()
-                return torch._scaled_mm(x.to(f8), w[0].t(), scale_a=one, scale_b=w[1], out_dtype=bf16)
+                return torch._scaled_mm(
+                    x.to(f8), w[0].t(), scale_a=one, scale_b=w[1], out_dtype=bf16
+                )
 
-            blocks = [[linear(heads * d, h), linear(kvh * d, h), linear(kvh * d, h), linear(h, heads * d),
-                       linear(inter, h), linear(inter, h), linear(h, inter)] for _ in range(layers)]
+            blocks = [
+                [
+                    linear(heads * d, h),
+                    linear(kvh * d, h),
+                    linear(kvh * d, h),
+                    linear(h, heads * d),
+                    linear(inter, h),
+                    linear(inter, h),
+                    linear(h, inter),
+                ]
+                for _ in range(layers)
+            ]
             lm_head = torch.randn(shape["vocab_size"], h, device=dev, dtype=bf16) * 0.02
-            weights = sum(w[0].numel() * w[0].element_size() for blk in blocks for w in blk) + lm_head.numel() * 2
-            emit({"kind": "model", "model": name, "wdtype": wdtype, **shape, "weight_gb": weights / 1e9})
+            weights = (
+                sum(w[0].numel() * w[0].element_size() for blk in blocks for w in blk)
+                + lm_head.numel() * 2
+            )
+            emit(
+                {
+                    "kind": "model",
+                    "model": name,
+                    "wdtype": wdtype,
+                    **shape,
+                    "weight_gb": weights / 1e9,
+                }
+            )
 
             def forward(x: Any, b: int, t: int, ctx: int, caches: list[Any] | None) -> Any:
-                for i, (wq, wk, wv, wo, wg, wu, wd) in enumerate(blocks):  # noqa: F821 (del'd after use)
+                for i, (wq, wk, wv, wo, wg, wu, wd) in enumerate(blocks):
                     y = F.rms_norm(x, (h,))
                     q = mm(y, wq).view(b, t, heads, d).transpose(1, 2)
                     k = mm(y, wk).view(b, t, kvh, d).transpose(1, 2)
@@ -121,31 +157,47 @@ def measure(path: str, mask_kind: str = "gqa_bool") -> None:
                         a = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
                     else:
                         kc, vc = caches[i]
-                        kc[:, :, ctx:ctx + t] = k
-                        vc[:, :, ctx:ctx + t] = v
+                        kc[:, :, ctx : ctx + t] = k
+                        vc[:, :, ctx : ctx + t] = v
                         if t == 1:
                             a = F.scaled_dot_product_attention(q, kc, vc, enable_gqa=True)
                         elif mask_kind == "repeat_bool":
-                            a = F.scaled_dot_product_attention(q, kc.repeat_interleave(heads // kvh, 1),
-                                                               vc.repeat_interleave(heads // kvh, 1),
-                                                               attn_mask=masks[(t, ctx)])
+                            a = F.scaled_dot_product_attention(
+                                q,
+                                kc.repeat_interleave(heads // kvh, 1),
+                                vc.repeat_interleave(heads // kvh, 1),
+                                attn_mask=masks[(t, ctx)],
+                            )
                         else:
-                            a = F.scaled_dot_product_attention(q, kc, vc, attn_mask=masks[(t, ctx)],
-                                                               enable_gqa=True)
+                            a = F.scaled_dot_product_attention(
+                                q, kc, vc, attn_mask=masks[(t, ctx)], enable_gqa=True
+                            )
                     x = x + mm(a.transpose(1, 2).reshape(b * t, heads * d), wo)
                     y = F.rms_norm(x, (h,))
                     x = x + mm(F.silu(mm(y, wg)) * mm(y, wu), wd)
                 x = F.rms_norm(x, (h,))
-                return (x if caches is not None else x[-1:]) @ lm_head.t()  # noqa: F821 (del'd after use)
+                return (x if caches is not None else x[-1:]) @ lm_head.t()
 
             masks: dict[tuple[int, int], Any] = {}
 
             def step(ctx: int, b: int, t: int) -> None:
-                allowed = torch.ones(t, ctx + t, device=dev, dtype=torch.bool).tril(ctx)  # cache + causal
-                masks[(t, ctx)] = allowed if mask_kind.endswith("bool") else torch.zeros(
-                    t, ctx + t, device=dev, dtype=bf16).masked_fill(~allowed, float("-inf"))
-                caches = [(torch.randn(b, kvh, ctx + t, d, device=dev, dtype=bf16),
-                           torch.randn(b, kvh, ctx + t, d, device=dev, dtype=bf16)) for _ in range(layers)]
+                allowed = torch.ones(t, ctx + t, device=dev, dtype=torch.bool).tril(
+                    ctx
+                )  # cache + causal
+                masks[(t, ctx)] = (
+                    allowed
+                    if mask_kind.endswith("bool")
+                    else torch.zeros(t, ctx + t, device=dev, dtype=bf16).masked_fill(
+                        ~allowed, float("-inf")
+                    )
+                )
+                caches = [
+                    (
+                        torch.randn(b, kvh, ctx + t, d, device=dev, dtype=bf16),
+                        torch.randn(b, kvh, ctx + t, d, device=dev, dtype=bf16),
+                    )
+                    for _ in range(layers)
+                ]
                 x = torch.randn(b * t, h, device=dev, dtype=bf16)
                 for _ in range(3):
                     forward(x, b, t, ctx, caches)
@@ -155,15 +207,36 @@ def measure(path: str, mask_kind: str = "gqa_bool") -> None:
                     forward(x, b, t, ctx, caches)
                 timed(graph.replay, 3)
                 ms = timed(graph.replay, 20)
-                emit({"kind": "step", "model": name, "wdtype": wdtype, "ctx": ctx, "b": b, "t": t,
-                      "ms": ms[10], "ms_min": ms[0], "ms_max": ms[-1], "mask": mask_kind})
+                emit(
+                    {
+                        "kind": "step",
+                        "model": name,
+                        "wdtype": wdtype,
+                        "ctx": ctx,
+                        "b": b,
+                        "t": t,
+                        "ms": ms[10],
+                        "ms_min": ms[0],
+                        "ms_max": ms[-1],
+                        "mask": mask_kind,
+                    }
+                )
 
             def prefill(p: int) -> None:
                 x = torch.randn(p, h, device=dev, dtype=bf16)
                 timed(lambda: forward(x, 1, p, 0, None), 2)
                 ms = timed(lambda: forward(x, 1, p, 0, None), 5)
-                emit({"kind": "prefill", "model": name, "wdtype": wdtype, "P": p, "ms": ms[2],
-                      "ms_min": ms[0], "ms_max": ms[-1]})
+                emit(
+                    {
+                        "kind": "prefill",
+                        "model": name,
+                        "wdtype": wdtype,
+                        "P": p,
+                        "ms": ms[2],
+                        "ms_min": ms[0],
+                        "ms_max": ms[-1],
+                    }
+                )
 
             for job, args in [(step, s) for s in STEPS] + [(prefill, (p,)) for p in (1024, 8192)]:
                 try:
@@ -182,20 +255,28 @@ def check(paths: Sequence[str], hw: HardwareSpec) -> None:
     from specexp.fit import hardware as calibrate
 
     rows = [row for p in paths for row in calibrate.load_rows(Path(p))]
-    own = calibrate.fit(hw, [r for r in rows if r.model.name == "dense-8b"], hold={"step_overhead_ms": 0.0})
+    own = calibrate.fit(
+        hw, [r for r in rows if r.model.name == "dense-8b"], hold={"step_overhead_ms": 0.0}
+    )
     transfer = calibrate.with_params(hw, [own[name] for name in calibrate.PARAMS])
     print("## Other shapes: do the figures carry without refitting?\n")
-    print(f"Rows measured on an H200 by `benchmarks/calibration.py --measure` ({', '.join(paths)}): the data's "
-          "method re-implemented (its verify-pass masking unknown), for the dense-8b shape again and for the "
-          "Qwen3-14B and Qwen3-1.7B layouts. **Transfer**: figures fitted on this harness's dense-8b rows only, "
-          "simulating every shape. **Kept**: conf/hardware/h200.yaml's figures (fitted on the data's harness).\n")
+    print(
+        f"Rows measured on an H200 by `benchmarks/calibration.py --measure` ({', '.join(paths)}): the data's "
+        "method re-implemented (its verify-pass masking unknown), for the dense-8b shape again and for the "
+        "Qwen3-14B and Qwen3-1.7B layouts. **Transfer**: figures fitted on this harness's dense-8b rows only, "
+        "simulating every shape. **Kept**: conf/hardware/h200.yaml's figures (fitted on the data's harness).\n"
+    )
     joint = calibrate.fit(hw, rows)
-    print("| figure | fitted on this harness's dense-8b rows | fitted on all its shapes, per-step overhead free |")
+    print(
+        "| figure | fitted on this harness's dense-8b rows | fitted on all its shapes, per-step overhead free |"
+    )
     print("|---|---:|---:|")
     for name in calibrate.PARAMS:
         print(f"| `{name}` | {own[name]:.4f} | {joint[name]:.4f} |")
-    print(f"| fit error (rms, max) | {100 * own['rms_error']:.1f} %, {100 * own['max_error']:.1f} % | "
-          f"{100 * joint['rms_error']:.1f} %, {100 * joint['max_error']:.1f} % |")
+    print(
+        f"| fit error (rms, max) | {100 * own['rms_error']:.1f} %, {100 * own['max_error']:.1f} % | "
+        f"{100 * joint['rms_error']:.1f} %, {100 * joint['max_error']:.1f} % |"
+    )
     print("\n| shape | dtype | row | measured (ms) | transfer (ms) | error | kept (ms) | error |")
     print("|---|---|---|---:|---:|---:|---:|---:|")
     errors: dict[tuple[str, str], tuple[list[float], list[float]]] = {}
@@ -204,8 +285,10 @@ def check(paths: Sequence[str], hw: HardwareSpec) -> None:
         e = errors.setdefault((row.model.name, row.wdtype), ([], []))
         e[0].append(a / row.ms - 1)
         e[1].append(b / row.ms - 1)
-        print(f"| {row.model.name} | {row.wdtype} | {row.label} | {row.ms:.3f} | {a:.3f} | "
-              f"{100 * (a / row.ms - 1):+.1f} % | {b:.3f} | {100 * (b / row.ms - 1):+.1f} % |")
+        print(
+            f"| {row.model.name} | {row.wdtype} | {row.label} | {row.ms:.3f} | {a:.3f} | "
+            f"{100 * (a / row.ms - 1):+.1f} % | {b:.3f} | {100 * (b / row.ms - 1):+.1f} % |"
+        )
     print("\n| shape | figures | n | rms | mean (bias) | max abs |\n|---|---|---:|---:|---:|---:|")
     for (name, dtype), (by_transfer, by_kept) in errors.items():
         print(f"| {name} {dtype} | transfer | {summary(by_transfer)} |")
@@ -215,17 +298,24 @@ def check(paths: Sequence[str], hw: HardwareSpec) -> None:
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", help="path of the step times (default: benchmarks/data/h200-step-times-dense-8b.jsonl)")
+    parser.add_argument(
+        "--data",
+        help="path of the step times (default: benchmarks/data/h200-step-times-dense-8b.jsonl)",
+    )
     parser.add_argument("--fit", action="store_true", help="re-fit the figures and print them")
     parser.add_argument("--check", nargs="*", default=[], help="further measured rows to compare")
-    parser.add_argument("--measure", help="measure other shapes on this machine's GPU into this jsonl")
-    parser.add_argument("--mask", choices=MASKS, default="gqa_bool", help="verify-pass masking (--measure)")
+    parser.add_argument(
+        "--measure", help="measure other shapes on this machine's GPU into this jsonl"
+    )
+    parser.add_argument(
+        "--mask", choices=MASKS, default="gqa_bool", help="verify-pass masking (--measure)"
+    )
     args = parser.parse_args(argv)
     if args.measure:  # on the GPU machine: PyTorch only, no specexp dependencies
         measure(args.measure, args.mask)
         return
-    from specexp.run.compose import load_option
     from specexp.fit import hardware as calibrate
+    from specexp.run.compose import load_option
     from specexp.sim.memory import ENGINE_RESERVED_GIB
     from specexp.spec.experiment import HardwareSpec
 
@@ -234,8 +324,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     hw = load_option(HardwareSpec, "hardware", "h200", "hardware")
     print("# Simulator calibration: H200 step times\n")
     command = " ".join(["benchmarks/calibration.py", *(argv if argv is not None else sys.argv[1:])])
-    print(f"Recorded {datetime.date.today().isoformat()} with `.venv/bin/python {command}`; data `{path.name}` "
-          f"({len(rows)} rows), hardware `conf/hardware/h200.yaml`.\n")
+    print(
+        f"Recorded {datetime.date.today().isoformat()} with `.venv/bin/python {command}`; data `{path.name}` "
+        f"({len(rows)} rows), hardware `conf/hardware/h200.yaml`.\n"
+    )
     print("Figures used (fractions of the datasheet's 4.8 TB/s, 989 bf16 / 1979 fp8 TFLOP/s):\n")
     print("| figure | value |\n|---|---:|")
     for name, value in zip(calibrate.PARAMS, calibrate.current_params(hw), strict=True):
@@ -243,20 +335,26 @@ def main(argv: Sequence[str] | None = None) -> None:
     print()
     if args.fit:
         fitted = calibrate.fit(hw, rows, hold={"step_overhead_ms": 0.0})
-        print("## Fit\n\nLeast squares on log(simulated / measured) over every row "
-              "(specexp/fit/hardware.py), the per-step overhead held at 0: one shape cannot tell "
-              "it from the per-layer one, and a fit over three shapes (below) puts it at 0.\n")
+        print(
+            "## Fit\n\nLeast squares on log(simulated / measured) over every row "
+            "(specexp/fit/hardware.py), the per-step overhead held at 0: one shape cannot tell "
+            "it from the per-layer one, and a fit over three shapes (below) puts it at 0.\n"
+        )
         print("| figure | fitted | in h200.yaml |\n|---|---:|---:|")
         for name, value in zip(calibrate.PARAMS, calibrate.current_params(hw), strict=True):
             print(f"| `{name}` | {fitted[name]:.4f} | {value:.3f} |")
-        print(f"\nFit error: rms {100 * fitted['rms_error']:.1f} %, max {100 * fitted['max_error']:.1f} %.\n")
+        print(
+            f"\nFit error: rms {100 * fitted['rms_error']:.1f} %, max {100 * fitted['max_error']:.1f} %.\n"
+        )
     print("## Every row\n")
     print("| dtype | row | measured (ms) | simulated (ms) | error |\n|---|---|---:|---:|---:|")
     errors = []
     for row in rows:
         sim = calibrate.predict_ms(hw, row)
         errors.append(sim / row.ms - 1)
-        print(f"| {row.wdtype} | {row.label} | {row.ms:.3f} | {sim:.3f} | {100 * errors[-1]:+.1f} % |")
+        print(
+            f"| {row.wdtype} | {row.label} | {row.ms:.3f} | {sim:.3f} | {100 * errors[-1]:+.1f} % |"
+        )
     print("\n## Error by kind of pass\n")
     print("| rows | n | rms | mean (bias) | max abs |\n|---|---:|---:|---:|---:|")
     for dtype in ("bf16", "fp8"):
@@ -267,16 +365,24 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.check:
         check(args.check, hw)
     print("## KV capacity (memory model)\n")
-    print("Qwen3.8-27B FP8 + MTP k = 3 on the simulated DGX Spark vs the capacities docs/studies.md reports "
-          f"(engine reserve {ENGINE_RESERVED_GIB:g} GiB, fitted to them by `calibrate.fit_reserved`):\n")
-    print("| gpu_memory_utilization | prefix caching | reported (tokens) | simulated (tokens) | error |")
+    print(
+        "Qwen3.8-27B FP8 + MTP k = 3 on the simulated DGX Spark vs the capacities docs/studies.md reports "
+        f"(engine reserve {ENGINE_RESERVED_GIB:g} GiB, fitted to them by `calibrate.fit_reserved`):\n"
+    )
+    print(
+        "| gpu_memory_utilization | prefix caching | reported (tokens) | simulated (tokens) | error |"
+    )
     print("|---:|---|---:|---:|---:|")
     for util, pc, tokens in calibrate.SPARK_CAPACITY:
         sim_tokens = calibrate.kv_tokens(calibrate.spark_spec(util, pc), ENGINE_RESERVED_GIB)
-        print(f"| {util:g} | {'on' if pc else 'off'} | {tokens:,} | {sim_tokens:,} | "
-              f"{100 * (sim_tokens / tokens - 1):+.1f} % |")
+        print(
+            f"| {util:g} | {'on' if pc else 'off'} | {tokens:,} | {sim_tokens:,} | "
+            f"{100 * (sim_tokens / tokens - 1):+.1f} % |"
+        )
     reserved, rms = calibrate.fit_reserved()
-    print(f"\nLeast-squares reserve over the three: {reserved:.2f} GiB (rms error {100 * rms:.1f} %).")
+    print(
+        f"\nLeast-squares reserve over the three: {reserved:.2f} GiB (rms error {100 * rms:.1f} %)."
+    )
 
 
 if __name__ == "__main__":

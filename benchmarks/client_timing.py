@@ -49,9 +49,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-import reference_clients  # noqa: E402
+import reference_clients
 
-from specexp.runtimes.client import stream_window, to_trace  # noqa: E402
+from specexp.runtimes.client import stream_window, to_trace
 
 SETTLE_S = 0.1
 """Pause before every window, so the previous window's connection teardown is over."""
@@ -83,19 +83,37 @@ class Timing:
 
 
 def bodies(n: int, max_tokens: int, max_chunk: int, tag: str) -> list[tuple[str, dict[str, Any]]]:
-    return [("/v1/chat/completions", {
-        "model": "pacer", "messages": [{"role": "user", "content": f"[{tag}-{i}] {PROMPT}"}],
-        "max_tokens": max_tokens, "temperature": 0.0, "stream": True, "pacer_max_chunk": max_chunk,
-        "stream_options": {"include_usage": True, "continuous_usage_stats": True},
-    }) for i in range(n)]
+    return [
+        (
+            "/v1/chat/completions",
+            {
+                "model": "pacer",
+                "messages": [{"role": "user", "content": f"[{tag}-{i}] {PROMPT}"}],
+                "max_tokens": max_tokens,
+                "temperature": 0.0,
+                "stream": True,
+                "pacer_max_chunk": max_chunk,
+                "stream_options": {"include_usage": True, "continuous_usage_stats": True},
+            },
+        )
+        for i in range(n)
+    ]
 
 
-def run_specexp(url: str, reqs: list[tuple[str, dict[str, Any]]], processes: int) -> tuple[list[Timing], float]:
+def run_specexp(
+    url: str, reqs: list[tuple[str, dict[str, Any]]], processes: int
+) -> tuple[list[Timing], float]:
     window = stream_window(url, reqs, 600.0, None, 120.0, warm_path="/health", processes=processes)
-    traces = [to_trace(f"r{i}", raw, None, window.started_at, window.wall_offset) for i, raw in enumerate(window.raws)]
+    traces = [
+        to_trace(f"r{i}", raw, None, window.started_at, window.wall_offset)
+        for i, raw in enumerate(window.raws)
+    ]
     lag = max((t.send_lag_s or 0.0) for t in traces)
-    out = [Timing(t.response_id or "", t.sent_at, [(e.t, e.tokens) for e in t.token_events])
-           for t in traces if t.error is None]
+    out = [
+        Timing(t.response_id or "", t.sent_at, [(e.t, e.tokens) for e in t.token_events])
+        for t in traces
+        if t.error is None
+    ]
     return out, lag
 
 
@@ -116,7 +134,9 @@ def run_reference(kind: str, url: str, reqs: list[tuple[str, dict[str, Any]]]) -
     return out
 
 
-def score(cell: Cell, timings: list[Timing], n_sent: int, server: dict[str, dict[str, Any]]) -> None:
+def score(
+    cell: Cell, timings: list[Timing], n_sent: int, server: dict[str, dict[str, Any]]
+) -> None:
     cell.requests += n_sent
     agg_tokens, first_sent, last_arrival, s_first, s_last = 0, [], [], [], []
     for timing in timings:
@@ -145,15 +165,21 @@ def score(cell: Cell, timings: list[Timing], n_sent: int, server: dict[str, dict
         cell.agg_err.append(client / ours - 1)
 
 
-def measure(url: str, clients: list[str], levels: list[int], chunkings: list[int], windows: int,
-            max_tokens: int) -> dict[tuple[int, int, str], Cell]:
+def measure(
+    url: str,
+    clients: list[str],
+    levels: list[int],
+    chunkings: list[int],
+    windows: int,
+    max_tokens: int,
+) -> dict[tuple[int, int, str], Cell]:
     cells: dict[tuple[int, int, str], Cell] = defaultdict(Cell)
     for max_chunk in chunkings:
         for c in levels:
             for w in range(windows):
                 # each window in turn starts with another client, and the previous window's
                 # connections are closed and settled first: no client pays for another's teardown
-                for client in clients[w % len(clients):] + clients[:w % len(clients)]:
+                for client in clients[w % len(clients) :] + clients[: w % len(clients)]:
                     time.sleep(SETTLE_S)
                     reqs = bodies(c, max_tokens, max_chunk, f"{client}-c{c}-m{max_chunk}-w{w}")
                     cell = cells[(max_chunk, c, client)]
@@ -162,9 +188,14 @@ def measure(url: str, clients: list[str], levels: list[int], chunkings: list[int
                         timings, lag = run_specexp(url, reqs, 2 if client == "specexp-2p" else 1)
                         cell.lag_max.append(lag)
                     else:
-                        timings = run_reference("aiohttp-uvloop" if client == "reference" else client, url, reqs)
+                        timings = run_reference(
+                            "aiohttp-uvloop" if client == "reference" else client, url, reqs
+                        )
                     cell.cpu_s.append(time.process_time() - cpu + _children_cpu())
-                    server = {r["id"]: r for r in httpx.get(f"{url}/debug/requests", timeout=30).json()["requests"]}
+                    server = {
+                        r["id"]: r
+                        for r in httpx.get(f"{url}/debug/requests", timeout=30).json()["requests"]
+                    }
                     score(cell, timings, c, server)
     return cells
 
@@ -193,15 +224,23 @@ def fmt(values: list[float], scale: float, stat: str, digits: int = 2) -> str:
     return f"{v * scale:.{digits}f}"
 
 
-def tables(cells: dict[tuple[int, int, str], Cell], clients: list[str], levels: list[int], chunkings: list[int]) -> str:
+def tables(
+    cells: dict[tuple[int, int, str], Cell],
+    clients: list[str],
+    levels: list[int],
+    chunkings: list[int],
+) -> str:
     lines: list[str] = []
     for max_chunk in chunkings:
         title = "one token per chunk" if max_chunk == 1 else f"1-{max_chunk} tokens per chunk"
-        lines += [f"#### {title}", "",
-                  "| c | client | requests (failed) | TTFT error ms mean | p99 | TPOT error µs/token mean \\|abs\\| | "
-                  "decode tok/s error % mean \\|abs\\| | aggregate tok/s error % | server's own TTFT ms | "
-                  "client CPU s / window | send lag max ms |",
-                  "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        lines += [
+            f"#### {title}",
+            "",
+            "| c | client | requests (failed) | TTFT error ms mean | p99 | TPOT error µs/token mean \\|abs\\| | "
+            "decode tok/s error % mean \\|abs\\| | aggregate tok/s error % | server's own TTFT ms | "
+            "client CPU s / window | send lag max ms |",
+            "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        ]
         for c in levels:
             for client in clients:
                 s = cells[(max_chunk, c, client)]
@@ -210,15 +249,19 @@ def tables(cells: dict[tuple[int, int, str], Cell], clients: list[str], levels: 
                     f"| {c} | {client} | {s.requests} ({s.failed}) | {fmt(s.ttft_err, 1e3, 'mean')} | "
                     f"{fmt(s.ttft_err, 1e3, 'p99')} | {fmt(s.tpot_err, 1e6, 'absmean', 1)} | "
                     f"{fmt(s.tps_err, 1e2, 'absmean', 3)} | {fmt(s.agg_err, 1e2, 'absmean', 3)} | "
-                    f"{fmt(s.server_ttft, 1e3, 'mean')} | {fmt(s.cpu_s, 1, 'mean', 3)} | {lag} |")
+                    f"{fmt(s.server_ttft, 1e3, 'mean')} | {fmt(s.cpu_s, 1, 'mean', 3)} | {lag} |"
+                )
         lines.append("")
     return "\n".join(lines) + "\n" + verdict(cells, levels, chunkings)
 
 
-def verdict(cells: dict[tuple[int, int, str], Cell], levels: list[int], chunkings: list[int]) -> str:
+def verdict(
+    cells: dict[tuple[int, int, str], Cell], levels: list[int], chunkings: list[int]
+) -> str:
     """The issue's targets, checked on this run (specexp against the reference of the same run)."""
     lines = ["#### Targets (specexp, this run)", ""]
     for m in chunkings:
+
         def mean(c: int, client: str, attr: str) -> float | None:
             v = getattr(cells[(m, c, client)], attr)
             return statistics.fmean(v) if v else None
@@ -226,28 +269,46 @@ def verdict(cells: dict[tuple[int, int, str], Cell], levels: list[int], chunking
         for c, limit in ((1, 1.0), (8, 1.5)):
             ours = mean(c, "specexp", "ttft_err")
             if c in levels and ours is not None:
-                lines.append(f"- chunking 1-{m}, c={c}: mean TTFT error {ours * 1e3:.2f} ms "
-                             f"(target <= {limit} ms): {'met' if ours * 1e3 <= limit else 'NOT met'}")
+                lines.append(
+                    f"- chunking 1-{m}, c={c}: mean TTFT error {ours * 1e3:.2f} ms "
+                    f"(target <= {limit} ms): {'met' if ours * 1e3 <= limit else 'NOT met'}"
+                )
         if 64 in levels:
             ours, ref = mean(64, "specexp", "ttft_err"), mean(64, "reference", "ttft_err")
             s_ours, s_ref = mean(64, "specexp", "server_ttft"), mean(64, "reference", "server_ttft")
             if ours is not None and ref is not None:
-                lines.append(f"- chunking 1-{m}, c=64: mean TTFT error {ours * 1e3:.2f} ms vs reference "
-                             f"{ref * 1e3:.2f} ms: {'met' if ours <= ref else 'NOT met'}")
+                lines.append(
+                    f"- chunking 1-{m}, c=64: mean TTFT error {ours * 1e3:.2f} ms vs reference "
+                    f"{ref * 1e3:.2f} ms: {'met' if ours <= ref else 'NOT met'}"
+                )
             if s_ours is not None and s_ref is not None:
-                lines.append(f"- chunking 1-{m}, c=64: server's own TTFT {s_ours * 1e3:.2f} ms under specexp vs "
-                             f"{s_ref * 1e3:.2f} ms under the reference (target: raised <= 2 ms): "
-                             f"{'met' if s_ours - s_ref <= 0.002 else 'NOT met'}")
-        worst = max((abs(x) for c in levels for x in cells[(m, c, "specexp")].agg_err), default=None)
+                lines.append(
+                    f"- chunking 1-{m}, c=64: server's own TTFT {s_ours * 1e3:.2f} ms under specexp vs "
+                    f"{s_ref * 1e3:.2f} ms under the reference (target: raised <= 2 ms): "
+                    f"{'met' if s_ours - s_ref <= 0.002 else 'NOT met'}"
+                )
+        worst = max(
+            (abs(x) for c in levels for x in cells[(m, c, "specexp")].agg_err), default=None
+        )
         if worst is not None:
-            lines.append(f"- chunking 1-{m}: worst aggregate tok/s error {worst * 100:.3f} % (target <= 1 %): "
-                         f"{'met' if worst <= 0.01 else 'NOT met'}")
+            lines.append(
+                f"- chunking 1-{m}: worst aggregate tok/s error {worst * 100:.3f} % (target <= 1 %): "
+                f"{'met' if worst <= 0.01 else 'NOT met'}"
+            )
     return "\n".join(lines) + "\n"
 
 
 def start_server(args: argparse.Namespace) -> tuple[subprocess.Popen[str], str]:
-    argv = [sys.executable, str(REPO / "benchmarks" / "pacing_server.py"), "--port", "0",
-            "--ttft-ms", str(args.ttft_ms), "--gap-ms", str(args.gap_ms)]
+    argv = [
+        sys.executable,
+        str(REPO / "benchmarks" / "pacing_server.py"),
+        "--port",
+        "0",
+        "--ttft-ms",
+        str(args.ttft_ms),
+        "--gap-ms",
+        str(args.gap_ms),
+    ]
     server = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
     assert server.stdout is not None
     url = server.stdout.readline().split()[-1]
@@ -257,10 +318,18 @@ def start_server(args: argparse.Namespace) -> tuple[subprocess.Popen[str], str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 64])
-    parser.add_argument("--chunking", type=int, nargs="+", default=[1, 4], help="most tokens per chunk")
-    parser.add_argument("--clients", nargs="+", default=["reference", "specexp", "specexp-2p"],
-                        choices=["reference", "specexp", "specexp-2p", "httpx", "aiohttp"])
-    parser.add_argument("--windows", type=int, default=5, help="windows per client, level and chunking")
+    parser.add_argument(
+        "--chunking", type=int, nargs="+", default=[1, 4], help="most tokens per chunk"
+    )
+    parser.add_argument(
+        "--clients",
+        nargs="+",
+        default=["reference", "specexp", "specexp-2p"],
+        choices=["reference", "specexp", "specexp-2p", "httpx", "aiohttp"],
+    )
+    parser.add_argument(
+        "--windows", type=int, default=5, help="windows per client, level and chunking"
+    )
     parser.add_argument("--max-tokens", type=int, default=128)
     parser.add_argument("--ttft-ms", type=float, default=50.0)
     parser.add_argument("--gap-ms", type=float, default=10.0)
@@ -272,12 +341,16 @@ def main() -> None:
     try:
         measure(url, ["reference", "specexp"], [1], [1], 1, 8)  # imports, first connections
         _children_cpu()
-        cells = measure(url, args.clients, args.concurrency, args.chunking, args.windows, args.max_tokens)
+        cells = measure(
+            url, args.clients, args.concurrency, args.chunking, args.windows, args.max_tokens
+        )
     finally:
         server.terminate()
         server.wait(10)
     load.append(os.getloadavg())
-    report = header(args, load, started) + tables(cells, args.clients, args.concurrency, args.chunking)
+    report = header(args, load, started) + tables(
+        cells, args.clients, args.concurrency, args.chunking
+    )
     print(report)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -286,23 +359,38 @@ def main() -> None:
 
 def header(args: argparse.Namespace, load: list[tuple[float, float, float]], started: str) -> str:
     command = "python benchmarks/client_timing.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-    sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
-                         check=False).stdout.strip() or "unknown"
+    sha = (
+        subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.strip()
+        or "unknown"
+    )
     loads = " -> ".join("/".join(f"{x:.2f}" for x in one) for one in load)
-    return "\n".join([
-        "### specexp's client against a pacing server, beside a minimal reference client", "",
-        f"- date: {started}; git {sha} (+ working tree)",
-        f"- command: `{command.strip()}`",
-        f"- machine: {os.cpu_count()} CPUs, {platform.system()} {platform.release()}, Python "
-        f"{platform.python_version()}; client and server on the same host; load average (1/5/15 min) "
-        f"{loads} (before -> after; other work shares the cores)",
-        f"- server: benchmarks/pacing_server.py, TTFT {args.ttft_ms:g} ms, a chunk every {args.gap_ms:g} ms, "
-        f"{args.max_tokens} tokens per request, continuous usage",
-        f"- {args.windows} windows per client, level and chunking, clients interleaved window by window "
-        "(the first client rotating, 0.1 s between windows)",
-        "- TTFT error: signed mean and p99 (client minus server). TPOT error is per token; tok/s errors are "
-        "relative. Server's own TTFT: first chunk sent - request read, as the server stamps it.", "",
-    ]) + "\n"
+    return (
+        "\n".join(
+            [
+                "### specexp's client against a pacing server, beside a minimal reference client",
+                "",
+                f"- date: {started}; git {sha} (+ working tree)",
+                f"- command: `{command.strip()}`",
+                f"- machine: {os.cpu_count()} CPUs, {platform.system()} {platform.release()}, Python "
+                f"{platform.python_version()}; client and server on the same host; load average (1/5/15 min) "
+                f"{loads} (before -> after; other work shares the cores)",
+                f"- server: benchmarks/pacing_server.py, TTFT {args.ttft_ms:g} ms, a chunk every {args.gap_ms:g} ms, "
+                f"{args.max_tokens} tokens per request, continuous usage",
+                f"- {args.windows} windows per client, level and chunking, clients interleaved window by window "
+                "(the first client rotating, 0.1 s between windows)",
+                "- TTFT error: signed mean and p99 (client minus server). TPOT error is per token; tok/s errors are "
+                "relative. Server's own TTFT: first chunk sent - request read, as the server stamps it.",
+                "",
+            ]
+        )
+        + "\n"
+    )
 
 
 if __name__ == "__main__":

@@ -21,9 +21,13 @@ from specexp.fit import engine_cells as ce
 
 REPO = Path(__file__).resolve().parents[1]
 _DATA = REPO / "benchmarks/data"
-DATA = (_DATA / "gpu-h200-llamacpp.jsonl", _DATA / "h200-llamacpp-trace.jsonl",
-        _DATA / "h200-llamacpp-slots.jsonl", _DATA / "h200-llamacpp-repeats.jsonl",
-        _DATA / "h200-llamacpp-prefix.jsonl")
+DATA = (
+    _DATA / "gpu-h200-llamacpp.jsonl",
+    _DATA / "h200-llamacpp-trace.jsonl",
+    _DATA / "h200-llamacpp-slots.jsonl",
+    _DATA / "h200-llamacpp-repeats.jsonl",
+    _DATA / "h200-llamacpp-prefix.jsonl",
+)
 """The first device call's cells, the trace's (concurrency 1-32, 32 tokens out), pure decode by the
 number of slots (concurrency 1-32, 256 tokens out), both of those again, twice, on one machine, and
 the prefix_cache workload (3.7k-32k tokens, cold then warm): the cells the profile is fitted to."""
@@ -40,16 +44,26 @@ Row = tuple[ce.Cell, str, float, float]
 
 def table(rows: list[Row]) -> list[str]:
     """Every figure of `rows` (cell, metric, measured, simulated) and the count outside the targets."""
-    lines = ["| cell | metric | measured | simulated | error | within target |", "|---|---|---:|---:|---:|---|"]
+    lines = [
+        "| cell | metric | measured | simulated | error | within target |",
+        "|---|---|---:|---:|---:|---|",
+    ]
     errors, misses = [], 0
     for cell, metric, measured, simulated in rows:
         err = simulated / measured - 1
         ok = within(metric, measured, simulated)
         misses += not ok
         errors.append(err)
-        lines.append(f"| {cell.label} | `{metric}` | {measured:.4g} | {simulated:.4g} | {err:+.1%} | {'yes' if ok else '**no**'} |")
+        lines.append(
+            f"| {cell.label} | `{metric}` | {measured:.4g} | {simulated:.4g} | {err:+.1%} | {'yes' if ok else '**no**'} |"
+        )
     rms = math.sqrt(sum(e * e for e in errors) / len(errors))
-    return [*lines, "", f"{len(errors)} figures, rms error {rms:.1%}, {misses} outside the target.", ""]
+    return [
+        *lines,
+        "",
+        f"{len(errors)} figures, rms error {rms:.1%}, {misses} outside the target.",
+        "",
+    ]
 
 
 def across_runs(rows: list[Row]) -> list[str]:
@@ -58,8 +72,10 @@ def across_runs(rows: list[Row]) -> list[str]:
     groups: dict[tuple[str, str], list[Row]] = {}
     for row in rows:
         groups.setdefault((row[0].label, row[1]), []).append(row)
-    lines = ["| cell | metric | runs | measured, median | measured, range | simulated | error | within target |",
-             "|---|---|---:|---:|---|---:|---:|---|"]
+    lines = [
+        "| cell | metric | runs | measured, median | measured, range | simulated | error | within target |",
+        "|---|---|---:|---:|---|---:|---:|---|",
+    ]
     misses = total = 0
     for (label, metric), group in groups.items():
         if len(group) < 2:
@@ -68,30 +84,37 @@ def across_runs(rows: list[Row]) -> list[str]:
         med, sim = statistics.median(measured), statistics.median(s for _, _, _, s in group)
         ok = within(metric, med, sim)
         total, misses = total + 1, misses + (not ok)
-        lines.append(f"| {label} | `{metric}` | {len(group)} | {med:.4g} | {min(measured):.4g}-{max(measured):.4g} "
-                     f"({max(measured) / min(measured) - 1:.0%}) | {sim:.4g} | {sim / med - 1:+.1%} | "
-                     f"{'yes' if ok else '**no**'} |")
-    return [*lines, "", f"{total} figures measured more than once, {misses} outside the target.", ""]
+        lines.append(
+            f"| {label} | `{metric}` | {len(group)} | {med:.4g} | {min(measured):.4g}-{max(measured):.4g} "
+            f"({max(measured) / min(measured) - 1:.0%}) | {sim:.4g} | {sim / med - 1:+.1%} | "
+            f"{'yes' if ok else '**no**'} |"
+        )
+    return [
+        *lines,
+        "",
+        f"{total} figures measured more than once, {misses} outside the target.",
+        "",
+    ]
 
 
 HELD_OUT = {
-    REPO / "benchmarks/data/h200-llamacpp-holdout.jsonl":
-        "Cells the fit never saw: 1,024-token prompts, 64 tokens out, concurrency 4, 12 and 24.",
-    REPO / "benchmarks/data/h200-llamacpp-c32.jsonl":
-        "One cell the fit also holds (c = 32, 256 tokens out), measured again on four servers in a row, with "
-        "2,048, 1,024, 2,048 and 1,024 tokens of context per slot: the rows are in that order. The spread "
-        "between servers is the measurement's own, not the context's.",
-    REPO / "benchmarks/data/h200-llamacpp-chunks.jsonl":
-        "The trace's decode job (c = 1-32, 32 tokens out, three repeats) run again on a fresh server: against "
-        "the trace's figures, decode moves +6.5 % at c = 8, -8.9 % at c = 16 and +12.8 % at c = 32. Its requests' "
-        "token times set the profile's graph costs (benchmarks/llamacpp_graph_costs.py); these figures are not fitted.",
-    REPO / "benchmarks/data/h200-llamacpp-hybrid.jsonl":
-        "The studies' hybrid model (the Qwen3.8-27B shape in llama.cpp's qwen35 architecture, BF16, Gated DeltaNet "
-        "layers with a recurrent state): prefix_cache cold then warm at 3.7k-32k tokens, and decode at c = 1, 4, 16. "
-        "The resumed prefix matches llama-server's to the token (3,191, 15,491, 31,491), and the checkpoints' "
-        "copies are measured from its debug log (benchmarks/llamacpp_checkpoint_cost.py). Outside issue 14's cells "
-        "and not fitted: llama.cpp's Gated DeltaNet kernels take more than the simulator's roofline of them (TTFT "
-        "25-40 % short, decode 21 % fast at one slot and 79 % at 16), which the profile does not model.",
+    REPO
+    / "benchmarks/data/h200-llamacpp-holdout.jsonl": "Cells the fit never saw: 1,024-token prompts, 64 tokens out, concurrency 4, 12 and 24.",
+    REPO
+    / "benchmarks/data/h200-llamacpp-c32.jsonl": "One cell the fit also holds (c = 32, 256 tokens out), measured again on four servers in a row, with "
+    "2,048, 1,024, 2,048 and 1,024 tokens of context per slot: the rows are in that order. The spread "
+    "between servers is the measurement's own, not the context's.",
+    REPO
+    / "benchmarks/data/h200-llamacpp-chunks.jsonl": "The trace's decode job (c = 1-32, 32 tokens out, three repeats) run again on a fresh server: against "
+    "the trace's figures, decode moves +6.5 % at c = 8, -8.9 % at c = 16 and +12.8 % at c = 32. Its requests' "
+    "token times set the profile's graph costs (benchmarks/llamacpp_graph_costs.py); these figures are not fitted.",
+    REPO
+    / "benchmarks/data/h200-llamacpp-hybrid.jsonl": "The studies' hybrid model (the Qwen3.8-27B shape in llama.cpp's qwen35 architecture, BF16, Gated DeltaNet "
+    "layers with a recurrent state): prefix_cache cold then warm at 3.7k-32k tokens, and decode at c = 1, 4, 16. "
+    "The resumed prefix matches llama-server's to the token (3,191, 15,491, 31,491), and the checkpoints' "
+    "copies are measured from its debug log (benchmarks/llamacpp_checkpoint_cost.py). Outside issue 14's cells "
+    "and not fitted: llama.cpp's Gated DeltaNet kernels take more than the simulator's roofline of them (TTFT "
+    "25-40 % short, decode 21 % fast at one slot and 79 % at 16), which the profile does not model.",
 }
 
 ACROSS_RUNS = (
@@ -101,31 +124,50 @@ ACROSS_RUNS = (
     "median of its measurements, against the median of the simulated (the simulator's windows differ by job only "
     "through the slots the jobs before left). The range is the measurements' lowest to highest, with its "
     "width. Fitted and held-out jobs are pooled alike, and so are 1,024 and 2,048 tokens of context per slot "
-    "(h200-llamacpp-c32.jsonl alternated them on one cell and found no effect).")
+    "(h200-llamacpp-c32.jsonl alternated them on one cell and found no effect)."
+)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fit", action="store_true")
     parser.add_argument("--data", type=Path, nargs="+", default=list(DATA))
-    parser.add_argument("--holdout", type=Path, nargs="+", default=list(HELD_OUT), help="cells to compare but not fit")
-    parser.add_argument("--out", type=Path, default=REPO / "benchmarks/results/engine_calibration.md")
+    parser.add_argument(
+        "--holdout",
+        type=Path,
+        nargs="+",
+        default=list(HELD_OUT),
+        help="cells to compare but not fit",
+    )
+    parser.add_argument(
+        "--out", type=Path, default=REPO / "benchmarks/results/engine_calibration.md"
+    )
     args = parser.parse_args()
     cells = ce.load_cells(args.data)
-    lines = ["# Engine profile `llamacpp` against llama-server measured on an H200", "",
-             "Data: " + ", ".join(f"`{p.relative_to(REPO) if p.is_relative_to(REPO) else p}`" for p in args.data) + " "
-             "(specexp's records of llama-server with CUDA; see benchmarks/data/README.md). Simulated: "
-             "`runtime=sim runtime.engine=llamacpp hardware=h200 model=qwen3-8b quantization=bf16` with each "
-             "cell's conditions. Targets (issue 14): decode and aggregate within 15 %, prefill within 20 %, "
-             "TTFT within 25 % or 20 ms.", ""]
+    lines = [
+        "# Engine profile `llamacpp` against llama-server measured on an H200",
+        "",
+        "Data: "
+        + ", ".join(f"`{p.relative_to(REPO) if p.is_relative_to(REPO) else p}`" for p in args.data)
+        + " "
+        "(specexp's records of llama-server with CUDA; see benchmarks/data/README.md). Simulated: "
+        "`runtime=sim runtime.engine=llamacpp hardware=h200 model=qwen3-8b quantization=bf16` with each "
+        "cell's conditions. Targets (issue 14): decode and aggregate within 15 %, prefill within 20 %, "
+        "TTFT within 25 % or 20 ms.",
+        "",
+    ]
     profile = ce.load_profile("llamacpp")
     if args.fit:
         figures = ce.fit(cells)
         lines += ["Fit: " + ", ".join(f"`{k}` {v:.4g}" for k, v in figures.items()), ""]
         profile = ce.with_figures(profile, [figures[k] for k in ce.FITTED])
     lines += ["Profile: " + ", ".join(f"`{k}` {getattr(profile, k):g}" for k in ce.FITTED), ""]
-    lines += ["Measured, not fitted: " + ", ".join(f"`{k}` {getattr(profile, k)}" for k in ce.MEASURED)
-              + " (conf/sim_engine/llamacpp.yaml names each source)", ""]
+    lines += [
+        "Measured, not fitted: "
+        + ", ".join(f"`{k}` {getattr(profile, k)}" for k in ce.MEASURED)
+        + " (conf/sim_engine/llamacpp.yaml names each source)",
+        "",
+    ]
     every = ce.compare(cells, ce.base_spec(), profile)
     lines += table(every)
     for path in args.holdout:

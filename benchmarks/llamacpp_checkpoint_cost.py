@@ -45,7 +45,9 @@ def copies(lines: list[str]) -> tuple[list[float], list[float], float]:
     for line in lines:
         if "main/do_checkpoint = yes" in line or "checking checkpoint" in line:
             began = seconds(line)
-        elif began is not None and ("created context checkpoint" in line or "restored context checkpoint" in line):
+        elif began is not None and (
+            "created context checkpoint" in line or "restored context checkpoint" in line
+        ):
             (saves if "created" in line else restores).append(seconds(line) - began)
             mib = float(SIZE.search(line)[1])  # type: ignore[index]
             began = None
@@ -58,25 +60,43 @@ def main() -> None:
 
     saves, restores, mib = copies(LOG.read_text().splitlines())
     state_gb = mib * 2**20 / 1e9
-    save_gbps, restore_gbps = state_gb / statistics.median(saves), state_gb / statistics.median(restores)
+    save_gbps, restore_gbps = (
+        state_gb / statistics.median(saves),
+        state_gb / statistics.median(restores),
+    )
     cells = [c for c in ce.load_cells(DATA) if c.part == "prefix"]
     base, profile = ce.base_spec("llamacpp", cells[0].model), load_profile("llamacpp")
-    free = profile.model_copy(update={"checkpoint_save_gbps": None, "checkpoint_restore_gbps": None})
-    rows = [f"| {cell.prompt_tokens:,} | {cell.cache} | {measured * 1e3:.0f} | {bare * 1e3:.0f} | {paid * 1e3:.0f} |"
-            for (cell, _, measured, bare), (_, _, _, paid) in zip(ce.compare(cells, base, free),
-                                                                   ce.compare(cells, base, profile), strict=True)]
-    lines = ["# llama-server: what a hybrid model's context checkpoint costs", "",
-             f"Written by `benchmarks/llamacpp_checkpoint_cost.py` from `{LOG.relative_to(REPO)}` and "
-             f"`{DATA.relative_to(REPO)}` (see its docstring). Recurrent state of one sequence: {mib:.1f} MiB.", "",
-             f"- save (device to host): {len(saves)} copies, median **{statistics.median(saves) * 1e3:.1f} ms** "
-             f"({min(saves) * 1e3:.1f}-{max(saves) * 1e3:.1f}): `checkpoint_save_gbps` **{save_gbps:.2f}**",
-             f"- restore (host to device): {len(restores)} copies, median **{statistics.median(restores) * 1e3:.1f} ms** "
-             f"({min(restores) * 1e3:.1f}-{max(restores) * 1e3:.1f}): `checkpoint_restore_gbps` **{restore_gbps:.1f}**",
-             "", "The prefix_cache cells (TTFT, ms): a cold prompt takes three checkpoints (at its user message and "
-             "516 and 4 tokens before its end), a warm one restores one and takes two.", "",
-             "| prompt | cache | measured | simulated, copies free | simulated |", "|---:|---|---:|---:|---:|", *rows, "",
-             "What the simulated cells still miss is llama.cpp's Gated DeltaNet kernels, slower than the "
-             "simulator's (benchmarks/results/engine_calibration.md).", ""]
+    free = profile.model_copy(
+        update={"checkpoint_save_gbps": None, "checkpoint_restore_gbps": None}
+    )
+    rows = [
+        f"| {cell.prompt_tokens:,} | {cell.cache} | {measured * 1e3:.0f} | {bare * 1e3:.0f} | {paid * 1e3:.0f} |"
+        for (cell, _, measured, bare), (_, _, _, paid) in zip(
+            ce.compare(cells, base, free), ce.compare(cells, base, profile), strict=True
+        )
+    ]
+    lines = [
+        "# llama-server: what a hybrid model's context checkpoint costs",
+        "",
+        f"Written by `benchmarks/llamacpp_checkpoint_cost.py` from `{LOG.relative_to(REPO)}` and "
+        f"`{DATA.relative_to(REPO)}` (see its docstring). Recurrent state of one sequence: {mib:.1f} MiB.",
+        "",
+        f"- save (device to host): {len(saves)} copies, median **{statistics.median(saves) * 1e3:.1f} ms** "
+        f"({min(saves) * 1e3:.1f}-{max(saves) * 1e3:.1f}): `checkpoint_save_gbps` **{save_gbps:.2f}**",
+        f"- restore (host to device): {len(restores)} copies, median **{statistics.median(restores) * 1e3:.1f} ms** "
+        f"({min(restores) * 1e3:.1f}-{max(restores) * 1e3:.1f}): `checkpoint_restore_gbps` **{restore_gbps:.1f}**",
+        "",
+        "The prefix_cache cells (TTFT, ms): a cold prompt takes three checkpoints (at its user message and "
+        "516 and 4 tokens before its end), a warm one restores one and takes two.",
+        "",
+        "| prompt | cache | measured | simulated, copies free | simulated |",
+        "|---:|---|---:|---:|---:|",
+        *rows,
+        "",
+        "What the simulated cells still miss is llama.cpp's Gated DeltaNet kernels, slower than the "
+        "simulator's (benchmarks/results/engine_calibration.md).",
+        "",
+    ]
     text = "\n".join(lines)
     print(text)
     OUT.write_text(text)

@@ -29,8 +29,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-DATA = tuple(REPO / "benchmarks/data" / f"h200-llamacpp-{name}-requests.jsonl"
-             for name in ("chunks", "host-chunks-1", "host-chunks-2"))
+DATA = tuple(
+    REPO / "benchmarks/data" / f"h200-llamacpp-{name}-requests.jsonl"
+    for name in ("chunks", "host-chunks-1", "host-chunks-2")
+)
 """The trace's decode job run again (the sixth device call), then twice more on one machine (the seventh)."""
 OUT = REPO / "benchmarks/results/llamacpp_graph_costs.md"
 STEP_S = 1.5e-3
@@ -40,7 +42,9 @@ STEP_S = 1.5e-3
 def steps(requests: list[dict]) -> list[tuple[float, int, int]]:
     """(gap since the previous step in ms, tokens, first tokens) of every step of one window."""
     t0 = min(r["sent_at"] for r in requests)
-    events = sorted((r["sent_at"] - t0 + t, i) for r in requests for i, t in enumerate(r["chunk_times_s"]))
+    events = sorted(
+        (r["sent_at"] - t0 + t, i) for r in requests for i, t in enumerate(r["chunk_times_s"])
+    )
     grouped: list[tuple[list[float], list[int]]] = []
     for t, i in events:
         if grouped and t - grouped[-1][0][-1] < STEP_S:
@@ -58,7 +62,9 @@ def steps(requests: list[dict]) -> list[tuple[float, int, int]]:
 def main() -> None:
     from specexp.sim.profile import load_profile
 
-    ungraphed_one = load_profile("llamacpp").ungraphed_pass_ms[1]  # TPOT at one slot, graphs off less on
+    ungraphed_one = load_profile("llamacpp").ungraphed_pass_ms[
+        1
+    ]  # TPOT at one slot, graphs off less on
     windows: dict[tuple[int, int], list[dict]] = defaultdict(list)
     for run, path in enumerate(DATA):
         for line in path.read_text().splitlines():
@@ -77,16 +83,26 @@ def main() -> None:
         capture.append(second)
         if c == 1:
             rebuild.append(first - ungraphed_one)
-        rows.append(f"| {DATA[key[0]].name.removeprefix('h200-llamacpp-').removesuffix('-requests.jsonl')} | {c} | {requests[0]['repeat']} | {steady:.1f} | {first:+.1f} | {second:+.1f} |")
-    lines = ["# llama-server: what a new decode pass shape costs", "",
-             "Written by `benchmarks/llamacpp_graph_costs.py` from "
-             + ", ".join(f"`{path.relative_to(REPO)}`" for path in DATA) + " (see its docstring).", "",
-             "| run | c | repeat | steady step (ms) | first step's extra (ms) | second step's extra (ms) |",
-             "|---|---:|---:|---:|---:|---:|", *rows, "",
-             f"- `graph_rebuild_ms` = median first extra at c = 1 less the ungraphed one-token pass "
-             f"({ungraphed_one} ms): **{statistics.median(rebuild):.2f} ms** ({len(rebuild)} windows)",
-             f"- `graph_capture_ms` = median second extra: **{statistics.median(capture):.2f} ms** "
-             f"({len(capture)} windows)", ""]
+        rows.append(
+            f"| {DATA[key[0]].name.removeprefix('h200-llamacpp-').removesuffix('-requests.jsonl')} | {c} | {requests[0]['repeat']} | {steady:.1f} | {first:+.1f} | {second:+.1f} |"
+        )
+    lines = [
+        "# llama-server: what a new decode pass shape costs",
+        "",
+        "Written by `benchmarks/llamacpp_graph_costs.py` from "
+        + ", ".join(f"`{path.relative_to(REPO)}`" for path in DATA)
+        + " (see its docstring).",
+        "",
+        "| run | c | repeat | steady step (ms) | first step's extra (ms) | second step's extra (ms) |",
+        "|---|---:|---:|---:|---:|---:|",
+        *rows,
+        "",
+        f"- `graph_rebuild_ms` = median first extra at c = 1 less the ungraphed one-token pass "
+        f"({ungraphed_one} ms): **{statistics.median(rebuild):.2f} ms** ({len(rebuild)} windows)",
+        f"- `graph_capture_ms` = median second extra: **{statistics.median(capture):.2f} ms** "
+        f"({len(capture)} windows)",
+        "",
+    ]
     text = "\n".join(lines)
     print(text)
     OUT.write_text(text)

@@ -45,12 +45,17 @@ class Pacer:
                     return
                 lines = head.decode("latin-1").split("\r\n")
                 method, target, _ = lines[0].split(" ", 2)
-                headers = {k.strip().lower(): v.strip() for k, _, v in (x.partition(":") for x in lines[1:] if x)}
+                headers = {
+                    k.strip().lower(): v.strip()
+                    for k, _, v in (x.partition(":") for x in lines[1:] if x)
+                }
                 length = int(headers.get("content-length", "0") or 0)
                 body = await reader.readexactly(length) if length else b""
                 arrived = time.perf_counter()
                 if method == "POST" and target in ("/v1/chat/completions", "/v1/completions"):
-                    await self.stream(json.loads(body), target.endswith("chat/completions"), arrived, writer)
+                    await self.stream(
+                        json.loads(body), target.endswith("chat/completions"), arrived, writer
+                    )
                 else:
                     self.respond(method, target, writer)
                 await writer.drain()
@@ -71,29 +76,47 @@ class Pacer:
         elif target not in ("/health", "/"):
             status, payload = 404, {"detail": "not found"}
         data = json.dumps(payload).encode()
-        writer.write(f"HTTP/1.1 {status} OK\r\ncontent-type: application/json\r\ncontent-length: {len(data)}\r\n\r\n"
-                     .encode() + data)
+        writer.write(
+            f"HTTP/1.1 {status} OK\r\ncontent-type: application/json\r\ncontent-length: {len(data)}\r\n\r\n".encode()
+            + data
+        )
 
-    async def stream(self, body: dict[str, Any], chat: bool, arrived: float, writer: asyncio.StreamWriter) -> None:
+    async def stream(
+        self, body: dict[str, Any], chat: bool, arrived: float, writer: asyncio.StreamWriter
+    ) -> None:
         rid = f"cmpl-{next(self.ids)}"
         total = int(body.get("max_tokens") or 16)
         most = int(body.get("pacer_max_chunk") or self.max_chunk)
         rng = random.Random(rid)
         record: dict[str, Any] = {"id": rid, "arrived": arrived, "chunks": []}
         self.records[rid] = record
-        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
-        envelope = {"id": rid, "object": "chat.completion.chunk" if chat else "text_completion", "model": MODEL}
+        writer.write(
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+        )
+        envelope = {
+            "id": rid,
+            "object": "chat.completion.chunk" if chat else "text_completion",
+            "model": MODEL,
+        }
         done, i = 0, 0
         while done < total:
             n = min(rng.randint(1, most), total - done)
             done += n
             text = " tok" * n
-            choice = {"index": 0, "delta": {"content": text}} if chat else {"index": 0, "text": text}
+            choice = (
+                {"index": 0, "delta": {"content": text}} if chat else {"index": 0, "text": text}
+            )
             choice["finish_reason"] = "length" if done == total else None
             usage = {"prompt_tokens": 8, "completion_tokens": done, "total_tokens": 8 + done}
-            event = "data: " + json.dumps({**envelope, "choices": [choice], "usage": usage}) + "\n\n"
+            event = (
+                "data: " + json.dumps({**envelope, "choices": [choice], "usage": usage}) + "\n\n"
+            )
             if done == total:
-                event += "data: " + json.dumps({**envelope, "choices": [], "usage": usage}) + "\n\ndata: [DONE]\n\n"
+                event += (
+                    "data: "
+                    + json.dumps({**envelope, "choices": [], "usage": usage})
+                    + "\n\ndata: [DONE]\n\n"
+                )
             due = arrived + self.ttft_s + i * self.gap_s
             delay = due - time.perf_counter()
             if delay > 0:
@@ -112,7 +135,9 @@ async def main() -> None:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--ttft-ms", type=float, default=50.0)
     parser.add_argument("--gap-ms", type=float, default=10.0)
-    parser.add_argument("--max-chunk", type=int, default=1, help="tokens per chunk: 1..this, seeded per request")
+    parser.add_argument(
+        "--max-chunk", type=int, default=1, help="tokens per chunk: 1..this, seeded per request"
+    )
     args = parser.parse_args()
     pacer = Pacer(args.ttft_ms / 1e3, args.gap_ms / 1e3, args.max_chunk)
     server = await asyncio.start_server(pacer.connection, "127.0.0.1", args.port, backlog=1024)
@@ -125,6 +150,7 @@ async def main() -> None:
 if __name__ == "__main__":
     try:
         import uvloop
+
         uvloop.run(main())
     except KeyboardInterrupt:
         pass

@@ -35,7 +35,9 @@ def events(reads: list[tuple[float, bytes]]) -> list[tuple[float, dict[str, Any]
 async def _aiohttp_one(session: aiohttp.ClientSession, url: str, body: bytes) -> dict[str, Any]:
     reads: list[tuple[float, bytes]] = []
     sent = time.perf_counter()
-    async with session.post(url, data=body, headers={"content-type": "application/json"}) as response:
+    async with session.post(
+        url, data=body, headers={"content-type": "application/json"}
+    ) as response:
         async for data in response.content.iter_any():
             reads.append((time.perf_counter(), data))
     return {"sent": sent, "reads": reads}
@@ -43,10 +45,14 @@ async def _aiohttp_one(session: aiohttp.ClientSession, url: str, body: bytes) ->
 
 async def _aiohttp_window(base: str, requests: list[tuple[str, bytes]]) -> list[dict[str, Any]]:
     connector = aiohttp.TCPConnector(limit=0, force_close=False)
-    async with aiohttp.ClientSession(base, connector=connector, timeout=aiohttp.ClientTimeout(total=600)) as session:
+    async with aiohttp.ClientSession(
+        base, connector=connector, timeout=aiohttp.ClientTimeout(total=600)
+    ) as session:
+
         async def warm() -> None:
             async with session.get("/health") as r:
                 await r.read()
+
         await asyncio.gather(*(warm() for _ in requests))
         return list(await asyncio.gather(*(_aiohttp_one(session, p, b) for p, b in requests)))
 
@@ -54,7 +60,9 @@ async def _aiohttp_window(base: str, requests: list[tuple[str, bytes]]) -> list[
 async def _httpx_one(client: httpx.AsyncClient, url: str, body: bytes) -> dict[str, Any]:
     reads: list[tuple[float, bytes]] = []
     sent = time.perf_counter()
-    async with client.stream("POST", url, content=body, headers={"content-type": "application/json"}) as response:
+    async with client.stream(
+        "POST", url, content=body, headers={"content-type": "application/json"}
+    ) as response:
         async for data in response.aiter_raw():
             reads.append((time.perf_counter(), data))
     return {"sent": sent, "reads": reads}
@@ -72,6 +80,7 @@ def run(kind: str, base: str, requests: list[tuple[str, bytes]]) -> list[dict[st
     """Send one window with the `kind` client: aiohttp-uvloop, aiohttp or httpx (asyncio loop)."""
     if kind == "aiohttp-uvloop":
         import uvloop
+
         return uvloop.run(_aiohttp_window(base, requests))
     if kind == "aiohttp":
         return asyncio.run(_aiohttp_window(base, requests))

@@ -34,15 +34,27 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 PY = sys.executable
 STUDY = "spark_fp8_mtp_dspark"
-REPORT_SWEEP = ["-m", "drafter=mtp,dspark,ngram,eagle3,none", "k=1,2,3,4,5,6,7,8,9,10", "workload=short_chat",
-                "workload.output_tokens=8,16,24,32,40,48,56,64,72,80", "seed=0,1,2"]
+REPORT_SWEEP = [
+    "-m",
+    "drafter=mtp,dspark,ngram,eagle3,none",
+    "k=1,2,3,4,5,6,7,8,9,10",
+    "workload=short_chat",
+    "workload.output_tokens=8,16,24,32,40,48,56,64,72,80",
+    "seed=0,1,2",
+]
 TARGETS = {"help": 1.0, "startup": 1.0, "study": 5.0, "report": 10.0}
 
 
 def timed(argv: Sequence[str]) -> float:
     start = time.perf_counter()
-    subprocess.run(list(argv), cwd=REPO, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                   timeout=900)
+    subprocess.run(
+        list(argv),
+        cwd=REPO,
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        timeout=900,
+    )
     return time.perf_counter() - start
 
 
@@ -51,7 +63,7 @@ def startup_once() -> float:
     arrived: list[float] = []
 
     class Stamp(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        def do_GET(self) -> None:
             arrived.append(time.monotonic())
             self.send_response(503)
             self.end_headers()
@@ -63,10 +75,19 @@ def startup_once() -> float:
     threading.Thread(target=server.serve_forever, daemon=True).start()
     with tempfile.TemporaryDirectory() as tmp:
         start = time.monotonic()
-        proc = subprocess.Popen([PY, "-m", "specexp", "runtime=openai",
-                                 f"runtime.url=http://127.0.0.1:{server.server_address[1]}",
-                                 f"hydra.run.dir={tmp}/run"], cwd=REPO, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [
+                PY,
+                "-m",
+                "specexp",
+                "runtime=openai",
+                f"runtime.url=http://127.0.0.1:{server.server_address[1]}",
+                f"hydra.run.dir={tmp}/run",
+            ],
+            cwd=REPO,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         try:
             while not arrived and proc.poll() is None and time.monotonic() - start < 60:
                 time.sleep(0.001)
@@ -81,7 +102,10 @@ def startup_once() -> float:
 
 def measure(name: str, once: Callable[[], float], runs: int) -> list[float]:
     times = [once() for _ in range(runs)]
-    print(f"{name}: median {statistics.median(times):.2f} s ({', '.join(f'{t:.2f}' for t in times)})", flush=True)
+    print(
+        f"{name}: median {statistics.median(times):.2f} s ({', '.join(f'{t:.2f}' for t in times)})",
+        flush=True,
+    )
     return times
 
 
@@ -95,15 +119,33 @@ def main() -> None:
     results["startup"] = measure("startup", startup_once, args.runs)
     with tempfile.TemporaryDirectory() as tmp:
         study = Path(tmp) / "study"
-        results["study"] = measure("study", lambda: timed([PY, "-m", "specexp", f"+experiment={STUDY}",
-                                                           f"hydra.sweep.dir={study}"]), args.runs)
+        results["study"] = measure(
+            "study",
+            lambda: timed(
+                [PY, "-m", "specexp", f"+experiment={STUDY}", f"hydra.sweep.dir={study}"]
+            ),
+            args.runs,
+        )
         sweep = Path(tmp) / "records"
         made = timed([PY, "-m", "specexp", *REPORT_SWEEP, f"hydra.sweep.dir={sweep}"])
         records = len(list(sweep.glob("*/result.json")))
         out = Path(tmp) / "report"
-        results["report"] = measure("report", lambda: timed(
-            [PY, "-m", "specexp.report", str(sweep), "-o", str(out / "measurements.md"),
-             "--html", str(out / "report.html")]), max(args.runs // 2, 1))
+        results["report"] = measure(
+            "report",
+            lambda: timed(
+                [
+                    PY,
+                    "-m",
+                    "specexp.report",
+                    str(sweep),
+                    "-o",
+                    str(out / "measurements.md"),
+                    "--html",
+                    str(out / "report.html"),
+                ]
+            ),
+            max(args.runs // 2, 1),
+        )
     load = os.getloadavg()[0]
     what = {
         "help": "`python -m specexp --help`",
@@ -112,18 +154,27 @@ def main() -> None:
         "report": f"report of {records:,} records (`python -m specexp.report DIR -o ... --html ...`)",
     }
     lines = [
-        "# specexp's own speed", "",
+        "# specexp's own speed",
+        "",
         f"Recorded with `.venv/bin/python benchmarks/tool_speed.py --runs {args.runs}` on "
         f"{os.cpu_count()} cores (load average {load:.1f} at the end; a shared machine, so wall times vary "
-        "by about 10 % from run to run). Each figure is the median of fresh processes.", "",
-        "| what | median (s) | best | worst | target (s) | met |", "|---|---:|---:|---:|---:|---|",
+        "by about 10 % from run to run). Each figure is the median of fresh processes.",
+        "",
+        "| what | median (s) | best | worst | target (s) | met |",
+        "|---|---:|---:|---:|---:|---|",
     ]
     for key, times in results.items():
         median = statistics.median(times)
-        lines.append(f"| {what[key]} | {median:.2f} | {min(times):.2f} | {max(times):.2f} | "
-                     f"{TARGETS[key]:g} | {'yes' if median < TARGETS[key] else '**no**'} |")
-    lines += ["", f"The {records:,} records were made by one simulator sweep in {made:.0f} s "
-              f"(`python -m specexp {' '.join(REPORT_SWEEP)}`).", ""]
+        lines.append(
+            f"| {what[key]} | {median:.2f} | {min(times):.2f} | {max(times):.2f} | "
+            f"{TARGETS[key]:g} | {'yes' if median < TARGETS[key] else '**no**'} |"
+        )
+    lines += [
+        "",
+        f"The {records:,} records were made by one simulator sweep in {made:.0f} s "
+        f"(`python -m specexp {' '.join(REPORT_SWEEP)}`).",
+        "",
+    ]
     text = "\n".join(lines)
     print(text)
     args.out.write_text(text, encoding="utf-8")

@@ -20,11 +20,17 @@ from pathlib import Path
 
 from specexp.fit import records as fr
 from specexp.sim.profile import load_profile
+from specexp.spec.vocabulary import C
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "benchmarks/data/h200-vllm/sweeps"
-FITTED = ("request_overhead_ms", "request_overhead_us_per_token", "request_serial_ms", "linear_prefill_layer_ms",
-          "layer_overhead_us")
+FITTED = (
+    "request_overhead_ms",
+    "request_overhead_us_per_token",
+    "request_serial_ms",
+    "linear_prefill_layer_ms",
+    "layer_overhead_us",
+)
 UPPER = (50.0, 10.0, 20.0, 5.0, 200.0)
 """Fitted on the jobs without a drafter."""
 FITTED_SYNC = ("sync_step_overhead_ms",)
@@ -32,23 +38,43 @@ FITTED_SYNC = ("sync_step_overhead_ms",)
 
 
 def table(rows: list[fr.Row]) -> list[str]:
-    lines = ["| cell | metric | measured | simulated | error | within target |", "|---|---|---:|---:|---:|---|"]
+    lines = [
+        "| cell | metric | measured | simulated | error | within target |",
+        "|---|---|---:|---:|---:|---|",
+    ]
     for r in rows:
-        lines.append(f"| {r.label} | `{r.metric}` | {r.measured:.4g} | {r.simulated:.4g} | {r.error:+.1%} | "
-                     f"{'yes' if r.within else '**no**'} |")
+        lines.append(
+            f"| {r.label} | `{r.metric}` | {r.measured:.4g} | {r.simulated:.4g} | {r.error:+.1%} | "
+            f"{'yes' if r.within else '**no**'} |"
+        )
     errors = [r.error for r in rows if math.isfinite(r.error)]
     rms = math.sqrt(sum(e * e for e in errors) / len(errors)) if errors else float("nan")
     misses = sum(not r.within for r in rows)
-    return [*lines, "", f"{len(rows)} figures, rms error {rms:.1%}, {misses} outside the target.", ""]
+    return [
+        *lines,
+        "",
+        f"{len(rows)} figures, rms error {rms:.1%}, {misses} outside the target.",
+        "",
+    ]
 
 
 def gains(rows: list[fr.Row]) -> list[str]:
     found = fr.warm_gains(rows)
-    lines = ["| cell | measured gain | simulated gain | error | within 30 % |", "|---|---:|---:|---:|---|"]
+    lines = [
+        "| cell | measured gain | simulated gain | error | within 30 % |",
+        "|---|---:|---:|---:|---|",
+    ]
     for g in found:
-        lines.append(f"| {g.label} | {g.measured:.2f}x | {g.simulated:.2f}x | {g.simulated / g.measured - 1:+.0%} | "
-                     f"{'yes' if g.within else '**no**'} |")
-    return [*lines, "", f"{len(found)} gains, {sum(not g.within for g in found)} outside the target.", ""]
+        lines.append(
+            f"| {g.label} | {g.measured:.2f}x | {g.simulated:.2f}x | {g.simulated / g.measured - 1:+.0%} | "
+            f"{'yes' if g.within else '**no**'} |"
+        )
+    return [
+        *lines,
+        "",
+        f"{len(found)} gains, {sum(not g.within for g in found)} outside the target.",
+        "",
+    ]
 
 
 def main() -> None:
@@ -63,34 +89,67 @@ def main() -> None:
     sync = [j for j in jobs if j.drafter in load_profile("vllm").sync_scheduling_drafters]
     held = [j for j in jobs if j.drafter != "none" and j not in sync]
     profile = load_profile("vllm")
-    lines = ["# Engine profile `vllm` against vLLM measured on an H200", "",
-             f"Data: `{args.data.relative_to(REPO) if args.data.is_relative_to(REPO) else args.data}` (specexp's records "
-             "of vLLM 0.26.0 with CUDA on an H200, models served without weights; benchmarks/results/gpu-h200-vllm.md). "
-             "Simulated: each job from its own record with `runtime=sim runtime.engine=vllm` (specexp/fit/records.py). "
-             "Targets (issue 22): decode and aggregate within 15 %, prefill within 20 %, TTFT within 25 % or 20 ms, "
-             "warm-over-cold gain within 30 %.", ""]
+    lines = [
+        "# Engine profile `vllm` against vLLM measured on an H200",
+        "",
+        f"Data: `{args.data.relative_to(REPO) if args.data.is_relative_to(REPO) else args.data}` (specexp's records "
+        "of vLLM 0.26.0 with CUDA on an H200, models served without weights; benchmarks/results/gpu-h200-vllm.md). "
+        "Simulated: each job from its own record with `runtime=sim runtime.engine=vllm` (specexp/fit/records.py). "
+        "Targets (issue 22): decode and aggregate within 15 %, prefill within 20 %, TTFT within 25 % or 20 ms, "
+        "warm-over-cold gain within 30 %.",
+        "",
+    ]
     if args.fit:
-        hardware = fitted[0].record.provenance.config["hardware"]
-        figures = fr.fit(fitted, "vllm", FITTED, UPPER, iterations=args.iterations,
-                         unset={"layer_overhead_us": float(hardware["layer_overhead_us"])})
+        hardware = fitted[0].record.provenance.config[C.hardware]
+        figures = fr.fit(
+            fitted,
+            "vllm",
+            FITTED,
+            UPPER,
+            iterations=args.iterations,
+            unset={"layer_overhead_us": float(hardware["layer_overhead_us"])},
+        )
         print("fit:", figures, flush=True)
-        lines += ["Fit on the drafter-free jobs: " + ", ".join(f"`{k}` {v:.4g}" for k, v in figures.items()), ""]
+        lines += [
+            "Fit on the drafter-free jobs: "
+            + ", ".join(f"`{k}` {v:.4g}" for k, v in figures.items()),
+            "",
+        ]
         profile = fr.with_figures(profile, FITTED, [figures[k] for k in FITTED])
-        second = fr.fit(sync, "vllm", FITTED_SYNC, (20.0,), iterations=args.iterations, base=profile)
+        second = fr.fit(
+            sync, "vllm", FITTED_SYNC, (20.0,), iterations=args.iterations, base=profile
+        )
         print("fit:", second, flush=True)
-        lines += ["Then on the n-gram job: " + ", ".join(f"`{k}` {v:.4g}" for k, v in second.items()), ""]
+        lines += [
+            "Then on the n-gram job: " + ", ".join(f"`{k}` {v:.4g}" for k, v in second.items()),
+            "",
+        ]
         profile = fr.with_figures(profile, FITTED_SYNC, [second[k] for k in FITTED_SYNC])
     names = (*FITTED, *FITTED_SYNC)
     lines += ["Profile: " + ", ".join(f"`{k}` {getattr(profile, k):.4g}" for k in names), ""]
     fitted_rows, sync_rows = fr.compare(fitted, "vllm", profile), fr.compare(sync, "vllm", profile)
     held_rows = fr.compare(held, "vllm", profile)
-    lines += ["## Fitted: the jobs without a drafter", "", *table(fitted_rows), "### Warm over cold", "",
-              *gains(fitted_rows),
-              "## Fitted: n-gram k = 4 on the dense shape (its `sync_step_overhead_ms` alone)", "",
-              "The simulator is given the job's measured acceptance by position.", "", *table(sync_rows),
-              "## Held out: MTP k = 3 on the hybrid shape", "",
-              "The simulator is given each job's measured acceptance by position; these jobs were not fitted.", "",
-              *table(held_rows), "### Warm over cold", "", *gains(held_rows)]
+    lines += [
+        "## Fitted: the jobs without a drafter",
+        "",
+        *table(fitted_rows),
+        "### Warm over cold",
+        "",
+        *gains(fitted_rows),
+        "## Fitted: n-gram k = 4 on the dense shape (its `sync_step_overhead_ms` alone)",
+        "",
+        "The simulator is given the job's measured acceptance by position.",
+        "",
+        *table(sync_rows),
+        "## Held out: MTP k = 3 on the hybrid shape",
+        "",
+        "The simulator is given each job's measured acceptance by position; these jobs were not fitted.",
+        "",
+        *table(held_rows),
+        "### Warm over cold",
+        "",
+        *gains(held_rows),
+    ]
     text = "\n".join(lines)
     print(text)
     args.out.write_text(text)

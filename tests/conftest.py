@@ -25,10 +25,34 @@ PYTHON = sys.executable
 # The 25 condition keys of docs/vocabulary.md section 1, in its order. Copied here (not read from
 # the code) so that a key dropped or renamed in specexp fails the tests.
 CONDITION_KEYS = (
-    "hardware", "gpu_count", "gpu_shared", "gpu_memory_utilization", "model", "quantization",
-    "kv_cache_dtype", "max_model_len", "runtime", "runtime_version", "drafter", "k", "drafter_config",
-    "draft_model", "workload", "prompt_tokens", "output_tokens", "ignore_eos", "concurrency", "request_rate", "cache",
-    "turn", "category", "prefix_caching", "thinking", "temperature", "repeats", "source",
+    "hardware",
+    "gpu_count",
+    "gpu_shared",
+    "gpu_memory_utilization",
+    "model",
+    "quantization",
+    "kv_cache_dtype",
+    "max_model_len",
+    "runtime",
+    "runtime_version",
+    "drafter",
+    "k",
+    "drafter_config",
+    "draft_model",
+    "workload",
+    "prompt_tokens",
+    "output_tokens",
+    "ignore_eos",
+    "concurrency",
+    "request_rate",
+    "cache",
+    "turn",
+    "category",
+    "prefix_caching",
+    "thinking",
+    "temperature",
+    "repeats",
+    "source",
 )
 """docs/vocabulary.md section 1: the first written 23, plus `max_model_len` and `draft_model`, plus
 `turn` and `category` (agentic sessions, dataset files)."""
@@ -42,11 +66,11 @@ def compose_config(overrides: Sequence[str] = ()) -> tuple[dict[str, Any], dict[
     return copy.deepcopy(_composed(tuple(overrides)))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _composed(overrides: tuple[str, ...]) -> tuple[dict[str, Any], dict[str, Any]]:
     from hydra.core.global_hydra import GlobalHydra
 
-    import specexp.run.sweeper  # noqa: F401  (registers hydra/sweeper=specexp, named in conf/config.yaml)
+    import specexp.run.sweeper
     from specexp.run.compose import resolved_config
 
     GlobalHydra.instance().clear()  # whatever another test left initialized
@@ -85,7 +109,12 @@ def run_specexp(
     full_env.update(env or {})
     return subprocess.run(
         [python, "-m", "specexp", *args],
-        cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout, check=False,
+        cwd=cwd,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
     )
 
 
@@ -100,7 +129,9 @@ def results_under(root: Path) -> list[dict[str, Any]]:
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [
+        json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()
+    ]
 
 
 @pytest.fixture(scope="session")

@@ -16,7 +16,12 @@ REPO = Path(__file__).resolve().parents[1]
 def test_committed_study_reports_are_up_to_date() -> None:
     done = subprocess.run(
         ["bash", str(REPO / "scripts" / "regenerate-reports"), "--check"],
-        cwd=REPO, env={**os.environ, "PYTHON": sys.executable}, capture_output=True, text=True, timeout=600, check=False,
+        cwd=REPO,
+        env={**os.environ, "PYTHON": sys.executable},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
     )
     assert done.returncode == 0, done.stderr
 

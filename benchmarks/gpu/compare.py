@@ -2,6 +2,8 @@
 
 A measured measurement is paired with the simulated one of the same part, drafter, concurrency and
 cache state whose prompt length is nearest (the server counts the chat template's tokens too).
+The records are read as `RunRecord`s; a row holds the typed objects (a `Measurement`, the paired
+`Metrics` and `Conditions`, an `ErrorInfo`), dumped to JSON only when the .jsonl is written.
 """
 
 from __future__ import annotations
@@ -13,10 +15,19 @@ import tarfile
 from pathlib import Path
 from typing import Any
 
-from specexp.record import find_results
+from pydantic import BaseModel
+
+from specexp.record import ErrorInfo, Measurement, Metrics, RunRecord, find_records
 
 NAME = "gpu-h200-llamacpp"
-DECODE_METRICS = ["decode_tps", "per_stream_tps", "aggregate_tps", "ttft_s", "tokens_per_pass", "acceptance_rate"]
+DECODE_METRICS = [
+    "decode_tps",
+    "per_stream_tps",
+    "aggregate_tps",
+    "ttft_s",
+    "tokens_per_pass",
+    "acceptance_rate",
+]
 PREFILL_METRICS = ["prefill_tps", "ttft_s"]
 ENERGY = ["energy_j_per_token", "mean_power_w"]
 
@@ -28,35 +39,50 @@ def unpack(records: Path, work: Path) -> Path:
     return work / "measured" / "sweeps"
 
 
-def _parts(root: Path) -> dict[str, list[dict[str, Any]]]:
-    out: dict[str, list[dict[str, Any]]] = {}
-    for path, result in find_results([root]):
+def _parts(root: Path) -> dict[str, list[RunRecord]]:
+    out: dict[str, list[RunRecord]] = {}
+    for path, record in find_records([root]):
         part = path.relative_to(root).parts[0]
-        out.setdefault(part, []).append(result)
+        out.setdefault(part, []).append(record)
     return out
 
 
-def _key(m: dict[str, Any]) -> tuple[Any, ...]:
-    c = m["conditions"]
-    return (c["drafter"], c["concurrency"], c["cache"])
+def _key(m: Measurement) -> tuple[Any, ...]:
+    c = m.conditions
+    return (c.drafter, c.concurrency, c.cache)
 
 
-def _pair(measured: dict[str, Any], simulated: list[dict[str, Any]]) -> dict[str, Any] | None:
+def _pair(measured: Measurement, simulated: list[Measurement]) -> Measurement | None:
     same = [s for s in simulated if _key(s) == _key(measured)]
     if not same:
         return None
-    n = measured["conditions"]["prompt_tokens"] or 0
-    return min(same, key=lambda s: abs((s["conditions"]["prompt_tokens"] or 0) - n))
+    n = measured.conditions.prompt_tokens or 0
+    return min(same, key=lambda s: abs((s.conditions.prompt_tokens or 0) - n))
 
 
-def _engine_decode(m: dict[str, Any]) -> float | None:
+def _ratios(measured: Metrics, simulated: Metrics | None) -> dict[str, float]:
+    """Simulated / measured of every numeric metric that both have (and the measured one is not 0)."""
+    ratio = {}
+    for name in type(measured).model_fields:
+        value = measured.get(name)
+        other = simulated.get(name) if simulated is not None else None
+        if isinstance(value, (int, float)) and isinstance(other, (int, float)) and value:
+            ratio[name] = other / value
+    return ratio
+
+
+def _engine_decode(m: Measurement) -> float | None:
     """llama-server's own generation speed (timings.predicted_per_second), median over requests."""
-    speeds = [t.get("predicted_per_second") for t in m.get("engine_timings") or [] if t.get("predicted_per_second")]
+    speeds = [
+        t.get("predicted_per_second")
+        for t in m.engine_timings or []
+        if t.get("predicted_per_second")
+    ]
     return statistics.median(speeds) if speeds else None
 
 
-def _telemetry(m: dict[str, Any], key: str) -> float | None:
-    values = [w.get(key) for w in m.get("telemetry") or [] if w and w.get(key) is not None]
+def _telemetry(m: Measurement, key: str) -> float | None:
+    values = [w.get(key) for w in m.telemetry or [] if w and w.get(key) is not None]
     return statistics.median(values) if values else None
 
 
@@ -73,28 +99,45 @@ def _ratio(v: float | None) -> str:
 
 
 def rows(measured_root: Path, sim_root: Path) -> list[dict[str, Any]]:
-    """One row per measured measurement (or failed run): measured and simulated metrics, ratios."""
-    sim = {part: [m for r in results for m in r.get("measurements") or []] for part, results in _parts(sim_root).items()}
-    out = []
-    for part, results in sorted(_parts(measured_root).items()):
-        for record in results:
-            base = {"part": part, "run_id": record.get("run_id"), "status": record.get("status"),
-                    "error": record.get("error"),
-                    "server_argv": record["provenance"].get("server_argv"),
-                    "engine_info": record["provenance"].get("engine_info")}
-            if not record.get("measurements"):
+    """One row per measured measurement (or failed run): measured and simulated metrics, ratios.
+
+    `measured` is a Measurement, `simulated` the paired one's Metrics, `simulated_conditions` its
+    Conditions, `error` the record's ErrorInfo (each None where there is none); `jsonable` dumps them."""
+    sim = {
+        part: [m for r in records for m in r.measurements]
+        for part, records in _parts(sim_root).items()
+    }
+    out: list[dict[str, Any]] = []
+    for part, records in sorted(_parts(measured_root).items()):
+        for record in records:
+            base = {
+                "part": part,
+                "run_id": record.run_id,
+                "status": record.status,
+                "error": record.error,
+                "server_argv": record.provenance.server_argv,
+                "engine_info": record.provenance.engine_info,
+            }
+            if not record.measurements:
                 out.append({**base, "measured": None, "simulated": None, "ratio": {}})
-            for m in record.get("measurements") or []:
+            for m in record.measurements:
                 s = _pair(m, sim.get(part, []))
-                ratio = {}
-                for name, value in m["metrics"].items():
-                    other = s["metrics"].get(name) if s else None
-                    if isinstance(value, (int, float)) and isinstance(other, (int, float)) and value:
-                        ratio[name] = other / value
-                out.append({**base, "measured": m, "simulated": s["metrics"] if s else None,
-                            "simulated_conditions": s["conditions"] if s else None, "ratio": ratio,
-                            "engine_decode_tps": _engine_decode(m)})
+                out.append(
+                    {
+                        **base,
+                        "measured": m,
+                        "simulated": s.metrics if s is not None else None,
+                        "simulated_conditions": s.conditions if s is not None else None,
+                        "ratio": _ratios(m.metrics, s.metrics if s is not None else None),
+                        "engine_decode_tps": _engine_decode(m),
+                    }
+                )
     return out
+
+
+def jsonable(row: dict[str, Any]) -> dict[str, Any]:
+    """A row of `rows` as JSON data: its typed objects as `model_dump(mode="json")` (the record's own form)."""
+    return {k: v.model_dump(mode="json") if isinstance(v, BaseModel) else v for k, v in row.items()}
 
 
 def _table(part_rows: list[dict[str, Any]], metrics: list[str]) -> list[str]:
@@ -104,16 +147,25 @@ def _table(part_rows: list[dict[str, Any]], metrics: list[str]) -> list[str]:
     head += ["llama.cpp decode tok/s", "J/tok", "W", "SM MHz", "GPU mem MiB"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in part_rows:
-        m = r["measured"]
+        m: Measurement | None = r["measured"]
         if m is None:
             continue
-        c = m["conditions"]
-        cols = [c["drafter"], str(c["concurrency"]), str(c["prompt_tokens"])]
+        c = m.conditions
+        sim: Metrics | None = r["simulated"]
+        cols = [c.drafter, str(c.concurrency), str(c.prompt_tokens)]
         for name in metrics:
-            cols += [_fmt(m["metrics"].get(name)), _fmt((r["simulated"] or {}).get(name)), _ratio(r["ratio"].get(name))]
-        cols += [_fmt(r["engine_decode_tps"]), _fmt(m["metrics"].get("energy_j_per_token")),
-                 _fmt(m["metrics"].get("mean_power_w")), _fmt(_telemetry(m, "sm_clock_mhz_mean"), 4),
-                 _fmt(_telemetry(m, "memory_used_mib_max"), 6)]
+            cols += [
+                _fmt(m.metrics.get(name)),
+                _fmt(sim.get(name) if sim is not None else None),
+                _ratio(r["ratio"].get(name)),
+            ]
+        cols += [
+            _fmt(r["engine_decode_tps"]),
+            _fmt(m.metrics.energy_j_per_token),
+            _fmt(m.metrics.mean_power_w),
+            _fmt(_telemetry(m, "sm_clock_mhz_mean"), 4),
+            _fmt(_telemetry(m, "memory_used_mib_max"), 6),
+        ]
         lines.append("| " + " | ".join(cols) + " |")
     return lines
 
@@ -121,7 +173,16 @@ def _table(part_rows: list[dict[str, Any]], metrics: list[str]) -> list[str]:
 def markdown(all_rows: list[dict[str, Any]]) -> str:
     first = next((r for r in all_rows if r["engine_info"]), {})
     info = first.get("engine_info") or {}
-    telemetry = next((w for r in all_rows if r["measured"] for w in r["measured"].get("telemetry") or [] if w), {})
+    telemetry = next(
+        (
+            w
+            for r in all_rows
+            if r["measured"] is not None
+            for w in r["measured"].telemetry or []
+            if w
+        ),
+        {},
+    )
     lines = [
         "# llama-server with CUDA on an H200: measured by specexp, beside the simulator",
         "",
@@ -153,9 +214,12 @@ def markdown(all_rows: list[dict[str, Any]]) -> str:
             lines += ["```", " ".join(str(a) for a in argv), "```", ""]
         for r in part_rows:
             if r["status"] != "ok":
-                err = r["error"] or {}
-                lines += [f"- run `{r['run_id']}`: **{r['status']}** ({err.get('kind')}): {err.get('message')}", ""]
-        lines += _table(part_rows, PREFILL_METRICS if part.startswith("prefill") else DECODE_METRICS) + [""]
+                err: ErrorInfo | None = r["error"]
+                kind, message = (err.kind, err.message) if err is not None else (None, None)
+                lines += [f"- run `{r['run_id']}`: **{r['status']}** ({kind}): {message}", ""]
+        lines += _table(
+            part_rows, PREFILL_METRICS if part.startswith("prefill") else DECODE_METRICS
+        ) + [""]
     return "\n".join(lines) + "\n"
 
 
@@ -165,64 +229,119 @@ def _span(values: list[float]) -> str:
 
 def summary(all_rows: list[dict[str, Any]]) -> list[str]:
     """Simulated/measured ranges per kind of cell, the run-to-run spread, and energy per token."""
-    ok = [r for r in all_rows if r["measured"]]
+    ok = [r for r in all_rows if r["measured"] is not None]
 
     def ratios(metric: str, pick: Any) -> list[float]:
         return [r["ratio"][metric] for r in ok if metric in r["ratio"] and pick(r)]
 
-    plain = lambda c: lambda r: r["measured"]["conditions"]["drafter"] == "none" and pick_c(r, c)  # noqa: E731
-    pick_c = lambda r, c: r["measured"]["conditions"]["concurrency"] == c and not r["part"].startswith("prefill")  # noqa: E731
+    plain = lambda c: lambda r: r["measured"].conditions.drafter == "none" and pick_c(r, c)
+
+    def pick_c(r, c):
+        return r["measured"].conditions.concurrency == c and not r["part"].startswith("prefill")
+
     lines = ["## Summary", "", "| cells | metric | simulated / measured |", "|---|---|---|"]
     for c in (1, 2, 4, 8, 16, 32):
         if ratios("decode_tps", plain(c)):
-            lines.append(f"| no drafter, concurrency {c} | decode_tps | {_span(ratios('decode_tps', plain(c)))} |")
-            lines.append(f"| no drafter, concurrency {c} | aggregate_tps | {_span(ratios('aggregate_tps', plain(c)))} |")
-    cold = lambda r: r["part"] == "prefill"  # noqa: E731
-    lines.append(f"| prefill 1k-32k, host cache off | prefill_tps | {_span(ratios('prefill_tps', cold))} |")
-    lines.append(f"| every cell, host cache off | ttft_s | {_span(ratios('ttft_s', lambda r: r['part'] != 'prefill-host-cache'))} |")
-    draft = lambda r: r["measured"]["conditions"]["drafter"] == "draft_model"  # noqa: E731
-    lines.append(f"| draft model (random weights), c = 1, 8, 32 | decode_tps | {_span(ratios('decode_tps', draft))} |")
+            lines.append(
+                f"| no drafter, concurrency {c} | decode_tps | {_span(ratios('decode_tps', plain(c)))} |"
+            )
+            lines.append(
+                f"| no drafter, concurrency {c} | aggregate_tps | {_span(ratios('aggregate_tps', plain(c)))} |"
+            )
+    cold = lambda r: r["part"] == "prefill"
+    lines.append(
+        f"| prefill 1k-32k, host cache off | prefill_tps | {_span(ratios('prefill_tps', cold))} |"
+    )
+    lines.append(
+        f"| every cell, host cache off | ttft_s | {_span(ratios('ttft_s', lambda r: r['part'] != 'prefill-host-cache'))} |"
+    )
+    draft = lambda r: r["measured"].conditions.drafter == "draft_model"
+    lines.append(
+        f"| draft model (random weights), c = 1, 8, 32 | decode_tps | {_span(ratios('decode_tps', draft))} |"
+    )
     lines.append("")
-    first = {(r["measured"]["conditions"]["concurrency"]): r["measured"]["metrics"]["decode_tps"] for r in ok if r["part"] == "decode"}
-    again = {(r["measured"]["conditions"]["concurrency"]): r["measured"]["metrics"]["decode_tps"] for r in ok if r["part"] == "decode-again"}
+    first = {
+        r["measured"].conditions.concurrency: r["measured"].metrics.decode_tps
+        for r in ok
+        if r["part"] == "decode"
+    }
+    again = {
+        r["measured"].conditions.concurrency: r["measured"].metrics.decode_tps
+        for r in ok
+        if r["part"] == "decode-again"
+    }
     if first and again:
-        spread = ", ".join(f"c = {c}: {first[c]:.1f} vs {again[c]:.1f} tok/s ({again[c] / first[c] - 1:+.0%})"
-                           for c in sorted(set(first) & set(again)))
+        spread = ", ".join(
+            f"c = {c}: {first[c]:.1f} vs {again[c]:.1f} tok/s ({again[c] / first[c] - 1:+.0%})"
+            for c in sorted(set(first) & set(again))
+        )
         lines += [f"Run-to-run (the decode part on two fresh machines, decode_tps): {spread}.", ""]
-    energy = [(r["part"], r["measured"]["conditions"]["concurrency"], r["measured"]["metrics"].get("energy_j_per_token"),
-               r["measured"]["metrics"].get("mean_power_w")) for r in ok if r["part"] == "decode"]
+    energy = [
+        (
+            r["part"],
+            r["measured"].conditions.concurrency,
+            r["measured"].metrics.energy_j_per_token,
+            r["measured"].metrics.mean_power_w,
+        )
+        for r in ok
+        if r["part"] == "decode"
+    ]
     if energy:
-        lines += ["Energy (decode part, whole GPU over each window): " + ", ".join(
-            f"c = {c}: {e:.2f} J/token at {w:.0f} W" for _, c, e, w in energy if e is not None and w is not None) + ".", ""]
+        lines += [
+            "Energy (decode part, whole GPU over each window): "
+            + ", ".join(
+                f"c = {c}: {e:.2f} J/token at {w:.0f} W"
+                for _, c, e, w in energy
+                if e is not None and w is not None
+            )
+            + ".",
+            "",
+        ]
     return lines
 
 
 def host_cache(all_rows: list[dict[str, Any]]) -> list[str]:
     """Cold TTFT with llama-server's host prompt cache off (specexp's default) and on (its default)."""
+
     def ttft(part: str) -> dict[int, float]:
-        return {r["measured"]["conditions"]["prompt_tokens"]: r["measured"]["metrics"]["ttft_s"]
-                for r in all_rows if r["part"] == part and r["measured"] and r["measured"]["metrics"].get("ttft_s")}
+        return {
+            r["measured"].conditions.prompt_tokens: r["measured"].metrics.ttft_s
+            for r in all_rows
+            if r["part"] == part and r["measured"] is not None and r["measured"].metrics.ttft_s
+        }
+
     off, on = ttft("prefill"), ttft("prefill-host-cache")
     both = sorted(set(off) & set(on))
     if not both:
         return []
-    lines = ["## Host prompt cache and cold TTFT", "",
-             "The same cold prefill with `--cache-ram 0` (how runtime=llamacpp starts llama-server) and with "
-             "`--cache-ram 8192` (llama-server's default): the host cache saves the previous request's KV to host "
-             "memory before the next request is served.", "",
-             "| prompt tok | TTFT, cache-ram 0 (s) | TTFT, cache-ram 8192 (s) | added (s) |", "|---|---|---|---|"]
+    lines = [
+        "## Host prompt cache and cold TTFT",
+        "",
+        "The same cold prefill with `--cache-ram 0` (how runtime=llamacpp starts llama-server) and with "
+        "`--cache-ram 8192` (llama-server's default): the host cache saves the previous request's KV to host "
+        "memory before the next request is served.",
+        "",
+        "| prompt tok | TTFT, cache-ram 0 (s) | TTFT, cache-ram 8192 (s) | added (s) |",
+        "|---|---|---|---|",
+    ]
     lines += [f"| {n} | {off[n]:.3f} | {on[n]:.3f} | {on[n] - off[n]:+.3f} |" for n in both]
     return lines + [""]
 
 
-def write(measured_root: Path, sim_root: Path, results_dir: Path, device_logs: list[Path] = ()) -> list[Path]:  # type: ignore[assignment]
+def write(
+    measured_root: Path, sim_root: Path, results_dir: Path, device_logs: list[Path] = ()
+) -> list[Path]:  # type: ignore[assignment]
     all_rows = rows(measured_root, sim_root)
     results_dir.mkdir(parents=True, exist_ok=True)
     md, jsonl = results_dir / f"{NAME}.md", results_dir / f"{NAME}.jsonl"
     text = markdown(all_rows) + "\n".join(host_cache(all_rows))
     for i, device_log in enumerate(device_logs, 1):
         if device_log.is_file():
-            text += f"\n## Device log, call {i}\n\n```\n" + device_log.read_text().strip() + "\n```\n"
+            text += (
+                f"\n## Device log, call {i}\n\n```\n" + device_log.read_text().strip() + "\n```\n"
+            )
     md.write_text(text)
-    jsonl.write_text("".join(json.dumps(r, default=str, sort_keys=True) + "\n" for r in all_rows))
+    jsonl.write_text(
+        "".join(json.dumps(jsonable(r), default=str, sort_keys=True) + "\n" for r in all_rows)
+    )
     return [md, jsonl]

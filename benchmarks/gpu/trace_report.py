@@ -10,6 +10,9 @@
   runtime=llamacpp starts, decode-kv-unified for the other), then the batched-bench rows;
 - `trace_report.py --holdout | --slots | --c32 | --chunks | --repeats | --prefix | --hybrid RECORDS.tar.gz`: the data files of the
   later device calls (llamacpp_h200.py --parts ...), each from its sweeps' records (DATA_FILES).
+
+Each result.json is read as a `RunRecord`; a data line's `measured` is its Measurement's
+`model_dump(mode="json")`, the record's own form. requests.jsonl rows stay plain dicts (no typed model).
 """
 
 from __future__ import annotations
@@ -21,6 +24,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from specexp.record import RunRecord
+from specexp.spec.vocabulary import C, M
+
 REPO = Path(__file__).resolve().parents[2]
 LAUNCH = re.compile(r"^\S+ I slot launch_slot_: id\s+(\d+) \| task (\d+)")
 
@@ -30,12 +36,18 @@ def _members(tar_path: Path) -> dict[str, bytes]:
         return {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}  # type: ignore[union-attr]
 
 
-def _sweep(files: dict[str, bytes], name: str) -> tuple[dict[str, Any], list[dict[str, Any]], list[int]]:
+def _sweep(files: dict[str, bytes], name: str) -> tuple[RunRecord, list[dict[str, Any]], list[int]]:
     """(result.json, requests.jsonl rows, the slot of each task in launch order) of one sweep."""
     prefix = f"trace/sweeps/{name}/"
-    job = next(k.rsplit("/", 1)[0] for k in files if k.startswith(prefix) and k.endswith("/result.json"))
-    result = json.loads(files[f"{job}/result.json"])
-    requests = [json.loads(line) for line in files[f"{job}/requests.jsonl"].decode().splitlines() if line.strip()]
+    job = next(
+        k.rsplit("/", 1)[0] for k in files if k.startswith(prefix) and k.endswith("/result.json")
+    )
+    result = RunRecord.model_validate_json(files[f"{job}/result.json"])
+    requests = [
+        json.loads(line)
+        for line in files[f"{job}/requests.jsonl"].decode().splitlines()
+        if line.strip()
+    ]
     tasks = {}
     for line in files.get(f"{job}/server.log", b"").decode(errors="replace").splitlines():
         if m := LAUNCH.match(line):
@@ -54,18 +66,27 @@ def _windows(requests: list[dict[str, Any]], slots: list[int]) -> list[dict[str,
     # windows are closed bursts run one after another, so the n-th launched task belongs to the n-th
     # request's window (within a window the pairing may differ; only the window's set of slots is used)
     for request, slot in zip(requests, slots, strict=False):
-        grouped[(request["concurrency"], request["repeat"], request["warmup"])].append((request, slot))
+        grouped[(request[C.concurrency], request["repeat"], request["warmup"])].append(
+            (request, slot)
+        )
     out = []
     for (c, repeat, warmup), rows in grouped.items():
         if warmup:
             continue
         t0 = min(r["sent_at"] for r, _ in rows)
-        first = sorted((r["sent_at"] - t0 + r["ttft_s"]) * 1e3 for r, _ in rows)
+        first = sorted((r["sent_at"] - t0 + r[M.ttft_s]) * 1e3 for r, _ in rows)
         ids = sorted(s for _, s in rows)
-        out.append({"c": c, "repeat": repeat, "first_tokens_ms": first, "slots": ids,
-                    "slot_runs": 1 + sum(b != a + 1 for a, b in zip(ids, ids[1:], strict=False)),
-                    "ttft_ms": 1e3 * sum(r["ttft_s"] for r, _ in rows) / len(rows),
-                    "tpot_ms": 1e3 * sum(r["tpot_s"] for r, _ in rows) / len(rows)})
+        out.append(
+            {
+                "c": c,
+                "repeat": repeat,
+                "first_tokens_ms": first,
+                "slots": ids,
+                "slot_runs": 1 + sum(b != a + 1 for a, b in zip(ids, ids[1:], strict=False)),
+                "ttft_ms": 1e3 * sum(r[M.ttft_s] for r, _ in rows) / len(rows),
+                "tpot_ms": 1e3 * sum(r[M.tpot_s] for r, _ in rows) / len(rows),
+            }
+        )
     return out
 
 
@@ -80,22 +101,40 @@ def _steps(first_ms: list[float], gap_ms: float = 15.0) -> str:
     return ", ".join(f"{g[0]:.0f}{f' x{len(g)}' if len(g) > 1 else ''}" for g in groups)
 
 
-def record_lines(result: dict[str, Any], part: str) -> list[str]:
+def record_lines(result: RunRecord, part: str) -> list[str]:
     """One line per measurement of a result.json, in the form of gpu-h200-llamacpp.jsonl."""
-    info = result["provenance"].get("engine_info") or {}
-    return [json.dumps({"part": part, "status": result["status"], "engine_info": info,
-                        "server_argv": result["provenance"].get("server_argv"), "measured": measurement},
-                       sort_keys=True) for measurement in result["measurements"]]
+    info = result.provenance.engine_info or {}
+    return [
+        json.dumps(
+            {
+                "part": part,
+                "status": result.status,
+                "engine_info": info,
+                "server_argv": result.provenance.server_argv,
+                "measured": measurement.model_dump(mode="json"),
+            },
+            sort_keys=True,
+        )
+        for measurement in result.measurements
+    ]
 
 
 REPEATS = ("host-slots-1", "host-chunks-1", "host-slots-2", "host-chunks-2")
-C32 = ("decode-c32-ctx2048", "decode-c32-ctx1024", "decode-c32-ctx2048-again", "decode-c32-ctx1024-again")
+C32 = (
+    "decode-c32-ctx2048",
+    "decode-c32-ctx1024",
+    "decode-c32-ctx2048-again",
+    "decode-c32-ctx1024-again",
+)
 DATA_FILES: dict[str, tuple[str, dict[str, str] | None]] = {
     # cells the fit never saw: c = 4, 12, 24, 1,024-token prompts (the third call of the trace work)
     "--holdout": ("h200-llamacpp-holdout.jsonl", None),
     # pure decode by the number of slots, as runtime=llamacpp runs llama-server (fitted) and with
     # GGML_CUDA_DISABLE_GRAPHS=1 (llamacpp_h200.py --parts decode-slots decode-slots-no-graphs)
-    "--slots": ("h200-llamacpp-slots.jsonl", {"decode-slots": "decode", "decode-slots-no-graphs": "decode-no-cuda-graphs"}),
+    "--slots": (
+        "h200-llamacpp-slots.jsonl",
+        {"decode-slots": "decode", "decode-slots-no-graphs": "decode-no-cuda-graphs"},
+    ),
     # one cell on four servers, 2,048 and 1,024 tokens of context per slot in turn, in the order they ran
     "--c32": ("h200-llamacpp-c32.jsonl", dict.fromkeys(C32, "decode")),
     # the trace's decode job again, every token's arrival time in its requests.jsonl (--parts decode-chunks)
@@ -106,7 +145,10 @@ DATA_FILES: dict[str, tuple[str, dict[str, str] | None]] = {
     # the prefix_cache workload at 3.7k, 16k and 32k tokens, cold then warm (--parts prefix-cache)
     "--prefix": ("h200-llamacpp-prefix.jsonl", {"prefix-cache": "prefix"}),
     # the hybrid Qwen3.8-27B shape: prefix_cache cold then warm, then decode (--parts hybrid-prefix-cache hybrid-decode)
-    "--hybrid": ("h200-llamacpp-hybrid.jsonl", {"hybrid-prefix-cache": "prefix", "hybrid-decode": "decode"}),
+    "--hybrid": (
+        "h200-llamacpp-hybrid.jsonl",
+        {"hybrid-prefix-cache": "prefix", "hybrid-decode": "decode"},
+    ),
 }
 """Option -> (benchmarks/data file, the sweeps it takes in order and the record part of each; None:
 every sweep, in name order, as part decode)."""
@@ -115,11 +157,19 @@ every sweep, in name order, as part decode)."""
 def write_data(tar_path: Path, option: str) -> Path:
     """The benchmarks/data file of `option` (DATA_FILES) from a device call's records.tar.gz."""
     file_name, parts = DATA_FILES[option]
-    results = [(name.split("/")[1], json.loads(blob)) for name, blob in sorted(_members(tar_path).items())
-               if name.endswith("/result.json")]
+    results = [
+        (name.split("/")[1], RunRecord.model_validate_json(blob))
+        for name, blob in sorted(_members(tar_path).items())
+        if name.endswith("/result.json")
+    ]
     order = parts or dict.fromkeys((sweep for sweep, _ in results), "decode")
-    lines = [line for sweep, part in order.items() for name, result in results if name == sweep
-             for line in record_lines(result, part)]
+    lines = [
+        line
+        for sweep, part in order.items()
+        for name, result in results
+        if name == sweep
+        for line in record_lines(result, part)
+    ]
     path = REPO / "benchmarks/data" / file_name
     path.write_text("\n".join(lines) + "\n")
     return path
@@ -127,33 +177,64 @@ def write_data(tar_path: Path, option: str) -> Path:
 
 def write(tar_path: Path, log_path: Path | None = None) -> list[Path]:
     files = _members(tar_path)
-    data_lines, md = [], ["# llama-server on an H200: where concurrent prompts spend their time", "",
-                          "Written by `benchmarks/gpu/llamacpp_trace.py` (on the device) and `--report` (here). "
-                          "llama.cpp commit 0c1e57098 with CUDA for sm_90, the Qwen3-8B shape in BF16 with random "
-                          "weights, `-ngl all`, `--cache-ram 0`, 32 slots, n_batch 2048, n_ubatch 512.", ""]
-    streams, unified, single = _bench(files, "streams"), _bench(files, "unified"), _bench(files, "single")
-    md += ["## llama-batched-bench: B prompts of 519 tokens prefilled at once", "",
-           "T_PP in ms. The first row of each run carries the run's warm-up. *single*: one prompt of "
-           "B x 519 tokens.", "", "| B | tokens | one KV stream per sequence | unified KV (-kvu) | single prompt |",
-           "|---:|---:|---:|---:|---:|"]
+    data_lines, md = (
+        [],
+        [
+            "# llama-server on an H200: where concurrent prompts spend their time",
+            "",
+            "Written by `benchmarks/gpu/llamacpp_trace.py` (on the device) and `--report` (here). "
+            "llama.cpp commit 0c1e57098 with CUDA for sm_90, the Qwen3-8B shape in BF16 with random "
+            "weights, `-ngl all`, `--cache-ram 0`, 32 slots, n_batch 2048, n_ubatch 512.",
+            "",
+        ],
+    )
+    streams, unified, single = (
+        _bench(files, "streams"),
+        _bench(files, "unified"),
+        _bench(files, "single"),
+    )
+    md += [
+        "## llama-batched-bench: B prompts of 519 tokens prefilled at once",
+        "",
+        "T_PP in ms. The first row of each run carries the run's warm-up. *single*: one prompt of "
+        "B x 519 tokens.",
+        "",
+        "| B | tokens | one KV stream per sequence | unified KV (-kvu) | single prompt |",
+        "|---:|---:|---:|---:|---:|",
+    ]
     single_by_tokens = {row["pp"]: row for row in single}
     for row in streams:
         pl = row["pl"]
         uni = next((u for u in unified if u["pl"] == pl), None)
-        one = single_by_tokens.get(min(single_by_tokens, key=lambda n: abs(n - pl * row["pp"]))) if single else None
-        md.append(f"| {pl} | {pl * row['pp']:,} | {row['t_pp'] * 1e3:.1f} | "
-                  f"{uni['t_pp'] * 1e3:.1f} | " if uni else f"| {pl} | {pl * row['pp']:,} | {row['t_pp'] * 1e3:.1f} | – | ")
+        one = (
+            single_by_tokens.get(min(single_by_tokens, key=lambda n: abs(n - pl * row["pp"])))
+            if single
+            else None
+        )
+        md.append(
+            f"| {pl} | {pl * row['pp']:,} | {row['t_pp'] * 1e3:.1f} | {uni['t_pp'] * 1e3:.1f} | "
+            if uni
+            else f"| {pl} | {pl * row['pp']:,} | {row['t_pp'] * 1e3:.1f} | – | "
+        )
         md[-1] += f"{one['t_pp'] * 1e3:.1f} ({one['pp']:,}) |" if one else "– |"
     for part, name in (("decode", "streams"), ("decode-kv-unified", "unified")):
         result, requests, slots = _sweep(files, name)
         data_lines += record_lines(result, part)
-        md += ["", f"## specexp against llama-server, {'one KV stream per slot (as runtime=llamacpp starts it)' if name == 'streams' else 'with --kv-unified'}", "",
-               "512-token prompts (519 with the template), 32 tokens out, three repeats, cold. First tokens: "
-               "ms after the window's first request was sent, grouped by the step that produced them.", "",
-               "| c | repeat | TTFT mean ms | TPOT ms | slot runs | first tokens (ms x count) |", "|---:|---:|---:|---:|---:|---|"]
+        md += [
+            "",
+            f"## specexp against llama-server, {'one KV stream per slot (as runtime=llamacpp starts it)' if name == 'streams' else 'with --kv-unified'}",
+            "",
+            "512-token prompts (519 with the template), 32 tokens out, three repeats, cold. First tokens: "
+            "ms after the window's first request was sent, grouped by the step that produced them.",
+            "",
+            "| c | repeat | TTFT mean ms | TPOT ms | slot runs | first tokens (ms x count) |",
+            "|---:|---:|---:|---:|---:|---|",
+        ]
         for w in _windows(requests, slots):
-            md.append(f"| {w['c']} | {w['repeat']} | {w['ttft_ms']:.0f} | {w['tpot_ms']:.1f} | {w['slot_runs']} | "
-                      f"{_steps(w['first_tokens_ms'])} |")
+            md.append(
+                f"| {w['c']} | {w['repeat']} | {w['ttft_ms']:.0f} | {w['tpot_ms']:.1f} | {w['slot_runs']} | "
+                f"{_steps(w['first_tokens_ms'])} |"
+            )
     for row in (*streams, *unified, *single):
         data_lines.append(json.dumps({"part": "batched-bench", "measured": row}, sort_keys=True))
     if log_path is not None and log_path.is_file():

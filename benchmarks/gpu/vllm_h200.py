@@ -45,7 +45,9 @@ WORK = Path(os.environ.get("SPECEXP_GPU_WORK", "/tmp/specexp-gpu"))
 COPY = WORK.parent / (WORK.name + "-repo")
 FLAGS = {
     "h200_vllm_dense": ["runtime.extra_args=[--enable-per-request-metrics]"],
-    "h200_vllm_hybrid": ["runtime.extra_args=[--enable-per-request-metrics,--gdn-prefill-backend,triton]"],
+    "h200_vllm_hybrid": [
+        "runtime.extra_args=[--enable-per-request-metrics,--gdn-prefill-backend,triton]"
+    ],
 }
 """Each experiment and the flags its servers need on this device (see the module docstring)."""
 RUNS = [("h200_vllm_dense", ["drafter=none"]), ("h200_vllm_hybrid", []), ("h200_vllm_dense", [])]
@@ -53,8 +55,13 @@ RUNS = [("h200_vllm_dense", ["drafter=none"]), ("h200_vllm_hybrid", []), ("h200_
 line turns every cell of the grid into its baseline), the hybrid model's cells, then the dense drafters
 (the baselines, complete by then, are skipped)."""
 MEASURED = ["runtime=vllm", "runtime.load_format=dummy", "runtime.start_timeout_s=900"]
-DEVICE_ENV = {"VLLM_USE_FLASHINFER_SAMPLER": "0", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-              "VLLM_NO_USAGE_STATS": "1", "PYTHONUNBUFFERED": "1"}
+DEVICE_ENV = {
+    "VLLM_USE_FLASHINFER_SAMPLER": "0",
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "VLLM_NO_USAGE_STATS": "1",
+    "PYTHONUNBUFFERED": "1",
+}
 
 
 def log(text: str, out: Path | None = None) -> None:
@@ -77,8 +84,16 @@ def carry(piece: Path) -> None:
 
 
 def install(out: Path) -> None:
-    subprocess.run([sys.executable, str(REPO / "benchmarks/gpu/vllm_stage.py"), "install", "--pieces", str(PIECES)],
-                   check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "benchmarks/gpu/vllm_stage.py"),
+            "install",
+            "--pieces",
+            str(PIECES),
+        ],
+        check=True,
+    )
     log("install: done", out)
 
 
@@ -86,12 +101,28 @@ def start(out: Path, deadline_s: float, extra: list[str]) -> None:
     """Copy the repository to COPY and run `run` there in a session of its own, detached."""
     if COPY.exists():
         shutil.rmtree(COPY)
-    shutil.copytree(REPO, COPY, ignore=shutil.ignore_patterns(".gpu-stage", ".git", ".venv", "__pycache__", "results"))
+    shutil.copytree(
+        REPO,
+        COPY,
+        ignore=shutil.ignore_patterns(".gpu-stage", ".git", ".venv", "__pycache__", "results"),
+    )
     WORK.mkdir(parents=True, exist_ok=True)
     with (WORK / "run.txt").open("w") as console:
-        proc = subprocess.Popen([sys.executable, str(COPY / "benchmarks/gpu/vllm_h200.py"), "run",
-                                 "--deadline-s", str(deadline_s), *[f"--extra={e}" for e in extra]], cwd=COPY, stdout=console,
-                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                str(COPY / "benchmarks/gpu/vllm_h200.py"),
+                "run",
+                "--deadline-s",
+                str(deadline_s),
+                *[f"--extra={e}" for e in extra],
+            ],
+            cwd=COPY,
+            stdout=console,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
     (WORK / "run.pid").write_text(str(proc.pid))
     log(f"start: sweeps running as pid {proc.pid} (deadline {deadline_s:.0f} s)", out)
 
@@ -114,8 +145,12 @@ def run(deadline_s: float, extra: list[str]) -> int:
     t0 = time.monotonic()
     _host_info()
     executable = vllm_executable()
-    env = {**os.environ, **DEVICE_ENV, "SPECEXP_CACHE": str(WORK / "cache"),
-           "VLLM_CACHE_ROOT": str(WORK / "vllm-cache")}
+    env = {
+        **os.environ,
+        **DEVICE_ENV,
+        "SPECEXP_CACHE": str(WORK / "cache"),
+        "VLLM_CACHE_ROOT": str(WORK / "vllm-cache"),
+    }
     for name, only in RUNS:
         flags = [*FLAGS[name], *only]
         left = deadline_s - (time.monotonic() - t0)
@@ -124,12 +159,20 @@ def run(deadline_s: float, extra: list[str]) -> int:
             continue
         given = {e.split("=", 1)[0] for e in extra}
         base = [*MEASURED, f"runtime.executable={executable}", *flags]
-        argv = [sys.executable, "-m", "specexp", f"+experiment={name}",
-                *(o for o in base if o.split("=", 1)[0] not in given), *extra,
-                f"hydra.sweep.dir={WORK / 'sweeps' / name}"]
+        argv = [
+            sys.executable,
+            "-m",
+            "specexp",
+            f"+experiment={name}",
+            *(o for o in base if o.split("=", 1)[0] not in given),
+            *extra,
+            f"hydra.sweep.dir={WORK / 'sweeps' / name}",
+        ]
         log("run: " + " ".join(argv[3:]))
         with (WORK / f"{name}.console.txt").open("a") as console:
-            proc = subprocess.Popen(argv, cwd=REPO, stdout=console, stderr=subprocess.STDOUT, env=env)
+            proc = subprocess.Popen(
+                argv, cwd=REPO, stdout=console, stderr=subprocess.STDOUT, env=env
+            )
             try:
                 rc = proc.wait(timeout=max(left, 1))
             except subprocess.TimeoutExpired:
@@ -146,12 +189,29 @@ def run(deadline_s: float, extra: list[str]) -> int:
 
 
 def _host_info() -> None:
-    cpu = Path("/proc/cpuinfo").read_text(errors="replace") if Path("/proc/cpuinfo").is_file() else ""
-    model = next((line.split(":", 1)[1].strip() for line in cpu.splitlines() if line.startswith("model name")), "?")
+    cpu = (
+        Path("/proc/cpuinfo").read_text(errors="replace") if Path("/proc/cpuinfo").is_file() else ""
+    )
+    model = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in cpu.splitlines()
+            if line.startswith("model name")
+        ),
+        "?",
+    )
     log(f"host: cpu {model!r}, {os.cpu_count()} cores, load {os.getloadavg()}")
     query = "name,driver_version,clocks.sm,clocks.mem,clocks.max.sm,power.limit,temperature.gpu,memory.used"
-    smi = subprocess.run(["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader"], capture_output=True,
-                         text=True, check=False) if shutil.which("nvidia-smi") else None
+    smi = (
+        subprocess.run(
+            ["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if shutil.which("nvidia-smi")
+        else None
+    )
     log(f"host: gpu {smi.stdout.strip() if smi else '?'}")
 
 
@@ -167,8 +227,14 @@ def wait(seconds: float, out: Path) -> None:
 
 
 def _progress(seen: int) -> int:
-    lines = [line for p in sorted(WORK.glob("*.console.txt")) for line in p.read_text(errors="replace").splitlines()
-             if line.startswith("[") and "] " in line and ("ok" in line or "failed" in line or "refused" in line)]
+    lines = [
+        line
+        for p in sorted(WORK.glob("*.console.txt"))
+        for line in p.read_text(errors="replace").splitlines()
+        if line.startswith("[")
+        and "] " in line
+        and ("ok" in line or "failed" in line or "refused" in line)
+    ]
     for line in lines[seen:]:
         print("  " + line[:300], flush=True)
     return len(lines)
@@ -187,7 +253,11 @@ def pack(out: Path) -> None:
             server_log = path.parent / "server.log"
             if server_log.is_file():
                 lines = server_log.read_text(errors="replace").splitlines()
-                keep = lines if len(lines) <= 450 else [*lines[:300], f"... {len(lines) - 450} lines ...", *lines[-150:]]
+                keep = (
+                    lines
+                    if len(lines) <= 450
+                    else [*lines[:300], f"... {len(lines) - 450} lines ...", *lines[-150:]]
+                )
                 short = path.parent / "server.log.short"
                 short.write_text("\n".join(keep) + "\n")
                 tar.add(short, arcname=str(short.relative_to(WORK)))
@@ -198,15 +268,33 @@ def pack(out: Path) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("stages", nargs="+", choices=["carry", "install", "start", "run", "wait", "pack", "report"])
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "stages", nargs="+", choices=["carry", "install", "start", "run", "wait", "pack", "report"]
+    )
     parser.add_argument("--piece", type=Path, action="append", default=[])
     parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "gpu-out")))
-    parser.add_argument("--deadline-s", type=float, default=1080.0, help="run: start no experiment after this")
-    parser.add_argument("--for", dest="wait_s", type=float, default=540.0, help="wait: at most this long")
-    parser.add_argument("--extra", action="append", default=[], help="start/run: an override added to every sweep")
-    parser.add_argument("--records", type=Path, action="append", default=[], help="sim/report: a device call's tarball")
-    parser.add_argument("--work", type=Path, default=Path("/tmp/specexp-vllm-h200"), help="sim/report: scratch")
+    parser.add_argument(
+        "--deadline-s", type=float, default=1080.0, help="run: start no experiment after this"
+    )
+    parser.add_argument(
+        "--for", dest="wait_s", type=float, default=540.0, help="wait: at most this long"
+    )
+    parser.add_argument(
+        "--extra", action="append", default=[], help="start/run: an override added to every sweep"
+    )
+    parser.add_argument(
+        "--records",
+        type=Path,
+        action="append",
+        default=[],
+        help="sim/report: a device call's tarball",
+    )
+    parser.add_argument(
+        "--work", type=Path, default=Path("/tmp/specexp-vllm-h200"), help="sim/report: scratch"
+    )
     args = parser.parse_args()
     for stage in args.stages:
         if stage == "carry":
@@ -226,8 +314,9 @@ def main() -> int:
             from benchmarks.gpu import vllm_report
 
             measured = vllm_report.unpack(args.records, args.work)
-            for path in vllm_report.write(measured, REPO / "benchmarks" / "results",
-                                          stamp=datetime.date.today().isoformat()):
+            for path in vllm_report.write(
+                measured, REPO / "benchmarks" / "results", stamp=datetime.date.today().isoformat()
+            ):
                 log(f"report: {path}")
     return 0
 

@@ -19,14 +19,27 @@ from pathlib import Path
 from typing import Any
 
 from specexp.fit import records as fr
+from specexp.spec.vocabulary import M
 
 NAME = "gpu-h200-vllm"
 DECODE = ("decode_tps", "aggregate_tps", "ttft_s", "tokens_per_pass")
 PREFILL = ("prefill_tps", "ttft_s")
 PREFIX = ("ttft_s", "cached_prompt_tokens")
-PATHS = ("attention_backend", "gdn_prefill_backend", "model_runner", "async_scheduling", "cudagraph_mode",
-         "compilation_mode", "max_num_batched_tokens", "attention_block_size", "mamba_cache_mode", "jit_monitor",
-         "init_engine_s", "torch_compile_s", "graph_capture_s")
+PATHS = (
+    "attention_backend",
+    "gdn_prefill_backend",
+    "model_runner",
+    "async_scheduling",
+    "cudagraph_mode",
+    "compilation_mode",
+    "max_num_batched_tokens",
+    "attention_block_size",
+    "mamba_cache_mode",
+    "jit_monitor",
+    "init_engine_s",
+    "torch_compile_s",
+    "graph_capture_s",
+)
 COMPILE = re.compile(r"JIT compilation during inference: (\w+)")
 
 
@@ -41,7 +54,13 @@ def unpack(records: Sequence[Path], work: Path) -> Path:
 
 def metrics_of(job: fr.Job) -> tuple[str, ...]:
     workload = str(job.record.conditions.workload)  # type: ignore[attr-defined]
-    return PREFILL if workload.startswith("prefill") else PREFIX if workload.startswith("prefix") else DECODE
+    return (
+        PREFILL
+        if workload.startswith("prefill")
+        else PREFIX
+        if workload.startswith("prefix")
+        else DECODE
+    )
 
 
 def _fmt(v: Any) -> str:
@@ -56,7 +75,9 @@ def _fmt(v: Any) -> str:
 
 def job_table(job: fr.Job, sim: dict[fr.Key, dict[str, float]]) -> list[str]:
     names = metrics_of(job)
-    head = ["c", "prompt tok", "cache"] + [h for n in names for h in (f"`{n}` meas", "sim", "sim/meas")]
+    head = ["c", "prompt tok", "cache"] + [
+        h for n in names for h in (f"`{n}` meas", "sim", "sim/meas")
+    ]
     head += ["J/tok", "W", "clean"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for m in job.record.measurements:
@@ -88,48 +109,84 @@ def summary(all_jobs: list[fr.Job], root: Path) -> list[str]:
     clean = sum(m.contaminated is False for m in measured)
     unfinished = [j for j in all_jobs if j.record.status != "ok"]
     compiles = compiles_in(root)
-    rerun = sum(1 for log in root.rglob("requests.jsonl") for line in log.read_text().splitlines()
-                if '"discarded"' in line)
-    where = ("every one in a warm-up window: no timed window was run again, so each point's warm-up at its own "
-             "shape is what kept the timed windows clean" if rerun == 0 and clean == len(measured)
-             else f"{rerun} requests of timed windows were run again (discarded: contaminated)")
-    lines = ["## What the run found", "",
-             f"- {len(all_jobs)} jobs, {len(measured)} measurements; {clean} measured in windows the engine's log "
-             f"shows clean, {sum(m.contaminated is True for m in measured)} contaminated, "
-             f"{sum(m.contaminated is None for m in measured)} not checked.",
-             f"- vLLM's kernel JIT monitor logged {sum(compiles.values())} compiles while serving "
-             f"({', '.join(f'{k} x{n}' for k, n in sorted(compiles.items()))}): {where}."]
+    rerun = sum(
+        1
+        for log in root.rglob("requests.jsonl")
+        for line in log.read_text().splitlines()
+        if '"discarded"' in line
+    )
+    where = (
+        "every one in a warm-up window: no timed window was run again, so each point's warm-up at its own "
+        "shape is what kept the timed windows clean"
+        if rerun == 0 and clean == len(measured)
+        else f"{rerun} requests of timed windows were run again (discarded: contaminated)"
+    )
+    lines = [
+        "## What the run found",
+        "",
+        f"- {len(all_jobs)} jobs, {len(measured)} measurements; {clean} measured in windows the engine's log "
+        f"shows clean, {sum(m.contaminated is True for m in measured)} contaminated, "
+        f"{sum(m.contaminated is None for m in measured)} not checked.",
+        f"- vLLM's kernel JIT monitor logged {sum(compiles.values())} compiles while serving "
+        f"({', '.join(f'{k} x{n}' for k, n in sorted(compiles.items()))}): {where}.",
+    ]
     for job in unfinished:
         error = job.record.error
-        lines.append(f"- not finished: {job.label} ({job.record.status}: {error.message if error else ''}).")
+        lines.append(
+            f"- not finished: {job.label} ({job.record.status}: {error.message if error else ''})."
+        )
     return [*lines, ""]
 
 
-def markdown(all_jobs: list[fr.Job], sims: dict[str, dict[fr.Key, dict[str, float]]], stamp: str, root: Path) -> str:
-    lines = ["# vLLM with CUDA on an H200: measured by specexp, beside the simulator", "",
-             f"Written {stamp} by `benchmarks/gpu/vllm_report.py` from the records `benchmarks/gpu/vllm_h200.py` "
-             "brought back from the device. Every model is served without weights (`runtime.load_format=dummy`, from "
-             "the config-only folders specexp writes). Simulated: `runtime=sim runtime.engine=vllm` with each job's own "
-             "overrides, and for a drafter the acceptance by position the job measured (specexp/fit/records.py). "
-             "`clean`: whether vLLM's kernel JIT monitor logged a compile during the point's windows. The records, "
-             "with every sample and request: `benchmarks/data/h200-vllm/`; the profile's fit to them: "
-             "`benchmarks/results/vllm_calibration.md`.", "", *summary(all_jobs, root)]
+def markdown(
+    all_jobs: list[fr.Job], sims: dict[str, dict[fr.Key, dict[str, float]]], stamp: str, root: Path
+) -> str:
+    lines = [
+        "# vLLM with CUDA on an H200: measured by specexp, beside the simulator",
+        "",
+        f"Written {stamp} by `benchmarks/gpu/vllm_report.py` from the records `benchmarks/gpu/vllm_h200.py` "
+        "brought back from the device. Every model is served without weights (`runtime.load_format=dummy`, from "
+        "the config-only folders specexp writes). Simulated: `runtime=sim runtime.engine=vllm` with each job's own "
+        "overrides, and for a drafter the acceptance by position the job measured (specexp/fit/records.py). "
+        "`clean`: whether vLLM's kernel JIT monitor logged a compile during the point's windows. The records, "
+        "with every sample and request: `benchmarks/data/h200-vllm/`; the profile's fit to them: "
+        "`benchmarks/results/vllm_calibration.md`.",
+        "",
+        *summary(all_jobs, root),
+    ]
     servers: dict[str, dict[str, Any]] = {}
     for job in all_jobs:
         argv = job.record.provenance.server_argv
         if argv:
-            servers.setdefault(" ".join(a for a in argv if not a.isdigit()), job.record.provenance.engine_info or {})
-    lines += ["## The servers and the paths vLLM chose", "",
-              "| server (argv) | version | KV tokens | block | " + " | ".join(PATHS) + " |",
-              "|---|---|---:|---:|" + "---|" * len(PATHS)]
+            servers.setdefault(
+                " ".join(a for a in argv if not a.isdigit()),
+                job.record.provenance.engine_info or {},
+            )
+    lines += [
+        "## The servers and the paths vLLM chose",
+        "",
+        "| server (argv) | version | KV tokens | block | " + " | ".join(PATHS) + " |",
+        "|---|---|---:|---:|" + "---|" * len(PATHS),
+    ]
     for argv, info in servers.items():
         block = (info.get("cache_config") or {}).get("block_size")
-        lines.append(f"| `{argv[-160:]}` | {_fmt(info.get('version'))} | {_fmt(info.get('kv_cache_tokens'))} | "
-                     f"{_fmt(block)} | " + " | ".join(_fmt(info.get(p)) for p in PATHS) + " |")
+        lines.append(
+            f"| `{argv[-160:]}` | {_fmt(info.get('version'))} | {_fmt(info.get(M.kv_cache_tokens))} | "
+            f"{_fmt(block)} | " + " | ".join(_fmt(info.get(p)) for p in PATHS) + " |"
+        )
     lines.append("")
     for job in all_jobs:
-        lines += [f"## {job.group}: {job.label}", "", f"run `{job.record.run_id}`, status {job.record.status}"
-                  + (f" ({job.record.error.kind}: {job.record.error.message})" if job.record.error else ""), ""]
+        lines += [
+            f"## {job.group}: {job.label}",
+            "",
+            f"run `{job.record.run_id}`, status {job.record.status}"
+            + (
+                f" ({job.record.error.kind}: {job.record.error.message})"
+                if job.record.error
+                else ""
+            ),
+            "",
+        ]
         if job.record.measurements:
             lines += job_table(job, sims[job.record.run_id]) + [""]
     return "\n".join(lines) + "\n"
@@ -137,7 +194,9 @@ def markdown(all_jobs: list[fr.Job], sims: dict[str, dict[fr.Key, dict[str, floa
 
 def write(measured_root: Path, results_dir: Path, stamp: str) -> list[Path]:
     all_jobs = [j for j in fr.load_jobs(measured_root)]
-    sims = {j.record.run_id: fr.simulate(j, "vllm") if j.record.measurements else {} for j in all_jobs}
+    sims = {
+        j.record.run_id: fr.simulate(j, "vllm") if j.record.measurements else {} for j in all_jobs
+    }
     results_dir.mkdir(parents=True, exist_ok=True)
     md = results_dir / f"{NAME}.md"
     md.write_text(markdown(all_jobs, sims, stamp, measured_root))

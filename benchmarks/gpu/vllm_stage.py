@@ -39,8 +39,15 @@ HERE = Path(__file__).resolve().parent
 WHEELS = HERE / "vllm_h200" / "wheels.txt"
 REQUIREMENTS = HERE / "vllm_h200" / "requirements.txt"
 VLLM = "vllm==0.26.0"
-PLATFORMS = ("manylinux_2_31_x86_64", "manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_24_x86_64",
-             "manylinux_2_17_x86_64", "manylinux2014_x86_64", "manylinux1_x86_64")
+PLATFORMS = (
+    "manylinux_2_31_x86_64",
+    "manylinux_2_28_x86_64",
+    "manylinux_2_27_x86_64",
+    "manylinux_2_24_x86_64",
+    "manylinux_2_17_x86_64",
+    "manylinux2014_x86_64",
+    "manylinux1_x86_64",
+)
 """The device is x86-64 with glibc 2.39; llguidance's wheel is tagged manylinux_2_31 (pip matches a tag exactly)."""
 PYTHON = "3.12"
 STRIPPED = ("vllm/vllm_flash_attn/_vllm_fa2_C.abi3.so", "vllm/vllm-rs")
@@ -48,7 +55,12 @@ STRIPPED = ("vllm/vllm_flash_attn/_vllm_fa2_C.abi3.so", "vllm/vllm-rs")
 NO_DEPS = ("vllm", "mistral_common")
 """Installed without their requirements: vLLM's own list is installed next (requirements.txt), and
 mistral_common's numpy<2.4 cap for Python <= 3.12 conflicts with the image's numpy 2.5.2, with which it works."""
-SPECEXP_WHEELS = ("hydra-core==1.3.8", "omegaconf==2.3.0", "antlr4-python3-runtime==4.9.3", "gguf==0.19.0")
+SPECEXP_WHEELS = (
+    "hydra-core==1.3.8",
+    "omegaconf==2.3.0",
+    "antlr4-python3-runtime==4.9.3",
+    "gguf==0.19.0",
+)
 """What `python3 -m specexp` needs on the device besides the image and vLLM's set (pinned as pyproject.toml;
 antlr4's 4.9.3 is an sdist only, built into a wheel here)."""
 PIECE_BYTES = 44 << 20
@@ -60,7 +72,11 @@ def log(text: str) -> None:
 
 
 def pinned(path: Path) -> list[str]:
-    return [line.split("#")[0].strip() for line in path.read_text().splitlines() if line.split("#")[0].strip()]
+    return [
+        line.split("#")[0].strip()
+        for line in path.read_text().splitlines()
+        if line.split("#")[0].strip()
+    ]
 
 
 def download(dest: Path) -> list[Path]:
@@ -68,12 +84,38 @@ def download(dest: Path) -> list[Path]:
     dest.mkdir(parents=True, exist_ok=True)
     platform = [arg for tag in PLATFORMS for arg in ("--platform", tag)]
     base = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--dest", str(dest)]
-    subprocess.run([*base, "--only-binary=:all:", "--python-version", PYTHON, "--implementation", "cp", *platform,
-                    *pinned(WHEELS), *[w for w in SPECEXP_WHEELS if not w.startswith("antlr4")]], check=True)
-    with tempfile.TemporaryDirectory() as tmp:  # antlr4-python3-runtime 4.9.3: an sdist, pure Python
+    subprocess.run(
+        [
+            *base,
+            "--only-binary=:all:",
+            "--python-version",
+            PYTHON,
+            "--implementation",
+            "cp",
+            *platform,
+            *pinned(WHEELS),
+            *[w for w in SPECEXP_WHEELS if not w.startswith("antlr4")],
+        ],
+        check=True,
+    )
+    with (
+        tempfile.TemporaryDirectory() as tmp
+    ):  # antlr4-python3-runtime 4.9.3: an sdist, pure Python
         antlr = [w for w in SPECEXP_WHEELS if w.startswith("antlr4")]
-        subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", tmp, *antlr],
-                       check=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "wheel",
+                "--quiet",
+                "--no-deps",
+                "--wheel-dir",
+                tmp,
+                *antlr,
+            ],
+            check=True,
+        )
         for wheel in Path(tmp).glob("*.whl"):
             shutil.copy2(wheel, dest / wheel.name)
     return sorted(dest.glob("*.whl"))
@@ -89,13 +131,18 @@ def strip_vllm(wheel: Path) -> Path:
         return name.startswith("vllm/third_party/deep_gemm/_C.cpython-") and tag not in name
 
     out = wheel.with_suffix(".stripped")
-    with zipfile.ZipFile(wheel) as src, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED, compresslevel=6) as dst:
+    with (
+        zipfile.ZipFile(wheel) as src,
+        zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED, compresslevel=6) as dst,
+    ):
         for info in src.infolist():
             if dropped(info.filename):
                 continue
             data = src.read(info)
             if info.filename.endswith(".dist-info/RECORD"):
-                lines = [ln for ln in data.decode().splitlines() if not dropped(ln.split(",", 1)[0])]
+                lines = [
+                    ln for ln in data.decode().splitlines() if not dropped(ln.split(",", 1)[0])
+                ]
                 data = ("\n".join(lines) + "\n").encode()
             dst.writestr(info, data, compress_type=zipfile.ZIP_DEFLATED)
     out.replace(wheel)
@@ -127,7 +174,9 @@ def pack(out: Path, llama_src: Path | None) -> None:
     (out / "SHA256").write_text(f"{digest}  vllm-h200.tar\n")
     tar_path.unlink()
     shutil.rmtree(work)
-    log(f"pack: {len(wheels)} wheels, {index} pieces of at most {PIECE_BYTES >> 20} MiB in {out}, sha256 {digest[:16]}")
+    log(
+        f"pack: {len(wheels)} wheels, {index} pieces of at most {PIECE_BYTES >> 20} MiB in {out}, sha256 {digest[:16]}"
+    )
 
 
 def install(pieces: Path, sha256: str, dest: Path) -> None:
@@ -137,7 +186,9 @@ def install(pieces: Path, sha256: str, dest: Path) -> None:
     blob = b"".join(p.read_bytes() for p in parts)
     digest = hashlib.sha256(blob).hexdigest()
     if digest != sha256:
-        raise SystemExit(f"install: the {len(parts)} pieces in {pieces} join to sha256 {digest}, expected {sha256}")
+        raise SystemExit(
+            f"install: the {len(parts)} pieces in {pieces} join to sha256 {digest}, expected {sha256}"
+        )
     dest.mkdir(parents=True, exist_ok=True)
     tar_path = dest / "vllm-h200.tar"
     tar_path.write_bytes(blob)
@@ -145,18 +196,44 @@ def install(pieces: Path, sha256: str, dest: Path) -> None:
         tar.extractall(dest, filter="tar")
     tar_path.unlink()
     wheels = dest / "wheels"
-    pip = [sys.executable, "-m", "pip", "install", "--quiet", "--no-index", "--disable-pip-version-check",
-           "--no-cache-dir"]
+    pip = [
+        sys.executable,
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--no-index",
+        "--disable-pip-version-check",
+        "--no-cache-dir",
+    ]
     first = [str(w) for w in wheels.glob("*.whl") if w.name.split("-")[0].lower() in NO_DEPS]
     subprocess.run([*pip, "--no-deps", *first], check=True)
-    subprocess.run([*pip, "--find-links", str(wheels), "-r", str(REQUIREMENTS),
-                    *[str(w) for w in wheels.glob("*.whl") if _is_specexp_wheel(w.name)]], check=True)
-    check = subprocess.run([sys.executable, "-c", "import vllm, vllm._C_stable_libtorch; "
-                            "from vllm.vllm_flash_attn import flash_attn_interface as f; "
-                            "print(vllm.__version__, 'FA3', f.FA3_AVAILABLE, 'FA2', f.FA2_AVAILABLE)"],
-                           capture_output=True, text=True)
-    log(f"install: {len(parts)} pieces, {len(blob) / 1e6:.0f} MB, in {time.monotonic() - started:.0f} s: "
-        f"{(check.stdout + check.stderr).strip().splitlines()[-1:]}")
+    subprocess.run(
+        [
+            *pip,
+            "--find-links",
+            str(wheels),
+            "-r",
+            str(REQUIREMENTS),
+            *[str(w) for w in wheels.glob("*.whl") if _is_specexp_wheel(w.name)],
+        ],
+        check=True,
+    )
+    check = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import vllm, vllm._C_stable_libtorch; "
+            "from vllm.vllm_flash_attn import flash_attn_interface as f; "
+            "print(vllm.__version__, 'FA3', f.FA3_AVAILABLE, 'FA2', f.FA2_AVAILABLE)",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    log(
+        f"install: {len(parts)} pieces, {len(blob) / 1e6:.0f} MB, in {time.monotonic() - started:.0f} s: "
+        f"{(check.stdout + check.stderr).strip().splitlines()[-1:]}"
+    )
     if check.returncode != 0:
         raise SystemExit(check.stderr)
 
@@ -167,13 +244,24 @@ def _is_specexp_wheel(name: str) -> bool:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("stage", choices=["pack", "install"])
-    parser.add_argument("--out", type=Path, default=Path(".gpu-stage/vllm"), help="pack: the pieces' folder")
-    parser.add_argument("--llama-src", type=Path, help="pack: the llama.cpp tarball of `llamacpp_h200.py source`")
-    parser.add_argument("--pieces", type=Path, default=Path("/tmp/specexp-vllm"), help="install: the pieces' folder")
-    parser.add_argument("--sha256", help="install: the joined tar's sha256 (default: SHA256 beside the pieces, "
-                                         "else in .gpu-stage/vllm/)")
+    parser.add_argument(
+        "--out", type=Path, default=Path(".gpu-stage/vllm"), help="pack: the pieces' folder"
+    )
+    parser.add_argument(
+        "--llama-src", type=Path, help="pack: the llama.cpp tarball of `llamacpp_h200.py source`"
+    )
+    parser.add_argument(
+        "--pieces", type=Path, default=Path("/tmp/specexp-vllm"), help="install: the pieces' folder"
+    )
+    parser.add_argument(
+        "--sha256",
+        help="install: the joined tar's sha256 (default: SHA256 beside the pieces, "
+        "else in .gpu-stage/vllm/)",
+    )
     parser.add_argument("--dest", type=Path, default=Path("/tmp/specexp-vllm/unpacked"))
     args = parser.parse_args()
     if args.stage == "pack":

@@ -20,8 +20,8 @@ from specexp.check.api import check
 from specexp.check.figures import load_figure_files
 from specexp.check.render import render_json, render_md
 from specexp.check.runs import runs_of
-from specexp.spec.errors import SpecError
 from specexp.record import RecordError, find_records
+from specexp.spec.errors import SpecError
 
 PROG = "python -m specexp.check"
 
@@ -37,10 +37,25 @@ class _Parser(argparse.ArgumentParser):
 
 def parser() -> argparse.ArgumentParser:
     p = _Parser(prog=PROG, description=(__doc__ or "").split("\n\n")[1])
-    p.add_argument("files", nargs="+", type=Path, metavar="FIGURES.yaml", help="cited figures (docs/vocabulary.md §4)")
-    p.add_argument("--against", nargs="+", action="extend", type=Path, default=None, metavar="RESULTS_DIR",
-                   help="result folders (searched for result.json) to match each figure against")
-    p.add_argument("--format", choices=("md", "json"), default="md", help="output format (default: md)")
+    p.add_argument(
+        "files",
+        nargs="+",
+        type=Path,
+        metavar="FIGURES.yaml",
+        help="cited figures (docs/vocabulary.md §4)",
+    )
+    p.add_argument(
+        "--against",
+        nargs="+",
+        action="extend",
+        type=Path,
+        default=None,
+        metavar="RESULTS_DIR",
+        help="result folders (searched for result.json) to match each figure against",
+    )
+    p.add_argument(
+        "--format", choices=("md", "json"), default="md", help="output format (default: md)"
+    )
     return p
 
 

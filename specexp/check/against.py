@@ -36,10 +36,18 @@ class RunMatch:
     """Cited figure vs this run: its verdict, confounders (what differs) and unknowns."""
 
     def to_json(self) -> dict[str, Any]:
-        return {"run": self.run.id, "source": self.run.origin, "link": self.run.link, "value": _json(self.value),
-                "ratio": _json(self.ratio), **{k: v for k, v in self.comparison.to_json().items()
-                                                if k in ("verdict", "confounders", "unknown", "unknown_values",
-                                                         "stands_in")}}
+        return {
+            "run": self.run.id,
+            "source": self.run.origin,
+            "link": self.run.link,
+            "value": _json(self.value),
+            "ratio": _json(self.ratio),
+            **{
+                k: v
+                for k, v in self.comparison.to_json().items()
+                if k in ("verdict", "confounders", "unknown", "unknown_values", "stands_in")
+            },
+        }
 
 
 @dataclass(frozen=True)
@@ -89,15 +97,29 @@ def cite(fig: Figure, runs: Sequence[Run]) -> Citation:
     if not matches and candidates:
         ranked = sorted(candidates, key=lambda m: _distance(m, fig.id))
         fewest = len(ranked[0].comparison.confounders)
-        closest = tuple(replace(m, ratio=None) for m in ranked
-                        if len(m.comparison.confounders) == fewest)[:CLOSEST]
+        closest = tuple(
+            replace(m, ratio=None) for m in ranked if len(m.comparison.confounders) == fewest
+        )[:CLOSEST]
     missing = _missing(fig, runs)
     findings: tuple[Finding, ...] = ()
     if not matches:
-        found = ("no run has " + ", ".join(f"{c} = {show(v)}" for c, v in missing)) if missing else (
-            f"no run has {fig.metric}" if not candidates else "every run differs in some condition")
-        findings = (finding("no_matching_run", (fig.id,),
-                            f"a run with the conditions of {fig.id} that can move {fig.metric}", found),)
+        found = (
+            ("no run has " + ", ".join(f"{c} = {show(v)}" for c, v in missing))
+            if missing
+            else (
+                f"no run has {fig.metric}"
+                if not candidates
+                else "every run differs in some condition"
+            )
+        )
+        findings = (
+            finding(
+                "no_matching_run",
+                (fig.id,),
+                f"a run with the conditions of {fig.id} that can move {fig.metric}",
+                found,
+            ),
+        )
     return Citation(fig, matches, closest, missing, _unsettled(fig, matches), findings)
 
 
@@ -123,7 +145,9 @@ def _missing(fig: Figure, runs: Sequence[Run]) -> tuple[tuple[str, Any], ...]:
 def _has(run: Run, c: str, value: Any) -> bool:
     if c in SIMULATED_STANDS_IN and run.origin == "simulated":
         return True
-    if run.conditions.get(c) is None and not (c in DEPENDS_ON and run.conditions.get(DEPENDS_ON[c]) == "none"):
+    if run.conditions.get(c) is None and not (
+        c in DEPENDS_ON and run.conditions.get(DEPENDS_ON[c]) == "none"
+    ):
         return False
     return same(c, run.conditions.get(c), value)
 

@@ -35,10 +35,17 @@ class FigureCheck:
     def to_json(self) -> dict[str, Any]:
         f = self.figure
         out: dict[str, Any] = {
-            "id": f.id, "metric": f.metric, "value": list(f.value) if isinstance(f.value, tuple) else f.value,
-            "unit": f.unit, "as_written": f.as_written, "source": f.source, "conditions": dict(f.conditions),
+            "id": f.id,
+            "metric": f.metric,
+            "value": list(f.value) if isinstance(f.value, tuple) else f.value,
+            "unit": f.unit,
+            "as_written": f.as_written,
+            "source": f.source,
+            "conditions": dict(f.conditions),
             "note": f.note,
-            "limit": self.limit.to_json() if isinstance(self.limit, Limit) else {"reason": self.limit},
+            "limit": self.limit.to_json()
+            if isinstance(self.limit, Limit)
+            else {"reason": self.limit},
         }
         if self.citation is not None:
             out["against"] = self.citation.to_json()
@@ -78,15 +85,24 @@ class CheckReport:
 def check(figures: FigureSet, runs: Sequence[Run] | None = None) -> CheckReport:
     """Every check on a figures file, and against `runs` when given."""
     comparisons = run_comparisons(figures.figures, figures.comparisons)
-    checks = [FigureCheck(f, limit(f), cite(f, runs) if runs is not None else None)
-              for f in figures.figures.values()]
+    checks = [
+        FigureCheck(f, limit(f), cite(f, runs) if runs is not None else None)
+        for f in figures.figures.values()
+    ]
     wrong = [x for f in figures.figures.values() if (x := implausible(f)) is not None]
     findings = [x for c in comparisons for x in c.findings]
     findings += source_conflicts(figures.figures.values())
     findings += wrong
     findings += [x for c in checks if c.citation is not None for x in c.citation.findings]
-    return CheckReport(figures.where, tuple(checks), tuple(comparisons), (), tuple(wrong), tuple(findings),
-                       len(runs) if runs is not None else None)
+    return CheckReport(
+        figures.where,
+        tuple(checks),
+        tuple(comparisons),
+        (),
+        tuple(wrong),
+        tuple(findings),
+        len(runs) if runs is not None else None,
+    )
 
 
 def report_findings(
@@ -107,26 +123,44 @@ def report_findings(
     comparability = [x for t in tables for x in check_side_by_side(t)]
     wrong_runs = implausible_runs(runs)
     if figures is None:
-        return CheckReport("", (), (), tuple(comparability), tuple(wrong_runs),
-                           tuple(wrong_runs + comparability), len(runs))
+        return CheckReport(
+            "",
+            (),
+            (),
+            tuple(comparability),
+            tuple(wrong_runs),
+            tuple(wrong_runs + comparability),
+            len(runs),
+        )
     cited = check(figures, runs)
     return CheckReport(
-        cited.where, cited.figures, cited.comparisons, tuple(comparability),
-        cited.implausible + tuple(wrong_runs), cited.findings + tuple(wrong_runs) + tuple(comparability), len(runs),
+        cited.where,
+        cited.figures,
+        cited.comparisons,
+        tuple(comparability),
+        cited.implausible + tuple(wrong_runs),
+        cited.findings + tuple(wrong_runs) + tuple(comparability),
+        len(runs),
     )
 
 
-def side_by_side(title: str, runs: Iterable[Run], vary: Sequence[str] = DEFAULT_VARY,
-                 metrics: Sequence[str] | None = None) -> SideBySide:
+def side_by_side(
+    title: str,
+    runs: Iterable[Run],
+    vary: Sequence[str] = DEFAULT_VARY,
+    metrics: Sequence[str] | None = None,
+) -> SideBySide:
     """A table or chart of the report, from the runs it shows."""
-    return SideBySide(title, tuple(runs), tuple(vary), tuple(metrics) if metrics is not None else None)
+    return SideBySide(
+        title, tuple(runs), tuple(vary), tuple(metrics) if metrics is not None else None
+    )
 
 
 def default_tables(runs: Sequence[Run]) -> list[SideBySide]:
     """One table per workload, varying the drafter and the workload's own axes."""
     groups: dict[str, list[Run]] = {}
     for r in runs:
-        groups.setdefault(str(r.conditions.get("workload")), []).append(r)
+        groups.setdefault(str(r.conditions.workload), []).append(r)
     return [SideBySide(name, tuple(members)) for name, members in groups.items()]
 
 

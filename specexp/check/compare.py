@@ -26,29 +26,39 @@ from specexp.check.relevance import (
     relevant_to,
 )
 from specexp.check.values import same, show
-from specexp.spec.vocabulary import CONDITIONS
-from specexp.spec.vocabulary import METRICS
+from specexp.spec.vocabulary import CONDITIONS, METRICS
 
-DEFINITION_NOTES: Mapping[frozenset[str], str] = MappingProxyType({
-    frozenset({"e2e_tps", "decode_tps"}):
-        "e2e_tps includes the time to first token (prefill); decode_tps starts at the first token",
-    frozenset({"aggregate_tps", "per_stream_tps"}):
-        "aggregate_tps sums every concurrent stream; per_stream_tps is one stream's mean",
-    frozenset({"aggregate_tps", "e2e_tps"}):
-        "aggregate_tps sums every concurrent stream; e2e_tps is one request",
-    frozenset({"aggregate_tps", "decode_tps"}):
-        "aggregate_tps sums every concurrent stream; decode_tps is one request after its first token",
-    frozenset({"per_stream_tps", "decode_tps"}):
-        "per_stream_tps includes the time to first token; decode_tps starts at the first token",
-    frozenset({"per_stream_tps", "e2e_tps"}):
-        "per_stream_tps is a mean over concurrent requests; e2e_tps is one request",
-    frozenset({"decode_tps", "tpot_s"}):
-        "tpot_s is seconds per output token, decode_tps tokens per second: not the same number",
-    frozenset({"acceptance_rate", "tokens_per_pass"}):
-        "acceptance_rate is accepted / proposed; tokens_per_pass is 1 + accepted / drafts (acceptance length)",
-    frozenset({"ttft_s", "prefill_tps"}):
-        "ttft_s is a time including queueing and the first pass; prefill_tps is uncached prompt tokens / ttft_s",
-})
+DEFINITION_NOTES: Mapping[frozenset[str], str] = MappingProxyType(
+    {
+        frozenset(
+            {"e2e_tps", "decode_tps"}
+        ): "e2e_tps includes the time to first token (prefill); decode_tps starts at the first token",
+        frozenset(
+            {"aggregate_tps", "per_stream_tps"}
+        ): "aggregate_tps sums every concurrent stream; per_stream_tps is one stream's mean",
+        frozenset(
+            {"aggregate_tps", "e2e_tps"}
+        ): "aggregate_tps sums every concurrent stream; e2e_tps is one request",
+        frozenset(
+            {"aggregate_tps", "decode_tps"}
+        ): "aggregate_tps sums every concurrent stream; decode_tps is one request after its first token",
+        frozenset(
+            {"per_stream_tps", "decode_tps"}
+        ): "per_stream_tps includes the time to first token; decode_tps starts at the first token",
+        frozenset(
+            {"per_stream_tps", "e2e_tps"}
+        ): "per_stream_tps is a mean over concurrent requests; e2e_tps is one request",
+        frozenset(
+            {"decode_tps", "tpot_s"}
+        ): "tpot_s is seconds per output token, decode_tps tokens per second: not the same number",
+        frozenset(
+            {"acceptance_rate", "tokens_per_pass"}
+        ): "acceptance_rate is accepted / proposed; tokens_per_pass is 1 + accepted / drafts (acceptance length)",
+        frozenset(
+            {"ttft_s", "prefill_tps"}
+        ): "ttft_s is a time including queueing and the first pass; prefill_tps is uncached prompt tokens / ttft_s",
+    }
+)
 """Why two metric definitions differ, where a reader commonly confuses them."""
 
 
@@ -86,16 +96,24 @@ class Comparison:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "figures": list(self.figures), "metrics": list(self.metrics), "vary": list(self.vary),
+            "figures": list(self.figures),
+            "metrics": list(self.metrics),
+            "vary": list(self.vary),
             "verdict": self.verdict,
-            "confounders": [{"condition": d.condition, "values": list(d.values)} for d in self.confounders],
+            "confounders": [
+                {"condition": d.condition, "values": list(d.values)} for d in self.confounders
+            ],
             "unknown": [u.condition for u in self.unknown],
             "unstated": list(self.unstated),
             "metric_mismatch": self.metric_mismatch,
-            "unknown_values": [{"condition": u.condition, "stated_by": u.stated_by, "value": u.value}
-                               for u in self.unknown],
+            "unknown_values": [
+                {"condition": u.condition, "stated_by": u.stated_by, "value": u.value}
+                for u in self.unknown
+            ],
             "varied": [{"condition": d.condition, "values": list(d.values)} for d in self.varied],
-            "not_relevant": [{"condition": d.condition, "values": list(d.values)} for d in self.not_relevant],
+            "not_relevant": [
+                {"condition": d.condition, "values": list(d.values)} for d in self.not_relevant
+            ],
             "stands_in": list(self.stands_in),
             "findings": [f.to_json() for f in self.findings],
         }
@@ -140,8 +158,17 @@ def compare(a: Figure, b: Figure, vary: Iterable[str] = ()) -> Comparison:
     mismatch = definition_mismatch(a.metric, b.metric)
     verdict = "unfair" if confounders or mismatch else "unverifiable" if unknown else "fair"
     result = Comparison(
-        (a.id, b.id), (a.metric, b.metric), vary, verdict, tuple(confounders), tuple(unknown),
-        tuple(unstated), mismatch, tuple(varied), _not_relevant(a, b), tuple(stands_in),
+        (a.id, b.id),
+        (a.metric, b.metric),
+        vary,
+        verdict,
+        tuple(confounders),
+        tuple(unknown),
+        tuple(unstated),
+        mismatch,
+        tuple(varied),
+        _not_relevant(a, b),
+        tuple(stands_in),
     )
     return _with_findings(result)
 
@@ -160,7 +187,10 @@ def _not_relevant(a: Figure, b: Figure) -> tuple[Difference, ...]:
     return tuple(
         Difference(c, (a.conditions[c], b.conditions[c]))
         for c in CONDITIONS
-        if c not in relevant and c not in NEVER_RELEVANT and c in a.conditions and c in b.conditions
+        if c not in relevant
+        and c not in NEVER_RELEVANT
+        and c in a.conditions
+        and c in b.conditions
         and not same(c, a.conditions[c], b.conditions[c])
     )
 
@@ -171,17 +201,35 @@ def _with_findings(c: Comparison) -> Comparison:
     if c.metric_mismatch:
         out.append(finding("metric_mismatch", ids, "the same metric definition", c.metric_mismatch))
     for d in c.confounders:
-        out.append(finding(
-            "confounder", ids, f"{d.condition} equal on both sides (it is not in vary)",
-            f"{d.condition}: {show(d.values[0])} vs {show(d.values[1])}", d.condition))
+        out.append(
+            finding(
+                "confounder",
+                ids,
+                f"{d.condition} equal on both sides (it is not in vary)",
+                f"{d.condition}: {show(d.values[0])} vs {show(d.values[1])}",
+                d.condition,
+            )
+        )
     for u in c.unknown:
         other = ids[1] if u.stated_by == ids[0] else ids[0]
-        out.append(finding(
-            "unknown_condition", ids, f"{u.condition} stated for both",
-            f"{u.stated_by}: {show(u.value)}; {other}: not stated", u.condition))
+        out.append(
+            finding(
+                "unknown_condition",
+                ids,
+                f"{u.condition} stated for both",
+                f"{u.stated_by}: {show(u.value)}; {other}: not stated",
+                u.condition,
+            )
+        )
     if c.unstated:
-        out.append(finding("unstated_condition", ids, "every condition that can move the metric stated",
-                           "stated for neither: " + ", ".join(c.unstated)))
+        out.append(
+            finding(
+                "unstated_condition",
+                ids,
+                "every condition that can move the metric stated",
+                "stated for neither: " + ", ".join(c.unstated),
+            )
+        )
     return Comparison(**{**c.__dict__, "findings": tuple(out)})
 
 
@@ -211,16 +259,34 @@ def source_conflicts(figures: Iterable[Figure]) -> list[Finding]:
 
 def _conflicts(a: Figure, b: Figure) -> list[Finding]:
     ids = (a.id, b.id)
-    disagree = [c for c in CONDITIONS if c in a.conditions and c in b.conditions
-                and c not in NEVER_RELEVANT and not same(c, a.conditions[c], b.conditions[c])]
+    disagree = [
+        c
+        for c in CONDITIONS
+        if c in a.conditions
+        and c in b.conditions
+        and c not in NEVER_RELEVANT
+        and not same(c, a.conditions[c], b.conditions[c])
+    ]
     if close_values(a.value, b.value):
-        return [finding(
-            "source_conflict", ids, f"one {c} for the figure {a.as_written or a.value} of {a.source!r}",
-            f"{a.id}: {show(a.conditions[c])}; {b.id}: {show(b.conditions[c])}", c) for c in disagree]
+        return [
+            finding(
+                "source_conflict",
+                ids,
+                f"one {c} for the figure {a.as_written or a.value} of {a.source!r}",
+                f"{a.id}: {show(a.conditions[c])}; {b.id}: {show(b.conditions[c])}",
+                c,
+            )
+            for c in disagree
+        ]
     if not disagree:
-        return [finding(
-            "source_value_conflict", ids, f"a stated condition that tells two {a.metric} figures of {a.source!r} apart",
-            f"{a.id}: {a.as_written or a.value}; {b.id}: {b.as_written or b.value}; no stated condition differs")]
+        return [
+            finding(
+                "source_value_conflict",
+                ids,
+                f"a stated condition that tells two {a.metric} figures of {a.source!r} apart",
+                f"{a.id}: {a.as_written or a.value}; {b.id}: {b.as_written or b.value}; no stated condition differs",
+            )
+        ]
     return []
 
 

@@ -17,9 +17,8 @@ from typing import Any
 
 from specexp.check.values import UNITS, check_value
 from specexp.check.yamlread import read_yaml
-from specexp.spec.vocabulary import CONDITIONS
 from specexp.spec.errors import SpecError
-from specexp.spec.vocabulary import METRICS
+from specexp.spec.vocabulary import CONDITIONS, METRICS, C
 
 FIGURE_KEYS = ("value", "unit", "metric", "source", "conditions", "note")
 REQUIRED_KEYS = ("value", "unit", "metric", "source")
@@ -65,9 +64,9 @@ class FigureSet:
 def normalise(conditions: Mapping[str, Any]) -> dict[str, Any]:
     """Stated conditions; with drafter none, k and drafter_config are known to be none."""
     out = {k: v for k, v in conditions.items() if v is not None}
-    if out.get("drafter") == "none":
-        out.setdefault("k", None)
-        out.setdefault("drafter_config", None)
+    if out.get(C.drafter) == "none":
+        out.setdefault(C.k, None)
+        out.setdefault(C.drafter_config, None)
     return {k: out[k] for k in CONDITIONS if k in out}
 
 
@@ -88,10 +87,14 @@ def merge(sets: Sequence[FigureSet]) -> FigureSet:
     for s in sets:
         for fid, fig in s.figures.items():
             if fid in figures:
-                raise SpecError(s.where, f"figures.{_k(fid)}", "id already used in another figures file")
+                raise SpecError(
+                    s.where, f"figures.{_k(fid)}", "id already used in another figures file"
+                )
             figures[fid] = fig
         comparisons.extend(s.comparisons)
-    return FigureSet(", ".join(s.where for s in sets), MappingProxyType(figures), tuple(comparisons))
+    return FigureSet(
+        ", ".join(s.where for s in sets), MappingProxyType(figures), tuple(comparisons)
+    )
 
 
 def parse_figures(data: Any, where: str, *, extra_keys: Sequence[str] = ()) -> FigureSet:
@@ -100,7 +103,9 @@ def parse_figures(data: Any, where: str, *, extra_keys: Sequence[str] = ()) -> F
     `extra_keys` are top-level keys to ignore (an experiment file's own keys).
     """
     if not isinstance(data, Mapping):
-        raise SpecError(where, "figures", "expected a mapping with a 'figures' key", accepted=TOP_KEYS)
+        raise SpecError(
+            where, "figures", "expected a mapping with a 'figures' key", accepted=TOP_KEYS
+        )
     for key in data:
         if key not in TOP_KEYS and key not in extra_keys:
             raise SpecError(where, _k(key), "unknown key", accepted=TOP_KEYS, value=key)
@@ -135,7 +140,9 @@ def _figure(fid: str, body: Any, where: str) -> Figure:
             raise SpecError(where, f"{key}.{k}", "missing value")
     metric = body["metric"]
     if not isinstance(metric, str) or metric not in METRICS:
-        raise SpecError(where, f"{key}.metric", f"unknown metric {metric!r}", accepted=METRICS, value=metric)
+        raise SpecError(
+            where, f"{key}.metric", f"unknown metric {metric!r}", accepted=METRICS, value=metric
+        )
     unit, factor = _unit(body["unit"], metric, f"{key}.unit", where)
     value = _value(body["value"], metric, factor, f"{key}.value", where)
     for k in ("source", "note"):
@@ -143,15 +150,30 @@ def _figure(fid: str, body: Any, where: str) -> Figure:
             raise SpecError(where, f"{key}.{k}", f"must be a string (got {body[k]!r})")
     conditions = _conditions(body.get("conditions"), f"{key}.conditions", where)
     written = f"{_show_raw(body['value'])} {body['unit']}"
-    return Figure(fid, metric, value, unit, body["source"], MappingProxyType(conditions), "cited",
-                  written, body.get("note") or "")
+    return Figure(
+        fid,
+        metric,
+        value,
+        unit,
+        body[C.source],
+        MappingProxyType(conditions),
+        "cited",
+        written,
+        body.get("note") or "",
+    )
 
 
 def _unit(unit: Any, metric: str, key: str, where: str) -> tuple[str, float]:
     base = METRICS[metric].unit
     accepted = UNITS.get(base, {base: 1.0})
     if not isinstance(unit, str) or unit not in accepted:
-        raise SpecError(where, key, f"{unit!r} is not a unit of {metric} ({base})", accepted=accepted, value=unit)
+        raise SpecError(
+            where,
+            key,
+            f"{unit!r} is not a unit of {metric} ({base})",
+            accepted=accepted,
+            value=unit,
+        )
     return base, accepted[unit]
 
 
@@ -159,11 +181,15 @@ def _value(value: Any, metric: str, factor: float, key: str, where: str) -> Any:
     unit = METRICS[metric].unit
     if unit == "bool":
         if not isinstance(value, bool):
-            raise SpecError(where, key, f"must be true or false (got {value!r})", accepted=["true", "false"])
+            raise SpecError(
+                where, key, f"must be true or false (got {value!r})", accepted=["true", "false"]
+            )
         return value
     if unit == "ratios":
         if not isinstance(value, list) or not value:
-            raise SpecError(where, key, f"must be a list of numbers, one per draft position (got {value!r})")
+            raise SpecError(
+                where, key, f"must be a list of numbers, one per draft position (got {value!r})"
+            )
         return tuple(_number(v, factor, key, where) for v in value)
     return _number(value, factor, key, where)
 
@@ -183,16 +209,20 @@ def _conditions(raw: Any, key: str, where: str) -> dict[str, Any]:
         raise SpecError(where, key, "expected a mapping of condition -> value", accepted=CONDITIONS)
     for name, value in raw.items():
         if name not in CONDITIONS:
-            raise SpecError(where, f"{key}.{_k(name)}", "unknown condition", accepted=CONDITIONS, value=name)
+            raise SpecError(
+                where, f"{key}.{_k(name)}", "unknown condition", accepted=CONDITIONS, value=name
+            )
         if value is None:
             continue
         problem = check_value(name, value)
         if problem is not None:
             raise SpecError(where, f"{key}.{name}", problem[0], accepted=problem[1], value=value)
-    if raw.get("drafter") == "none":
+    if raw.get(C.drafter) == "none":
         for name in ("k", "drafter_config"):
             if raw.get(name) is not None:
-                raise SpecError(where, f"{key}.{name}", "means nothing with drafter none; write null or omit it")
+                raise SpecError(
+                    where, f"{key}.{name}", "means nothing with drafter none; write null or omit it"
+                )
     return normalise(raw)
 
 
@@ -206,20 +236,36 @@ def _comparisons(raw: Any, figures: Mapping[str, Figure], where: str) -> tuple[C
         key = f"comparisons[{i}]"
         _known_keys(item, where, key, COMPARISON_KEYS)
         ids = item.get("figures")
-        if not isinstance(ids, list) or len(ids) != 2 or any(not isinstance(x, (str, int)) for x in ids):
-            raise SpecError(where, f"{key}.figures", "expected a list of two figure ids", accepted=figures)
+        if (
+            not isinstance(ids, list)
+            or len(ids) != 2
+            or any(not isinstance(x, (str, int)) for x in ids)
+        ):
+            raise SpecError(
+                where, f"{key}.figures", "expected a list of two figure ids", accepted=figures
+            )
         pair = (str(ids[0]), str(ids[1]))
         for fid in pair:
             if fid not in figures:
-                raise SpecError(where, f"{key}.figures", f"no figure {fid!r}", accepted=figures, value=fid)
+                raise SpecError(
+                    where, f"{key}.figures", f"no figure {fid!r}", accepted=figures, value=fid
+                )
         if pair[0] == pair[1]:
             raise SpecError(where, f"{key}.figures", "a figure compared with itself")
         vary = item.get("vary") or []
         if not isinstance(vary, list):
-            raise SpecError(where, f"{key}.vary", "expected a list of condition names", accepted=CONDITIONS)
+            raise SpecError(
+                where, f"{key}.vary", "expected a list of condition names", accepted=CONDITIONS
+            )
         for name in vary:
             if not isinstance(name, str) or name not in CONDITIONS:
-                raise SpecError(where, f"{key}.vary", f"unknown condition {name!r}", accepted=CONDITIONS, value=name)
+                raise SpecError(
+                    where,
+                    f"{key}.vary",
+                    f"unknown condition {name!r}",
+                    accepted=CONDITIONS,
+                    value=name,
+                )
         note = item.get("note")
         if note is not None and not isinstance(note, str):
             raise SpecError(where, f"{key}.note", f"must be a string (got {note!r})")

@@ -22,44 +22,79 @@ class Rule:
     recommendation: str
 
 
-RULES: Mapping[str, Rule] = MappingProxyType({
-    r.name: r
-    for r in (
-        Rule("confounder", "error",
-             "a condition that can move the metric differs outside the comparison's `vary`",
-             "compare figures that share it, or add it to `vary` if it is what you mean to study"),
-        Rule("metric_mismatch", "error",
-             "the two figures use different metric definitions",
-             "compare the same metric (e2e with e2e, aggregate with aggregate)"),
-        Rule("unknown_condition", "warning",
-             "a condition that can move the metric is stated for one figure only",
-             "find the other figure's value in its source, or say the comparison is unverified"),
-        Rule("unstated_condition", "info",
-             "conditions that can move the metric are stated for neither figure (one finding lists them)",
-             "the authors may share it; state it where the sources say it"),
-        Rule("source_conflict", "error",
-             "two entries of the same figure from the same source disagree on a condition",
-             "read the source again: one transcription, or the source itself, is wrong"),
-        Rule("source_value_conflict", "warning",
-             "the same source gives two values for the same metric and no stated condition tells them apart",
-             "state the condition that differs between the two figures"),
-        Rule("implausible", "error",
-             "the figure is beyond the hardware's physical limit (datasheet roofline)",
-             "check the unit, the metric definition (aggregate vs per stream) and the conditions"),
-        Rule("no_matching_run", "info",
-             "no measured or simulated run matches the cited figure's conditions",
-             "run the missing conditions, or compare with the closest run and name what differs"),
-        Rule("table_confounder", "warning",
-             "numbers side by side differ in a condition outside the varied axis",
-             "split the table by that condition, or make it a varied axis"),
-        Rule("table_unknown", "info",
-             "a condition that can move the numbers is unknown for some of the numbers side by side",
-             "record it (runtime version, prompt tokens as counted by the server)"),
-        Rule("table_mixed_source", "warning",
-             "measured and simulated numbers stand side by side",
-             "label each number's source, or split the table"),
-    )
-})
+RULES: Mapping[str, Rule] = MappingProxyType(
+    {
+        r.name: r
+        for r in (
+            Rule(
+                "confounder",
+                "error",
+                "a condition that can move the metric differs outside the comparison's `vary`",
+                "compare figures that share it, or add it to `vary` if it is what you mean to study",
+            ),
+            Rule(
+                "metric_mismatch",
+                "error",
+                "the two figures use different metric definitions",
+                "compare the same metric (e2e with e2e, aggregate with aggregate)",
+            ),
+            Rule(
+                "unknown_condition",
+                "warning",
+                "a condition that can move the metric is stated for one figure only",
+                "find the other figure's value in its source, or say the comparison is unverified",
+            ),
+            Rule(
+                "unstated_condition",
+                "info",
+                "conditions that can move the metric are stated for neither figure (one finding lists them)",
+                "the authors may share it; state it where the sources say it",
+            ),
+            Rule(
+                "source_conflict",
+                "error",
+                "two entries of the same figure from the same source disagree on a condition",
+                "read the source again: one transcription, or the source itself, is wrong",
+            ),
+            Rule(
+                "source_value_conflict",
+                "warning",
+                "the same source gives two values for the same metric and no stated condition tells them apart",
+                "state the condition that differs between the two figures",
+            ),
+            Rule(
+                "implausible",
+                "error",
+                "the figure is beyond the hardware's physical limit (datasheet roofline)",
+                "check the unit, the metric definition (aggregate vs per stream) and the conditions",
+            ),
+            Rule(
+                "no_matching_run",
+                "info",
+                "no measured or simulated run matches the cited figure's conditions",
+                "run the missing conditions, or compare with the closest run and name what differs",
+            ),
+            Rule(
+                "table_confounder",
+                "warning",
+                "numbers side by side differ in a condition outside the varied axis",
+                "split the table by that condition, or make it a varied axis",
+            ),
+            Rule(
+                "table_unknown",
+                "info",
+                "a condition that can move the numbers is unknown for some of the numbers side by side",
+                "record it (runtime version, prompt tokens as counted by the server)",
+            ),
+            Rule(
+                "table_mixed_source",
+                "warning",
+                "measured and simulated numbers stand side by side",
+                "label each number's source, or split the table",
+            ),
+        )
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -83,13 +118,19 @@ class Finding:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "rule": self.rule, "severity": self.severity, "figures": list(self.figures),
-            "condition": self.condition, "expected": self.expected, "found": self.found,
+            "rule": self.rule,
+            "severity": self.severity,
+            "figures": list(self.figures),
+            "condition": self.condition,
+            "expected": self.expected,
+            "found": self.found,
             "recommendation": self.recommendation,
         }
 
 
-def finding(rule: str, figures: tuple[str, ...], expected: str, found: str, condition: str | None = None) -> Finding:
+def finding(
+    rule: str, figures: tuple[str, ...], expected: str, found: str, condition: str | None = None
+) -> Finding:
     """A finding of a known rule (an unknown rule name is a programming error)."""
     if rule not in RULES:
         raise KeyError(rule)

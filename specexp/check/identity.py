@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from specexp.record import RunRecord
-from specexp.spec.vocabulary import is_baseline_of
+from specexp.spec.vocabulary import C, is_baseline_of
 
 
 def output_identity(records: Sequence[RunRecord]) -> dict[tuple[str, int], bool]:
@@ -22,9 +22,11 @@ def output_identity(records: Sequence[RunRecord]) -> dict[tuple[str, int], bool]
     judged: dict[tuple[str, int], bool] = {}
     for record in records:
         conditions = record.conditions.model_dump()
-        if conditions.get("temperature") != 0:
+        if conditions.get(C.temperature) != 0:
             continue
-        base = next((b for b in baselines if is_baseline_of(b.conditions.model_dump(), conditions)), None)
+        base = next(
+            (b for b in baselines if is_baseline_of(b.conditions.model_dump(), conditions)), None
+        )
         if base is None:
             continue
         theirs: dict[str, str] = {}
@@ -33,5 +35,7 @@ def output_identity(records: Sequence[RunRecord]) -> dict[tuple[str, int], bool]
         for i, m in enumerate(record.measurements):
             shared = [rid for rid in m.completions if rid in theirs]
             if shared:
-                judged[(record.run_id, i)] = all(m.completions[rid] == theirs[rid] for rid in shared)
+                judged[(record.run_id, i)] = all(
+                    m.completions[rid] == theirs[rid] for rid in shared
+                )
     return judged

@@ -23,9 +23,10 @@ from pydantic import BaseModel
 
 from specexp.check.figures import Figure
 from specexp.check.findings import Finding, finding
-from specexp.spec.errors import SpecError
 from specexp.roofline.costmodel import CostModel, Slice
+from specexp.spec.errors import SpecError
 from specexp.spec.experiment import Achieved, HardwareSpec, ModelSpec, QuantizationSpec
+from specexp.spec.vocabulary import C, M
 
 KV_DTYPES = ("auto", "bf16", "bfloat16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2")
 """KV element types the cost model knows; any other is taken as fp8 (1 byte: the highest limit)."""
@@ -47,7 +48,12 @@ class Limit:
         return any(v < self.value * (1 - 1e-9) for v in nums)
 
     def to_json(self) -> dict[str, Any]:
-        return {"metric": self.metric, "bound": self.bound, "value": self.value, "basis": self.basis}
+        return {
+            "metric": self.metric,
+            "bound": self.bound,
+            "value": self.value,
+            "basis": self.basis,
+        }
 
 
 @dataclass(frozen=True)
@@ -60,25 +66,37 @@ class _Device:
 def _option(group: str, name: str) -> Any:
     from specexp.spec.options import load_option
 
-    specs: dict[str, type[BaseModel]] = {"hardware": HardwareSpec, "model": ModelSpec,
-                                         "quantization": QuantizationSpec}
+    specs: dict[str, type[BaseModel]] = {
+        "hardware": HardwareSpec,
+        "model": ModelSpec,
+        "quantization": QuantizationSpec,
+    }
     return load_option(specs[group], group, name, group)
 
 
 def _device(c: Mapping[str, Any]) -> _Device | str:
     names = [c.get(group) for group in ("hardware", "model", "quantization")]
-    count, kv = c.get("gpu_count"), c.get("kv_cache_dtype")
+    count, kv = c.get(C.gpu_count), c.get(C.kv_cache_dtype)
     try:
-        return _device_of(*names, count if isinstance(count, int) else None, kv if isinstance(kv, str) else None)
+        return _device_of(
+            *names, count if isinstance(count, int) else None, kv if isinstance(kv, str) else None
+        )
     except TypeError:  # a condition that is not hashable: not a name
         return "hardware, model or quantization unknown"
 
 
 @lru_cache(maxsize=64)
-def _device_of(hardware: Any, model: Any, quantization: Any, count: int | None, kv_dtype: str | None) -> _Device | str:
+def _device_of(
+    hardware: Any, model: Any, quantization: Any, count: int | None, kv_dtype: str | None
+) -> _Device | str:
     """The datasheet device of those conditions (one cost model for every figure under them)."""
-    c = {"hardware": hardware, "model": model, "quantization": quantization, "gpu_count": count,
-         "kv_cache_dtype": kv_dtype}
+    c = {
+        "hardware": hardware,
+        "model": model,
+        "quantization": quantization,
+        "gpu_count": count,
+        "kv_cache_dtype": kv_dtype,
+    }
     names = {}
     for group in ("hardware", "model", "quantization"):
         if not isinstance(c.get(group), str):
@@ -87,29 +105,42 @@ def _device_of(hardware: Any, model: Any, quantization: Any, count: int | None, 
             names[group] = _option(group, c[group])
         except SpecError:
             return f"no conf/{group}/{c[group]}.yaml"
-    hw: HardwareSpec = names["hardware"]
-    gpus: int = max(1, count if isinstance(count, int) else hw.gpu_count)  # a CPU (0 GPUs) still has its bandwidth
-    datasheet = hw.model_copy(update={
-        "achieved": Achieved(bandwidth=1.0, compute=1.0), "step_overhead_ms": 0.0, "layer_overhead_us": 0.0,
-        "memory_bandwidth_gbps": hw.memory_bandwidth_gbps * gpus,
-        "peak_tflops": {k: (v * gpus if v else v) for k, v in hw.peak_tflops.items()},
-    })
-    kv = c.get("kv_cache_dtype") if c.get("kv_cache_dtype") in KV_DTYPES else "fp8"
-    cost = CostModel.build(datasheet, names["model"], names["quantization"], str(kv))
-    basis = (f"{hw.name} datasheet {hw.memory_bandwidth_gbps:g} GB/s x {gpus} GPU; "
-             f"{cost.weight_bytes / 1e9:.1f} GB of {c['quantization']} weights read per pass")
+    hw: HardwareSpec = names[C.hardware]
+    gpus: int = max(
+        1, count if isinstance(count, int) else hw.gpu_count
+    )  # a CPU (0 GPUs) still has its bandwidth
+    datasheet = hw.model_copy(
+        update={
+            "achieved": Achieved(bandwidth=1.0, compute=1.0),
+            "step_overhead_ms": 0.0,
+            "layer_overhead_us": 0.0,
+            "memory_bandwidth_gbps": hw.memory_bandwidth_gbps * gpus,
+            "peak_tflops": {k: (v * gpus if v else v) for k, v in hw.peak_tflops.items()},
+        }
+    )
+    kv = c.get(C.kv_cache_dtype) if c.get(C.kv_cache_dtype) in KV_DTYPES else "fp8"
+    cost = CostModel.build(datasheet, names[C.model], names[C.quantization], str(kv))
+    basis = (
+        f"{hw.name} datasheet {hw.memory_bandwidth_gbps:g} GB/s x {gpus} GPU; "
+        f"{cost.weight_bytes / 1e9:.1f} GB of {c[C.quantization]} weights read per pass"
+    )
     return _Device(cost, basis)
 
 
 def _tokens_per_pass(c: Mapping[str, Any], measured: Mapping[str, Any]) -> tuple[float, str] | str:
-    drafter = c.get("drafter")
+    drafter = c.get(C.drafter)
     if drafter is None:
         return "drafter unknown"
     if drafter == "none":
         return 1.0, "1 token per pass (no drafter)"
-    k = c.get("k")
-    tpp = measured.get("tokens_per_pass")
-    if isinstance(tpp, (int, float)) and not isinstance(tpp, bool) and math.isfinite(tpp) and tpp >= 1:
+    k = c.get(C.k)
+    tpp = measured.get(M.tokens_per_pass)
+    if (
+        isinstance(tpp, (int, float))
+        and not isinstance(tpp, bool)
+        and math.isfinite(tpp)
+        and tpp >= 1
+    ):
         tpp = min(float(tpp), k + 1.0) if isinstance(k, int) else float(tpp)
         return tpp, f"{tpp:.2f} tokens per pass (the run's acceptance length)"
     if not isinstance(k, int):
@@ -118,8 +149,12 @@ def _tokens_per_pass(c: Mapping[str, Any], measured: Mapping[str, Any]) -> tuple
 
 
 def _context(c: Mapping[str, Any]) -> tuple[int, str]:
-    p = c.get("prompt_tokens")
-    return (p, f"KV of {p:,} prompt tokens") if isinstance(p, int) else (0, "prompt length unknown: no KV counted")
+    p = c.get(C.prompt_tokens)
+    return (
+        (p, f"KV of {p:,} prompt tokens")
+        if isinstance(p, int)
+        else (0, "prompt length unknown: no KV counted")
+    )
 
 
 def _stream(fig: Figure, measured: Mapping[str, Any], streams: int) -> tuple[float, str] | str:
@@ -136,7 +171,7 @@ def _stream(fig: Figure, measured: Mapping[str, Any], streams: int) -> tuple[flo
 
 
 def _concurrency(fig: Figure) -> int:
-    c = fig.conditions.get("concurrency")
+    c = fig.conditions.get(C.concurrency)
     return c if isinstance(c, int) else 1
 
 
@@ -146,7 +181,7 @@ def _per_stream(fig: Figure, measured: Mapping[str, Any]) -> Limit | str:
 
 
 def _aggregate(fig: Figure, measured: Mapping[str, Any]) -> Limit | str:
-    if not isinstance(fig.conditions.get("concurrency"), int):
+    if not isinstance(fig.conditions.get(C.concurrency), int):
         return "concurrency unknown"
     n = _concurrency(fig)
     s = _stream(fig, measured, n)
@@ -160,14 +195,14 @@ def _tpot(fig: Figure, measured: Mapping[str, Any]) -> Limit | str:
 
 def _computed_tokens(c: Mapping[str, Any], measured: Mapping[str, Any]) -> tuple[int, str]:
     """Prompt tokens that must be computed before the first token (at least 1)."""
-    prompt = c.get("prompt_tokens")
+    prompt = c.get(C.prompt_tokens)
     if not isinstance(prompt, int):
         return 1, "prompt length unknown: 1 token computed"
-    cached = measured.get("cached_prompt_tokens")
+    cached = measured.get(M.cached_prompt_tokens)
     if isinstance(cached, (int, float)) and not isinstance(cached, bool) and 0 <= cached < prompt:
         n = int(prompt - cached)
         return n, f"{n:,} uncached prompt tokens computed"
-    if c.get("cache") == "cold" or c.get("prefix_caching") is False:
+    if c.get(C.cache) == "cold" or c.get(C.prefix_caching) is False:
         return prompt, f"{prompt:,} prompt tokens computed (nothing cached)"
     return 1, "a warm prefix cache may serve all but 1 prompt token"
 
@@ -177,7 +212,7 @@ def _ttft(fig: Figure, measured: Mapping[str, Any]) -> Limit | str:
     if isinstance(device, str):
         return device
     n, note = _computed_tokens(fig.conditions, measured)
-    prompt = fig.conditions.get("prompt_tokens")
+    prompt = fig.conditions.get(C.prompt_tokens)
     ctx = prompt - n if isinstance(prompt, int) else 0
     seconds = device.cost.pass_seconds([Slice(tokens=n, context=ctx, logits=1)])
     return Limit(fig.metric, "min", seconds, f"{device.basis}; {note}; one pass")
@@ -188,16 +223,21 @@ def _prefill(fig: Figure, measured: Mapping[str, Any]) -> Limit | str:
     device = _device(fig.conditions)
     if isinstance(device, str):
         return device
-    prompt = fig.conditions.get("prompt_tokens")
+    prompt = fig.conditions.get(C.prompt_tokens)
     if not isinstance(prompt, int):
         return "prompt_tokens unknown"
     cm, s = device.cost, device.cost.shape
     dtypes = cm.quant.compute_dtype
-    compute = (2 * s.mlp_params * prompt / cm.flops_rate(dtypes["mlp"])
-               + 2 * s.attention_params * prompt / cm.flops_rate(dtypes["attention"]))
+    compute = 2 * s.mlp_params * prompt / cm.flops_rate(
+        dtypes["mlp"]
+    ) + 2 * s.attention_params * prompt / cm.flops_rate(dtypes["attention"])
     moved = (cm.weight_bytes + prompt * cm.kv_bytes_per_token) / cm.bandwidth
-    return Limit(fig.metric, "max", prompt / max(compute, moved),
-                 f"{device.basis}; {prompt:,} prompt tokens at peak FLOP/s, attention left out")
+    return Limit(
+        fig.metric,
+        "max",
+        prompt / max(compute, moved),
+        f"{device.basis}; {prompt:,} prompt tokens at peak FLOP/s, attention left out",
+    )
 
 
 def _ratio_limit(fig: Figure, measured: Mapping[str, Any]) -> Limit | str:
@@ -209,18 +249,20 @@ def _tokens_per_pass_limit(fig: Figure, measured: Mapping[str, Any]) -> Limit | 
     return tpp if isinstance(tpp, str) else Limit(fig.metric, "max", tpp[0], tpp[1])
 
 
-LIMITS: Mapping[str, Callable[[Figure, Mapping[str, Any]], Limit | str]] = MappingProxyType({
-    "decode_tps": _per_stream,
-    "e2e_tps": _per_stream,
-    "per_stream_tps": _per_stream,
-    "aggregate_tps": _aggregate,
-    "tpot_s": _tpot,
-    "ttft_s": _ttft,
-    "prefill_tps": _prefill,
-    "acceptance_rate": _ratio_limit,
-    "acceptance_by_position": _ratio_limit,
-    "tokens_per_pass": _tokens_per_pass_limit,
-})
+LIMITS: Mapping[str, Callable[[Figure, Mapping[str, Any]], Limit | str]] = MappingProxyType(
+    {
+        "decode_tps": _per_stream,
+        "e2e_tps": _per_stream,
+        "per_stream_tps": _per_stream,
+        "aggregate_tps": _aggregate,
+        "tpot_s": _tpot,
+        "ttft_s": _ttft,
+        "prefill_tps": _prefill,
+        "acceptance_rate": _ratio_limit,
+        "acceptance_by_position": _ratio_limit,
+        "tokens_per_pass": _tokens_per_pass_limit,
+    }
+)
 """Metric -> its physical limit, or the reason there is none."""
 
 
@@ -245,8 +287,12 @@ def implausible(fig: Figure, measured: Mapping[str, Any] | None = None) -> Findi
     if isinstance(lim, str) or not lim.broken_by(fig.value):
         return None
     sign = "≤" if lim.bound == "max" else "≥"
-    return finding("implausible", (fig.id,), f"{fig.metric} {sign} {lim.value:.4g} {fig.unit} ({lim.basis})",
-                   f"{_show(fig.value)} {fig.unit}")
+    return finding(
+        "implausible",
+        (fig.id,),
+        f"{fig.metric} {sign} {lim.value:.4g} {fig.unit} ({lim.basis})",
+        f"{_show(fig.value)} {fig.unit}",
+    )
 
 
 def _show(value: Any) -> str:

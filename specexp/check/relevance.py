@@ -138,41 +138,99 @@ _IDENTITY = {
     "concurrency": "batch-variant kernels change the logits with the batch",
 }
 
+
 def _dist(key: str) -> tuple[str, ...]:
     """The latency distribution metrics of `key` (specexp.measure.metrics.DISTRIBUTED)."""
     return tuple(f"{key}_{stat}_s" for stat in ("p50", "p90", "p99", "mean"))
 
 
-FAMILIES: Mapping[str, Family] = MappingProxyType({
-    f.name: f
-    for f in (
-        Family("ttft", "time to first token", ("ttft_s", *_dist("ttft")), MappingProxyType({**_DEVICE, **_PREFILL})),
-        Family("prefill", "prefill throughput", ("prefill_tps",), MappingProxyType({**_DEVICE, **_PREFILL})),
-        Family("decode", "one stream's decode rate after the first token",
-               ("decode_tps", "tpot_s", "itl_s", "tokens_per_chunk", *_dist("tpot"), *_dist("chunk_gap")),
-               MappingProxyType(_DECODE)),
-        Family("e2e", "one stream's rate including the first token", ("e2e_tps", *_dist("e2e")), MappingProxyType(_E2E)),
-        Family("aggregate", "throughput of concurrent streams, summed or per stream",
-               ("aggregate_tps", "per_stream_tps"), MappingProxyType(_AGGREGATE)),
-        Family("energy", "GPU energy per token and mean power over a window", ("energy_j_per_token", "mean_power_w"),
-               MappingProxyType(_ENERGY)),
-        Family("acceptance", "how many drafted tokens the target accepts",
-               ("acceptance_rate", "acceptance_by_position", "tokens_per_pass"), MappingProxyType(_ACCEPTANCE)),
-        Family("load", "open-loop delivery and SLO scores: the load sent and the share served in time",
-               ("achieved_rate_rps", "scheduled_rate_rps", "slo_attainment", "goodput_rps"),
-               MappingProxyType(_AGGREGATE)),
-        Family("capacity", "KV cache capacity at start", ("kv_cache_tokens",), MappingProxyType(_CAPACITY)),
-        Family("cache", "prompt tokens served from the prefix cache", ("cached_prompt_tokens",),
-               MappingProxyType(_CACHE)),
-        Family("identity", "greedy output unchanged by speculation", ("output_identical",),
-               MappingProxyType(_IDENTITY)),
-    )
-})
+FAMILIES: Mapping[str, Family] = MappingProxyType(
+    {
+        f.name: f
+        for f in (
+            Family(
+                "ttft",
+                "time to first token",
+                ("ttft_s", *_dist("ttft")),
+                MappingProxyType({**_DEVICE, **_PREFILL}),
+            ),
+            Family(
+                "prefill",
+                "prefill throughput",
+                ("prefill_tps",),
+                MappingProxyType({**_DEVICE, **_PREFILL}),
+            ),
+            Family(
+                "decode",
+                "one stream's decode rate after the first token",
+                (
+                    "decode_tps",
+                    "tpot_s",
+                    "itl_s",
+                    "tokens_per_chunk",
+                    *_dist("tpot"),
+                    *_dist("chunk_gap"),
+                ),
+                MappingProxyType(_DECODE),
+            ),
+            Family(
+                "e2e",
+                "one stream's rate including the first token",
+                ("e2e_tps", *_dist("e2e")),
+                MappingProxyType(_E2E),
+            ),
+            Family(
+                "aggregate",
+                "throughput of concurrent streams, summed or per stream",
+                ("aggregate_tps", "per_stream_tps"),
+                MappingProxyType(_AGGREGATE),
+            ),
+            Family(
+                "energy",
+                "GPU energy per token and mean power over a window",
+                ("energy_j_per_token", "mean_power_w"),
+                MappingProxyType(_ENERGY),
+            ),
+            Family(
+                "acceptance",
+                "how many drafted tokens the target accepts",
+                ("acceptance_rate", "acceptance_by_position", "tokens_per_pass"),
+                MappingProxyType(_ACCEPTANCE),
+            ),
+            Family(
+                "load",
+                "open-loop delivery and SLO scores: the load sent and the share served in time",
+                ("achieved_rate_rps", "scheduled_rate_rps", "slo_attainment", "goodput_rps"),
+                MappingProxyType(_AGGREGATE),
+            ),
+            Family(
+                "capacity",
+                "KV cache capacity at start",
+                ("kv_cache_tokens",),
+                MappingProxyType(_CAPACITY),
+            ),
+            Family(
+                "cache",
+                "prompt tokens served from the prefix cache",
+                ("cached_prompt_tokens",),
+                MappingProxyType(_CACHE),
+            ),
+            Family(
+                "identity",
+                "greedy output unchanged by speculation",
+                ("output_identical",),
+                MappingProxyType(_IDENTITY),
+            ),
+        )
+    }
+)
 
-NEVER_RELEVANT: Mapping[str, str] = MappingProxyType({
-    "repeats": "more repetitions narrow the spread; they do not move the mean",
-    "source": "measured, simulated or cited says where a number comes from, not what it measures",
-})
+NEVER_RELEVANT: Mapping[str, str] = MappingProxyType(
+    {
+        "repeats": "more repetitions narrow the spread; they do not move the mean",
+        "source": "measured, simulated or cited says where a number comes from, not what it measures",
+    }
+)
 """Conditions that move no metric. They are shown, never compared."""
 
 DEPENDS_ON: Mapping[str, str] = MappingProxyType({"k": "drafter", "drafter_config": "drafter"})
@@ -183,10 +241,12 @@ VARY_IMPLIES: Mapping[str, tuple[str, ...]] = MappingProxyType({"drafter": ("k",
 """Varying a condition also varies its settings: `vary: [drafter]` compares drafter arms as
 configured, whatever their k."""
 
-SIMULATED_STANDS_IN: Mapping[str, str] = MappingProxyType({
-    "runtime": "the simulator models a serving engine's scheduler, not a particular engine",
-    "runtime_version": "the simulator has no engine version to match",
-})
+SIMULATED_STANDS_IN: Mapping[str, str] = MappingProxyType(
+    {
+        "runtime": "the simulator models a serving engine's scheduler, not a particular engine",
+        "runtime_version": "the simulator has no engine version to match",
+    }
+)
 """Conditions a simulated run cannot match and stands in for, when matched to a cited figure."""
 
 METRIC_FAMILY: Mapping[str, Family] = MappingProxyType(

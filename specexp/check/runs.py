@@ -17,8 +17,9 @@ from typing import Any
 
 from specexp.check.figures import Figure, normalise
 from specexp.check.identity import output_identity
-from specexp.spec.vocabulary import METRICS
 from specexp.record import RunRecord
+from specexp.record.schema import Conditions, Metrics
+from specexp.spec.vocabulary import METRICS
 
 
 @dataclass(frozen=True)
@@ -28,8 +29,8 @@ class Run:
     id: str
     """The run id, with `#i` (the measurement's order) where a run has several."""
     run_id: str
-    conditions: Mapping[str, Any]
-    metrics: Mapping[str, Any]
+    conditions: Conditions  # type: ignore[valid-type]
+    metrics: Metrics  # type: ignore[valid-type]
     link: str = ""
     """The record's path (relative to the report, when one is written)."""
     origin: str = field(default="measured")
@@ -41,6 +42,7 @@ class Run:
     """Open-loop and SLO verdicts of the measurement: `load_delivered`, `slo_met` (where set)."""
 
     def get(self, condition: str) -> Any:
+        """A condition named by a variable (a table's column); literal names read as attributes."""
         return self.conditions.get(condition)
 
     def figure(self, metric: str) -> Figure | None:
@@ -48,12 +50,24 @@ class Run:
         value = _value(self.metrics.get(metric), METRICS[metric].unit)
         if value is None:
             return None
-        return Figure(self.id, metric, value, METRICS[metric].unit, None,
-                      MappingProxyType(normalise(self.conditions)), self.origin, link=self.link)
+        return Figure(
+            self.id,
+            metric,
+            value,
+            METRICS[metric].unit,
+            None,
+            MappingProxyType(normalise(self.conditions.model_dump())),
+            self.origin,
+            link=self.link,
+        )
 
 
-def runs_of(found: Iterable[tuple[Path, RunRecord]], relative_to: Path | None = None, *,
-            partial: bool = False) -> list[Run]:
+def runs_of(
+    found: Iterable[tuple[Path, RunRecord]],
+    relative_to: Path | None = None,
+    *,
+    partial: bool = False,
+) -> list[Run]:
     """Every measurement of the records of finished runs (and, with `partial`, the measurements
     kept from runs that failed part-way); links relative to `relative_to` when given."""
     found = list(found)
@@ -67,17 +81,29 @@ def runs_of(found: Iterable[tuple[Path, RunRecord]], relative_to: Path | None = 
     counts = Counter(run_id for run_id, *_ in raw)
     runs = []
     for run_id, i, m, link in raw:
-        conditions = m.conditions.model_dump()
-        metrics = m.metrics.model_dump()
-        metrics["output_identical"] = identical.get((run_id, i), metrics.get("output_identical"))
-        origin = conditions.get("source")
-        runs.append(Run(run_id if counts[run_id] == 1 else f"{run_id}#{i}", run_id,
-                        MappingProxyType(conditions), MappingProxyType(metrics), link,
-                        origin if origin in ("measured", "simulated") else "measured",
-                        MappingProxyType(dict(m.spread)),
-                        MappingProxyType(m.client.model_dump() if m.client is not None else {}),
-                        MappingProxyType({k: v for k, v in (("load_delivered", m.load_delivered),
-                                                            ("slo_met", m.slo_met)) if v is not None})))
+        metrics = m.metrics.model_copy(
+            update=dict(output_identical=identical.get((run_id, i), m.metrics.output_identical))
+        )
+        origin = m.conditions.source
+        runs.append(
+            Run(
+                run_id if counts[run_id] == 1 else f"{run_id}#{i}",
+                run_id,
+                m.conditions,
+                metrics,
+                link,
+                origin if origin in ("measured", "simulated") else "measured",
+                MappingProxyType(dict(m.spread)),
+                MappingProxyType(m.client.model_dump() if m.client is not None else {}),
+                MappingProxyType(
+                    {
+                        k: v
+                        for k, v in (("load_delivered", m.load_delivered), ("slo_met", m.slo_met))
+                        if v is not None
+                    }
+                ),
+            )
+        )
     return runs
 
 

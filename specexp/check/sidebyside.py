@@ -40,7 +40,9 @@ def check_side_by_side(table: SideBySide) -> list[Finding]:
     runs = table.runs
     if len(runs) < 2:
         return []
-    metrics = table.metrics or tuple(m for m in METRICS if any(r.metrics.get(m) is not None for r in runs))
+    metrics = table.metrics or tuple(
+        m for m in METRICS if any(r.metrics.get(m) is not None for r in runs)
+    )
     varied = expand_vary(table.vary)
     ids = tuple(r.id for r in runs)
     where = f"{table.title}: " if table.title else ""
@@ -52,15 +54,37 @@ def check_side_by_side(table: SideBySide) -> list[Finding]:
         known = [(v, members) for v, members in groups if v is not None or _known_none(c, members)]
         if len(known) > 1:
             found = "; ".join(f"{show(v)} ({_count(m)})" for v, m in known)
-            out.append(finding("table_confounder", ids, f"{where}one value of {c} (it is not a varied axis)",
-                               found, c))
+            out.append(
+                finding(
+                    "table_confounder",
+                    ids,
+                    f"{where}one value of {c} (it is not a varied axis)",
+                    found,
+                    c,
+                )
+            )
         unknown = [m for v, m in groups if v is None and not _known_none(c, m)]
         if unknown and known:
-            out.append(finding("table_unknown", tuple(r.id for r in unknown[0]),
-                               f"{where}{c} known for every row", f"unknown for {_count(unknown[0])}", c))
+            out.append(
+                finding(
+                    "table_unknown",
+                    tuple(r.id for r in unknown[0]),
+                    f"{where}{c} known for every row",
+                    f"unknown for {_count(unknown[0])}",
+                    c,
+                )
+            )
     sources = {r.origin for r in runs}
     if len(sources) > 1 and "source" not in varied:
-        out.append(finding("table_mixed_source", ids, f"{where}one source", ", ".join(sorted(sources)), "source"))
+        out.append(
+            finding(
+                "table_mixed_source",
+                ids,
+                f"{where}one source",
+                ", ".join(sorted(sources)),
+                "source",
+            )
+        )
     return out
 
 

@@ -15,14 +15,16 @@ from typing import Any
 
 from specexp.spec.vocabulary import CONDITIONS, accepted
 
-UNITS: Mapping[str, Mapping[str, float]] = MappingProxyType({
-    "tok/s": {"tok/s": 1.0, "tokens/s": 1.0},
-    "s": {"s": 1.0, "ms": 1e-3},
-    "ratio": {"ratio": 1.0, "%": 1e-2},
-    "ratios": {"ratios": 1.0, "%": 1e-2},
-    "tok": {"tok": 1.0, "tokens": 1.0},
-    "bool": {"bool": 1.0},
-})
+UNITS: Mapping[str, Mapping[str, float]] = MappingProxyType(
+    {
+        "tok/s": {"tok/s": 1.0, "tokens/s": 1.0},
+        "s": {"s": 1.0, "ms": 1e-3},
+        "ratio": {"ratio": 1.0, "%": 1e-2},
+        "ratios": {"ratios": 1.0, "%": 1e-2},
+        "tok": {"tok": 1.0, "tokens": 1.0},
+        "bool": {"bool": 1.0},
+    }
+)
 """A metric's unit -> the units a cited figure may be written in, with the factor to it."""
 
 _WORKLOAD = re.compile(r"^([A-Za-z0-9_.-]+?)(?:@([0-9]+))?$")
@@ -35,8 +37,9 @@ def check_value(condition: str, value: Any) -> tuple[str, list[str] | None] | No
         return f"must be true or false (got {value!r})", ["true", "false"]
     if c.type is int and (isinstance(value, bool) or not isinstance(value, int)):
         return f"must be an integer (got {value!r})", None
-    if c.type is float and (isinstance(value, bool) or not isinstance(value, (int, float))
-                            or not math.isfinite(value)):
+    if c.type is float and (
+        isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
+    ):
         return f"must be a number (got {value!r})", None
     if c.type is str and not isinstance(value, str):
         return f"must be a string; quote it (got {value!r})", accepted(condition)
@@ -69,7 +72,9 @@ def same(condition: str, a: Any, b: Any) -> bool:
     if condition == "workload" and isinstance(a, str) and isinstance(b, str):
         ma, mb = _WORKLOAD.match(a), _WORKLOAD.match(b)
         if ma and mb:
-            return ma.group(1) == mb.group(1) and (None in (ma.group(2), mb.group(2)) or ma.group(2) == mb.group(2))
+            return ma.group(1) == mb.group(1) and (
+                None in (ma.group(2), mb.group(2)) or ma.group(2) == mb.group(2)
+            )
     if isinstance(a, bool) or isinstance(b, bool):
         return a is b
     if isinstance(a, (int, float)) and isinstance(b, (int, float)):

@@ -27,7 +27,8 @@ def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bo
             continue  # unhashable: SafeLoader reports it
         if duplicate:
             raise yaml.constructor.ConstructorError(
-                None, None, f"key {key!r} written twice", key_node.start_mark)
+                None, None, f"key {key!r} written twice", key_node.start_mark
+            )
     return yaml.SafeLoader.construct_mapping(loader, node, deep)
 
 
@@ -47,9 +48,13 @@ def read_yaml(path: Path) -> Any:
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise SpecError(where, "yaml", f"{_one_line(err.problem or err.context or 'invalid YAML')}{at}") from None
+        raise SpecError(
+            where, "yaml", f"{_one_line(err.problem or err.context or 'invalid YAML')}{at}"
+        ) from None
     except (yaml.YAMLError, RecursionError, ValueError, TypeError, OverflowError) as err:
-        raise SpecError(where, "yaml", f"invalid YAML: {_one_line(str(err)) or type(err).__name__}") from None
+        raise SpecError(
+            where, "yaml", f"invalid YAML: {_one_line(str(err)) or type(err).__name__}"
+        ) from None
 
 
 def _one_line(text: str) -> str:

@@ -36,14 +36,29 @@ import numpy as np
 from specexp.sim.profile import EngineProfile, load_profile
 from specexp.spec.experiment import ExperimentSpec
 
-FITTED = ("seq_overhead_ms", "prefill_compute", "request_overhead_ms", "request_overhead_us_per_token",
-          "prefill_pass_overhead_ms", "layer_overhead_us", "batched_pass_overhead_ms")
+FITTED = (
+    "seq_overhead_ms",
+    "prefill_compute",
+    "request_overhead_ms",
+    "request_overhead_us_per_token",
+    "prefill_pass_overhead_ms",
+    "layer_overhead_us",
+    "batched_pass_overhead_ms",
+)
 UPPER = (np.inf, 1.0, np.inf, np.inf, np.inf, np.inf, np.inf)
-MEASURED = ("graph_rebuild_ms", "graph_capture_ms", "ungraphed_pass_ms", "checkpoint_save_gbps",
-            "checkpoint_restore_gbps")
+MEASURED = (
+    "graph_rebuild_ms",
+    "graph_capture_ms",
+    "ungraphed_pass_ms",
+    "checkpoint_save_gbps",
+    "checkpoint_restore_gbps",
+)
 """Figures of the profile set from measurements directly, which the fit leaves alone."""
-METRICS = {"decode": ("decode_tps", "aggregate_tps", "ttft_s"), "prefill": ("prefill_tps", "ttft_s"),
-           "prefix": ("ttft_s",)}
+METRICS = {
+    "decode": ("decode_tps", "aggregate_tps", "ttft_s"),
+    "prefill": ("prefill_tps", "ttft_s"),
+    "prefix": ("ttft_s",),
+}
 """The figures compared and fitted, by part: prefix is the prefix_cache workload (a prompt cold, then
 its prefix again with a new suffix, warm, one token out), whose job sweeps the prompt length."""
 
@@ -69,7 +84,15 @@ class Cell:
     def settings(self) -> tuple[str, str, int, int, int, int, int, int]:
         # a prefix job sweeps its prompt at one concurrency; the others sweep the concurrency
         level = (0, self.concurrency) if self.part == "prefix" else (self.prompt_tokens, 0)
-        return (self.part, self.model, *level, self.output_tokens, self.max_model_len, self.slots, self.repeats)
+        return (
+            self.part,
+            self.model,
+            *level,
+            self.output_tokens,
+            self.max_model_len,
+            self.slots,
+            self.repeats,
+        )
 
     def follows(self, prev: Cell) -> bool:
         """Whether this cell was measured in `prev`'s job, right after it: a job's concurrency levels
@@ -77,7 +100,9 @@ class Cell:
         if prev.settings != self.settings:
             return False
         if self.part == "prefix":
-            return self.prompt_tokens > prev.prompt_tokens or (self.cache == "warm" and prev.cache == "cold")
+            return self.prompt_tokens > prev.prompt_tokens or (
+                self.cache == "warm" and prev.cache == "cold"
+            )
         return self.concurrency > prev.concurrency
 
     @property
@@ -92,7 +117,11 @@ def load_cells(paths: Path | Sequence[Path]) -> list[Cell]:
     """The drafter-free decode, prefill and prefix cells of records files (one JSON object a line), in
     order: a job ends where the settings change or a cell does not follow the one before (Cell.follows)."""
     cells: list[Cell] = []
-    lines = [line for path in ([paths] if isinstance(paths, Path) else paths) for line in path.read_text().splitlines()]
+    lines = [
+        line
+        for path in ([paths] if isinstance(paths, Path) else paths)
+        for line in path.read_text().splitlines()
+    ]
     for line in lines:
         r: dict[str, Any] = json.loads(line)
         part, m = r.get("part"), r.get("measured") or {}
@@ -100,12 +129,22 @@ def load_cells(paths: Path | Sequence[Path]) -> list[Cell]:
         if r.get("status") != "ok" or part not in METRICS or c.get("drafter") != "none":
             continue
         slots = int((r.get("engine_info") or {}).get("total_slots") or c["concurrency"])
-        cell = Cell(part, int(c["concurrency"]), int(c["prompt_tokens"]), int(c["output_tokens"]),
-                    int(c["max_model_len"]), slots, int(c.get("repeats") or 1),
-                    {k: float(m["metrics"][k]) for k in METRICS[part] if m["metrics"].get(k)}, str(c.get("cache") or "cold"),
-                    str(c.get("model") or "qwen3-8b"))
+        cell = Cell(
+            part,
+            int(c["concurrency"]),
+            int(c["prompt_tokens"]),
+            int(c["output_tokens"]),
+            int(c["max_model_len"]),
+            slots,
+            int(c.get("repeats") or 1),
+            {k: float(m["metrics"][k]) for k in METRICS[part] if m["metrics"].get(k)},
+            str(c.get("cache") or "cold"),
+            str(c.get("model") or "qwen3-8b"),
+        )
         prev = cells[-1] if cells else None
-        cells.append(replace(cell, job=(prev.job if cell.follows(prev) else prev.job + 1) if prev else 0))
+        cells.append(
+            replace(cell, job=(prev.job if cell.follows(prev) else prev.job + 1) if prev else 0)
+        )
     return cells
 
 
@@ -113,8 +152,17 @@ def base_spec(engine: str = "llamacpp", model: str = "qwen3-8b") -> ExperimentSp
     """runtime=sim imitating `engine` for the measured shape: hardware=h200, `model` in bf16."""
     from specexp.run.compose import build_spec
 
-    return build_spec(["runtime=sim", f"runtime.engine={engine}", "hardware=h200", f"model={model}",
-                       "quantization=bf16", "drafter=none", "workload=concurrency"])
+    return build_spec(
+        [
+            "runtime=sim",
+            f"runtime.engine={engine}",
+            "hardware=h200",
+            f"model={model}",
+            "quantization=bf16",
+            "drafter=none",
+            "workload=concurrency",
+        ]
+    )
 
 
 def job_spec(base: ExperimentSpec, cells: Sequence[Cell]) -> ExperimentSpec:
@@ -123,15 +171,30 @@ def job_spec(base: ExperimentSpec, cells: Sequence[Cell]) -> ExperimentSpec:
     least recently used first, so a window's slot ids (and its passes) depend on the windows before."""
     cell = cells[0]
     update: dict[str, Any] = {
-        "concurrency": [c.concurrency for c in cells], "prompt_tokens": cell.prompt_tokens, "prompt_lengths": None,
-        "output_tokens": cell.output_tokens, "repeats": cell.repeats, "cache": ["cold"], "shared_prefix": False,
+        "concurrency": [c.concurrency for c in cells],
+        "prompt_tokens": cell.prompt_tokens,
+        "prompt_lengths": None,
+        "output_tokens": cell.output_tokens,
+        "repeats": cell.repeats,
+        "cache": ["cold"],
+        "shared_prefix": False,
     }
-    if cell.part == "prefix":  # as workload=prefix_cache: each prompt length cold, then warm, no warm-up
+    if (
+        cell.part == "prefix"
+    ):  # as workload=prefix_cache: each prompt length cold, then warm, no warm-up
         lengths = [c.prompt_tokens for c in cells if c.cache == "cold"]
-        update.update(concurrency=[cell.concurrency], prompt_tokens=lengths[0], prompt_lengths=lengths,
-                      cache=["cold", "warm"], shared_prefix=True, warmup=0)
+        update.update(
+            concurrency=[cell.concurrency],
+            prompt_tokens=lengths[0],
+            prompt_lengths=lengths,
+            cache=["cold", "warm"],
+            shared_prefix=True,
+            warmup=0,
+        )
     workload = base.workload.model_copy(update=update)
-    runtime = base.runtime.model_copy(update={"max_model_len": cell.max_model_len, "max_num_seqs": cell.slots})
+    runtime = base.runtime.model_copy(
+        update={"max_model_len": cell.max_model_len, "max_num_seqs": cell.slots}
+    )
     return base.model_copy(update={"workload": workload, "runtime": runtime})
 
 
@@ -141,7 +204,9 @@ Key = tuple[int, int, str]
 """A simulated window's (concurrency, prompt tokens, cache)."""
 
 
-def simulate(spec: ExperimentSpec, profile: EngineProfile | None = None) -> dict[Key, dict[str, float]]:
+def simulate(
+    spec: ExperimentSpec, profile: EngineProfile | None = None
+) -> dict[Key, dict[str, float]]:
     """Per point (Key), the median over repeats of each window metric of the job on the simulator."""
     from specexp.measure.metrics import window_metrics
     from specexp.runtimes.sim import SimRuntime
@@ -165,8 +230,9 @@ def with_figures(profile: EngineProfile, values: Sequence[float]) -> EngineProfi
     return profile.model_copy(update=dict(zip(FITTED, (float(v) for v in values), strict=True)))
 
 
-def compare(cells: Sequence[Cell], base: ExperimentSpec,
-            profile: EngineProfile | None = None) -> list[tuple[Cell, str, float, float]]:
+def compare(
+    cells: Sequence[Cell], base: ExperimentSpec, profile: EngineProfile | None = None
+) -> list[tuple[Cell, str, float, float]]:
     """(cell, metric, measured, simulated) for every measured figure."""
     jobs: dict[int, list[Cell]] = {}
     for cell in cells:
@@ -179,11 +245,19 @@ def compare(cells: Sequence[Cell], base: ExperimentSpec,
     for cell in cells:
         # the simulated point of the cell's job: its concurrency and cache, the prompt length nearest
         # (a server counts a prefix job's warm prompt a token off its cold one)
-        points = [k for k in sims[cell.job] if k[0] == cell.concurrency and k[2] == cell.cache
-                  and abs(k[1] - cell.prompt_tokens) <= PROMPT_SLACK]
+        points = [
+            k
+            for k in sims[cell.job]
+            if k[0] == cell.concurrency
+            and k[2] == cell.cache
+            and abs(k[1] - cell.prompt_tokens) <= PROMPT_SLACK
+        ]
         key = min(points, key=lambda k: abs(k[1] - cell.prompt_tokens), default=None)
         sim = sims[cell.job][key] if key is not None else {}
-        rows.extend((cell, metric, value, sim.get(metric, float("nan"))) for metric, value in cell.measured.items())
+        rows.extend(
+            (cell, metric, value, sim.get(metric, float("nan")))
+            for metric, value in cell.measured.items()
+        )
     return rows
 
 

@@ -37,22 +37,40 @@ from specexp.spec.experiment import (
 DATA = "h200-step-times-dense-8b.jsonl"
 
 DENSE_8B = ModelSpec(
-    name="dense-8b", num_hidden_layers=36, hidden_size=4096, intermediate_size=12288, num_attention_heads=32,
-    num_key_value_heads=8, head_dim=128, vocab_size=151936, max_position_embeddings=131072,
+    name="dense-8b",
+    num_hidden_layers=36,
+    hidden_size=4096,
+    intermediate_size=12288,
+    num_attention_heads=32,
+    num_key_value_heads=8,
+    head_dim=128,
+    vocab_size=151936,
+    max_position_embeddings=131072,
 )
 """The measured shape (the Qwen3-8B layout; benchmarks/data/README.md)."""
 QUANT = {
     "bf16": QuantizationSpec(
-        name="bf16", bytes_per_weight={"mlp": 2.0, "attention": 2.0, "embeddings": 2.0},
+        name="bf16",
+        bytes_per_weight={"mlp": 2.0, "attention": 2.0, "embeddings": 2.0},
         compute_dtype={"mlp": "bf16", "attention": "bf16", "embeddings": "bf16"},
     ),
     "fp8": QuantizationSpec(  # per-tensor fp8 linears; lm_head bf16 (README: "also in the fp8 rows")
-        name="fp8", bytes_per_weight={"mlp": 1.0, "attention": 1.0, "embeddings": 2.0},
+        name="fp8",
+        bytes_per_weight={"mlp": 1.0, "attention": 1.0, "embeddings": 2.0},
         compute_dtype={"mlp": "fp8", "attention": "fp8", "embeddings": "bf16"},
     ),
 }
-PARAMS = ("step_overhead_ms", "layer_overhead_us", "bandwidth", "bandwidth_fp8", "compute", "compute_fp8",
-          "attention_compute", "multi_query_attention", "multi_query_blocks")
+PARAMS = (
+    "step_overhead_ms",
+    "layer_overhead_us",
+    "bandwidth",
+    "bandwidth_fp8",
+    "compute",
+    "compute_fp8",
+    "attention_compute",
+    "multi_query_attention",
+    "multi_query_blocks",
+)
 """The fitted figures, in the order of the parameter vector."""
 
 
@@ -79,55 +97,96 @@ class Row:
         return [Slice(tokens=self.t, context=self.ctx, logits=self.t)] * self.b
 
 
-SHAPE_KEYS = ("num_hidden_layers", "hidden_size", "intermediate_size", "num_attention_heads",
-              "num_key_value_heads", "head_dim", "vocab_size")
+SHAPE_KEYS = (
+    "num_hidden_layers",
+    "hidden_size",
+    "intermediate_size",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "head_dim",
+    "vocab_size",
+)
 
 
 def load_rows(path: Path) -> list[Row]:
     """Step and prefill rows; a `model` row that carries the SHAPE_KEYS names another shape."""
     rows, shapes = [], {"dense-8b": DENSE_8B}
     for line in path.read_text().splitlines():
-        r: dict[str, Any] = json.loads(line)
-        if r["kind"] == "model" and all(key in r for key in SHAPE_KEYS):
-            shapes[r["model"]] = ModelSpec(name=r["model"], max_position_embeddings=262144,
-                                           **{key: r[key] for key in SHAPE_KEYS})
-        m = shapes[r.get("model", "dense-8b")]
-        if r["kind"] == "step":
-            rows.append(Row("step", r["wdtype"], r["ms"], b=r["b"], t=r["t"], ctx=r["ctx"], model=m))
-        elif r["kind"] == "prefill":
-            rows.append(Row("prefill", r["wdtype"], r["ms"], P=r["P"], model=m))
+        entry: dict[str, Any] = json.loads(line)
+        if entry["kind"] == "model" and all(key in entry for key in SHAPE_KEYS):
+            shapes[entry["model"]] = ModelSpec(
+                name=entry["model"],
+                max_position_embeddings=262144,
+                **{key: entry[key] for key in SHAPE_KEYS},
+            )
+        m = shapes[entry.get("model", "dense-8b")]
+        if entry["kind"] == "step":
+            rows.append(
+                Row(
+                    "step",
+                    entry["wdtype"],
+                    entry["ms"],
+                    b=entry["b"],
+                    t=entry["t"],
+                    ctx=entry["ctx"],
+                    model=m,
+                )
+            )
+        elif entry["kind"] == "prefill":
+            rows.append(Row("prefill", entry["wdtype"], entry["ms"], P=entry["P"], model=m))
     return rows
 
 
 def predict_ms(hw: HardwareSpec, row: Row) -> float:
     """Simulated time of one row, ms."""
-    return CostModel.build(hw, row.model, QUANT[row.wdtype], "auto").pass_seconds(row.slices()) * 1e3
+    return (
+        CostModel.build(hw, row.model, QUANT[row.wdtype], "auto").pass_seconds(row.slices()) * 1e3
+    )
 
 
 def with_params(hw: HardwareSpec, p: Sequence[float]) -> HardwareSpec:
     """`hw` with the figures of PARAMS set to `p` (unvalidated: trial points may leave (0, 1])."""
     v = dict(zip(PARAMS, p, strict=True))
     achieved = Achieved.model_construct(
-        bandwidth=v["bandwidth"], compute=v["compute"],
-        bandwidth_by_dtype={"fp8": v["bandwidth_fp8"]}, compute_by_dtype={"fp8": v["compute_fp8"]},
-        attention_compute=v["attention_compute"], multi_query_attention=v["multi_query_attention"],
+        bandwidth=v["bandwidth"],
+        compute=v["compute"],
+        bandwidth_by_dtype={"fp8": v["bandwidth_fp8"]},
+        compute_by_dtype={"fp8": v["compute_fp8"]},
+        attention_compute=v["attention_compute"],
+        multi_query_attention=v["multi_query_attention"],
         multi_query_blocks=v["multi_query_blocks"],
         dequant_compute=hw.achieved.dequant_compute,
     )
-    return hw.model_copy(update={"achieved": achieved, "step_overhead_ms": v["step_overhead_ms"],
-                                 "layer_overhead_us": v["layer_overhead_us"]})
+    return hw.model_copy(
+        update={
+            "achieved": achieved,
+            "step_overhead_ms": v["step_overhead_ms"],
+            "layer_overhead_us": v["layer_overhead_us"],
+        }
+    )
 
 
 def current_params(hw: HardwareSpec) -> list[float]:
     a = hw.achieved
-    return [hw.step_overhead_ms, hw.layer_overhead_us, a.bandwidth, a.bandwidth_by_dtype.get("fp8", a.bandwidth),
-            a.compute,
-            a.compute_by_dtype.get("fp8", a.compute), a.attention_compute or a.compute, a.multi_query_attention or 1.0,
-            a.multi_query_blocks or 32.0]
+    return [
+        hw.step_overhead_ms,
+        hw.layer_overhead_us,
+        a.bandwidth,
+        a.bandwidth_by_dtype.get("fp8", a.bandwidth),
+        a.compute,
+        a.compute_by_dtype.get("fp8", a.compute),
+        a.attention_compute or a.compute,
+        a.multi_query_attention or 1.0,
+        a.multi_query_blocks or 32.0,
+    ]
 
 
-def _lm(residual: Callable[[np.ndarray], np.ndarray], p0: np.ndarray, upper: np.ndarray,
-        iterations: int = 200) -> np.ndarray:
+def _lm(
+    residual: Callable[[np.ndarray], np.ndarray],
+    p0: np.ndarray,
+    upper: np.ndarray,
+    iterations: int = 200,
+) -> np.ndarray:
     """Levenberg-Marquardt on a residual vector, each parameter kept in (0, upper]."""
     p, lam = p0.astype(float), 1e-3
     r = residual(p)
@@ -163,13 +222,20 @@ def kv_bandwidth(hw: HardwareSpec, rows: Sequence[Row]) -> float:
     def kv(r: Row) -> float:
         return CostModel.build(hw, r.model, QUANT["bf16"], "auto").kv_bytes_per_token
 
-    a = np.array([[(r.ctx + 1) * kv(r)] + [float((r.model.name, r.wdtype) == g) for g in groups] for r in picked])
+    a = np.array(
+        [
+            [(r.ctx + 1) * kv(r)] + [float((r.model.name, r.wdtype) == g) for g in groups]
+            for r in picked
+        ]
+    )
     y = np.array([r.ms / 1e3 for r in picked])
     slope = np.linalg.lstsq(a, y, rcond=None)[0][0]
     return float(1.0 / slope / (hw.memory_bandwidth_gbps * 1e9))
 
 
-def fit(hw: HardwareSpec, rows: Sequence[Row], hold: dict[str, float] | None = None) -> dict[str, float]:
+def fit(
+    hw: HardwareSpec, rows: Sequence[Row], hold: dict[str, float] | None = None
+) -> dict[str, float]:
     """Least-squares figures for `hw` from `rows` (relative error), with the fit's rms and max.
 
     Two stages: the bandwidth from the KV slope of the decode rows (`kv_bandwidth`), then every
@@ -213,7 +279,9 @@ DGX Spark. The study's servers ran MTP (k = 3) on vLLM; whether prefix caching w
 not said, so vLLM's default (on) is assumed."""
 
 
-def spark_spec(utilization: float, prefix_caching: bool, drafter: str = "mtp", k: int | None = 3) -> ExperimentSpec:
+def spark_spec(
+    utilization: float, prefix_caching: bool, drafter: str = "mtp", k: int | None = 3
+) -> ExperimentSpec:
     """The study's server: Qwen3.8-27B FP8 on the DGX Spark, runtime=sim defaults otherwise."""
     from specexp.run.compose import load_option
 
@@ -221,11 +289,15 @@ def spark_spec(utilization: float, prefix_caching: bool, drafter: str = "mtp", k
         return load_option(cls, group, name, group)
 
     runtime = opt(RuntimeSpec, "runtime", "sim").model_copy(
-        update={"gpu_memory_utilization": utilization, "prefix_caching": prefix_caching})
+        update={"gpu_memory_utilization": utilization, "prefix_caching": prefix_caching}
+    )
     return ExperimentSpec(
-        hardware=opt(HardwareSpec, "hardware", "dgx_spark"), model=opt(ModelSpec, "model", "qwen3.8-27b"),
-        quantization=opt(QuantizationSpec, "quantization", "fp8"), runtime=runtime,
-        drafter=opt(DrafterSpec, "drafter", drafter), workload=opt(WorkloadSpec, "workload", "fresh_generation"),
+        hardware=opt(HardwareSpec, "hardware", "dgx_spark"),
+        model=opt(ModelSpec, "model", "qwen3.8-27b"),
+        quantization=opt(QuantizationSpec, "quantization", "fp8"),
+        runtime=runtime,
+        drafter=opt(DrafterSpec, "drafter", drafter),
+        workload=opt(WorkloadSpec, "workload", "fresh_generation"),
         k=k if drafter != "none" else None,
     )
 
@@ -240,11 +312,22 @@ def kv_tokens(spec: ExperimentSpec, reserved_gib: float) -> int:
     target = CostModel.build(spec.hardware, spec.model, spec.quantization, rt.kv_cache_dtype)
     context = context_limit(spec, k)
     assert not isinstance(context, Exception)
-    block = block_tokens(rt.cache_block_tokens, spec.model.cache_block_tokens,
-                         spec.model.cache_block_tokens_speculative, k > 0)
-    layout = CacheLayout.build(enabled=rt.prefix_caching, hits=True, block=block,
-                               max_num_batched_tokens=rt.max_num_batched_tokens, state_bytes=target.state_bytes)
-    plan = memory_plan(spec, target, None, k=k, layout=layout, max_model_len=context[0], reserved_gib=reserved_gib)
+    block = block_tokens(
+        rt.cache_block_tokens,
+        spec.model.cache_block_tokens,
+        spec.model.cache_block_tokens_speculative,
+        k > 0,
+    )
+    layout = CacheLayout.build(
+        enabled=rt.prefix_caching,
+        hits=True,
+        block=block,
+        max_num_batched_tokens=rt.max_num_batched_tokens,
+        state_bytes=target.state_bytes,
+    )
+    plan = memory_plan(
+        spec, target, None, k=k, layout=layout, max_model_len=context[0], reserved_gib=reserved_gib
+    )
     return plan.kv_cache_tokens
 
 
@@ -275,7 +358,9 @@ SPARK_CONTEXT = 232
 
 def _spark(drafter: str = "none", k: int | None = None) -> tuple[ExperimentSpec, CostModel]:
     spec = spark_spec(0.9, True, drafter, k)
-    return spec, CostModel.build(spec.hardware, spec.model, spec.quantization, spec.runtime.kv_cache_dtype)
+    return spec, CostModel.build(
+        spec.hardware, spec.model, spec.quantization, spec.runtime.kv_cache_dtype
+    )
 
 
 def spark_pass_seconds(hw: HardwareSpec | None = None) -> float:
@@ -292,7 +377,9 @@ def spark_bandwidth() -> float:
     lo, hi = 0.05, 1.0
     for _ in range(60):
         mid = (lo + hi) / 2
-        hw = spec.hardware.model_copy(update={"achieved": spec.hardware.achieved.model_copy(update={"bandwidth": mid})})
+        hw = spec.hardware.model_copy(
+            update={"achieved": spec.hardware.achieved.model_copy(update={"bandwidth": mid})}
+        )
         lo, hi = (mid, hi) if 1 / spark_pass_seconds(hw) < SPARK_BASE_PASSES_PER_S else (lo, mid)
     return (lo + hi) / 2
 

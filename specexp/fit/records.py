@@ -28,8 +28,13 @@ TARGETS = {"decode_tps": 0.15, "aggregate_tps": 0.15, "prefill_tps": 0.20, "ttft
 """Figures compared, and how close the simulator must come (TTFT: 25 % or 20 ms)."""
 TTFT_SLACK_S = 0.020
 WARM_GAIN_TARGET = 0.30
-ENGINE_OVERRIDES = ("runtime=", "runtime.load_format=", "runtime.executable=", "runtime.extra_args=",
-                    "runtime.start_timeout_s=")
+ENGINE_OVERRIDES = (
+    "runtime=",
+    "runtime.load_format=",
+    "runtime.executable=",
+    "runtime.extra_args=",
+    "runtime.start_timeout_s=",
+)
 """Overrides of a measured job that name the engine, not the cell: replaced by the simulator's."""
 BYTE_CHAT_TAIL_TOKENS = 13
 """Tokens of the ChatML tail after a user message under specexp's byte-level tokenizer
@@ -62,15 +67,21 @@ class Job:
 
 def load_jobs(root: Path) -> list[Job]:
     """Every measured job under `root` (one folder per experiment), in the order they ran."""
-    jobs = [Job(path.relative_to(root).parts[0], record) for path, record in find_records([root])
-            if record.conditions.source == "measured"]  # type: ignore[attr-defined]
+    jobs = [
+        Job(path.relative_to(root).parts[0], record)
+        for path, record in find_records([root])
+        if record.conditions.source == "measured"
+    ]  # type: ignore[attr-defined]
     return sorted(jobs, key=lambda j: j.record.provenance.started_at or "")
 
 
 def acceptance(record: RunRecord) -> list[float] | None:
     """The job's acceptance by position: each position's median over the job's measurements."""
-    rows = [m.metrics.acceptance_by_position for m in record.measurements  # type: ignore[attr-defined]
-            if m.metrics.acceptance_by_position]  # type: ignore[attr-defined]
+    rows = [
+        m.metrics.acceptance_by_position
+        for m in record.measurements  # type: ignore[attr-defined]
+        if m.metrics.acceptance_by_position
+    ]  # type: ignore[attr-defined]
     if not rows:
         return None
     width = min(len(r) for r in rows)
@@ -83,7 +94,10 @@ def byte_suffix_tokens(record: RunRecord) -> int | None:
     for chat, the template's tail. None for any other job."""
     config = record.provenance.config
     workload = config.get("workload") or {}
-    if not workload.get("shared_prefix") or (config.get("runtime") or {}).get("load_format") != "dummy":
+    if (
+        not workload.get("shared_prefix")
+        or (config.get("runtime") or {}).get("load_format") != "dummy"
+    ):
         return None
     tail = BYTE_CHAT_TAIL_TOKENS if workload.get("endpoint", "chat") == "chat" else 0
     return MARKER_TOKENS + len(str(workload.get("prompt", "")).encode()) + tail
@@ -91,11 +105,15 @@ def byte_suffix_tokens(record: RunRecord) -> int | None:
 
 def sim_overrides(record: RunRecord, engine: str) -> list[str]:
     """The measured job's overrides with the simulator imitating `engine` in place of the server."""
-    kept = [o for o in record.provenance.overrides if not o.lstrip("+").startswith(ENGINE_OVERRIDES)]
+    kept = [
+        o for o in record.provenance.overrides if not o.lstrip("+").startswith(ENGINE_OVERRIDES)
+    ]
     out = ["runtime=sim", f"runtime.engine={engine}", *kept]
     accepted = acceptance(record)
     if accepted:
-        workload_class = (record.provenance.config.get("workload") or {}).get("acceptance_class", "fresh")
+        workload_class = (record.provenance.config.get("workload") or {}).get(
+            "acceptance_class", "fresh"
+        )
         out.append(f"drafter.acceptance.{workload_class}=[{','.join(str(a) for a in accepted)}]")
     suffix = byte_suffix_tokens(record)
     if suffix is not None:
@@ -103,7 +121,9 @@ def sim_overrides(record: RunRecord, engine: str) -> list[str]:
     return out
 
 
-def simulate(job: Job, engine: str, profile: EngineProfile | None = None) -> dict[Key, dict[str, float]]:
+def simulate(
+    job: Job, engine: str, profile: EngineProfile | None = None
+) -> dict[Key, dict[str, float]]:
     """Per point, the simulated job's median of each window metric."""
     from specexp.fit.engine_cells import simulate as simulate_spec
     from specexp.run.compose import build_spec
@@ -139,12 +159,14 @@ class Row:
         if not np.isfinite(self.simulated):
             return False
         ok = abs(self.error) <= TARGETS[self.metric]
-        return ok or (self.metric == "ttft_s" and abs(self.simulated - self.measured) <= TTFT_SLACK_S)
+        return ok or (
+            self.metric == "ttft_s" and abs(self.simulated - self.measured) <= TTFT_SLACK_S
+        )
 
     @property
     def label(self) -> str:
         c = self.measurement.conditions
-        return (f"{self.job.label} c={c.concurrency} prompt={c.prompt_tokens:,} {c.cache}")  # type: ignore[attr-defined]
+        return f"{self.job.label} c={c.concurrency} prompt={c.prompt_tokens:,} {c.cache}"  # type: ignore[attr-defined]
 
 
 def metrics_of(job: Job) -> tuple[str, ...]:
@@ -166,7 +188,9 @@ def compare(jobs: Sequence[Job], engine: str, profile: EngineProfile | None = No
             for metric in metrics_of(job):
                 value = getattr(m.metrics, metric)
                 if value:
-                    rows.append(Row(job, m, metric, float(value), float(s.get(metric, float("nan")))))
+                    rows.append(
+                        Row(job, m, metric, float(value), float(s.get(metric, float("nan"))))
+                    )
     return rows
 
 
@@ -196,18 +220,32 @@ def warm_gains(rows: Iterable[Row]) -> list[WarmGain]:
             cold[key] = row
         elif key in cold:
             base = cold[key]
-            out.append(WarmGain(f"{row.job.label} prompt={key[1]:,}", base.measured / row.measured,
-                                base.simulated / row.simulated))
+            out.append(
+                WarmGain(
+                    f"{row.job.label} prompt={key[1]:,}",
+                    base.measured / row.measured,
+                    base.simulated / row.simulated,
+                )
+            )
     return out
 
 
-def with_figures(profile: EngineProfile, names: Sequence[str], values: Sequence[float]) -> EngineProfile:
+def with_figures(
+    profile: EngineProfile, names: Sequence[str], values: Sequence[float]
+) -> EngineProfile:
     return profile.model_copy(update=dict(zip(names, (float(v) for v in values), strict=True)))
 
 
-def fit(jobs: Sequence[Job], engine: str, names: Sequence[str], upper: Sequence[float],
-        iterations: int = 30, weight: Callable[[Row], float] | None = None,
-        unset: dict[str, float] | None = None, base: EngineProfile | None = None) -> dict[str, float]:
+def fit(
+    jobs: Sequence[Job],
+    engine: str,
+    names: Sequence[str],
+    upper: Sequence[float],
+    iterations: int = 30,
+    weight: Callable[[Row], float] | None = None,
+    unset: dict[str, float] | None = None,
+    base: EngineProfile | None = None,
+) -> dict[str, float]:
     """Least-squares figures `names` of `engine`'s profile (or of `base`) from `jobs`, with the fit's rms
     and max error; `unset` gives the starting value of a figure the profile leaves to the hardware file."""
     from specexp.fit.hardware import _lm
@@ -219,10 +257,16 @@ def fit(jobs: Sequence[Job], engine: str, names: Sequence[str], upper: Sequence[
         p = np.nan_to_num(p, nan=0.0)  # a singular step of the fit must not reach the simulator
         trial = with_figures(start, names, np.clip(p, 0.0, top))
         rows = compare(jobs, engine, trial)
-        r = np.array([np.log(r.simulated / r.measured) * (weight(r) if weight else 1.0) for r in rows])
-        return np.nan_to_num(r, nan=5.0, posinf=5.0, neginf=-5.0)  # a figure the simulator lost counts as far off
+        r = np.array(
+            [np.log(r.simulated / r.measured) * (weight(r) if weight else 1.0) for r in rows]
+        )
+        return np.nan_to_num(
+            r, nan=5.0, posinf=5.0, neginf=-5.0
+        )  # a figure the simulator lost counts as far off
 
-    values = [getattr(start, n) if getattr(start, n) is not None else (unset or {})[n] for n in names]
+    values = [
+        getattr(start, n) if getattr(start, n) is not None else (unset or {})[n] for n in names
+    ]
     p0 = np.maximum(np.array(values, dtype=float), 0.05)
     p = _lm(residual, p0, top, iterations=iterations)
     err = np.expm1(residual(p))

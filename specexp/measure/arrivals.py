@@ -16,7 +16,6 @@ import math
 from collections.abc import Sequence
 from typing import Literal
 
-
 Arrival = Literal["poisson", "constant", "gamma"]
 ARRIVALS: tuple[str, ...] = ("poisson", "constant", "gamma")
 
@@ -27,12 +26,15 @@ def request_count(rate: float, num_requests: int | None, duration_s: float | Non
     if num_requests is not None:
         return num_requests
     if duration_s is None or math.isinf(rate):
-        raise ValueError("an open-loop window needs workload.num_requests (or workload.duration_s with a finite rate)")
+        raise ValueError(
+            "an open-loop window needs workload.num_requests (or workload.duration_s with a finite rate)"
+        )
     return max(1, int(round(rate * duration_s)))
 
 
-def schedule(n: int, rate: float, arrival: Arrival = "poisson", burstiness: float = 1.0,
-             seed: int = 0) -> list[float]:
+def schedule(
+    n: int, rate: float, arrival: Arrival = "poisson", burstiness: float = 1.0, seed: int = 0
+) -> list[float]:
     """Send offsets (seconds, non-decreasing, the first 0) of `n` requests at `rate` req/s."""
     if n <= 0:
         return []

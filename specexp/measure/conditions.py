@@ -9,7 +9,7 @@ from __future__ import annotations
 from specexp.record.schema import Conditions
 from specexp.spec.experiment import ExperimentSpec
 from specexp.spec.runtime import ServerRuntimeSpec
-from specexp.spec.vocabulary import NAMES
+from specexp.spec.vocabulary import NAMES, C
 
 
 def draft_model_of(spec: ExperimentSpec) -> str | None:
@@ -26,8 +26,13 @@ def draft_model_of(spec: ExperimentSpec) -> str | None:
 
 
 def run_conditions(
-    spec: ExperimentSpec, source: str, *, runtime_version: str | None = None, drafter_config: str | None = None,
-    knows_setup: bool = True, reported: dict[str, object] | None = None,
+    spec: ExperimentSpec,
+    source: str,
+    *,
+    runtime_version: str | None = None,
+    drafter_config: str | None = None,
+    knows_setup: bool = True,
+    reported: dict[str, object] | None = None,
 ) -> Conditions:  # type: ignore[valid-type]
     """The conditions fixed for a whole job; measurement-level ones are None here.
 
@@ -84,7 +89,12 @@ UNSTATED = {
 
 
 def _unstated_setup(spec: ExperimentSpec) -> dict[str, None]:
-    unknown = {c: None for key, conditions in UNSTATED.items() if key not in spec.stated for c in conditions}
+    unknown = {
+        c: None
+        for key, conditions in UNSTATED.items()
+        if key not in spec.stated
+        for c in conditions
+    }
     if "runtime.max_model_len" in spec.stated:
-        unknown.pop("max_model_len", None)
+        unknown.pop(C.max_model_len, None)
     return unknown

@@ -7,14 +7,21 @@ import statistics
 from collections.abc import Iterable
 from typing import Any
 
+from specexp.measure import slo as slos
+from specexp.measure.arrivals import rate_of
 from specexp.measure.events import Counters, Point, Window
 from specexp.measure.metrics import (
-    acceptance_by_position, acceptance_rate, energy_metrics, latency_distributions, percentile, tokens_per_pass, window_metrics,
+    acceptance_by_position,
+    acceptance_rate,
+    energy_metrics,
+    latency_distributions,
+    percentile,
+    tokens_per_pass,
+    window_metrics,
 )
-from specexp.measure import slo as slos
 from specexp.record.schema import ClientLoad, Conditions, Measurement, Metrics
 from specexp.spec.experiment import SloSpec
-from specexp.measure.arrivals import rate_of
+from specexp.spec.vocabulary import M
 
 POOLED = ("acceptance_rate", "acceptance_by_position", "tokens_per_pass")
 """Acceptance metrics pool the counters of every repeat instead of taking a median."""
@@ -28,8 +35,13 @@ did not get its load delivered (`load_delivered: false`)."""
 
 
 def measurements(
-    windows: Iterable[Window], run_conditions: Conditions, *, prefill_only: bool,  # type: ignore[valid-type]
-    kv_cache_tokens: int | None, partial: bool = False, slo: SloSpec | None = None,
+    windows: Iterable[Window],
+    run_conditions: Conditions,
+    *,
+    prefill_only: bool,  # type: ignore[valid-type]
+    kv_cache_tokens: int | None,
+    partial: bool = False,
+    slo: SloSpec | None = None,
 ) -> list[Measurement]:
     """One measurement per point, in the order points were first measured; warm-up windows
     count in none."""
@@ -37,40 +49,59 @@ def measurements(
     for window in (w for w in windows if not w.warmup):
         by_point.setdefault(window.point, []).append(window)
     return [
-        _with_load(_measurement(point, group, run_conditions, prefill_only, kv_cache_tokens, partial), group, slo)
+        _with_load(
+            _measurement(point, group, run_conditions, prefill_only, kv_cache_tokens, partial),
+            group,
+            slo,
+        )
         for point, group in by_point.items()
     ]
 
 
 def _measurement(
-    point: Point, windows: list[Window], run: Conditions, prefill_only: bool,  # type: ignore[valid-type]
-    kv_cache_tokens: int | None, partial: bool,
+    point: Point,
+    windows: list[Window],
+    run: Conditions,
+    prefill_only: bool,  # type: ignore[valid-type]
+    kv_cache_tokens: int | None,
+    partial: bool,
 ) -> Measurement:
-    per_window = [{**window_metrics(w.traces, w.delta, prefill_only=prefill_only),
-                   **energy_metrics(w.telemetry, w.traces, prefill_only=prefill_only)} for w in windows]
-    scalar_names = [n for n, v in per_window[0].items() if not isinstance(v, list) and n not in POOLED]
+    per_window = [
+        {
+            **window_metrics(w.traces, w.delta, prefill_only=prefill_only),
+            **energy_metrics(w.telemetry, w.traces, prefill_only=prefill_only),
+        }
+        for w in windows
+    ]
+    scalar_names = [
+        n for n, v in per_window[0].items() if not isinstance(v, list) and n not in POOLED
+    ]
     samples = {n: [m[n] for m in per_window] for n in scalar_names}
     metrics: dict[str, Any] = {}
     for name, values in samples.items():
         present = [v for v in values if v is not None]
         metrics[name] = statistics.median(present) if present else None
     pooled = _sum_deltas([w.delta for w in windows])
-    metrics["acceptance_rate"] = acceptance_rate(pooled)
-    metrics["acceptance_by_position"] = acceptance_by_position(pooled)
-    metrics["tokens_per_pass"] = tokens_per_pass(pooled)
-    metrics["kv_cache_tokens"] = kv_cache_tokens
+    metrics[M.acceptance_rate] = acceptance_rate(pooled)
+    metrics[M.acceptance_by_position] = acceptance_by_position(pooled)
+    metrics[M.tokens_per_pass] = tokens_per_pass(pooled)
+    metrics[M.kv_cache_tokens] = kv_cache_tokens
     traces = [t for w in windows for t in w.traces]
     metrics.update(latency_distributions(traces, prefill_only=prefill_only))
     prompt_counts = [t.prompt_tokens for t in traces if t.prompt_tokens is not None]
-    conditions = run.model_copy(update={
-        "prompt_tokens": int(statistics.median(prompt_counts)) if prompt_counts else point.prompt_tokens,
-        "concurrency": point.concurrency,
-        "request_rate": point.request_rate,
-        "cache": point.cache,
-        "turn": point.turn,
-        "category": point.category,
-        "repeats": len(windows),
-    })
+    conditions = run.model_copy(
+        update={
+            "prompt_tokens": int(statistics.median(prompt_counts))
+            if prompt_counts
+            else point.prompt_tokens,
+            "concurrency": point.concurrency,
+            "request_rate": point.request_rate,
+            "cache": point.cache,
+            "turn": point.turn,
+            "category": point.category,
+            "repeats": len(windows),
+        }
+    )
     # the pooled acceptance figures keep their per-window samples too, so repeats show a spread
     for name in ("acceptance_rate", "tokens_per_pass"):
         samples[name] = [m.get(name) for m in per_window]
@@ -80,17 +111,24 @@ def _measurement(
         metrics=Metrics(**metrics),
         token_source="client" if any(t.token_source == "client" for t in traces) else "server",
         samples=kept,
-        spread={n: [min(x for x in v if x is not None), max(x for x in v if x is not None)] for n, v in kept.items()},
+        spread={
+            n: [min(x for x in v if x is not None), max(x for x in v if x is not None)]
+            for n, v in kept.items()
+        },
         requests=[t.request_id for t in traces],
         completions={
-            t.request_id: hashlib.sha256(t.text.encode()).hexdigest()[:16] for t in traces if t.text is not None
+            t.request_id: hashlib.sha256(t.text.encode()).hexdigest()[:16]
+            for t in traces
+            if t.text is not None
         },
         errors=[t.error for t in traces if t.error],
         engine_timings=[t.engine_timings for t in traces if t.engine_timings] or None,
         prefix_cache_reset=_reset(windows),
         partial=partial,
         client=_client(windows),
-        telemetry=[w.telemetry for w in windows] if any(w.telemetry is not None for w in windows) else None,
+        telemetry=[w.telemetry for w in windows]
+        if any(w.telemetry is not None for w in windows)
+        else None,
         contaminated=_contaminated(windows),
         contamination=[line for w in windows for line in w.compiles or ()],
     )
@@ -110,18 +148,22 @@ def _with_load(m: Measurement, windows: list[Window], slo: SloSpec | None) -> Me
     open_loop = [w for w in windows if any(t.due_at is not None for t in w.traces)]
     if open_loop:
         achieved = [rate_of([t.sent_at for t in w.traces]) for w in open_loop]
-        scheduled = [rate_of([t.due_at for t in w.traces if t.due_at is not None]) for w in open_loop]
-        update["achieved_rate_rps"] = _median(achieved)
-        update["scheduled_rate_rps"] = _median(scheduled)
+        scheduled = [
+            rate_of([t.due_at for t in w.traces if t.due_at is not None]) for w in open_loop
+        ]
+        update[M.achieved_rate_rps] = _median(achieved)
+        update[M.scheduled_rate_rps] = _median(scheduled)
         pairs = [(a, q) for a, q in zip(achieved, scheduled) if q is not None]
-        delivered = all(a is not None and a >= (1 - RATE_MARGIN) * q for a, q in pairs) if pairs else None
+        delivered = (
+            all(a is not None and a >= (1 - RATE_MARGIN) * q for a, q in pairs) if pairs else None
+        )
     else:
         delivered = None
     met = None
     if slo is not None and slo.active:
         traces = [t for w in windows for t in w.traces]
-        update["slo_attainment"] = slos.attainment(traces, slo)
-        update["goodput_rps"] = _median([slos.goodput(w.traces, slo) for w in windows])
+        update[M.slo_attainment] = slos.attainment(traces, slo)
+        update[M.goodput_rps] = _median([slos.goodput(w.traces, slo) for w in windows])
         met = slos.met(traces, slo)
     if not update:
         return m
@@ -167,7 +209,7 @@ def _sum_deltas(deltas: list[Counters]) -> Counters:
     lists = [d.accepted_per_position for d in deltas if d.accepted_per_position is not None]
     if lists:
         width = max(len(x) for x in lists)
-        column = lambda i: [x[i] if i < len(x) else None for x in lists]  # noqa: E731
+        column = lambda i: [x[i] if i < len(x) else None for x in lists]
         per_pos = tuple(None if None in column(i) else sum(column(i)) for i in range(width))  # type: ignore[arg-type]
     return Counters(
         drafts=total([d.drafts for d in deltas]),

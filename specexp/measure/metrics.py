@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from specexp.measure.events import Counters, RequestTrace
-from specexp.spec.vocabulary import STATS
+from specexp.spec.vocabulary import STATS, M
 
 
 def ttft_s(trace: RequestTrace) -> float | None:
@@ -129,21 +129,23 @@ def window_metrics(
     out: dict[str, float | list[float] | None] = {}
     for name, fn in PER_REQUEST.items():
         out[name] = _mean([fn(t) for t in ok])
-    out["aggregate_tps"] = aggregate_tps(ok)
-    out["per_stream_tps"] = per_stream_tps(ok)
+    out[M.aggregate_tps] = aggregate_tps(ok)
+    out[M.per_stream_tps] = per_stream_tps(ok)
     cached = [t.cached_prompt_tokens for t in ok if t.cached_prompt_tokens is not None]
-    out["cached_prompt_tokens"] = float(sum(cached)) if cached else delta.cached_prompt_tokens
+    out[M.cached_prompt_tokens] = float(sum(cached)) if cached else delta.cached_prompt_tokens
     if prefill_only:
-        out["prefill_tps"] = _mean([prefill_tps(t) for t in ok])
+        out[M.prefill_tps] = _mean([prefill_tps(t) for t in ok])
         for name in ("decode_tps", "tpot_s", "itl_s", "tokens_per_chunk"):
             out[name] = None
-    out["acceptance_rate"] = acceptance_rate(delta)
-    out["acceptance_by_position"] = acceptance_by_position(delta)
-    out["tokens_per_pass"] = tokens_per_pass(delta)
+    out[M.acceptance_rate] = acceptance_rate(delta)
+    out[M.acceptance_by_position] = acceptance_by_position(delta)
+    out[M.tokens_per_pass] = tokens_per_pass(delta)
     return out
 
 
-def latency_distributions(traces: Sequence[RequestTrace], *, prefill_only: bool) -> dict[str, float | None]:
+def latency_distributions(
+    traces: Sequence[RequestTrace], *, prefill_only: bool
+) -> dict[str, float | None]:
     """p50 / p90 / p99 / mean of TTFT, TPOT, chunk gap and e2e over `traces` (failed ones left
     out); with `prefill_only` the decode-side ones are None."""
     ok = [t for t in traces if t.error is None]
@@ -157,8 +159,13 @@ def latency_distributions(traces: Sequence[RequestTrace], *, prefill_only: bool)
     for key, xs in values.items():
         ordered = sorted(xs)
         for stat in STATS:
-            out[f"{key}_{stat}_s"] = (None if not ordered else statistics.fmean(ordered) if stat == "mean"
-                                      else percentile(ordered, float(stat[1:])))
+            out[f"{key}_{stat}_s"] = (
+                None
+                if not ordered
+                else statistics.fmean(ordered)
+                if stat == "mean"
+                else percentile(ordered, float(stat[1:]))
+            )
     return out
 
 
@@ -175,7 +182,7 @@ def energy_metrics(
 ) -> dict[str, float | None]:
     """mean_power_w and energy_j_per_token of one window from its GPU telemetry (None: unknown)."""
     energy = telemetry.get("energy_j") if telemetry else None
-    power = telemetry.get("mean_power_w") if telemetry else None
+    power = telemetry.get(M.mean_power_w) if telemetry else None
     ok = [t for t in traces if t.error is None]
     if prefill_only:
         tokens = sum((t.prompt_tokens or 0) - (t.cached_prompt_tokens or 0) for t in ok)

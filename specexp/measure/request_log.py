@@ -19,7 +19,9 @@ from specexp.measure.metrics import chunk_gaps, e2e_s, tpot_s, ttft_s
 REQUESTS_JSONL = "requests.jsonl"
 
 
-def request_line(trace: RequestTrace, window: Window, index: int, chunk_times: bool = False) -> dict[str, Any]:
+def request_line(
+    trace: RequestTrace, window: Window, index: int, chunk_times: bool = False
+) -> dict[str, Any]:
     """The record of one request of window number `index` of the job."""
     gaps = chunk_gaps(trace)
     events = trace.token_events
@@ -75,7 +77,9 @@ def read_requests(job_dir: Path) -> list[dict[str, Any]]:
     path = job_dir / REQUESTS_JSONL
     if not path.is_file():
         return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [
+        json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()
+    ]
 
 
 def _round(value: float | None) -> float | None:

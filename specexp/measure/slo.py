@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from specexp.measure.arrivals import rate_of
 from specexp.measure.events import RequestTrace
 from specexp.measure.metrics import e2e_s, tpot_s, ttft_s
 from specexp.spec.experiment import SloSpec
-from specexp.measure.arrivals import rate_of
 
 
 def meets(trace: RequestTrace, slo: SloSpec) -> bool:

@@ -18,6 +18,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from specexp.spec.vocabulary import M
+
 INTERVAL_S = 0.05
 """Sampling period. NVML refreshes power about every 20-100 ms, depending on the device."""
 
@@ -46,10 +48,15 @@ class NoTelemetry:
 class NvmlSampler:
     """Samples NVML devices `indices` (all when None) during each `window()`."""
 
-    def __init__(self, nvml: Any, indices: list[int] | None = None, interval_s: float = INTERVAL_S) -> None:
+    def __init__(
+        self, nvml: Any, indices: list[int] | None = None, interval_s: float = INTERVAL_S
+    ) -> None:
         self.nvml, self.interval_s = nvml, interval_s
         count = nvml.nvmlDeviceGetCount()
-        self.handles = [nvml.nvmlDeviceGetHandleByIndex(i) for i in (indices if indices is not None else range(count))]
+        self.handles = [
+            nvml.nvmlDeviceGetHandleByIndex(i)
+            for i in (indices if indices is not None else range(count))
+        ]
         self.names = [_text(nvml.nvmlDeviceGetName(h)) for h in self.handles]
         self.driver = _text(nvml.nvmlSystemGetDriverVersion())
 
@@ -67,17 +74,26 @@ class NvmlSampler:
         nvml, rows = self.nvml, []
         for h in self.handles:
             util = nvml.nvmlDeviceGetUtilizationRates(h)
-            rows.append((
-                nvml.nvmlDeviceGetPowerUsage(h) / 1000.0,
-                nvml.nvmlDeviceGetMemoryInfo(h).used / 2**20,
-                float(util.gpu), float(util.memory),
-                float(nvml.nvmlDeviceGetClockInfo(h, nvml.NVML_CLOCK_SM)),
-                float(nvml.nvmlDeviceGetClockInfo(h, nvml.NVML_CLOCK_MEM)),
-            ))
+            rows.append(
+                (
+                    nvml.nvmlDeviceGetPowerUsage(h) / 1000.0,
+                    nvml.nvmlDeviceGetMemoryInfo(h).used / 2**20,
+                    float(util.gpu),
+                    float(util.memory),
+                    float(nvml.nvmlDeviceGetClockInfo(h, nvml.NVML_CLOCK_SM)),
+                    float(nvml.nvmlDeviceGetClockInfo(h, nvml.NVML_CLOCK_MEM)),
+                )
+            )
         n = len(rows)
-        return {"t": time.monotonic(), "power_w": sum(r[0] for r in rows), "memory_used_mib": sum(r[1] for r in rows),
-                "gpu_util_pct": sum(r[2] for r in rows) / n, "mem_util_pct": sum(r[3] for r in rows) / n,
-                "sm_clock_mhz": sum(r[4] for r in rows) / n, "mem_clock_mhz": sum(r[5] for r in rows) / n}
+        return {
+            "t": time.monotonic(),
+            "power_w": sum(r[0] for r in rows),
+            "memory_used_mib": sum(r[1] for r in rows),
+            "gpu_util_pct": sum(r[2] for r in rows) / n,
+            "mem_util_pct": sum(r[3] for r in rows) / n,
+            "sm_clock_mhz": sum(r[4] for r in rows) / n,
+            "mem_clock_mhz": sum(r[5] for r in rows) / n,
+        }
 
     @contextmanager
     def window(self) -> Iterator[WindowTelemetry]:
@@ -90,7 +106,9 @@ class NvmlSampler:
             while True:
                 try:
                     samples.append(self._sample())
-                except self.nvml.NVMLError as err:  # a device that stops answering: say so, keep the rest
+                except (
+                    self.nvml.NVMLError
+                ) as err:  # a device that stops answering: say so, keep the rest
                     errors.append(str(err))
                     return
                 if stop.wait(self.interval_s):
@@ -105,16 +123,34 @@ class NvmlSampler:
             stop.set()
             thread.join()
             ended = time.monotonic()
-            out.summary = self._summary(samples, energy_before, self._energy_mj(), ended - started, errors)
+            out.summary = self._summary(
+                samples, energy_before, self._energy_mj(), ended - started, errors
+            )
 
-    def _summary(self, samples: list[dict[str, float]], before: list[float | None], after: list[float | None],
-                 duration_s: float, errors: list[str]) -> dict[str, Any]:
-        summary: dict[str, Any] = {"source": "nvml", "devices": self.names, "driver": self.driver,
-                                   "duration_s": duration_s, "samples": len(samples), "interval_s": self.interval_s}
+    def _summary(
+        self,
+        samples: list[dict[str, float]],
+        before: list[float | None],
+        after: list[float | None],
+        duration_s: float,
+        errors: list[str],
+    ) -> dict[str, Any]:
+        summary: dict[str, Any] = {
+            "source": "nvml",
+            "devices": self.names,
+            "driver": self.driver,
+            "duration_s": duration_s,
+            "samples": len(samples),
+            "interval_s": self.interval_s,
+        }
         if errors:
             summary["errors"] = errors
         if not samples:
-            return {**summary, "energy_j": None, "reason": "no NVML sample was taken during the window"}
+            return {
+                **summary,
+                "energy_j": None,
+                "reason": "no NVML sample was taken during the window",
+            }
         counters = [(b, a) for b, a in zip(before, after)]
         if all(b is not None and a is not None for b, a in counters):
             summary["energy_j"] = sum(a - b for b, a in counters) / 1000.0  # type: ignore[operator]
@@ -122,7 +158,11 @@ class NvmlSampler:
         else:
             summary["energy_j"] = _integral(samples)
             summary["energy_method"] = "sampled power, trapezoid rule"
-        summary["mean_power_w"] = summary["energy_j"] / duration_s if duration_s > 0 and summary["energy_j"] is not None else None
+        summary[M.mean_power_w] = (
+            summary["energy_j"] / duration_s
+            if duration_s > 0 and summary["energy_j"] is not None
+            else None
+        )
         summary["max_power_w"] = max(s["power_w"] for s in samples)
         summary["memory_used_mib_max"] = max(s["memory_used_mib"] for s in samples)
         for key in ("gpu_util_pct", "mem_util_pct", "sm_clock_mhz", "mem_clock_mhz"):
@@ -140,7 +180,9 @@ class NvmlSampler:
 def _integral(samples: list[dict[str, float]]) -> float | None:
     if len(samples) < 2:
         return None
-    return sum((b["t"] - a["t"]) * (a["power_w"] + b["power_w"]) / 2 for a, b in zip(samples, samples[1:]))
+    return sum(
+        (b["t"] - a["t"]) * (a["power_w"] + b["power_w"]) / 2 for a, b in zip(samples, samples[1:])
+    )
 
 
 def _text(value: Any) -> str:

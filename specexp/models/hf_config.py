@@ -63,21 +63,33 @@ def architecture_of(model: ModelSpec) -> str:
     else:
         name = HYBRID if model.architecture == "hybrid" else "Qwen3ForCausalLM"
     if name not in ACCEPTED:
-        raise ConfigError(f"model={model.name}: architectures {name!r} cannot be written as a config-only folder; "
-                          f"accepted: {', '.join(ACCEPTED)}")
+        raise ConfigError(
+            f"model={model.name}: architectures {name!r} cannot be written as a config-only folder; "
+            f"accepted: {', '.join(ACCEPTED)}"
+        )
     if (name == HYBRID) != (model.architecture == "hybrid"):
-        raise ConfigError(f"model={model.name}: architecture {model.architecture} does not match architectures {name!r}")
+        raise ConfigError(
+            f"model={model.name}: architecture {model.architecture} does not match architectures {name!r}"
+        )
     return name
 
 
 def _common(model: ModelSpec) -> dict[str, Any]:
     return {
-        "vocab_size": model.vocab_size, "hidden_size": model.hidden_size,
-        "intermediate_size": model.intermediate_size, "num_hidden_layers": model.num_hidden_layers,
-        "num_attention_heads": model.num_attention_heads, "num_key_value_heads": model.num_key_value_heads,
-        "head_dim": model.head_dim, "max_position_embeddings": model.max_position_embeddings,
-        "hidden_act": "silu", "attention_bias": False, "tie_word_embeddings": model.tie_word_embeddings,
-        "bos_token_id": BOS_ID, "eos_token_id": EOS_ID, "pad_token_id": BOS_ID,
+        "vocab_size": model.vocab_size,
+        "hidden_size": model.hidden_size,
+        "intermediate_size": model.intermediate_size,
+        "num_hidden_layers": model.num_hidden_layers,
+        "num_attention_heads": model.num_attention_heads,
+        "num_key_value_heads": model.num_key_value_heads,
+        "head_dim": model.head_dim,
+        "max_position_embeddings": model.max_position_embeddings,
+        "hidden_act": "silu",
+        "attention_bias": False,
+        "tie_word_embeddings": model.tie_word_embeddings,
+        "bos_token_id": BOS_ID,
+        "eos_token_id": EOS_ID,
+        "pad_token_id": BOS_ID,
     }
 
 
@@ -86,24 +98,51 @@ def config_json(model: ModelSpec) -> dict[str, Any]:
     name = architecture_of(model)
     if name in DENSE:
         family = DENSE[name]
-        return {"architectures": [name], "model_type": family["model_type"], **_common(model),
-                "rms_norm_eps": family["rms_norm_eps"], "rope_theta": family["rope_theta"], "rope_scaling": None,
-                "torch_dtype": model.torch_dtype, "use_cache": True}
-    missing = [f for f in ("full_attention_interval", "linear_num_key_heads", "linear_num_value_heads",
-                           "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel_dim")
-               if getattr(model, f) is None]
+        return {
+            "architectures": [name],
+            "model_type": family["model_type"],
+            **_common(model),
+            "rms_norm_eps": family["rms_norm_eps"],
+            "rope_theta": family["rope_theta"],
+            "rope_scaling": None,
+            "torch_dtype": model.torch_dtype,
+            "use_cache": True,
+        }
+    missing = [
+        f
+        for f in (
+            "full_attention_interval",
+            "linear_num_key_heads",
+            "linear_num_value_heads",
+            "linear_key_head_dim",
+            "linear_value_head_dim",
+            "linear_conv_kernel_dim",
+        )
+        if getattr(model, f) is None
+    ]
     if missing:
         raise ConfigError(f"model={model.name}: a hybrid model needs {', '.join(missing)}")
     interval = int(model.full_attention_interval or 4)
     text: dict[str, Any] = {
-        "model_type": "qwen3_5_text", **_common(model), "rms_norm_eps": 1e-6,
-        "rope_parameters": {"rope_theta": 10_000_000.0, "partial_rotary_factor": 0.25, "rope_type": "default"},
-        "partial_rotary_factor": 0.25, "attention_dropout": 0.0,
-        "linear_num_key_heads": model.linear_num_key_heads, "linear_num_value_heads": model.linear_num_value_heads,
-        "linear_key_head_dim": model.linear_key_head_dim, "linear_value_head_dim": model.linear_value_head_dim,
+        "model_type": "qwen3_5_text",
+        **_common(model),
+        "rms_norm_eps": 1e-6,
+        "rope_parameters": {
+            "rope_theta": 10_000_000.0,
+            "partial_rotary_factor": 0.25,
+            "rope_type": "default",
+        },
+        "partial_rotary_factor": 0.25,
+        "attention_dropout": 0.0,
+        "linear_num_key_heads": model.linear_num_key_heads,
+        "linear_num_value_heads": model.linear_num_value_heads,
+        "linear_key_head_dim": model.linear_key_head_dim,
+        "linear_value_head_dim": model.linear_value_head_dim,
         "linear_conv_kernel_dim": model.linear_conv_kernel_dim,
-        "layer_types": ["full_attention" if (i + 1) % interval == 0 else "linear_attention"
-                        for i in range(model.num_hidden_layers)],
+        "layer_types": [
+            "full_attention" if (i + 1) % interval == 0 else "linear_attention"
+            for i in range(model.num_hidden_layers)
+        ],
         "mamba_ssm_dtype": model.linear_state_dtype,
     }
     if model.mtp is not None:
@@ -111,11 +150,18 @@ def config_json(model: ModelSpec) -> dict[str, Any]:
     # the vision tower is never built (--language-model-only); its special tokens must still be ids of
     # the vocabulary, so they take the last four
     v = model.vocab_size
-    return {"architectures": [name], "model_type": "qwen3_5", "text_config": text,
-            "vision_config": {"model_type": "qwen3_5_vision", "out_hidden_size": model.hidden_size},
-            "image_token_id": v - 4, "video_token_id": v - 3, "vision_start_token_id": v - 2,
-            "vision_end_token_id": v - 1, "tie_word_embeddings": model.tie_word_embeddings,
-            "torch_dtype": model.torch_dtype}
+    return {
+        "architectures": [name],
+        "model_type": "qwen3_5",
+        "text_config": text,
+        "vision_config": {"model_type": "qwen3_5_vision", "out_hidden_size": model.hidden_size},
+        "image_token_id": v - 4,
+        "video_token_id": v - 3,
+        "vision_start_token_id": v - 2,
+        "vision_end_token_id": v - 1,
+        "tie_word_embeddings": model.tie_word_embeddings,
+        "torch_dtype": model.torch_dtype,
+    }
 
 
 def eagle3_config(target: ModelSpec, drafter: DrafterSpec) -> dict[str, Any]:
@@ -123,40 +169,67 @@ def eagle3_config(target: ModelSpec, drafter: DrafterSpec) -> dict[str, Any]:
     shape over a fusion of three of its hidden states, drafting over `draft_vocab_size` tokens."""
     architecture_of(target)
     if target.architecture != "dense":
-        raise ConfigError(f"model={target.name}: specexp writes EAGLE-3 heads for dense targets only")
+        raise ConfigError(
+            f"model={target.name}: specexp writes EAGLE-3 heads for dense targets only"
+        )
     draft_vocab = min(drafter.cost.draft_vocab_size or target.vocab_size, target.vocab_size)
     n = target.num_hidden_layers
-    aux = sorted({2, n // 2, n - 3})  # vLLM's default taps (SupportsEagle3), stated so the head says what it reads
+    aux = sorted(
+        {2, n // 2, n - 3}
+    )  # vLLM's default taps (SupportsEagle3), stated so the head says what it reads
     if len(aux) < 3 or aux[0] < 0:
-        raise ConfigError(f"model={target.name}: an EAGLE-3 head reads three distinct layers of its target "
-                          f"(2, n/2, n-3); {n} layers give {aux}: at least 7 are needed")
-    return {"architectures": [EAGLE3], "model_type": "llama", **_common(target), "num_hidden_layers": 1,
-            "rms_norm_eps": 1e-6, "rope_theta": 1_000_000.0, "rope_scaling": None,
-            "draft_vocab_size": draft_vocab, "target_hidden_size": target.hidden_size,
-            "eagle_config": {"eagle_aux_hidden_state_layer_ids": aux, "use_aux_hidden_state": True},
-            "torch_dtype": target.torch_dtype}
+        raise ConfigError(
+            f"model={target.name}: an EAGLE-3 head reads three distinct layers of its target "
+            f"(2, n/2, n-3); {n} layers give {aux}: at least 7 are needed"
+        )
+    return {
+        "architectures": [EAGLE3],
+        "model_type": "llama",
+        **_common(target),
+        "num_hidden_layers": 1,
+        "rms_norm_eps": 1e-6,
+        "rope_theta": 1_000_000.0,
+        "rope_scaling": None,
+        "draft_vocab_size": draft_vocab,
+        "target_hidden_size": target.hidden_size,
+        "eagle_config": {"eagle_aux_hidden_state_layer_ids": aux, "use_aux_hidden_state": True},
+        "torch_dtype": target.torch_dtype,
+    }
 
 
 def tokenizer_files(vocab_size: int, context: int) -> dict[str, Any]:
     """tokenizer.json and tokenizer_config.json: tiny_hf's byte-level tokenizer, its vocabulary
     padded to `vocab_size` with `<wN>` tokens (ids no text encodes to, each decoding to its name)."""
     if vocab_size < tiny_hf.VOCAB_SIZE:
-        raise ConfigError(f"vocab_size {vocab_size} is below the byte tokenizer's {tiny_hf.VOCAB_SIZE}")
+        raise ConfigError(
+            f"vocab_size {vocab_size} is below the byte tokenizer's {tiny_hf.VOCAB_SIZE}"
+        )
     tokenizer = tiny_hf.tokenizer_json()
     vocab: dict[str, int] = tokenizer["model"]["vocab"]  # type: ignore[index]
     vocab.update({f"<w{i}>": i for i in range(len(vocab), vocab_size)})
-    return {"tokenizer.json": tokenizer,
-            "tokenizer_config.json": tiny_hf.tokenizer_config_json(tiny_hf.HfShape(context=context)),
-            "special_tokens_map.json": {"bos_token": tiny_hf.SPECIALS[0], "eos_token": tiny_hf.SPECIALS[2],
-                                        "pad_token": tiny_hf.SPECIALS[0]}}
+    return {
+        "tokenizer.json": tokenizer,
+        "tokenizer_config.json": tiny_hf.tokenizer_config_json(tiny_hf.HfShape(context=context)),
+        "special_tokens_map.json": {
+            "bos_token": tiny_hf.SPECIALS[0],
+            "eos_token": tiny_hf.SPECIALS[2],
+            "pad_token": tiny_hf.SPECIALS[0],
+        },
+    }
 
 
 def model_files(config: dict[str, Any]) -> dict[str, Any]:
     """Every file of a folder whose config.json is `config`."""
     text = config.get("text_config", config)
-    return {"config.json": config,
-            "generation_config.json": {"bos_token_id": BOS_ID, "eos_token_id": EOS_ID, "pad_token_id": BOS_ID},
-            **tokenizer_files(int(text["vocab_size"]), int(text["max_position_embeddings"]))}
+    return {
+        "config.json": config,
+        "generation_config.json": {
+            "bos_token_id": BOS_ID,
+            "eos_token_id": EOS_ID,
+            "pad_token_id": BOS_ID,
+        },
+        **tokenizer_files(int(text["vocab_size"]), int(text["max_position_embeddings"])),
+    }
 
 
 def ensure_folder(cache_dir: Path, name: str, config: dict[str, Any]) -> Path:
@@ -166,8 +239,13 @@ def ensure_folder(cache_dir: Path, name: str, config: dict[str, Any]) -> Path:
     blob = json.dumps([FORMAT_VERSION, files], sort_keys=True).encode()
     path = Path(cache_dir) / f"{name}-config-{hashlib.sha256(blob).hexdigest()[:12]}"
     if not (path / "config.json").is_file():
-        tiny_hf.write_folder(path, {n: (json.dumps(obj, indent=2, ensure_ascii=False) + "\n").encode()
-                                    for n, obj in files.items()})
+        tiny_hf.write_folder(
+            path,
+            {
+                n: (json.dumps(obj, indent=2, ensure_ascii=False) + "\n").encode()
+                for n, obj in files.items()
+            },
+        )
     return path
 
 

@@ -29,7 +29,12 @@ from typing import BinaryIO, Literal
 import gguf
 import numpy as np
 
-from specexp.models.tiny_gguf import N_ZEROED_OUTPUT_ROWS, add_spm_tokenizer, add_transformer_metadata, build_vocab
+from specexp.models.tiny_gguf import (
+    N_ZEROED_OUTPUT_ROWS,
+    add_spm_tokenizer,
+    add_transformer_metadata,
+    build_vocab,
+)
 from specexp.models.tiny_hybrid_gguf import ARCH as HYBRID_ARCH
 from specexp.models.tiny_hybrid_gguf import TinyHybridShape, one_d_values, tensor_specs
 from specexp.models.tiny_hybrid_gguf import add_metadata as add_hybrid_metadata
@@ -62,21 +67,44 @@ class Qwen3Shape:
     tied: bool  # tie_word_embeddings: no output.weight, llama.cpp reuses token_embd
 
     def __post_init__(self) -> None:
-        if min(self.layers, self.embd, self.ff, self.heads, self.kv_heads, self.head_dim, self.context) < 1:
+        if (
+            min(
+                self.layers,
+                self.embd,
+                self.ff,
+                self.heads,
+                self.kv_heads,
+                self.head_dim,
+                self.context,
+            )
+            < 1
+        ):
             raise ValueError(f"all shape fields must be positive: {self}")
         if self.heads % self.kv_heads or self.head_dim % 2:
             raise ValueError(f"kv_heads must divide heads and head_dim must be even: {self}")
         if self.vocab < len(build_vocab()) or self.vocab > len(build_vocab()) + 95**2 + 95**3:
-            raise ValueError(f"vocab must be between {len(build_vocab())} and {len(build_vocab()) + 95**2 + 95**3}: {self}")
+            raise ValueError(
+                f"vocab must be between {len(build_vocab())} and {len(build_vocab()) + 95**2 + 95**3}: {self}"
+            )
 
     @classmethod
     def of(cls, model: ModelSpec) -> Qwen3Shape:
         """The shape of a conf/model/ entry; only dense models have one."""
         if model.architecture != "dense":
-            raise ValueError(f"model={model.name}: only dense models can be written (architecture is {model.architecture})")
-        return cls(layers=model.num_hidden_layers, embd=model.hidden_size, ff=model.intermediate_size,
-                   heads=model.num_attention_heads, kv_heads=model.num_key_value_heads, head_dim=model.head_dim,
-                   vocab=model.vocab_size, context=model.max_position_embeddings, tied=model.tie_word_embeddings)
+            raise ValueError(
+                f"model={model.name}: only dense models can be written (architecture is {model.architecture})"
+            )
+        return cls(
+            layers=model.num_hidden_layers,
+            embd=model.hidden_size,
+            ff=model.intermediate_size,
+            heads=model.num_attention_heads,
+            kv_heads=model.num_key_value_heads,
+            head_dim=model.head_dim,
+            vocab=model.vocab_size,
+            context=model.max_position_embeddings,
+            tied=model.tie_word_embeddings,
+        )
 
     def tensors(self) -> Iterator[tuple[str, tuple[int, ...]]]:
         """``(name, numpy shape)`` of every tensor, in file order."""
@@ -116,7 +144,10 @@ class HybridShape:
                 yield name, dims
 
     def weight_bytes(self, dtype: Dtype) -> int:
-        return sum(int(np.prod(d)) * (4 if len(d) == 1 or n.endswith(F32_MATRICES) else 2) for n, d in self.tensors())
+        return sum(
+            int(np.prod(d)) * (4 if len(d) == 1 or n.endswith(F32_MATRICES) else 2)
+            for n, d in self.tensors()
+        )
 
 
 def shape_of(model: ModelSpec) -> Qwen3Shape | HybridShape:
@@ -141,21 +172,40 @@ def build_full_vocab(size: int) -> list[tuple[str, float, int]]:
 
 def _pool(seed: int, dtype: Dtype) -> np.ndarray:
     """POOL_BYTES of seeded normal draws (std 1/64) as little-endian 16-bit patterns."""
-    values = np.random.default_rng([seed, 2]).standard_normal(POOL_BYTES // 2, dtype=np.float32) / np.float32(64)
+    values = np.random.default_rng([seed, 2]).standard_normal(
+        POOL_BYTES // 2, dtype=np.float32
+    ) / np.float32(64)
     if dtype == "f16":
         return values.astype("<f2").view(np.uint16)
-    return (values.view(np.uint32) >> np.uint32(16)).astype("<u2")  # bf16: the high half of the float32
+    return (values.view(np.uint32) >> np.uint32(16)).astype(
+        "<u2"
+    )  # bf16: the high half of the float32
 
 
-def _add_metadata(writer: gguf.GGUFWriter, shape: Qwen3Shape | HybridShape, dtype: Dtype, name: str) -> None:
+def _add_metadata(
+    writer: gguf.GGUFWriter, shape: Qwen3Shape | HybridShape, dtype: Dtype, name: str
+) -> None:
     vocab = build_full_vocab(shape.vocab)
     if isinstance(shape, HybridShape):  # Qwen3.5's rope_theta
-        add_hybrid_metadata(writer, shape.layers, name, vocab, int(_FILE_TYPE[dtype]), rope_theta=10_000_000.0)
+        add_hybrid_metadata(
+            writer, shape.layers, name, vocab, int(_FILE_TYPE[dtype]), rope_theta=10_000_000.0
+        )
         return
-    add_transformer_metadata(writer, name=name, file_type=int(_FILE_TYPE[dtype]), context=shape.context,
-                             embd=shape.embd, layers=shape.layers, ff=shape.ff, heads=shape.heads,
-                             kv_heads=shape.kv_heads, rope_dims=shape.head_dim, head_dim=shape.head_dim,
-                             rope_theta=1_000_000.0, rms_eps=1e-6)  # Qwen3's rope_theta and rms_norm_eps
+    add_transformer_metadata(
+        writer,
+        name=name,
+        file_type=int(_FILE_TYPE[dtype]),
+        context=shape.context,
+        embd=shape.embd,
+        layers=shape.layers,
+        ff=shape.ff,
+        heads=shape.heads,
+        kv_heads=shape.kv_heads,
+        rope_dims=shape.head_dim,
+        head_dim=shape.head_dim,
+        rope_theta=1_000_000.0,
+        rms_eps=1e-6,
+    )  # Qwen3's rope_theta and rms_norm_eps
     writer.add_vocab_size(shape.vocab)
     add_spm_tokenizer(writer, vocab)
 
@@ -169,13 +219,19 @@ def _write_data(out: BinaryIO, n_bytes: int, pool: bytes, offset: int, zero_byte
         offset = (offset + zero_bytes) % len(pool)
     while written < n_bytes:
         take = min(CHUNK_BYTES, n_bytes - written, len(pool) - offset)
-        out.write(pool[offset:offset + take])
+        out.write(pool[offset : offset + take])
         written += take
         offset = (offset + take) % len(pool)
 
 
-def write_shaped_model(path: Path, shape: Qwen3Shape | HybridShape, *, dtype: Dtype = "bf16", seed: int = 0,
-                       name: str = "specexp-random") -> Path:
+def write_shaped_model(
+    path: Path,
+    shape: Qwen3Shape | HybridShape,
+    *,
+    dtype: Dtype = "bf16",
+    seed: int = 0,
+    name: str = "specexp-random",
+) -> Path:
     """Write a random-weight GGUF of `shape` (qwen3, or qwen35 for a HybridShape) to `path` atomically.
 
     The same arguments give a byte-identical file.
@@ -193,10 +249,17 @@ def write_shaped_model(path: Path, shape: Qwen3Shape | HybridShape, *, dtype: Dt
         specs = list(shape.tensors())
         for tensor_name, dims in specs:
             if len(dims) == 1 or tensor_name.endswith(F32_MATRICES):
-                writer.add_tensor_info(tensor_name, dims, np.dtype(np.float32), int(np.prod(dims)) * 4)
+                writer.add_tensor_info(
+                    tensor_name, dims, np.dtype(np.float32), int(np.prod(dims)) * 4
+                )
             else:
-                writer.add_tensor_info(tensor_name, dims, np.dtype(np.float16), int(np.prod(dims)) * 2,
-                                       raw_dtype=_GGML[dtype])
+                writer.add_tensor_info(
+                    tensor_name,
+                    dims,
+                    np.dtype(np.float16),
+                    int(np.prod(dims)) * 2,
+                    raw_dtype=_GGML[dtype],
+                )
         writer.write_header_to_file()
         writer.write_kv_data_to_file()
         writer.write_ti_data_to_file()
@@ -208,13 +271,21 @@ def write_shaped_model(path: Path, shape: Qwen3Shape | HybridShape, *, dtype: Dt
                 continue
             if tensor_name.endswith(F32_MATRICES):  # the pool's values, widened
                 n, start = int(np.prod(dims)), int(offsets.integers(0, len(pool) // 2))
-                values = np.frombuffer(pool, dtype="<u2").take(np.arange(start, start + n), mode="wrap")
-                wide = (values.view("<f2").astype("<f4") if dtype == "f16"
-                        else (values.astype("<u4") << np.uint32(16)).view("<f4"))
+                values = np.frombuffer(pool, dtype="<u2").take(
+                    np.arange(start, start + n), mode="wrap"
+                )
+                wide = (
+                    values.view("<f2").astype("<f4")
+                    if dtype == "f16"
+                    else (values.astype("<u4") << np.uint32(16)).view("<f4")
+                )
                 out.write(wide.tobytes())
                 continue
-            zero = N_ZEROED_OUTPUT_ROWS * dims[1] * 2 if tensor_name == ("token_embd.weight" if shape.tied
-                                                                          else "output.weight") else 0
+            zero = (
+                N_ZEROED_OUTPUT_ROWS * dims[1] * 2
+                if tensor_name == ("token_embd.weight" if shape.tied else "output.weight")
+                else 0
+            )
             start = int(offsets.integers(0, len(pool) // 2)) * 2
             _write_data(out, int(np.prod(dims)) * 2, pool, start, zero)
         writer.write_padding(out, out.tell())
@@ -235,23 +306,31 @@ def load_model(name: str) -> ModelSpec:
 
     file = paths.conf_dir() / "model" / f"{name}.yaml"
     if not file.is_file():
-        raise ValueError(f"model={name}: no such file {file}; accepted: {', '.join(paths.options('model'))}")
+        raise ValueError(
+            f"model={name}: no such file {file}; accepted: {', '.join(paths.options('model'))}"
+        )
     data = OmegaConf.to_container(OmegaConf.load(file))
     return ModelSpec.model_validate(data)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m specexp.models.shaped_gguf OUT.gguf --model qwen3-8b --dtype bf16 [--seed N]``."""
-    parser = argparse.ArgumentParser(prog="python -m specexp.models.shaped_gguf",
-                                     description="Write a random-weight GGUF in a conf/model/ shape.")
+    parser = argparse.ArgumentParser(
+        prog="python -m specexp.models.shaped_gguf",
+        description="Write a random-weight GGUF in a conf/model/ shape.",
+    )
     parser.add_argument("out", type=Path, help="output .gguf path")
-    parser.add_argument("--model", required=True, help="a conf/model/ entry, e.g. qwen3-8b or qwen3.8-27b")
+    parser.add_argument(
+        "--model", required=True, help="a conf/model/ entry, e.g. qwen3-8b or qwen3.8-27b"
+    )
     parser.add_argument("--dtype", choices=sorted(_GGML), default="bf16")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     try:
         shape = shape_of(load_model(args.model))
-        path = write_shaped_model(args.out, shape, dtype=args.dtype, seed=args.seed, name=f"specexp-random-{args.model}")
+        path = write_shaped_model(
+            args.out, shape, dtype=args.dtype, seed=args.seed, name=f"specexp-random-{args.model}"
+        )
     except ValueError as exc:
         parser.error(str(exc))
     print(path)

@@ -117,16 +117,40 @@ def make_tensors(seed: int, shape: TinyModelShape, noise: float = 0.0) -> dict[s
 
 def _add_metadata(writer: gguf.GGUFWriter, shape: TinyModelShape, name: str) -> None:
     vocab = build_vocab()
-    add_transformer_metadata(writer, name=name, file_type=int(gguf.LlamaFileType.ALL_F32), context=shape.context,
-                             embd=shape.embd, layers=shape.layers, ff=shape.ff, heads=shape.heads,
-                             kv_heads=shape.kv_heads, rope_dims=shape.head_dim, rope_theta=10000.0, rms_eps=1e-5)
+    add_transformer_metadata(
+        writer,
+        name=name,
+        file_type=int(gguf.LlamaFileType.ALL_F32),
+        context=shape.context,
+        embd=shape.embd,
+        layers=shape.layers,
+        ff=shape.ff,
+        heads=shape.heads,
+        kv_heads=shape.kv_heads,
+        rope_dims=shape.head_dim,
+        rope_theta=10000.0,
+        rms_eps=1e-5,
+    )
     writer.add_vocab_size(len(vocab))
     add_spm_tokenizer(writer, vocab)
 
 
-def add_transformer_metadata(writer: gguf.GGUFWriter, *, name: str, file_type: int, context: int, embd: int,
-                             layers: int, ff: int, heads: int, kv_heads: int, rope_dims: int, rope_theta: float,
-                             rms_eps: float, head_dim: int | None = None) -> None:
+def add_transformer_metadata(
+    writer: gguf.GGUFWriter,
+    *,
+    name: str,
+    file_type: int,
+    context: int,
+    embd: int,
+    layers: int,
+    ff: int,
+    heads: int,
+    kv_heads: int,
+    rope_dims: int,
+    rope_theta: float,
+    rms_eps: float,
+    head_dim: int | None = None,
+) -> None:
     """The hyper-parameters every specexp GGUF carries, in one order (the bytes of a model depend on
     it); `head_dim` writes the key and value widths where they differ from embd / heads."""
     writer.add_name(name)
@@ -175,11 +199,17 @@ def write_tiny_model(
     ``noise`` 0 and the same seed and shape, the tensors equal the target's exactly.
     """
     tensors = make_tensors(seed, shape, noise)  # validate before touching the file system
-    return write_gguf(Path(path), "llama", tensors, lambda writer: _add_metadata(writer, shape, name))
+    return write_gguf(
+        Path(path), "llama", tensors, lambda writer: _add_metadata(writer, shape, name)
+    )
 
 
-def write_gguf(path: Path, arch: str, tensors: dict[str, Array],
-               add_metadata: Callable[[gguf.GGUFWriter], None]) -> Path:
+def write_gguf(
+    path: Path,
+    arch: str,
+    tensors: dict[str, Array],
+    add_metadata: Callable[[gguf.GGUFWriter], None],
+) -> Path:
     """Write a GGUF of architecture `arch` to `path` atomically (a temporary file renamed)."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)

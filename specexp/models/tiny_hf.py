@@ -54,13 +54,13 @@ Array = npt.NDArray[np.float32]
 class HfShape:
     """Hyper-parameters of a tiny Llama (the names of its config.json in comments)."""
 
-    layers: int = 2          # num_hidden_layers
-    hidden: int = 128        # hidden_size
-    ff: int = 256            # intermediate_size
-    heads: int = 4           # num_attention_heads
-    kv_heads: int = 2        # num_key_value_heads
-    head_dim: int = 32       # head_dim
-    context: int = 2048      # max_position_embeddings
+    layers: int = 2  # num_hidden_layers
+    hidden: int = 128  # hidden_size
+    ff: int = 256  # intermediate_size
+    heads: int = 4  # num_attention_heads
+    kv_heads: int = 2  # num_key_value_heads
+    head_dim: int = 32  # head_dim
+    context: int = 2048  # max_position_embeddings
 
     def __post_init__(self) -> None:
         if min(dataclasses.astuple(self)) < 1:
@@ -73,7 +73,11 @@ class HfShape:
 
 def byte_alphabet() -> list[str]:
     """GPT-2's reversible byte -> printable character map, in byte order (the ByteLevel alphabet)."""
-    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    printable = [
+        *range(ord("!"), ord("~") + 1),
+        *range(ord("¡"), ord("¬") + 1),
+        *range(ord("®"), ord("ÿ") + 1),
+    ]
     chars, extra = {}, 0
     for b in range(256):
         if b in printable:
@@ -115,7 +119,9 @@ def make_tensors(seed: int, shape: HfShape, noise: float = 0.0) -> dict[str, Arr
         else:
             w = rng.standard_normal(dims, dtype=np.float32) / np.float32(np.sqrt(dims[-1]))
             if noise > 0:
-                w = w + np.float32(noise * float(w.std())) * noise_rng.standard_normal(dims, dtype=np.float32)
+                w = w + np.float32(noise * float(w.std())) * noise_rng.standard_normal(
+                    dims, dtype=np.float32
+                )
         tensors[name] = w
     silent = np.setdiff1d(np.arange(VOCAB_SIZE), EMITTED)
     tensors["lm_head.weight"][silent] = 0.0
@@ -135,7 +141,11 @@ def safetensors_bytes(tensors: dict[str, Array]) -> bytes:
     blobs, offset = [], 0
     for name, array in tensors.items():
         blob = bf16_bytes(array)
-        header[name] = {"dtype": "BF16", "shape": list(array.shape), "data_offsets": [offset, offset + len(blob)]}
+        header[name] = {
+            "dtype": "BF16",
+            "shape": list(array.shape),
+            "data_offsets": [offset, offset + len(blob)],
+        }
         blobs.append(blob)
         offset += len(blob)
     text = json.dumps(header, separators=(",", ":")).encode()
@@ -145,58 +155,126 @@ def safetensors_bytes(tensors: dict[str, Array]) -> bytes:
 
 def config_json(shape: HfShape) -> dict[str, object]:
     return {
-        "architectures": ["LlamaForCausalLM"], "model_type": "llama",
-        "vocab_size": VOCAB_SIZE, "hidden_size": shape.hidden, "intermediate_size": shape.ff,
-        "num_hidden_layers": shape.layers, "num_attention_heads": shape.heads,
-        "num_key_value_heads": shape.kv_heads, "head_dim": shape.head_dim,
-        "max_position_embeddings": shape.context, "hidden_act": "silu", "rms_norm_eps": 1e-5,
-        "rope_theta": 10000.0, "rope_scaling": None, "attention_bias": False, "mlp_bias": False,
-        "tie_word_embeddings": False, "torch_dtype": "bfloat16", "initializer_range": 0.02,
-        "bos_token_id": BOS_ID, "eos_token_id": EOS_ID, "pad_token_id": BOS_ID, "use_cache": True,
+        "architectures": ["LlamaForCausalLM"],
+        "model_type": "llama",
+        "vocab_size": VOCAB_SIZE,
+        "hidden_size": shape.hidden,
+        "intermediate_size": shape.ff,
+        "num_hidden_layers": shape.layers,
+        "num_attention_heads": shape.heads,
+        "num_key_value_heads": shape.kv_heads,
+        "head_dim": shape.head_dim,
+        "max_position_embeddings": shape.context,
+        "hidden_act": "silu",
+        "rms_norm_eps": 1e-5,
+        "rope_theta": 10000.0,
+        "rope_scaling": None,
+        "attention_bias": False,
+        "mlp_bias": False,
+        "tie_word_embeddings": False,
+        "torch_dtype": "bfloat16",
+        "initializer_range": 0.02,
+        "bos_token_id": BOS_ID,
+        "eos_token_id": EOS_ID,
+        "pad_token_id": BOS_ID,
+        "use_cache": True,
     }
 
 
 def tokenizer_json() -> dict[str, object]:
     """A byte-level BPE with no merges: one token per byte, ids = byte values, then the specials."""
-    added = [{"id": 256 + i, "content": t, "single_word": False, "lstrip": False, "rstrip": False,
-              "normalized": False, "special": True} for i, t in enumerate(SPECIALS)]
-    byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": True}
+    added = [
+        {
+            "id": 256 + i,
+            "content": t,
+            "single_word": False,
+            "lstrip": False,
+            "rstrip": False,
+            "normalized": False,
+            "special": True,
+        }
+        for i, t in enumerate(SPECIALS)
+    ]
+    byte_level = {
+        "type": "ByteLevel",
+        "add_prefix_space": False,
+        "trim_offsets": False,
+        "use_regex": True,
+    }
     return {
-        "version": "1.0", "truncation": None, "padding": None, "added_tokens": added, "normalizer": None,
-        "pre_tokenizer": byte_level, "post_processor": byte_level, "decoder": byte_level,
-        "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
-                  "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
-                  "vocab": {c: i for i, c in enumerate(byte_alphabet())} | {t: 256 + i for i, t in enumerate(SPECIALS)},
-                  "merges": []},
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": added,
+        "normalizer": None,
+        "pre_tokenizer": byte_level,
+        "post_processor": byte_level,
+        "decoder": byte_level,
+        "model": {
+            "type": "BPE",
+            "dropout": None,
+            "unk_token": None,
+            "continuing_subword_prefix": None,
+            "end_of_word_suffix": None,
+            "fuse_unk": False,
+            "byte_fallback": False,
+            "ignore_merges": False,
+            "vocab": {c: i for i, c in enumerate(byte_alphabet())}
+            | {t: 256 + i for i, t in enumerate(SPECIALS)},
+            "merges": [],
+        },
     }
 
 
 def tokenizer_config_json(shape: HfShape) -> dict[str, object]:
-    decoder = {str(256 + i): {"content": t, "lstrip": False, "normalized": False, "rstrip": False,
-                              "single_word": False, "special": True} for i, t in enumerate(SPECIALS)}
+    decoder = {
+        str(256 + i): {
+            "content": t,
+            "lstrip": False,
+            "normalized": False,
+            "rstrip": False,
+            "single_word": False,
+            "special": True,
+        }
+        for i, t in enumerate(SPECIALS)
+    }
     return {
-        "tokenizer_class": "PreTrainedTokenizerFast", "added_tokens_decoder": decoder,
-        "bos_token": SPECIALS[0], "eos_token": SPECIALS[2], "pad_token": SPECIALS[0], "unk_token": None,
-        "model_max_length": shape.context, "clean_up_tokenization_spaces": False, "chat_template": CHAT_TEMPLATE,
+        "tokenizer_class": "PreTrainedTokenizerFast",
+        "added_tokens_decoder": decoder,
+        "bos_token": SPECIALS[0],
+        "eos_token": SPECIALS[2],
+        "pad_token": SPECIALS[0],
+        "unk_token": None,
+        "model_max_length": shape.context,
+        "clean_up_tokenization_spaces": False,
+        "chat_template": CHAT_TEMPLATE,
     }
 
 
 def files(seed: int, shape: HfShape, noise: float) -> dict[str, bytes]:
     """Every file of the model directory, by name."""
-    dump = lambda obj: (json.dumps(obj, indent=2, ensure_ascii=False) + "\n").encode()  # noqa: E731
+    dump = lambda obj: (json.dumps(obj, indent=2, ensure_ascii=False) + "\n").encode()
     return {
         "config.json": dump(config_json(shape)),
-        "generation_config.json": dump({"bos_token_id": BOS_ID, "eos_token_id": EOS_ID, "pad_token_id": BOS_ID}),
+        "generation_config.json": dump(
+            {"bos_token_id": BOS_ID, "eos_token_id": EOS_ID, "pad_token_id": BOS_ID}
+        ),
         "tokenizer.json": dump(tokenizer_json()),
         "tokenizer_config.json": dump(tokenizer_config_json(shape)),
-        "special_tokens_map.json": dump({"bos_token": SPECIALS[0], "eos_token": SPECIALS[2], "pad_token": SPECIALS[0]}),
+        "special_tokens_map.json": dump(
+            {"bos_token": SPECIALS[0], "eos_token": SPECIALS[2], "pad_token": SPECIALS[0]}
+        ),
         "model.safetensors": safetensors_bytes(make_tensors(seed, shape, noise)),
     }
 
 
-def write_model(path: Path, *, seed: int = 0, shape: HfShape = HfShape(), noise: float = 0.0) -> Path:
+def write_model(
+    path: Path, *, seed: int = 0, shape: HfShape = HfShape(), noise: float = 0.0
+) -> Path:
     """Write the model directory `path` atomically (a sibling temp dir, then rename); return it."""
-    return write_folder(Path(path), files(seed, shape, noise))  # validated before touching the file system
+    return write_folder(
+        Path(path), files(seed, shape, noise)
+    )  # validated before touching the file system
 
 
 def write_folder(path: Path, content: dict[str, bytes]) -> Path:
@@ -216,7 +294,9 @@ def write_folder(path: Path, content: dict[str, bytes]) -> Path:
     return path
 
 
-def ensure_model(cache_dir: Path, *, seed: int = 0, shape: HfShape = HfShape(), noise: float = 0.0) -> Path:
+def ensure_model(
+    cache_dir: Path, *, seed: int = 0, shape: HfShape = HfShape(), noise: float = 0.0
+) -> Path:
     """A cached model directory for these parameters, written only when it is missing."""
     key = [FORMAT_VERSION, seed, dataclasses.asdict(shape), noise]
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
@@ -228,14 +308,22 @@ def ensure_model(cache_dir: Path, *, seed: int = 0, shape: HfShape = HfShape(), 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m specexp.models.tiny_hf OUT_DIR [--seed N] [--noise X] [--heads H] ...``."""
-    parser = argparse.ArgumentParser(prog="python -m specexp.models.tiny_hf",
-                                     description="Write a tiny Llama model directory in Hugging Face format.")
+    parser = argparse.ArgumentParser(
+        prog="python -m specexp.models.tiny_hf",
+        description="Write a tiny Llama model directory in Hugging Face format.",
+    )
     parser.add_argument("out", type=Path, help="output directory")
     parser.add_argument("--seed", type=int, default=0, help="weight seed (default 0)")
-    parser.add_argument("--noise", type=float, default=0.0, help="draft noise (default 0: an exact copy)")
+    parser.add_argument(
+        "--noise", type=float, default=0.0, help="draft noise (default 0: an exact copy)"
+    )
     for field in dataclasses.fields(HfShape):
-        parser.add_argument("--" + field.name.replace("_", "-"), type=int, default=field.default,
-                            help=f"default {field.default}")
+        parser.add_argument(
+            "--" + field.name.replace("_", "-"),
+            type=int,
+            default=field.default,
+            help=f"default {field.default}",
+        )
     args = parser.parse_args(argv)
     try:
         shape = HfShape(**{f.name: getattr(args, f.name) for f in dataclasses.fields(HfShape)})

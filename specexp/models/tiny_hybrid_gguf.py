@@ -57,24 +57,37 @@ class TinyHybridShape:
         if min(dataclasses.astuple(self)) < 1:
             raise ValueError(f"all shape fields must be positive: {self}")
         if self.heads % self.kv_heads or self.linear_value_heads % self.linear_key_heads:
-            raise ValueError(f"kv_heads must divide heads, linear_key_heads linear_value_heads: {self}")
+            raise ValueError(
+                f"kv_heads must divide heads, linear_key_heads linear_value_heads: {self}"
+            )
         if self.head_dim % 8:
-            raise ValueError(f"head_dim must be a multiple of 8 (four rope sections of even width): {self}")
+            raise ValueError(
+                f"head_dim must be a multiple of 8 (four rope sections of even width): {self}"
+            )
 
     @classmethod
     def of(cls, model: ModelSpec) -> TinyHybridShape:
         """The shape of a hybrid ModelSpec; its linear key and value heads must be as wide."""
         if model.linear_key_head_dim != model.linear_value_head_dim:
-            raise ValueError(f"model={model.name}: llama.cpp's qwen35 takes one linear head width "
-                             f"(linear_key_head_dim {model.linear_key_head_dim}, "
-                             f"linear_value_head_dim {model.linear_value_head_dim})")
-        return cls(layers=model.num_hidden_layers, embd=model.hidden_size, ff=model.intermediate_size,
-                   heads=model.num_attention_heads, kv_heads=model.num_key_value_heads, head_dim=model.head_dim,
-                   full_attention_interval=model.full_attention_interval or 4,
-                   linear_key_heads=model.linear_num_key_heads or 1,
-                   linear_value_heads=model.linear_num_value_heads or 1,
-                   linear_head_dim=model.linear_key_head_dim or 1, conv_kernel=model.linear_conv_kernel_dim or 1,
-                   context=model.max_position_embeddings)
+            raise ValueError(
+                f"model={model.name}: llama.cpp's qwen35 takes one linear head width "
+                f"(linear_key_head_dim {model.linear_key_head_dim}, "
+                f"linear_value_head_dim {model.linear_value_head_dim})"
+            )
+        return cls(
+            layers=model.num_hidden_layers,
+            embd=model.hidden_size,
+            ff=model.intermediate_size,
+            heads=model.num_attention_heads,
+            kv_heads=model.num_key_value_heads,
+            head_dim=model.head_dim,
+            full_attention_interval=model.full_attention_interval or 4,
+            linear_key_heads=model.linear_num_key_heads or 1,
+            linear_value_heads=model.linear_num_value_heads or 1,
+            linear_head_dim=model.linear_key_head_dim or 1,
+            conv_kernel=model.linear_conv_kernel_dim or 1,
+            context=model.max_position_embeddings,
+        )
 
     def is_full_attention(self, layer: int) -> bool:
         return (layer + 1) % self.full_attention_interval == 0
@@ -93,18 +106,39 @@ def tensor_specs(shape: TinyHybridShape, n_vocab: int) -> Iterator[tuple[str, tu
     e, f, hd = shape.embd, shape.ff, shape.head_dim
     yield "token_embd.weight", (n_vocab, e)
     for i in range(shape.layers):
-        block: dict[str, tuple[int, ...]] = {"attn_norm.weight": (e,), "post_attention_norm.weight": (e,)}
+        block: dict[str, tuple[int, ...]] = {
+            "attn_norm.weight": (e,),
+            "post_attention_norm.weight": (e,),
+        }
         if shape.is_full_attention(i):  # the query projection carries the output gate too
-            block.update({"attn_q.weight": (2 * shape.heads * hd, e), "attn_k.weight": (shape.kv_heads * hd, e),
-                          "attn_v.weight": (shape.kv_heads * hd, e), "attn_output.weight": (e, shape.heads * hd),
-                          "attn_q_norm.weight": (hd,), "attn_k_norm.weight": (hd,)})
+            block.update(
+                {
+                    "attn_q.weight": (2 * shape.heads * hd, e),
+                    "attn_k.weight": (shape.kv_heads * hd, e),
+                    "attn_v.weight": (shape.kv_heads * hd, e),
+                    "attn_output.weight": (e, shape.heads * hd),
+                    "attn_q_norm.weight": (hd,),
+                    "attn_k_norm.weight": (hd,),
+                }
+            )
         else:
             nv = shape.linear_value_heads
-            block.update({"attn_qkv.weight": (shape.conv_dim, e), "attn_gate.weight": (shape.value_dim, e),
-                          "ssm_conv1d.weight": (shape.conv_dim, shape.conv_kernel), "ssm_dt.bias": (nv,),
-                          "ssm_a": (nv,), "ssm_beta.weight": (nv, e), "ssm_alpha.weight": (nv, e),
-                          "ssm_norm.weight": (shape.linear_head_dim,), "ssm_out.weight": (e, shape.value_dim)})
-        block.update({"ffn_gate.weight": (f, e), "ffn_up.weight": (f, e), "ffn_down.weight": (e, f)})
+            block.update(
+                {
+                    "attn_qkv.weight": (shape.conv_dim, e),
+                    "attn_gate.weight": (shape.value_dim, e),
+                    "ssm_conv1d.weight": (shape.conv_dim, shape.conv_kernel),
+                    "ssm_dt.bias": (nv,),
+                    "ssm_a": (nv,),
+                    "ssm_beta.weight": (nv, e),
+                    "ssm_alpha.weight": (nv, e),
+                    "ssm_norm.weight": (shape.linear_head_dim,),
+                    "ssm_out.weight": (e, shape.value_dim),
+                }
+            )
+        block.update(
+            {"ffn_gate.weight": (f, e), "ffn_up.weight": (f, e), "ffn_down.weight": (e, f)}
+        )
         yield from ((f"blk.{i}.{name}", dims) for name, dims in block.items())
     yield "output_norm.weight", (e,)
     yield "output.weight", (n_vocab, e)
@@ -118,7 +152,9 @@ def make_tensors(seed: int, shape: TinyHybridShape) -> dict[str, Array]:
         if len(dims) == 1:
             tensors[name] = one_d_values(name, dims[0])
         else:
-            tensors[name] = rng.standard_normal(dims, dtype=np.float32) / np.float32(np.sqrt(dims[-1]))
+            tensors[name] = rng.standard_normal(dims, dtype=np.float32) / np.float32(
+                np.sqrt(dims[-1])
+            )
     tensors["output.weight"][:N_ZEROED_OUTPUT_ROWS] = 0.0
     return tensors
 
@@ -132,14 +168,31 @@ def one_d_values(name: str, n: int) -> Array:
     return np.ones(n, dtype=np.float32)
 
 
-def add_metadata(writer: gguf.GGUFWriter, shape: TinyHybridShape, name: str,
-                 vocab: list[tuple[str, float, int]] | None = None,
-                 file_type: int = int(gguf.LlamaFileType.ALL_F32), rope_theta: float = 10000.0) -> None:
+def add_metadata(
+    writer: gguf.GGUFWriter,
+    shape: TinyHybridShape,
+    name: str,
+    vocab: list[tuple[str, float, int]] | None = None,
+    file_type: int = int(gguf.LlamaFileType.ALL_F32),
+    rope_theta: float = 10000.0,
+) -> None:
     """The qwen35 hyper-parameters of `shape`, and an SPM tokenizer of `vocab` (tiny_gguf's by default)."""
     vocab = vocab or build_vocab()
-    add_transformer_metadata(writer, name=name, file_type=file_type, context=shape.context, embd=shape.embd,
-                             layers=shape.layers, ff=shape.ff, heads=shape.heads, kv_heads=shape.kv_heads,
-                             rope_dims=shape.head_dim, rope_theta=rope_theta, rms_eps=1e-6, head_dim=shape.head_dim)
+    add_transformer_metadata(
+        writer,
+        name=name,
+        file_type=file_type,
+        context=shape.context,
+        embd=shape.embd,
+        layers=shape.layers,
+        ff=shape.ff,
+        heads=shape.heads,
+        kv_heads=shape.kv_heads,
+        rope_dims=shape.head_dim,
+        rope_theta=rope_theta,
+        rms_eps=1e-6,
+        head_dim=shape.head_dim,
+    )
     writer.add_array(f"{ARCH}.rope.dimension_sections", [shape.head_dim // 8] * 4)
     writer.add_uint32(f"{ARCH}.ssm.conv_kernel", shape.conv_kernel)
     writer.add_uint32(f"{ARCH}.ssm.inner_size", shape.value_dim)
@@ -151,17 +204,29 @@ def add_metadata(writer: gguf.GGUFWriter, shape: TinyHybridShape, name: str,
     add_spm_tokenizer(writer, vocab)
 
 
-def write_model(path: Path, *, seed: int = 0, shape: TinyHybridShape = TinyHybridShape(),
-                name: str = "specexp-tiny-hybrid") -> Path:
+def write_model(
+    path: Path,
+    *,
+    seed: int = 0,
+    shape: TinyHybridShape = TinyHybridShape(),
+    name: str = "specexp-tiny-hybrid",
+) -> Path:
     """Write a tiny qwen35 GGUF to ``path`` atomically; the same arguments give the same bytes."""
     tensors = make_tensors(seed, shape)
     return write_gguf(Path(path), ARCH, tensors, lambda writer: add_metadata(writer, shape, name))
 
 
-def ensure_model(cache_dir: Path, *, seed: int = 0, shape: TinyHybridShape = TinyHybridShape(),
-                 name: str = "specexp-tiny-hybrid") -> Path:
+def ensure_model(
+    cache_dir: Path,
+    *,
+    seed: int = 0,
+    shape: TinyHybridShape = TinyHybridShape(),
+    name: str = "specexp-tiny-hybrid",
+) -> Path:
     """A cached model file for these parameters, written only if it is missing."""
-    path = cached_path(cache_dir, [FORMAT_VERSION, ARCH, seed, dataclasses.asdict(shape), name], "tiny-hybrid")
+    path = cached_path(
+        cache_dir, [FORMAT_VERSION, ARCH, seed, dataclasses.asdict(shape), name], "tiny-hybrid"
+    )
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
         write_model(path, seed=seed, shape=shape, name=name)

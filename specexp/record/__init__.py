@@ -26,7 +26,24 @@ from specexp.record.store import (
 )
 
 __all__ = [
-    "SCHEMA", "SCHEMA_VERSION", "ClientLoad", "Conditions", "ErrorInfo", "Measurement", "Metrics", "Provenance", "RunRecord",
-    "RESULT", "RESULTS_JSONL", "RecordError", "atomic_write", "complete_result", "completed_runs",
-    "find_records", "read_record", "results_lines", "write_record", "write_results_jsonl",
+    "SCHEMA",
+    "SCHEMA_VERSION",
+    "ClientLoad",
+    "Conditions",
+    "ErrorInfo",
+    "Measurement",
+    "Metrics",
+    "Provenance",
+    "RunRecord",
+    "RESULT",
+    "RESULTS_JSONL",
+    "RecordError",
+    "atomic_write",
+    "complete_result",
+    "completed_runs",
+    "find_records",
+    "read_record",
+    "results_lines",
+    "write_record",
+    "write_results_jsonl",
 ]

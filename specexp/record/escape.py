@@ -29,7 +29,9 @@ class Markdown(str):
 
     __slots__ = ()
 
-    def __add__(self, other: str) -> str:  # Markdown only if both parts are: a plain part is escaped later
+    def __add__(
+        self, other: str
+    ) -> str:  # Markdown only if both parts are: a plain part is escaped later
         joined = str.__add__(self, other)
         return Markdown(joined) if isinstance(other, Markdown) else joined
 
@@ -52,7 +54,11 @@ def cell(text: Any) -> Markdown:
 
 def code_span(text: Any) -> Markdown:
     """`text` as an inline code span (backticks and pipes cannot escape it)."""
-    return Markdown("`" + _valid(text).replace("`", "'").replace("|", "/").replace("\r", " ").replace("\n", " ") + "`")
+    return Markdown(
+        "`"
+        + _valid(text).replace("`", "'").replace("|", "/").replace("\r", " ").replace("\n", " ")
+        + "`"
+    )
 
 
 def _valid(text: Any) -> str:

@@ -12,8 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from specexp.spec.vocabulary import METRICS
-from specexp.spec.vocabulary import CONDITIONS
+from specexp.spec.vocabulary import CONDITIONS, METRICS
 
 SCHEMA = "specexp.result/2"
 SCHEMA_VERSION = 2
@@ -22,6 +21,18 @@ Status = Literal["ok", "failed", "refused", "skipped"]
 
 class _Record(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class _Named(_Record):
+    """Conditions or metrics: each a typed attribute (`conditions.drafter`); `get(name)` for a name
+    held in a variable (a table's columns), which must be one the vocabulary defines."""
+
+    def get(self, name: str) -> Any:
+        if name not in type(self).model_fields:
+            raise KeyError(
+                f"{name!r} is not a {type(self).__name__[:-1].lower()} of the vocabulary"
+            )
+        return getattr(self, name)
 
 
 def _metric_type(unit: str) -> Any:
@@ -35,14 +46,16 @@ def _metric_type(unit: str) -> Any:
 
 
 Conditions: type[_Record] = create_model(  # type: ignore[call-overload]
-    "Conditions", __base__=_Record,
+    "Conditions",
+    __base__=_Named,
     **{c.name: (c.type | None, None if c.absent_is_null else ...) for c in CONDITIONS.values()},
 )
 """Every condition of the vocabulary, each present (null when unknown, never omitted; records written
 before a condition was added read it as null)."""
 
 Metrics: type[_Record] = create_model(  # type: ignore[call-overload]
-    "Metrics", __base__=_Record,
+    "Metrics",
+    __base__=_Named,
     **{m.name: (_metric_type(m.unit), None) for m in METRICS.values()},
 )
 """Every metric of `specexp.measure.metrics.METRICS`; null where a run has no value for it."""

@@ -59,8 +59,11 @@ def read_record(path: Path) -> RunRecord:
     schema = data.get("schema") if isinstance(data, dict) else None
     if schema != SCHEMA:
         found = f"schema {schema!r}" if schema else "no schema key"
-        raise RecordError(path, f"{found}; expected a specexp record of schema {SCHEMA!r} "
-                                f"(re-run the job with this specexp to record it anew)")
+        raise RecordError(
+            path,
+            f"{found}; expected a specexp record of schema {SCHEMA!r} "
+            f"(re-run the job with this specexp to record it anew)",
+        )
     try:
         return RunRecord.model_validate(data)
     except ValidationError as err:
@@ -126,11 +129,15 @@ def results_lines(records: Iterable[RunRecord]) -> list[dict[str, object]]:
         if not record.measurements:
             lines.append({**base, "conditions": record.conditions.model_dump(), "metrics": {}})
         for m in record.measurements:
-            lines.append({**base, "conditions": m.conditions.model_dump(), "metrics": m.metrics.model_dump()})
+            lines.append(
+                {**base, "conditions": m.conditions.model_dump(), "metrics": m.metrics.model_dump()}
+            )
     return lines
 
 
-def write_results_jsonl(sweep_dir: Path, found: Sequence[tuple[Path, RunRecord]] | None = None) -> Path:
+def write_results_jsonl(
+    sweep_dir: Path, found: Sequence[tuple[Path, RunRecord]] | None = None
+) -> Path:
     """Rebuild results.jsonl of a sweep directory from its result.json files (`found`: those
     already read)."""
     records = [r for _, r in (find_records([sweep_dir]) if found is None else found)]

@@ -12,19 +12,33 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from specexp.check import load_figures
-from specexp.spec.errors import SpecError
 from specexp.record import RecordError, find_records
 from specexp.report.write import write_report
+from specexp.spec.errors import SpecError
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m specexp.report", description=__doc__.split("\n\n")[1])
-    parser.add_argument("dirs", nargs="+", type=Path, help="result folders (searched for result.json)")
-    parser.add_argument("-o", "--output", type=Path, default=Path("measurements.md"), help="Markdown report")
+    parser = argparse.ArgumentParser(
+        prog="python -m specexp.report", description=__doc__.split("\n\n")[1]
+    )
+    parser.add_argument(
+        "dirs", nargs="+", type=Path, help="result folders (searched for result.json)"
+    )
+    parser.add_argument(
+        "-o", "--output", type=Path, default=Path("measurements.md"), help="Markdown report"
+    )
     parser.add_argument("--html", type=Path, default=None, help="also write this HTML report")
-    parser.add_argument("--title", default=None, help="default: the experiment name, if all runs share one")
-    parser.add_argument("--cite", type=Path, action="append", default=[], metavar="FIGURES.yaml",
-                        help="published figures to set beside the runs (docs/vocabulary.md section 4); repeatable")
+    parser.add_argument(
+        "--title", default=None, help="default: the experiment name, if all runs share one"
+    )
+    parser.add_argument(
+        "--cite",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="FIGURES.yaml",
+        help="published figures to set beside the runs (docs/vocabulary.md section 4); repeatable",
+    )
     args = parser.parse_args(argv)
     missing = [d for d in args.dirs if not d.exists()]
     if missing:
@@ -36,7 +50,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"specexp.report: {err.line()}", file=sys.stderr)
         return 2
     if not found:
-        print(f"specexp.report: no result.json under {', '.join(map(str, args.dirs))}", file=sys.stderr)
+        print(
+            f"specexp.report: no result.json under {', '.join(map(str, args.dirs))}",
+            file=sys.stderr,
+        )
         return 2
     try:
         cited = [load_figures(path) for path in args.cite]

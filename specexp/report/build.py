@@ -7,13 +7,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from specexp.spec.vocabulary import DISTRIBUTED, METRICS, STATS
-from specexp.report.by_turn import category_section, split, turn_section
-from specexp.report.blocks import Block, Chart, Heading, Paragraph, TableBlock
-from specexp.report.format import Markdown, cell, code_span, link
 from specexp.check.figures import FigureSet
+from specexp.record import RunRecord
+from specexp.report.blocks import Block, Chart, Heading, Paragraph, TableBlock
+from specexp.report.by_turn import category_section, split, turn_section
 from specexp.report.checks import check_sections
+from specexp.report.format import Markdown, cell, code_span, link
 from specexp.report.method import method_section
+from specexp.report.open_loop import rate_section, slo_text
 from specexp.report.sections import (
     classify,
     concurrency_section,
@@ -22,9 +23,8 @@ from specexp.report.sections import (
     prefill_section,
     prefix_cache_section,
 )
-from specexp.record import RunRecord
-from specexp.report.open_loop import rate_section, slo_text
 from specexp.report.tables import Row, fixed_conditions, rows_of
+from specexp.spec.vocabulary import DISTRIBUTED, METRICS, STATS
 
 
 @dataclass(frozen=True)
@@ -48,19 +48,25 @@ def default_title(records: Sequence[RunRecord]) -> str:
 
 
 def banner(rows: Sequence[Row]) -> str | None:
-    sources = {r.get("source") for r in rows}
+    sources = {r.conditions.source for r in rows}
     if sources == {"simulated"}:
-        return Markdown("**Simulated.** Every figure on this page comes from specexp's simulator (`runtime=sim`): "
-                "a roofline model of the hardware and a calibrated acceptance model of each drafter, "
-                "not a measurement on a GPU.")
+        return Markdown(
+            "**Simulated.** Every figure on this page comes from specexp's simulator (`runtime=sim`): "
+            "a roofline model of the hardware and a calibrated acceptance model of each drafter, "
+            "not a measurement on a GPU."
+        )
     if "simulated" in sources:
-        return Markdown("**Partly simulated.** Rows whose `source` is `simulated` come from specexp's simulator; "
-                "rows whose `source` is `measured` come from a real server.")
+        return Markdown(
+            "**Partly simulated.** Rows whose `source` is `simulated` come from specexp's simulator; "
+            "rows whose `source` is `measured` come from a real server."
+        )
     return None
 
 
 def build_report(
-    found: Sequence[tuple[Path, RunRecord]], report_dir: Path, title: str | None = None,
+    found: Sequence[tuple[Path, RunRecord]],
+    report_dir: Path,
+    title: str | None = None,
     cited: Sequence[FigureSet] = (),
 ) -> Report:
     """The whole report; `cited` adds published figures to compare with (`--cite`)."""
@@ -73,7 +79,9 @@ def build_report(
     blocks: list[Block] = [Paragraph(f"{len(rows)} measurement(s) from {len(results)} run(s).")]
     blocks += method_section(rows, results)
     blocks += decode_section(sections["decode"], fixed)
-    slo = slo_text(next((r.provenance.config["slo"] for r in results if r.provenance.config.get("slo")), None))
+    slo = slo_text(
+        next((r.provenance.config["slo"] for r in results if r.provenance.config.get("slo")), None)
+    )
     blocks += concurrency_section(sections["concurrency"], fixed, slo)
     blocks += rate_section(sections["rate"], fixed, slo)
     blocks += prefill_section(sections["prefill"], fixed)
@@ -113,13 +121,24 @@ def duplicates_section(found: Sequence[tuple[Path, RunRecord]], report_dir: Path
         for path, record in items:
             prov = record.provenance
             rel = os.path.relpath(path, report_dir)
-            body.append([code_span(run_id), cell(record.status), cell(prov.host or "—"),
-                         cell(prov.started_at or "—"), link(rel, rel)])
-    return [Heading("Runs recorded more than once"),
-            Paragraph(f"{len(repeated)} run id(s) appear in more than one folder. The same configuration was run "
-                      "more than once (on several nodes, or copied twice); every copy is listed here and appears "
-                      "in the tables above as its own row. Keep one copy to silence this."),
-            TableBlock(["run", "status", "host", "started", "record"], body)]
+            body.append(
+                [
+                    code_span(run_id),
+                    cell(record.status),
+                    cell(prov.host or "—"),
+                    cell(prov.started_at or "—"),
+                    link(rel, rel),
+                ]
+            )
+    return [
+        Heading("Runs recorded more than once"),
+        Paragraph(
+            f"{len(repeated)} run id(s) appear in more than one folder. The same configuration was run "
+            "more than once (on several nodes, or copied twice); every copy is listed here and appears "
+            "in the tables above as its own row. Keep one copy to silence this."
+        ),
+        TableBlock(["run", "status", "host", "started", "record"], body),
+    ]
 
 
 def definitions(rows: Sequence[Row]) -> list[Block]:
@@ -130,12 +149,19 @@ def definitions(rows: Sequence[Row]) -> list[Block]:
     lines, said = [], set()
     for m in used:
         if m not in spread:
-            lines.append(f"- {code_span(m)} ({METRICS[m].unit}, {METRICS[m].better or 'no direction'}): {METRICS[m].definition}.")
+            lines.append(
+                f"- {code_span(m)} ({METRICS[m].unit}, {METRICS[m].better or 'no direction'}): {METRICS[m].definition}."
+            )
         elif spread[m] not in said:  # one line for the four figures of a distribution
             said.add(spread[m])
-            lines.append(f"- `{spread[m]}_{{{','.join(STATS)}}}_s` (s, lower): {'/'.join(STATS)} over the requests "
-                         f"of every repeat of a point: {DISTRIBUTED[spread[m]][1]}.")
-    return [Heading("Metric definitions"), Paragraph(Markdown("\n".join(lines)))]  # the vocabulary's own text
+            lines.append(
+                f"- `{spread[m]}_{{{','.join(STATS)}}}_s` (s, lower): {'/'.join(STATS)} over the requests "
+                f"of every repeat of a point: {DISTRIBUTED[spread[m]][1]}."
+            )
+    return [
+        Heading("Metric definitions"),
+        Paragraph(Markdown("\n".join(lines))),
+    ]  # the vocabulary's own text
 
 
 def runs_appendix(found: Sequence[tuple[Path, RunRecord]], report_dir: Path) -> list[Block]:
@@ -143,9 +169,23 @@ def runs_appendix(found: Sequence[tuple[Path, RunRecord]], report_dir: Path) -> 
     body = []
     for path, r in found:
         c = r.conditions
-        body.append([code_span(r.run_id), cell(r.status), cell(c.workload), cell(c.drafter),
-                     cell(c.k if c.k is not None else "—"),
-                     link(os.path.relpath(path, report_dir), os.path.relpath(path, report_dir))])
-    return [Heading("Runs"), Paragraph(Markdown("Every `run` cell above links to the `result.json` behind it; "
-                                       "`results.jsonl` beside it holds every figure with all its conditions.")),
-            TableBlock(["run", "status", "workload", "drafter", "k", "record"], body)]
+        body.append(
+            [
+                code_span(r.run_id),
+                cell(r.status),
+                cell(c.workload),
+                cell(c.drafter),
+                cell(c.k if c.k is not None else "—"),
+                link(os.path.relpath(path, report_dir), os.path.relpath(path, report_dir)),
+            ]
+        )
+    return [
+        Heading("Runs"),
+        Paragraph(
+            Markdown(
+                "Every `run` cell above links to the `result.json` behind it; "
+                "`results.jsonl` beside it holds every figure with all its conditions."
+            )
+        ),
+        TableBlock(["run", "status", "workload", "drafter", "k", "record"], body),
+    ]

@@ -20,8 +20,8 @@ def _name(text: str) -> str:
 
 
 def _arm(row: Row, setups: Sequence[str] = ()) -> str:
-    k = row.get("k")
-    arm = f"{row.get('drafter')} k={k}" if k is not None else str(row.get("drafter"))
+    k = row.conditions.k
+    arm = f"{row.conditions.drafter} k={k}" if k is not None else str(row.conditions.drafter)
     return f"{_setup(row, setups)} · {arm}" if setups else arm
 
 
@@ -39,83 +39,191 @@ def _spec(chart: alt.TopLevelMixin) -> dict[str, Any]:
     return chart.to_dict(validate=VALIDATE)  # type: ignore[no-any-return]
 
 
-def tps_vs_k(rows: Sequence[Row], name: str, label: str = "", setups: Sequence[str] = ()) -> list[Chart]:
+def tps_vs_k(
+    rows: Sequence[Row], name: str, label: str = "", setups: Sequence[str] = ()
+) -> list[Chart]:
     """Decode tok/s against k per drafter, one panel per workload (and per server setup where
     those differ); no drafter at k = 0. Left out when no drafter was run at two values of k."""
-    data = [{"workload": r.get("workload"), "drafter": r.get("drafter"), "k": r.get("k") or 0,
-             "setup": _setup(r, setups), "decode_tps": r.metrics.get("decode_tps")}
-            for r in rows if r.metrics.get("decode_tps")]
+    data = [
+        {
+            "workload": r.conditions.workload,
+            "drafter": r.conditions.drafter,
+            "k": r.conditions.k or 0,
+            "setup": _setup(r, setups),
+            "decode_tps": r.metrics.decode_tps,
+        }
+        for r in rows
+        if r.metrics.decode_tps
+    ]
     ks: dict[str, set[int]] = {}
-    for d in data:
-        ks.setdefault(str(d["drafter"]), set()).add(int(d["k"]))
+    for r in rows:
+        if r.metrics.decode_tps:
+            ks.setdefault(str(r.conditions.drafter), set()).add(int(r.conditions.k or 0))
     if not any(len(v) > 1 for name_, v in ks.items() if name_ != "none"):
         return []
-    base = alt.Chart(alt.Data(values=data)).mark_line(point=True).encode(
-        x=alt.X("k:Q", title="k (draft tokens per step; 0 = no drafter)"),
-        y=alt.Y("decode_tps:Q", title="decode_tps (tok/s)"),
-        color=alt.Color("drafter:N"),
-    ).properties(width=WIDTH, height=HEIGHT)
+    base = (
+        alt.Chart(alt.Data(values=data))
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("k:Q", title="k (draft tokens per step; 0 = no drafter)"),
+            y=alt.Y("decode_tps:Q", title="decode_tps (tok/s)"),
+            color=alt.Color("drafter:N"),
+        )
+        .properties(width=WIDTH, height=HEIGHT)
+    )
     facet = {"column": alt.Column("workload:N")}
     if setups:
         facet["row"] = alt.Row("setup:N", title=" · ".join(setups))
     chart = base.facet(**facet).properties(title=label)
-    return [Chart(_name(name), f"Decode tok/s vs k: {label}" if label else "Decode tok/s vs k", _spec(chart))]
+    return [
+        Chart(
+            _name(name),
+            f"Decode tok/s vs k: {label}" if label else "Decode tok/s vs k",
+            _spec(chart),
+        )
+    ]
 
 
-def acceptance_by_position(rows: Sequence[Row], name: str, label: str = "", setups: Sequence[str] = ()) -> list[Chart]:
+def acceptance_by_position(
+    rows: Sequence[Row], name: str, label: str = "", setups: Sequence[str] = ()
+) -> list[Chart]:
     """Share of drafts accepted at each draft position, per drafter and k (and server setup)."""
-    data = [{"workload": r.get("workload"), "arm": _arm(r, setups), "position": i + 1, "accepted": v}
-            for r in rows for i, v in enumerate(r.metrics.get("acceptance_by_position") or []) if v is not None]
+    data = [
+        {
+            "workload": r.conditions.workload,
+            "arm": _arm(r, setups),
+            "position": i + 1,
+            "accepted": v,
+        }
+        for r in rows
+        for i, v in enumerate(r.metrics.acceptance_by_position or [])
+        if v is not None
+    ]
     if not data:
         return []
-    chart = alt.Chart(alt.Data(values=data)).mark_line(point=True).encode(
-        x=alt.X("position:O", title="draft position"),
-        y=alt.Y("accepted:Q", title="acceptance_by_position", axis=alt.Axis(format="%"), scale=alt.Scale(domain=[0, 1])),
-        color=alt.Color("arm:N", title="drafter"),
-    ).properties(width=WIDTH, height=HEIGHT).facet(column=alt.Column("workload:N")).properties(title=label)
-    return [Chart(_name(name), f"Acceptance by draft position: {label}" if label else "Acceptance by draft position",
-                  _spec(chart))]
+    chart = (
+        alt.Chart(alt.Data(values=data))
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("position:O", title="draft position"),
+            y=alt.Y(
+                "accepted:Q",
+                title="acceptance_by_position",
+                axis=alt.Axis(format="%"),
+                scale=alt.Scale(domain=[0, 1]),
+            ),
+            color=alt.Color("arm:N", title="drafter"),
+        )
+        .properties(width=WIDTH, height=HEIGHT)
+        .facet(column=alt.Column("workload:N"))
+        .properties(title=label)
+    )
+    return [
+        Chart(
+            _name(name),
+            f"Acceptance by draft position: {label}" if label else "Acceptance by draft position",
+            _spec(chart),
+        )
+    ]
 
 
-def concurrency_scaling(rows: Sequence[Row], name: str, label: str = "", setups: Sequence[str] = ()) -> list[Chart]:
+def concurrency_scaling(
+    rows: Sequence[Row], name: str, label: str = "", setups: Sequence[str] = ()
+) -> list[Chart]:
     """Aggregate and per-stream tok/s against concurrency, per drafter arm (and server setup)."""
-    data = [{"arm": _arm(r, setups), "concurrency": r.get("concurrency"), "metric": metric, "tok/s": r.metrics.get(metric)}
-            for r in rows for metric in ("aggregate_tps", "per_stream_tps") if r.metrics.get(metric)]
+    data = [
+        {
+            "arm": _arm(r, setups),
+            "concurrency": r.conditions.concurrency,
+            "metric": metric,
+            "tok/s": r.metrics.get(metric),
+        }
+        for r in rows
+        for metric in ("aggregate_tps", "per_stream_tps")
+        if r.metrics.get(metric)
+    ]
     if not data:
         return []
-    chart = alt.Chart(alt.Data(values=data)).mark_line(point=True).encode(
-        x=alt.X("concurrency:Q", scale=alt.Scale(type="log", base=2), title="concurrency"),
-        y=alt.Y("tok/s:Q", title="tok/s"),
-        color=alt.Color("arm:N", title="drafter"),
-    ).properties(width=WIDTH, height=HEIGHT).facet(column=alt.Column("metric:N", title=None)).properties(title=label)
-    return [Chart(_name(name), f"Throughput vs concurrency: {label}" if label else "Throughput vs concurrency",
-                  _spec(chart))]
+    chart = (
+        alt.Chart(alt.Data(values=data))
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("concurrency:Q", scale=alt.Scale(type="log", base=2), title="concurrency"),
+            y=alt.Y("tok/s:Q", title="tok/s"),
+            color=alt.Color("arm:N", title="drafter"),
+        )
+        .properties(width=WIDTH, height=HEIGHT)
+        .facet(column=alt.Column("metric:N", title=None))
+        .properties(title=label)
+    )
+    return [
+        Chart(
+            _name(name),
+            f"Throughput vs concurrency: {label}" if label else "Throughput vs concurrency",
+            _spec(chart),
+        )
+    ]
 
 
 def prefill_by_length(rows: Sequence[Row], name: str) -> list[Chart]:
     """Prefill tok/s against prompt length, one line per hardware/quantization/runtime."""
-    data = [{"prompt_tokens": r.get("prompt_tokens"), "prefill_tps": r.metrics.get("prefill_tps"),
-             "setup": f"{r.get('hardware')} · {r.get('quantization')} · {r.get('runtime')}"}
-            for r in rows if r.metrics.get("prefill_tps")]
-    return _by_length(data, name, "Prefill tok/s by prompt length", "prompt tokens", "prefill_tps (tok/s)",
-                      color=alt.Color("setup:N"))
+    data = [
+        {
+            "prompt_tokens": r.conditions.prompt_tokens,
+            "prefill_tps": r.metrics.prefill_tps,
+            "setup": f"{r.conditions.hardware} · {r.conditions.quantization} · {r.conditions.runtime}",
+        }
+        for r in rows
+        if r.metrics.prefill_tps
+    ]
+    return _by_length(
+        data,
+        name,
+        "Prefill tok/s by prompt length",
+        "prompt tokens",
+        "prefill_tps (tok/s)",
+        color=alt.Color("setup:N"),
+    )
 
 
 def cold_warm_ttft(rows: Sequence[Row], name: str) -> list[Chart]:
     """TTFT against prefix length, cold and warm."""
-    data = [{"prompt_tokens": r.get("prompt_tokens"), "ttft_s": r.metrics.get("ttft_s"), "cache": r.get("cache"),
-             "setup": f"{r.get('hardware')} · {r.get('quantization')}"} for r in rows if r.metrics.get("ttft_s")]
-    return _by_length(data, name, "TTFT cold vs warm by prefix length", "prompt tokens (shared prefix + suffix)",
-                      "ttft_s (s)", color=alt.Color("cache:N"), strokeDash=alt.StrokeDash("setup:N"))
+    data = [
+        {
+            "prompt_tokens": r.conditions.prompt_tokens,
+            "ttft_s": r.metrics.ttft_s,
+            "cache": r.conditions.cache,
+            "setup": f"{r.conditions.hardware} · {r.conditions.quantization}",
+        }
+        for r in rows
+        if r.metrics.ttft_s
+    ]
+    return _by_length(
+        data,
+        name,
+        "TTFT cold vs warm by prefix length",
+        "prompt tokens (shared prefix + suffix)",
+        "ttft_s (s)",
+        color=alt.Color("cache:N"),
+        strokeDash=alt.StrokeDash("setup:N"),
+    )
 
 
-def _by_length(data: list[dict[str, Any]], name: str, title: str, x_title: str, y_title: str,
-               **channels: Any) -> list[Chart]:
+def _by_length(
+    data: list[dict[str, Any]], name: str, title: str, x_title: str, y_title: str, **channels: Any
+) -> list[Chart]:
     """A metric (the data's second key) against prompt length, as lines; nothing without data."""
     if not data:
         return []
     y = list(data[0])[1]
-    chart = alt.Chart(alt.Data(values=data)).mark_line(point=True).encode(
-        x=alt.X("prompt_tokens:Q", title=x_title), y=alt.Y(f"{y}:Q", title=y_title), **channels,
-    ).properties(width=WIDTH * 2, height=HEIGHT)
+    chart = (
+        alt.Chart(alt.Data(values=data))
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("prompt_tokens:Q", title=x_title),
+            y=alt.Y(f"{y}:Q", title=y_title),
+            **channels,
+        )
+        .properties(width=WIDTH * 2, height=HEIGHT)
+    )
     return [Chart(_name(name), title, _spec(chart))]

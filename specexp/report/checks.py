@@ -8,14 +8,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from specexp.spec import paths
-from specexp.check import comparability_md, figures_of_experiment, published_figures_md, report_findings, side_by_side
+from specexp.check import (
+    comparability_md,
+    figures_of_experiment,
+    published_figures_md,
+    report_findings,
+    side_by_side,
+)
 from specexp.check.figures import FigureSet, merge
-from specexp.spec.errors import SpecError
 from specexp.record import RunRecord
 from specexp.report.blocks import Block, Heading, Paragraph
 from specexp.report.format import Markdown, cell
 from specexp.report.tables import CHART_KEYS, DRAFTER_KEYS, SPEC_KEYS, Row, group
+from specexp.spec import paths
+from specexp.spec.errors import SpecError
+
 VARIED = {
     "decode": SPEC_KEYS,
     "concurrency": (*SPEC_KEYS, "concurrency"),
@@ -46,29 +53,50 @@ def experiment_figures(records: Sequence[RunRecord]) -> tuple[list[FigureSet], l
 
 
 def check_sections(
-    records: Sequence[RunRecord], runs: Sequence[Row], sections: dict[str, list[Row]],
+    records: Sequence[RunRecord],
+    runs: Sequence[Row],
+    sections: dict[str, list[Row]],
     cited: Sequence[FigureSet] = (),
 ) -> list[Block]:
     """The checker's word on the report's own tables and charts, and on cited figures."""
     tables = []
     for name, rows in sections.items():
         for conditions, members in group(rows, VARIED[name]):
-            tables.append(side_by_side(f"{name}: {conditions.get('workload')}", members, vary=VARIED[name]))
+            tables.append(
+                side_by_side(
+                    f"{name}: {members[0].conditions.workload}", members, vary=VARIED[name]
+                )
+            )
         if name == "decode":
             for _, members in group(rows, CHART_KEYS):
                 tables.append(side_by_side("decode charts", members, vary=CHART_KEYS))
     from_experiments, problems = experiment_figures(records)
     sets = [*cited, *from_experiments]
     figures = merge(sets) if sets else None
-    report = report_findings([r for r in runs if r.run_id in _finished(records)], figures, tables=tables)
+    report = report_findings(
+        [r for r in runs if r.run_id in _finished(records)], figures, tables=tables
+    )
     blocks: list[Block] = []
     if problems:
-        blocks += [Heading("Published figures"),
-                   Paragraph(Markdown("Cited figures that could not be read:\n\n" + "\n".join(f"- {cell(p)}" for p in problems)))]
+        blocks += [
+            Heading("Published figures"),
+            Paragraph(
+                Markdown(
+                    "Cited figures that could not be read:\n\n"
+                    + "\n".join(f"- {cell(p)}" for p in problems)
+                )
+            ),
+        ]
     published = published_figures_md(report, heading="")
     if published.strip():
-        blocks += [Heading("Published figures"), Paragraph(Markdown(published.strip()))]  # escaped by check.render
-    blocks += [Heading("Comparability"), Paragraph(Markdown(comparability_md(report, heading="").strip()))]
+        blocks += [
+            Heading("Published figures"),
+            Paragraph(Markdown(published.strip())),
+        ]  # escaped by check.render
+    blocks += [
+        Heading("Comparability"),
+        Paragraph(Markdown(comparability_md(report, heading="").strip())),
+    ]
     return blocks
 
 

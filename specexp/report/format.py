@@ -7,7 +7,19 @@ from typing import Any
 from specexp.record.escape import Markdown, cell, code, code_span, link, markdown
 from specexp.spec.vocabulary import METRICS
 
-__all__ = ["COUNTS", "Markdown", "cell", "code", "code_span", "header", "link", "markdown", "number", "run_cell", "with_spread"]
+__all__ = [
+    "COUNTS",
+    "Markdown",
+    "cell",
+    "code",
+    "code_span",
+    "header",
+    "link",
+    "markdown",
+    "number",
+    "run_cell",
+    "with_spread",
+]
 
 
 COUNTS = ("cached_prompt_tokens", "kv_cache_tokens")

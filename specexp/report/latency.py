@@ -9,7 +9,15 @@ from specexp.report.blocks import Block, Paragraph, TableBlock
 from specexp.report.format import Markdown, code_span, number
 from specexp.report.tables import Row
 
-COLUMNS = ("ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "chunk_gap_p99_s", "e2e_p50_s", "e2e_p99_s")
+COLUMNS = (
+    "ttft_p50_s",
+    "ttft_p99_s",
+    "tpot_p50_s",
+    "tpot_p99_s",
+    "chunk_gap_p99_s",
+    "e2e_p50_s",
+    "e2e_p99_s",
+)
 
 
 def latency_table(rows: Sequence[Row], columns: Sequence[str]) -> list[Block]:
@@ -18,17 +26,30 @@ def latency_table(rows: Sequence[Row], columns: Sequence[str]) -> list[Block]:
     if not shown:
         return []
     bound = any((r.client or {}).get("bound") for r in rows)
-    body = [[number(r.get(c)) for c in columns] + [number(r.metrics.get(m), m) for m in shown] + [_client(r)]
-            for r in rows]
-    text = Markdown("Latency over every request of the repeats (seconds): `_p50_s` / `_p99_s` are percentiles, "
-            "TPOT per token, chunk gap per chunk.")
+    body = [
+        [number(r.get(c)) for c in columns]
+        + [number(r.metrics.get(m), m) for m in shown]
+        + [_client(r)]
+        for r in rows
+    ]
+    text = Markdown(
+        "Latency over every request of the repeats (seconds): `_p50_s` / `_p99_s` are percentiles, "
+        "TPOT per token, chunk gap per chunk."
+    )
     if bound:
-        text += Markdown(" **Client-bound** rows: the measuring client was on CPU most of the window or sent late, "
-                 "so their latencies include the client's queueing (see `client` in the record; "
-                 "`workload.client_processes` spreads a window over more processes).")
-    return [Paragraph(text),
-            TableBlock([*columns, *(code_span(m) for m in shown), "client"], body,
-                       align=["l"] * len(columns) + ["r"] * len(shown) + ["l"])]
+        text += Markdown(
+            " **Client-bound** rows: the measuring client was on CPU most of the window or sent late, "
+            "so their latencies include the client's queueing (see `client` in the record; "
+            "`workload.client_processes` spreads a window over more processes)."
+        )
+    return [
+        Paragraph(text),
+        TableBlock(
+            [*columns, *(code_span(m) for m in shown), "client"],
+            body,
+            align=["l"] * len(columns) + ["r"] * len(shown) + ["l"],
+        ),
+    ]
 
 
 def _client(row: Row) -> str:

@@ -7,12 +7,18 @@ from typing import Any
 
 import jinja2
 
-from specexp.spec import paths
 from specexp.report.blocks import Chart, CodeBlock, Heading, Paragraph, TableBlock
 from specexp.report.build import Report
 from specexp.report.format import code, markdown
+from specexp.spec import paths
 
-KINDS = {Heading: "heading", Paragraph: "paragraph", TableBlock: "table", Chart: "chart", CodeBlock: "code"}
+KINDS = {
+    Heading: "heading",
+    Paragraph: "paragraph",
+    TableBlock: "table",
+    Chart: "chart",
+    CodeBlock: "code",
+}
 
 
 def environment() -> jinja2.Environment:
@@ -56,7 +62,8 @@ OPTIONAL_COLUMNS = ("identical", "vs best")
 
 def _kept_columns(table: TableBlock) -> list[int]:
     return [
-        i for i, h in enumerate(table.headers)
+        i
+        for i, h in enumerate(table.headers)
         if h not in OPTIONAL_COLUMNS or any(r[i] != "—" for r in table.rows)
     ]
 

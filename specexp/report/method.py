@@ -41,23 +41,43 @@ def method_section(rows: Sequence[Row], results: Sequence[RunRecord]) -> list[Bl
     for q in _values(rows, "quantization"):
         desc = _config(results, "quantization", q).get("description")
         lines.append(f"- **Weights**: {code_span(q)}" + (f": {cell(desc)}" if desc else ""))
-    runtimes = {(r.get("runtime"), r.get("runtime_version")) for r in rows}
-    lines.append("- **Runtime**: " + ", ".join(f"{code_span(n)} {cell(v or 'version unknown')}" for n, v in sorted(runtimes, key=str)))
+    runtimes = {(r.conditions.runtime, r.conditions.runtime_version) for r in rows}
+    lines.append(
+        "- **Runtime**: "
+        + ", ".join(
+            f"{code_span(n)} {cell(v or 'version unknown')}" for n, v in sorted(runtimes, key=str)
+        )
+    )
     lines.extend(_simulated_engines(results))
     arms: dict[str, list[Any]] = {}
     for r in rows:
-        arms.setdefault(str(r.get("drafter")), [])
-        if r.get("k") is not None and r.get("k") not in arms[str(r.get("drafter"))]:
-            arms[str(r.get("drafter"))].append(r.get("k"))
-    lines.append("- **Drafters**: " + "; ".join(
-        code_span(d) + (f" k = {', '.join(str(k) for k in sorted(ks))}" if ks else "") for d, ks in sorted(arms.items())))
+        arms.setdefault(str(r.conditions.drafter), [])
+        if r.conditions.k is not None and r.conditions.k not in arms[str(r.conditions.drafter)]:
+            arms[str(r.conditions.drafter)].append(r.conditions.k)
+    lines.append(
+        "- **Drafters**: "
+        + "; ".join(
+            code_span(d) + (f" k = {', '.join(str(k) for k in sorted(ks))}" if ks else "")
+            for d, ks in sorted(arms.items())
+        )
+    )
     for w in _values(rows, "workload"):
-        members = [r for r in rows if r.get("workload") == w]
-        prompts = sorted({r.get("prompt_tokens") for r in members if r.get("prompt_tokens") is not None})
-        outputs = sorted({r.get("output_tokens") for r in members if r.get("output_tokens") is not None})
-        conc = sorted({r.get("concurrency") for r in members if r.get("concurrency") is not None})
+        members = [r for r in rows if r.conditions.workload == w]
+        prompts = sorted(
+            {r.conditions.prompt_tokens for r in members if r.conditions.prompt_tokens is not None}
+        )
+        outputs = sorted(
+            {r.conditions.output_tokens for r in members if r.conditions.output_tokens is not None}
+        )
+        conc = sorted(
+            {r.conditions.concurrency for r in members if r.conditions.concurrency is not None}
+        )
         caches = _values(members, "cache")
-        eos = "forced (`ignore_eos`)" if all(r.get("ignore_eos") for r in members) else "to EOS or the limit"
+        eos = (
+            "forced (`ignore_eos`)"
+            if all(r.conditions.ignore_eos for r in members)
+            else "to EOS or the limit"
+        )
         lines.append(
             f"- **Workload** {code_span(w)}: prompt {_span(prompts)} tokens (as the server counts them), "
             f"output {_span(outputs)} tokens {eos}, concurrency {_span(conc)}, cache {', '.join(cell(c) for c in caches)}"
@@ -65,46 +85,71 @@ def method_section(rows: Sequence[Row], results: Sequence[RunRecord]) -> list[Bl
     lines.extend(_filler_warnings(rows, results))
     temps = _values(rows, "temperature")
     thinking = _values(rows, "thinking")
-    repeats = sorted({r.get("repeats") for r in rows if r.get("repeats") is not None})
-    lines.append(f"- **Sampling**: temperature {', '.join(number(t) for t in temps)}; thinking "
-                 f"{', '.join('on' if t else 'off' for t in thinking)}; repeats {_span(repeats)} per figure")
-    kv = sorted({int(r.metrics["kv_cache_tokens"]) for r in rows if r.metrics.get("kv_cache_tokens")})
+    repeats = sorted({r.conditions.repeats for r in rows if r.conditions.repeats is not None})
+    lines.append(
+        f"- **Sampling**: temperature {', '.join(number(t) for t in temps)}; thinking "
+        f"{', '.join('on' if t else 'off' for t in thinking)}; repeats {_span(repeats)} per figure"
+    )
+    kv = sorted({int(r.metrics.kv_cache_tokens) for r in rows if r.metrics.kv_cache_tokens})
     if kv:
-        lines.append(f"- **KV cache capacity** (`kv_cache_tokens`, as the engine reported it at start): {_span(kv)} tokens")
-    simulated = sum(1 for r in rows if r.get("source") == "simulated")
+        lines.append(
+            f"- **KV cache capacity** (`kv_cache_tokens`, as the engine reported it at start): {_span(kv)} tokens"
+        )
+    simulated = sum(1 for r in rows if r.conditions.source == "simulated")
     if simulated == len(rows):
-        lines.append("- **Source**: every figure is **simulated** by specexp's simulator, not measured. Acceptance "
-                     "is drawn per verify step from each drafter's calibrated model by a seeded low-discrepancy "
-                     "sequence, so even a short window (400 tokens is ~100 drafts) lands within about a point of "
-                     "the calibration figures, and cells of one sweep share their draws (common random numbers).")
+        lines.append(
+            "- **Source**: every figure is **simulated** by specexp's simulator, not measured. Acceptance "
+            "is drawn per verify step from each drafter's calibrated model by a seeded low-discrepancy "
+            "sequence, so even a short window (400 tokens is ~100 drafts) lands within about a point of "
+            "the calibration figures, and cells of one sweep share their draws (common random numbers)."
+        )
     elif simulated:
-        lines.append(f"- **Source**: {simulated} of {len(rows)} figures are **simulated** (their `source` column says so); "
-                     "the others were measured.")
+        lines.append(
+            f"- **Source**: {simulated} of {len(rows)} figures are **simulated** (their `source` column says so); "
+            "the others were measured."
+        )
     else:
         lines.append("- **Source**: every figure was measured on a real server.")
     fixed = fixed_conditions(rows)
     # a condition added later (turn, category) that no figure has says nothing: left out of the table
     fixed = {k: v for k, v in fixed.items() if v is not None or not CONDITIONS[k].absent_is_null}
-    table = TableBlock(["condition", "value"], [[code_span(k), cell(number(v))] for k, v in fixed.items()],
-                       caption="Conditions shared by every figure on this page")
-    return [Heading("Method"), Paragraph(Markdown("\n".join(lines))),  # every value in it escaped as written
-            Paragraph("Conditions shared by every figure on this page (the tables show only what varies):"), table]
+    table = TableBlock(
+        ["condition", "value"],
+        [[code_span(k), cell(number(v))] for k, v in fixed.items()],
+        caption="Conditions shared by every figure on this page",
+    )
+    return [
+        Heading("Method"),
+        Paragraph(Markdown("\n".join(lines))),  # every value in it escaped as written
+        Paragraph(
+            "Conditions shared by every figure on this page (the tables show only what varies):"
+        ),
+        table,
+    ]
 
 
 def _filler_warnings(rows: Sequence[Row], results: Sequence[RunRecord]) -> list[str]:
     """A warning per workload whose drafting figures come from filler prose or a bare instruction:
     acceptance on such prompts says nothing about real traffic."""
     out = []
-    drafted = [r for r in rows if r.get("drafter") not in (None, "none") and r.metrics.get("acceptance_rate") is not None]
+    drafted = [
+        r
+        for r in rows
+        if r.conditions.drafter not in (None, "none") and r.metrics.acceptance_rate is not None
+    ]
     for w in _values(drafted, "workload"):
         config = _config(results, "workload", str(w).split("@")[0])
         session = config.get("session") or {}
-        if config.get("dataset_file") or (isinstance(session, dict) and session.get("turn_material") == "source_file"):
+        if config.get("dataset_file") or (
+            isinstance(session, dict) and session.get("turn_material") == "source_file"
+        ):
             continue
         if config.get("material") in ("filler", "none"):
             what = "random filler prose" if config["material"] == "filler" else "a bare instruction"
-            out.append(f"- **Warning**: {code_span(w)} measures drafting on {what}; acceptance on such prompts "
-                       "means nothing for real traffic (give real prompts with `workload.dataset_file`)")
+            out.append(
+                f"- **Warning**: {code_span(w)} measures drafting on {what}; acceptance on such prompts "
+                "means nothing for real traffic (give real prompts with `workload.dataset_file`)"
+            )
     return out
 
 
@@ -117,10 +162,15 @@ def _simulated_engines(results: Sequence[RunRecord]) -> list[str]:
         if info.get("engine_profile"):
             key = (str(info["engine_profile"]), str(r.conditions.hardware))
             seen[key] = str(info.get("engine_calibration") or "uncalibrated")
-    return [f"- **Simulated engine** {code_span(profile)} on {code_span(hw)}: "
-            + ("**uncalibrated** (its engine figures are assumed for this device)" if cal == "uncalibrated"
-               else f"calibrated to {cell(cal)}")
-            for (profile, hw), cal in sorted(seen.items())]
+    return [
+        f"- **Simulated engine** {code_span(profile)} on {code_span(hw)}: "
+        + (
+            "**uncalibrated** (its engine figures are assumed for this device)"
+            if cal == "uncalibrated"
+            else f"calibrated to {cell(cal)}"
+        )
+        for (profile, hw), cal in sorted(seen.items())
+    ]
 
 
 def _span(values: Sequence[Any]) -> str:

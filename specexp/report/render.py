@@ -12,10 +12,10 @@ from pathlib import Path
 import vl_convert
 from markdown_it import MarkdownIt
 
-from specexp.spec.cache import cache_dir
 from specexp.record import atomic_write
 from specexp.report.build import Report
 from specexp.report.markdown import environment, render_markdown
+from specexp.spec.cache import cache_dir
 
 _IMG = re.compile(r'<p><img src="charts/([A-Za-z0-9_.-]+)\.svg" alt="[^"<>]*" ?/?></p>')
 
@@ -34,7 +34,9 @@ def write_charts(report: Report, folder: Path) -> list[Path]:
 def vega_bundle() -> str:
     """vega, vega-lite and vega-embed in one script, so the HTML needs no network. Building it
     takes vl-convert ~1.5 s, so it is kept in specexp's cache per vl-convert version."""
-    path = cache_dir() / f"vega-bundle-vl-convert-{importlib.metadata.version('vl-convert-python')}.js"
+    path = (
+        cache_dir() / f"vega-bundle-vl-convert-{importlib.metadata.version('vl-convert-python')}.js"
+    )
     try:
         return path.read_text(encoding="utf-8")
     except OSError:
@@ -52,8 +54,15 @@ def render_html(report: Report) -> str:
     body = markdown.render(render_markdown(report))
     body = _IMG.sub(lambda m: f'<div class="chart" id="chart-{m.group(1)}"></div>', body)
     specs = json.dumps({c.name: c.spec for c in report.charts}).replace("</", "<\\/")
-    return environment().get_template("report.html.j2").render(
-        title=report.title, body=body, bundle=vega_bundle() if report.charts else "", specs=specs
+    return (
+        environment()
+        .get_template("report.html.j2")
+        .render(
+            title=report.title,
+            body=body,
+            bundle=vega_bundle() if report.charts else "",
+            specs=specs,
+        )
     )
 
 

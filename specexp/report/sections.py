@@ -13,9 +13,19 @@ from typing import Any
 from specexp.report import charts, open_loop
 from specexp.report.blocks import Block, Heading, Paragraph, TableBlock
 from specexp.report.format import Markdown, cell, code_span, header, number, run_cell, with_spread
-from specexp.report.tables import CHART_KEYS, DRAFTER_KEYS, SPEC_KEYS, Row, baseline, group, sort_rows, varying
-from specexp.report.tables import group_label as _label
 from specexp.report.latency import latency_table
+from specexp.report.tables import (
+    CHART_KEYS,
+    DRAFTER_KEYS,
+    SPEC_KEYS,
+    Row,
+    baseline,
+    group,
+    sort_rows,
+    varying,
+)
+from specexp.report.tables import group_label as _label
+from specexp.spec.vocabulary import M
 
 
 def classify(rows: Sequence[Row]) -> dict[str, list[Row]]:
@@ -23,15 +33,21 @@ def classify(rows: Sequence[Row]) -> dict[str, list[Row]]:
     caches: dict[str, set[str]] = {}
     concurrencies: dict[str, set[int]] = {}
     for r in rows:
-        caches.setdefault(r.run_id, set()).add(str(r.get("cache")))
-        concurrencies.setdefault(r.run_id, set()).add(int(r.get("concurrency") or 1))
-    out: dict[str, list[Row]] = {"decode": [], "concurrency": [], "rate": [], "prefill": [], "prefix_cache": []}
+        caches.setdefault(r.run_id, set()).add(str(r.conditions.cache))
+        concurrencies.setdefault(r.run_id, set()).add(int(r.conditions.concurrency or 1))
+    out: dict[str, list[Row]] = {
+        "decode": [],
+        "concurrency": [],
+        "rate": [],
+        "prefill": [],
+        "prefix_cache": [],
+    }
     for r in rows:
-        if r.get("request_rate") is not None:
+        if r.conditions.request_rate is not None:
             out["rate"].append(r)
         elif {"cold", "warm"} <= caches[r.run_id] or "warm" in caches[r.run_id]:
             out["prefix_cache"].append(r)
-        elif r.get("output_tokens") == 1:
+        elif r.conditions.output_tokens == 1:
             out["prefill"].append(r)
         elif max(concurrencies[r.run_id]) > 1:
             out["concurrency"].append(r)
@@ -41,11 +57,11 @@ def classify(rows: Sequence[Row]) -> dict[str, list[Row]]:
 
 
 def _speedup(row: Row, base: Row | None, metric: str) -> str:
-    if row.get("drafter") == "none":
+    if row.conditions.drafter == "none":
         return "baseline"
     if base is None or not base.metrics.get(metric) or not row.metrics.get(metric):
         return "no baseline"
-    ratio = row.metrics[metric] / base.metrics[metric]
+    ratio = row.metrics.get(metric) / base.metrics.get(metric)
     if overlaps(row, base, metric):
         return f"{ratio:.2f}× (within noise)"
     return f"{ratio:.2f}×"
@@ -61,9 +77,13 @@ def _versus_best(row: Row, members: Sequence[Row], metric: str) -> str:
     """`best` for the fastest row; `≈ best (within noise)` where a row's spread overlaps the best's."""
     ranked = [r for r in members if r.metrics.get(metric) is not None]
     spread = [r.spread.get(metric) for r in ranked]
-    if len(ranked) < 2 or row.metrics.get(metric) is None or not any(s and s[0] != s[1] for s in spread):
+    if (
+        len(ranked) < 2
+        or row.metrics.get(metric) is None
+        or not any(s and s[0] != s[1] for s in spread)
+    ):
         return "—"  # one repeat each: no spread to say what is within noise
-    best = max(ranked, key=lambda r: r.metrics[metric])
+    best = max(ranked, key=lambda r: r.metrics.get(metric))
     if row is best:
         return "best"
     return "≈ best (within noise)" if overlaps(row, best, metric) else "—"
@@ -79,66 +99,129 @@ def decode_section(rows: Sequence[Row], fixed: dict[str, Any]) -> list[Block]:
         return []
     blocks: list[Block] = [
         Heading("Decode speed by drafter"),
-        Paragraph(Markdown("Single stream on an otherwise idle server. Speedup is `decode_tps` ÷ the `drafter=none` "
-                  "row with every other condition equal; with repeats, figures are medians with (min–max), "
-                  "and a speedup whose spread overlaps the baseline's is marked *within noise* rather than ranked.")),
+        Paragraph(
+            Markdown(
+                "Single stream on an otherwise idle server. Speedup is `decode_tps` ÷ the `drafter=none` "
+                "row with every other condition equal; with repeats, figures are medians with (min–max), "
+                "and a speedup whose spread overlaps the baseline's is marked *within noise* rather than ranked."
+            )
+        ),
     ]
-    metrics = ["decode_tps", "e2e_tps", "ttft_s", "acceptance_rate", "acceptance_by_position", "tokens_per_pass"]
+    metrics = [
+        "decode_tps",
+        "e2e_tps",
+        "ttft_s",
+        "acceptance_rate",
+        "acceptance_by_position",
+        "tokens_per_pass",
+    ]
     for conditions, members in group(rows, SPEC_KEYS):
         columns = varying(members, exclude=("runtime_version", "repeats")) or ["drafter"]
         if "drafter" not in columns:
             columns = ["drafter", *columns]
         label = _label(conditions, fixed, skip=("prompt_tokens",))
         blocks.append(Heading(label or "All runs", 3))
-        headers = [*columns, *(header(m) for m in metrics), "speedup vs none", "vs best", "identical", "run"]
+        headers = [
+            *columns,
+            *(header(m) for m in metrics),
+            "speedup vs none",
+            "vs best",
+            "identical",
+            "run",
+        ]
         body = []
         for r in sort_rows(members, columns):
-            body.append([number(r.get(c)) for c in columns]
-                        + [with_spread(r.metrics.get(m), r.spread.get(m), m) for m in metrics]
-                        + [_speedup(r, baseline(r, members), "decode_tps"), _versus_best(r, members, "decode_tps"),
-                           number(r.metrics.get("output_identical")), _run(r)])
-        blocks.append(TableBlock(headers, body, align=["l"] * len(columns) + ["r"] * (len(metrics) + 1) + ["l"] * 3))
+            body.append(
+                [number(r.get(c)) for c in columns]
+                + [with_spread(r.metrics.get(m), r.spread.get(m), m) for m in metrics]
+                + [
+                    _speedup(r, baseline(r, members), "decode_tps"),
+                    _versus_best(r, members, "decode_tps"),
+                    number(r.metrics.output_identical),
+                    _run(r),
+                ]
+            )
+        blocks.append(
+            TableBlock(
+                headers, body, align=["l"] * len(columns) + ["r"] * (len(metrics) + 1) + ["l"] * 3
+            )
+        )
     for conditions, members in group(rows, CHART_KEYS):
         name = "-".join(str(v) for v in conditions.values() if v not in (None, False, True))
         label = _label(conditions, fixed)
-        setups = varying(members, exclude=(*DRAFTER_KEYS, "prompt_tokens", "workload", "output_tokens",
-                                            "ignore_eos", "thinking", "repeats"))
+        setups = varying(
+            members,
+            exclude=(
+                *DRAFTER_KEYS,
+                "prompt_tokens",
+                "workload",
+                "output_tokens",
+                "ignore_eos",
+                "thinking",
+                "repeats",
+            ),
+        )
         blocks += charts.tps_vs_k(members, f"tps-vs-k-{name}", label, setups)
         blocks += charts.acceptance_by_position(members, f"acceptance-{name}", label, setups)
     return blocks
 
 
-def concurrency_section(rows: Sequence[Row], fixed: dict[str, Any], slo: str | None = None) -> list[Block]:
+def concurrency_section(
+    rows: Sequence[Row], fixed: dict[str, Any], slo: str | None = None
+) -> list[Block]:
     """Aggregate and per-stream throughput vs concurrency, speedup at each level, crossover."""
     if not rows:
         return []
     blocks: list[Block] = [
         Heading("Throughput under concurrency"),
-        Paragraph(Markdown("`concurrency` distinct requests sent at once. Speedup is `aggregate_tps` ÷ the `drafter=none` "
-                  "row at the same concurrency; the crossover is the first concurrency at which a drafter stops paying.")),
+        Paragraph(
+            Markdown(
+                "`concurrency` distinct requests sent at once. Speedup is `aggregate_tps` ÷ the `drafter=none` "
+                "row at the same concurrency; the crossover is the first concurrency at which a drafter stops paying."
+            )
+        ),
     ]
     metrics = ["aggregate_tps", "per_stream_tps", "ttft_s", "acceptance_rate", "tokens_per_pass"]
     keys = (*SPEC_KEYS, "concurrency")
     for conditions, members in group(rows, keys):
-        columns = [c for c in varying(members, exclude=("repeats", "prompt_tokens")) if c != "drafter"]
-        columns = ["drafter", *columns] if "concurrency" in columns else ["drafter", *columns, "concurrency"]
+        columns = [
+            c for c in varying(members, exclude=("repeats", "prompt_tokens")) if c != "drafter"
+        ]
+        columns = (
+            ["drafter", *columns]
+            if "concurrency" in columns
+            else ["drafter", *columns, "concurrency"]
+        )
         blocks.append(Heading(_label(conditions, fixed, skip=("prompt_tokens",)) or "All runs", 3))
         body = []
         for r in sort_rows(members, [c for c in columns if c != "concurrency"] + ["concurrency"]):
-            body.append([number(r.get(c)) for c in columns]
-                        + [with_spread(r.metrics.get(m), r.spread.get(m), m) for m in metrics]
-                        + [_speedup(r, baseline(r, members), "aggregate_tps"), _run(r)])
-        blocks.append(TableBlock([*columns, *(header(m) for m in metrics), "speedup vs none", "run"], body,
-                                 align=["l"] * len(columns) + ["r"] * (len(metrics) + 1) + ["l"]))
-        blocks += latency_table(sort_rows(members, [c for c in columns if c != "concurrency"] + ["concurrency"]), columns)
+            body.append(
+                [number(r.get(c)) for c in columns]
+                + [with_spread(r.metrics.get(m), r.spread.get(m), m) for m in metrics]
+                + [_speedup(r, baseline(r, members), "aggregate_tps"), _run(r)]
+            )
+        blocks.append(
+            TableBlock(
+                [*columns, *(header(m) for m in metrics), "speedup vs none", "run"],
+                body,
+                align=["l"] * len(columns) + ["r"] * (len(metrics) + 1) + ["l"],
+            )
+        )
+        blocks += latency_table(
+            sort_rows(members, [c for c in columns if c != "concurrency"] + ["concurrency"]),
+            columns,
+        )
         blocks += _crossovers(members)
         blocks += open_loop.crossover(members, "concurrency", "", slo)
         name = "-".join(str(v) for v in conditions.values() if v not in (None, False, True))
-        setups = varying(members, exclude=(*DRAFTER_KEYS, "prompt_tokens", "concurrency", "repeats"))
+        setups = varying(
+            members, exclude=(*DRAFTER_KEYS, "prompt_tokens", "concurrency", "repeats")
+        )
         label = _label(conditions, fixed, skip=("prompt_tokens",))
         blocks += charts.concurrency_scaling(members, f"concurrency-{name}", label, setups)
-        blocks += charts.acceptance_by_position(members, f"concurrency-acceptance-{name}", label,
-                                                [*setups, "concurrency"])
+        blocks += charts.acceptance_by_position(
+            members, f"concurrency-acceptance-{name}", label, [*setups, "concurrency"]
+        )
     return blocks
 
 
@@ -146,15 +229,17 @@ def _crossovers(rows: Sequence[Row]) -> list[Block]:
     """For each drafter arm: up to which concurrency it beats no drafter, and where it stops."""
     arms: dict[tuple[str, Any], list[Row]] = {}
     for r in rows:
-        if r.get("drafter") != "none":
-            arms.setdefault((str(r.get("drafter")), r.get("k")), []).append(r)
+        if r.conditions.drafter != "none":
+            arms.setdefault((str(r.conditions.drafter), r.conditions.k), []).append(r)
     lines = []
     for (drafter, k), members in sorted(arms.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0)):
         verdicts = []
-        for r in sorted(members, key=lambda r: r.get("concurrency") or 1):
+        for r in sorted(members, key=lambda r: r.conditions.concurrency or 1):
             base = baseline(r, rows)
-            if base and base.metrics.get("aggregate_tps") and r.metrics.get("aggregate_tps"):
-                verdicts.append((r.get("concurrency"), r.metrics["aggregate_tps"] > base.metrics["aggregate_tps"]))
+            if base and base.metrics.aggregate_tps and r.metrics.aggregate_tps:
+                verdicts.append(
+                    (r.conditions.concurrency, r.metrics.aggregate_tps > base.metrics.aggregate_tps)
+                )
         if not verdicts:
             continue
         arm = f"{code_span(drafter)} k={number(k)}"
@@ -162,30 +247,53 @@ def _crossovers(rows: Sequence[Row]) -> list[Block]:
         if first_loss is None:
             lines.append(f"- {arm} pays at every concurrency measured (up to {verdicts[-1][0]}).")
         elif first_loss == verdicts[0][0]:
-            lines.append(f"- {arm} is slower than no drafter from the lowest concurrency measured ({first_loss}).")
+            lines.append(
+                f"- {arm} is slower than no drafter from the lowest concurrency measured ({first_loss})."
+            )
         else:
-            lines.append(f"- {arm} pays up to concurrency {max(c for c, p in verdicts if p and c < first_loss)}; "
-                         f"at concurrency {first_loss} it is slower than no drafter.")
-    return [Paragraph(Markdown("Crossover:\n\n" + "\n".join(lines)))] if lines else []  # drafter names escaped
+            lines.append(
+                f"- {arm} pays up to concurrency {max(c for c, p in verdicts if p and c < first_loss)}; "
+                f"at concurrency {first_loss} it is slower than no drafter."
+            )
+    return (
+        [Paragraph(Markdown("Crossover:\n\n" + "\n".join(lines)))] if lines else []
+    )  # drafter names escaped
 
 
 def prefill_section(rows: Sequence[Row], fixed: dict[str, Any]) -> list[Block]:
     """Prefill throughput and TTFT by prompt length (max_tokens = 1, unique prompts)."""
     if not rows:
         return []
-    blocks: list[Block] = [Heading("Prefill by prompt length"),
-                           Paragraph(Markdown("Unique prompts with `max_tokens = 1`, so no cache can serve them: "
-                                     "`prefill_tps` = (prompt tokens − cached) ÷ `ttft_s`."))]
+    blocks: list[Block] = [
+        Heading("Prefill by prompt length"),
+        Paragraph(
+            Markdown(
+                "Unique prompts with `max_tokens = 1`, so no cache can serve them: "
+                "`prefill_tps` = (prompt tokens − cached) ÷ `ttft_s`."
+            )
+        ),
+    ]
     metrics = ["ttft_s", "prefill_tps", "cached_prompt_tokens"]
     for conditions, members in group(rows, SPEC_KEYS):
         blocks.append(Heading(_label(conditions, fixed) or "All runs", 3))
         setup = [c for c in varying(members, exclude=("repeats", "prompt_tokens"))]
-        body = [[number(r.get(c)) for c in setup] + [number(r.get("prompt_tokens"))]
-                + [with_spread(r.metrics.get(m), r.spread.get(m), m) for m in metrics]
-                + [_run(r)] for r in sort_rows(members, [*setup, "prompt_tokens"])]
-        blocks.append(TableBlock([*setup, "prompt_tokens", *(header(m) for m in metrics), "run"], body,
-                                 align=["l"] * len(setup) + ["r"] * (len(metrics) + 1) + ["l"]))
-        blocks += latency_table(sort_rows(members, [*setup, "prompt_tokens"]), [*setup, "prompt_tokens"])
+        body = [
+            [number(r.get(c)) for c in setup]
+            + [number(r.conditions.prompt_tokens)]
+            + [with_spread(r.metrics.get(m), r.spread.get(m), m) for m in metrics]
+            + [_run(r)]
+            for r in sort_rows(members, [*setup, "prompt_tokens"])
+        ]
+        blocks.append(
+            TableBlock(
+                [*setup, "prompt_tokens", *(header(m) for m in metrics), "run"],
+                body,
+                align=["l"] * len(setup) + ["r"] * (len(metrics) + 1) + ["l"],
+            )
+        )
+        blocks += latency_table(
+            sort_rows(members, [*setup, "prompt_tokens"]), [*setup, "prompt_tokens"]
+        )
     blocks += charts.prefill_by_length(rows, "prefill-by-length")
     return blocks
 
@@ -194,31 +302,61 @@ def prefix_cache_section(rows: Sequence[Row], fixed: dict[str, Any]) -> list[Blo
     """Cold vs warm TTFT by prefix length, and the gain."""
     if not rows:
         return []
-    blocks: list[Block] = [Heading("Prefix cache: cold vs warm"),
-                           Paragraph(Markdown("A shared prefix sent cold, then re-sent with a new suffix (warm), `max_tokens = 1`. "
-                                     "Gain = cold `ttft_s` ÷ warm `ttft_s`."))]
+    blocks: list[Block] = [
+        Heading("Prefix cache: cold vs warm"),
+        Paragraph(
+            Markdown(
+                "A shared prefix sent cold, then re-sent with a new suffix (warm), `max_tokens = 1`. "
+                "Gain = cold `ttft_s` ÷ warm `ttft_s`."
+            )
+        ),
+    ]
     for conditions, members in group(rows, (*SPEC_KEYS, "cache")):
         blocks.append(Heading(_label(conditions, fixed) or "All runs", 3))
         setup = varying(members, exclude=("repeats", "prompt_tokens", "cache"))
         by_len: dict[Any, dict[str, Row]] = {}
         for r in members:
-            by_len.setdefault((tuple(str(r.get(c)) for c in setup), r.get("prompt_tokens") or 0), {})[str(r.get("cache"))] = r
+            by_len.setdefault(
+                (tuple(str(r.get(c)) for c in setup), r.conditions.prompt_tokens or 0), {}
+            )[str(r.conditions.cache)] = r
         body = []
         for where, length in sorted(by_len):
             cold, warm = by_len[(where, length)].get("cold"), by_len[(where, length)].get("warm")
             gain = "—"
-            if warm and warm.metrics.get("cached_prompt_tokens") == 0:
+            if warm and warm.metrics.cached_prompt_tokens == 0:
                 gain = "no hit: 0 cached"  # a TTFT ratio here would be noise, not a cache's gain
-            elif cold and warm and cold.metrics.get("ttft_s") and warm.metrics.get("ttft_s"):
-                gain = f"{cold.metrics['ttft_s'] / warm.metrics['ttft_s']:.3g}×"
-            body.append([*where, number(length),
-                         with_spread(cold.metrics.get("ttft_s"), cold.spread.get("ttft_s"), "ttft_s") if cold else "—",
-                         with_spread(warm.metrics.get("ttft_s"), warm.spread.get("ttft_s"), "ttft_s") if warm else "—",
-                         gain, number(warm.metrics.get("cached_prompt_tokens")) if warm else "—",
-                         _run(cold or warm)])  # type: ignore[arg-type]
-        blocks.append(TableBlock([*setup, "prompt_tokens", Markdown("cold ") + header("ttft_s"), Markdown("warm ") + header("ttft_s"),
-                                  "gain", Markdown("warm ") + header("cached_prompt_tokens"), "run"], body,
-                                 align=["l"] * len(setup) + ["r"] * 5 + ["l"]))
+            elif cold and warm and cold.metrics.ttft_s and warm.metrics.ttft_s:
+                gain = f"{cold.metrics.ttft_s / warm.metrics.ttft_s:.3g}×"
+            body.append(
+                [
+                    *where,
+                    number(length),
+                    with_spread(cold.metrics.ttft_s, cold.spread.get(M.ttft_s), "ttft_s")
+                    if cold
+                    else "—",
+                    with_spread(warm.metrics.ttft_s, warm.spread.get(M.ttft_s), "ttft_s")
+                    if warm
+                    else "—",
+                    gain,
+                    number(warm.metrics.cached_prompt_tokens) if warm else "—",
+                    _run(cold or warm),
+                ]
+            )  # type: ignore[arg-type]
+        blocks.append(
+            TableBlock(
+                [
+                    *setup,
+                    "prompt_tokens",
+                    Markdown("cold ") + header("ttft_s"),
+                    Markdown("warm ") + header("ttft_s"),
+                    "gain",
+                    Markdown("warm ") + header("cached_prompt_tokens"),
+                    "run",
+                ],
+                body,
+                align=["l"] * len(setup) + ["r"] * 5 + ["l"],
+            )
+        )
     blocks += charts.cold_warm_ttft(rows, "prefix-cache-ttft")
     return blocks
 
@@ -229,16 +367,48 @@ def failures_section(failures: Sequence[Any]) -> list[Block]:
         return []
     from specexp.report.blocks import CodeBlock
 
-    blocks: list[Block] = [Heading("Runs that did not complete"),
-                           Paragraph(Markdown("Refused servers, failures while measuring, and cells left out as meaningless."))]
-    body = [[run_cell(f.run_id, f.link), f.status,
-             cell(f.conditions.get("hardware")), cell(f.conditions.get("quantization")),
-             cell(f.conditions.get("drafter")), number(f.conditions.get("k")), cell(f.conditions.get("workload")),
-             cell(f.error.kind), cell(f.error.message)] for f in failures]
-    blocks.append(TableBlock(["run", "status", "hardware", "quantization", "drafter", "k", "workload", "cause",
-                              "message"], body))
+    blocks: list[Block] = [
+        Heading("Runs that did not complete"),
+        Paragraph(
+            Markdown(
+                "Refused servers, failures while measuring, and cells left out as meaningless."
+            )
+        ),
+    ]
+    body = [
+        [
+            run_cell(f.run_id, f.link),
+            f.status,
+            cell(f.conditions.hardware),
+            cell(f.conditions.quantization),
+            cell(f.conditions.drafter),
+            number(f.conditions.k),
+            cell(f.conditions.workload),
+            cell(f.error.kind),
+            cell(f.error.message),
+        ]
+        for f in failures
+    ]
+    blocks.append(
+        TableBlock(
+            [
+                "run",
+                "status",
+                "hardware",
+                "quantization",
+                "drafter",
+                "k",
+                "workload",
+                "cause",
+                "message",
+            ],
+            body,
+        )
+    )
     for f in failures:
         if f.error.log_tail:
-            blocks += [Paragraph(Markdown(f"Log tail of {code_span(f.run_id)}:")), CodeBlock(f.error.log_tail)]
+            blocks += [
+                Paragraph(Markdown(f"Log tail of {code_span(f.run_id)}:")),
+                CodeBlock(f.error.log_tail),
+            ]
     return blocks
-

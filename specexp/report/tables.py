@@ -16,6 +16,7 @@ from typing import Any
 
 from specexp.check.runs import Run, runs_of
 from specexp.record import ErrorInfo, RunRecord
+from specexp.record.schema import Conditions
 from specexp.spec.vocabulary import CONDITIONS, DRAFTER, NAMES, SETUP, is_baseline_of, value_key
 
 Row = Run
@@ -35,18 +36,26 @@ CHART_KEYS = (*SPEC_KEYS, "workload", "output_tokens", "ignore_eos", "thinking")
 class Failure:
     run_id: str
     status: str
-    conditions: dict[str, Any]
+    conditions: Conditions  # type: ignore[valid-type]
     error: ErrorInfo
     link: str = ""
 
 
-def rows_of(found: Sequence[tuple[Path, RunRecord]], report_dir: Path) -> tuple[list[Row], list[Failure]]:
+def rows_of(
+    found: Sequence[tuple[Path, RunRecord]], report_dir: Path
+) -> tuple[list[Row], list[Failure]]:
     """Measurements of every record as rows (partial ones of failed runs too); refused, failed
     and skipped runs as failures."""
     failures = [
-        Failure(r.run_id, r.status, r.conditions.model_dump(), r.error or ErrorInfo(kind="", message=""),
-                os.path.relpath(path, report_dir))
-        for path, r in found if r.status != "ok"
+        Failure(
+            r.run_id,
+            r.status,
+            r.conditions,
+            r.error or ErrorInfo(kind="", message=""),
+            os.path.relpath(path, report_dir),
+        )
+        for path, r in found
+        if r.status != "ok"
     ]
     return runs_of(found, report_dir, partial=True), failures
 
@@ -56,8 +65,12 @@ def fixed_conditions(rows: Sequence[Row]) -> dict[str, Any]:
     as request_rate in closed-loop sweeps, is left out: it says nothing)."""
     if not rows:
         return {}
-    return {c: rows[0].get(c) for c in NAMES if len({value_key(r.get(c)) for r in rows}) == 1
-            and not (CONDITIONS[c].absent_is_null and rows[0].get(c) is None)}
+    return {
+        c: rows[0].get(c)
+        for c in NAMES
+        if len({value_key(r.get(c)) for r in rows}) == 1
+        and not (CONDITIONS[c].absent_is_null and rows[0].get(c) is None)
+    }
 
 
 def varying(rows: Sequence[Row], exclude: Iterable[str] = ()) -> list[str]:
@@ -84,18 +97,26 @@ def baseline(row: Row, candidates: Sequence[Row]) -> Row | None:
     return next((o for o in candidates if is_baseline_of(o.conditions, row.conditions)), None)
 
 
-def group_label(conditions: dict[str, Any], report_fixed: dict[str, Any], skip: Sequence[str] = ()) -> str:
+def group_label(
+    conditions: dict[str, Any], report_fixed: dict[str, Any], skip: Sequence[str] = ()
+) -> str:
     """The conditions that set a group apart from the rest of the report."""
     from specexp.report.format import number
 
-    parts = [f"{k} {number(v)}" for k, v in conditions.items()
-             if k not in report_fixed and k not in skip and k != "repeats"  # repeats: in the method section
-             and not (v is None and CONDITIONS[k].absent_is_null)]
+    parts = [
+        f"{k} {number(v)}"
+        for k, v in conditions.items()
+        if k not in report_fixed
+        and k not in skip
+        and k != "repeats"  # repeats: in the method section
+        and not (v is None and CONDITIONS[k].absent_is_null)
+    ]
     return " · ".join(parts)
 
 
 def sort_rows(rows: Sequence[Row], columns: Sequence[str]) -> list[Row]:
     """Baseline first, then by the shown columns."""
+
     def order(value: Any) -> tuple[int, Any]:
         if value is None or value == "none":
             return (0, "")

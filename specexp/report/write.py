@@ -27,6 +27,8 @@ def write_report(
     written = [markdown]
     if html is not None:
         same = html.resolve().parent == folder
-        html_report = report if same else build_report(found, html.resolve().parent, title=title, cited=cited)
+        html_report = (
+            report if same else build_report(found, html.resolve().parent, title=title, cited=cited)
+        )
         written.append(write_html(html_report, html))
     return written

@@ -35,6 +35,7 @@ __all__ = ["CostModel", "ModelShape", "Slice", "model_shape"]
 QUERY_TILE = 64
 """Query rows one attention thread block handles (flash-attention-style kernels)."""
 
+
 class Slice(NamedTuple):
     """One sequence's share of a forward pass: `tokens` new tokens over `context` cached ones.
     (A named tuple: the simulator makes one per sequence per step.)"""
@@ -58,10 +59,17 @@ class CostModel:
     state_dtype: str = "float32"
 
     @classmethod
-    def build(cls, hw: HardwareSpec, model: ModelSpec, quant: QuantizationSpec, kv_cache_dtype: str) -> CostModel:
+    def build(
+        cls, hw: HardwareSpec, model: ModelSpec, quant: QuantizationSpec, kv_cache_dtype: str
+    ) -> CostModel:
         kv_bytes = kv_bytes_per_element(kv_cache_dtype)
-        return cls(hardware=hw, shape=model_shape(model), quant=quant, kv_bytes=kv_bytes,
-                   state_dtype=model.linear_state_dtype)
+        return cls(
+            hardware=hw,
+            shape=model_shape(model),
+            quant=quant,
+            kv_bytes=kv_bytes,
+            state_dtype=model.linear_state_dtype,
+        )
 
     # --- rates ------------------------------------------------------------------------
 
@@ -84,7 +92,11 @@ class CostModel:
         kernel (Marlin-style), which reaches `dequant_compute` of the bf16 GEMM rate.
         """
         hw, a = self.hardware, self.hardware.achieved
-        bf16 = float(hw.peak_tflops.get("bf16") or 0.0) * 1e12 * a.compute_by_dtype.get("bf16", a.compute)
+        bf16 = (
+            float(hw.peak_tflops.get("bf16") or 0.0)
+            * 1e12
+            * a.compute_by_dtype.get("bf16", a.compute)
+        )
         if dtype == "bf16":
             return bf16
         if dtype in hw.native_dtypes and hw.peak_tflops.get(dtype):  # type: ignore[call-overload]
@@ -95,7 +107,11 @@ class CostModel:
     def attention_rate(self) -> float:
         """Achieved FLOP/s of attention kernels (bf16)."""
         hw, a = self.hardware, self.hardware.achieved
-        frac = a.attention_compute if a.attention_compute is not None else a.compute_by_dtype.get("bf16", a.compute)
+        frac = (
+            a.attention_compute
+            if a.attention_compute is not None
+            else a.compute_by_dtype.get("bf16", a.compute)
+        )
         return float(hw.peak_tflops.get("bf16") or 0.0) * 1e12 * frac
 
     @cached_property
@@ -109,7 +125,11 @@ class CostModel:
 
     def _params(self) -> dict[str, float]:
         s = self.shape
-        return {"mlp": s.mlp_params, "attention": s.attention_params, "embeddings": s.lm_head_params}
+        return {
+            "mlp": s.mlp_params,
+            "attention": s.attention_params,
+            "embeddings": s.lm_head_params,
+        }
 
     @property
     def weight_bytes(self) -> float:
@@ -120,7 +140,10 @@ class CostModel:
     @property
     def resident_weight_bytes(self) -> float:
         """Weights held in device memory: what a pass reads plus untied input embeddings."""
-        return self.weight_bytes + self.shape.input_embedding_params * self.quant.bytes_per_weight["embeddings"]
+        return (
+            self.weight_bytes
+            + self.shape.input_embedding_params * self.quant.bytes_per_weight["embeddings"]
+        )
 
     @cached_property
     def kv_bytes_per_token(self) -> float:
@@ -166,7 +189,9 @@ class CostModel:
             rows = logits if c == "embeddings" else tokens
             if rows <= 0:
                 continue
-            rate = min(self.flops_rate(q.compute_dtype[c]), cap * max(1.0, rows / a.small_batch_rows))  # type: ignore[index]
+            rate = min(
+                self.flops_rate(q.compute_dtype[c]), cap * max(1.0, rows / a.small_batch_rows)
+            )  # type: ignore[index]
             seconds += 2 * params * rows / rate
         return seconds
 
@@ -224,12 +249,24 @@ class CostModel:
         """One decode pass of one sequence over an empty context: the unit of drafting overheads."""
         return self.pass_seconds([Slice(tokens=1, context=0, logits=1)])
 
-    def small_pass_seconds(self, params: float, bytes_per_weight: float, tokens: int, dtype: str,
-                           overhead_share: float, kv_bytes: float = 0.0, layers: float = 0.0) -> float:
+    def small_pass_seconds(
+        self,
+        params: float,
+        bytes_per_weight: float,
+        tokens: int,
+        dtype: str,
+        overhead_share: float,
+        kv_bytes: float = 0.0,
+        layers: float = 0.0,
+    ) -> float:
         """A pass of a small network (a drafter head): its weights once, 2 x params x tokens FLOPs,
         `kv_bytes` of KV cache read by its attention layers, `overhead_share` of the per-step
         overhead and the per-layer overhead of its `layers`."""
         moved = params * bytes_per_weight / self.weight_bandwidth(dtype) + kv_bytes / self.bandwidth
         compute = 2 * params * tokens / self.flops_rate(dtype)
         hw = self.hardware
-        return max(moved, compute) + overhead_share * hw.step_overhead_ms / 1e3 + layers * hw.layer_overhead_us / 1e6
+        return (
+            max(moved, compute)
+            + overhead_share * hw.step_overhead_ms / 1e3
+            + layers * hw.layer_overhead_us / 1e6
+        )

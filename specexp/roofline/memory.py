@@ -8,9 +8,17 @@ from specexp.roofline.shape import model_shape
 from specexp.spec.experiment import ModelSpec
 
 KV_BYTES_PER_ELEMENT = {
-    "auto": 2.0, "bf16": 2.0, "bfloat16": 2.0, "f16": 2.0, "float16": 2.0, "f32": 4.0,
-    "fp8": 1.0, "fp8_e4m3": 1.0, "fp8_e5m2": 1.0,
-    "q8_0": 34 / 32, "q4_0": 18 / 32,
+    "auto": 2.0,
+    "bf16": 2.0,
+    "bfloat16": 2.0,
+    "f16": 2.0,
+    "float16": 2.0,
+    "f32": 4.0,
+    "fp8": 1.0,
+    "fp8_e4m3": 1.0,
+    "fp8_e5m2": 1.0,
+    "q8_0": 34 / 32,
+    "q4_0": 18 / 32,
 }
 """Bytes one K or V element takes by cache type: vLLM's and SGLang's `--kv-cache-dtype` names
 ("auto" is the model's 16-bit dtype) and llama.cpp's `-ctk`/`-ctv` types, whose quantized blocks

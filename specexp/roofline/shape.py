@@ -66,11 +66,18 @@ class ModelShape:
     @property
     def kv_elements_per_layer(self) -> float:
         """K and V elements cached per token by one full-attention layer."""
-        return self.kv_elements_per_token / self.full_attention_layers if self.full_attention_layers else 0.0
+        return (
+            self.kv_elements_per_token / self.full_attention_layers
+            if self.full_attention_layers
+            else 0.0
+        )
 
     def state_bytes(self, dtype: str) -> float:
         """Recurrent + convolution state of one sequence, bytes (0 for dense models)."""
-        return self.linear_state_elements * STATE_DTYPE_BYTES[dtype] + self.conv_state_elements * CONV_STATE_BYTES
+        return (
+            self.linear_state_elements * STATE_DTYPE_BYTES[dtype]
+            + self.conv_state_elements * CONV_STATE_BYTES
+        )
 
 
 def model_shape(m: ModelSpec) -> ModelShape:

@@ -34,7 +34,9 @@ def app(cfg: DictConfig) -> None:
         exit_on_spec_error(err)
     multirun = hc.mode == RunMode.MULTIRUN
     job_dir = Path(hc.runtime.output_dir)
-    status = run_composed(composed, overrides, job_dir, Path(hc.sweep.dir) if multirun else job_dir, multirun)
+    status = run_composed(
+        composed, overrides, job_dir, Path(hc.sweep.dir) if multirun else job_dir, multirun
+    )
     if not multirun:
         _finish_single(job_dir, status)
 
@@ -67,10 +69,11 @@ def main(args: list[str]) -> None:
         check_overrides([a for a in args if "=" in a and not a.startswith("-")])
         hydra_store.register()
         with interrupt.handled():
-            if not any(a.startswith("-") or "experiment=" in a for a in args):  # an experiment may be a sweep
+            if not any(
+                a.startswith("-") or "experiment=" in a for a in args
+            ):  # an experiment may be a sweep
                 run_single(args)
                 return
             app()
     except SpecError as err:
         exit_on_spec_error(err)
-

@@ -15,12 +15,30 @@ from pydantic import BaseModel, ValidationError
 
 from specexp.spec import paths
 from specexp.spec.errors import SpecError
-from specexp.spec.options import GROUPS, spec_error, submodel, validate_option, where_set, load_option
 from specexp.spec.experiment import ExperimentSpec, ModelSpec
+from specexp.spec.options import (
+    GROUPS,
+    load_option,
+    spec_error,
+    submodel,
+    validate_option,
+    where_set,
+)
 from specexp.spec.runtime import EVERY_KEY, RuntimeSpec
 
-TOP_LEVEL_KEYS = ("k", "seed", "gpu_shared", "experiment", "draft_model", "rerun", "baseline", "citations", "figures",
-                  "comparisons", "slo")
+TOP_LEVEL_KEYS = (
+    "k",
+    "seed",
+    "gpu_shared",
+    "experiment",
+    "draft_model",
+    "rerun",
+    "baseline",
+    "citations",
+    "figures",
+    "comparisons",
+    "slo",
+)
 """Top-level keys besides the groups. `citations`, `figures` and `comparisons` name published figures
 an experiment is compared with (docs/vocabulary.md section 4); the report reads them, not the job."""
 
@@ -36,11 +54,15 @@ class Composed:
     """The option chosen for each config group (hardware=h200, ...)."""
 
 
-def spec_of(cfg: DictConfig, overrides: Sequence[str], choices: Mapping[str, Any] | None = None) -> Composed:
+def spec_of(
+    cfg: DictConfig, overrides: Sequence[str], choices: Mapping[str, Any] | None = None
+) -> Composed:
     """The one road from Hydra to specexp: a composed config (with its `hydra` node, or with
     `choices` given) -> resolved data -> validated spec. Every entry point goes through here."""
     if choices is None or isinstance(choices, DictConfig):
-        raw_choices = OmegaConf.to_container(choices if choices is not None else cfg.hydra.runtime.choices)
+        raw_choices = OmegaConf.to_container(
+            choices if choices is not None else cfg.hydra.runtime.choices
+        )
         assert isinstance(raw_choices, dict)
         choices = raw_choices
     data = _resolved(cfg)
@@ -68,8 +90,12 @@ class SweepComposer:
 
     def compose(self, overrides: Sequence[str]) -> Composed:
         parsed = self.parser.parse_overrides(list(overrides))
-        picks = {o.get_key_element().lstrip("+~"): o.input_line for o in parsed if _chooses_option(o)}
-        choices = tuple(line for _, line in sorted(picks.items()))  # one group's last pick counts, as in Hydra
+        picks = {
+            o.get_key_element().lstrip("+~"): o.input_line for o in parsed if _chooses_option(o)
+        }
+        choices = tuple(
+            line for _, line in sorted(picks.items())
+        )  # one group's last pick counts, as in Hydra
         values = [o for o in parsed if not _chooses_option(o)]
         key = (choices, tuple(o.input_line for o in values))
         if key not in self._cells:
@@ -77,7 +103,9 @@ class SweepComposer:
             self._cells[key] = Composed(to_spec(cfg, picked, overrides), cfg, picked)
         return self._cells[key]
 
-    def config(self, choices: tuple[str, ...], values: list[Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    def config(
+        self, choices: tuple[str, ...], values: list[Any]
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
         """The resolved config of group `choices` and parsed `values` overrides (without Hydra's own
         node, which a job's config never reads), as Hydra's `load_sweep_config` composes it, and the
         option chosen for each group."""
@@ -104,7 +132,9 @@ class SweepComposer:
         assert isinstance(changed, dict)
         data = {key: copy.deepcopy(value) for key, value in task.items() if key not in touched}
         data.update(changed)
-        data = {key: data[key] for key in [*task, *(k for k in data if k not in task)] if key in data}
+        data = {
+            key: data[key] for key in [*task, *(k for k in data if k not in task)] if key in data
+        }
         return {str(k): v for k, v in data.items()}, dict(picked)
 
 
@@ -143,7 +173,9 @@ def _share_file_cache(loader: Any) -> None:
 def _chooses_option(override: Any) -> bool:
     """Whether a parsed override picks a group's option (Hydra's defaults list) rather than a value."""
     key = override.get_key_element().lstrip("+~")
-    return (key in GROUPS or key == "experiment" or "/" in key) and not isinstance(override.value(), dict)
+    return (key in GROUPS or key == "experiment" or "/" in key) and not isinstance(
+        override.value(), dict
+    )
 
 
 def compose_overrides(overrides: Sequence[str]) -> Composed:
@@ -205,8 +237,11 @@ def to_spec(
     unknown = sorted(set(data) - set(GROUPS) - set(TOP_LEVEL_KEYS))
     if unknown:
         raise SpecError(
-            where_set(unknown[0], None, overrides), unknown[0], "unknown key",
-            accepted=[*TOP_LEVEL_KEYS, *GROUPS], value=unknown[0],
+            where_set(unknown[0], None, overrides),
+            unknown[0],
+            "unknown key",
+            accepted=[*TOP_LEVEL_KEYS, *GROUPS],
+            value=unknown[0],
         )
     parts: dict[str, Any] = {}
     for group, model in GROUPS.items():
@@ -214,21 +249,36 @@ def to_spec(
     draft_model = data.get("draft_model") or parts["drafter"].cost.default_draft_model
     if draft_model is not None and parts["drafter"].cost.uses_draft_model:
         parts["draft_model"] = load_option(
-            ModelSpec, "model", str(draft_model), "draft_model", where=where_set("draft_model", None, overrides)
+            ModelSpec,
+            "model",
+            str(draft_model),
+            "draft_model",
+            where=where_set("draft_model", None, overrides),
         )
-    top = {key: data[key] for key in ("seed", "gpu_shared", "experiment", "baseline", "slo") if key in data}
+    top = {
+        key: data[key]
+        for key in ("seed", "gpu_shared", "experiment", "baseline", "slo")
+        if key in data
+    }
     requested = data.get("k")
     try:
         ExperimentSpec(**parts, **top, k=requested)  # validates k as given
         k = None if parts["drafter"].kind == "none" else (requested or parts["drafter"].default_k)
-        spec = ExperimentSpec(**parts, **top, k=k, requested_k=requested, stated=_stated(overrides, top))
+        spec = ExperimentSpec(
+            **parts, **top, k=k, requested_k=requested, stated=_stated(overrides, top)
+        )
     except ValidationError as err:
         raise spec_error(err, None, None, overrides) from None
     _refuse_overrides_that_do_nothing(spec, overrides)
     if spec.workload.search is not None and not spec.slo.active:
-        raise SpecError(where_set("workload.search", None, overrides), "workload.search",
-                        f"search={spec.workload.search} needs an SLO: set slo.ttft_s, slo.tpot_s or slo.e2e_s")
-    from specexp.spec.input_files import check_files  # a trace or dataset file is read before anything runs
+        raise SpecError(
+            where_set("workload.search", None, overrides),
+            "workload.search",
+            f"search={spec.workload.search} needs an SLO: set slo.ttft_s, slo.tpot_s or slo.e2e_s",
+        )
+    from specexp.spec.input_files import (
+        check_files,
+    )  # a trace or dataset file is read before anything runs
 
     check_files(spec.workload)
     return spec
@@ -240,12 +290,20 @@ def _refuse_overrides_that_do_nothing(spec: ExperimentSpec, overrides: Sequence[
     for override in overrides:
         key = override.lstrip("+~").split("=", 1)[0]
         if key == "workload.prompt_tokens" and w.prompt_lengths:
-            raise SpecError(f"override {override}", key, f"does nothing: workload {w.name} sends the lengths of "
-                            f"workload.prompt_lengths ({w.prompt_lengths}); set workload.prompt_lengths=[N] instead")
+            raise SpecError(
+                f"override {override}",
+                key,
+                f"does nothing: workload {w.name} sends the lengths of "
+                f"workload.prompt_lengths ({w.prompt_lengths}); set workload.prompt_lengths=[N] instead",
+            )
         if key in ("workload.prompt_tokens", "workload.prompt_lengths") and w.material == "none":
-            raise SpecError(f"override {override}", key, f"does nothing: workload {w.name} sends its instruction "
-                            "alone (workload.material: none), at its own length; set workload.material=filler "
-                            "(or source_file) to fill prompts to a length")
+            raise SpecError(
+                f"override {override}",
+                key,
+                f"does nothing: workload {w.name} sends its instruction "
+                "alone (workload.material: none), at its own length; set workload.material=filler "
+                "(or source_file) to fill prompts to a length",
+            )
 
 
 def _stated(overrides: Sequence[str], top: Mapping[str, Any]) -> tuple[str, ...]:
@@ -263,12 +321,23 @@ def _check_path(model: type[BaseModel], parts: list[str], text: str, key: str) -
     own when the spec is made.)"""
     if model is RuntimeSpec:
         if parts[0] not in EVERY_KEY:
-            raise SpecError(f"override {text}", key, "no runtime has this key", accepted=list(EVERY_KEY),
-                            value=parts[0])
+            raise SpecError(
+                f"override {text}",
+                key,
+                "no runtime has this key",
+                accepted=list(EVERY_KEY),
+                value=parts[0],
+            )
         return
     for part in parts:
         if part not in model.model_fields:
-            raise SpecError(f"override {text}", key, "unknown key", accepted=list(model.model_fields), value=part)
+            raise SpecError(
+                f"override {text}",
+                key,
+                "unknown key",
+                accepted=list(model.model_fields),
+                value=part,
+            )
         nested = submodel(model, part)
         if nested is None:
             return  # a value or a free-form mapping (peak_tflops, acceptance, ...)
@@ -288,19 +357,26 @@ def check_overrides(overrides: Sequence[str]) -> None:
         try:
             override = parser.parse_override(text)
         except Exception as err:  # Hydra's grammar errors
-            raise SpecError(f"override {text}", text.split("=", 1)[0], f"cannot parse: {err}") from None
+            raise SpecError(
+                f"override {text}", text.split("=", 1)[0], f"cannot parse: {err}"
+            ) from None
         key = override.get_key_element().lstrip("+~")
         if key.startswith("hydra") or override.is_delete():
             continue
         if key in GROUPS or key == "experiment":
-            values = list(override.sweep_string_iterator()) if override.is_sweep_override() else [
-                override.get_value_element_as_str()
-            ]
+            values = (
+                list(override.sweep_string_iterator())
+                if override.is_sweep_override()
+                else [override.get_value_element_as_str()]
+            )
             for value in values:
                 if value not in paths.options(key):
                     raise SpecError(
-                        f"override {text}", key, f"no {key} named '{value}'",
-                        accepted=paths.options(key), value=value,
+                        f"override {text}",
+                        key,
+                        f"no {key} named '{value}'",
+                        accepted=paths.options(key),
+                        value=value,
                     )
             continue
         head, _, rest = key.partition(".")
@@ -308,8 +384,9 @@ def check_overrides(overrides: Sequence[str]) -> None:
             _check_path(GROUPS[head], rest.split("."), text, key)
         elif head not in TOP_LEVEL_KEYS:
             raise SpecError(
-                f"override {text}", key, "unknown key", accepted=[*TOP_LEVEL_KEYS, *GROUPS], value=key
+                f"override {text}",
+                key,
+                "unknown key",
+                accepted=[*TOP_LEVEL_KEYS, *GROUPS],
+                value=key,
             )
-
-
-

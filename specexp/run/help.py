@@ -34,7 +34,12 @@ Hydra's flags work as in any Hydra app: -m/--multirun, --cfg, --info, --hydra-he
 def help_text() -> str:
     config = OmegaConf.to_container(OmegaConf.load(paths.conf_dir() / "config.yaml"))
     assert isinstance(config, dict)
-    chosen = {k: v for entry in config.get("defaults", []) if isinstance(entry, dict) for k, v in entry.items()}
+    chosen = {
+        k: v
+        for entry in config.get("defaults", [])
+        if isinstance(entry, dict)
+        for k, v in entry.items()
+    }
     lines = [USAGE, "", "config groups (group=option; conf/<group>/<option>.yaml), default first:"]
     for group in [*GROUPS, "experiment"]:
         options = paths.options(group)

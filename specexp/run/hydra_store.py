@@ -34,4 +34,6 @@ def register() -> None:
         text = path.read_text(encoding="utf-8")
         package = "_global_" if "# @package _global_" in text else None
         node = OmegaConf.create(text) if text.strip() else OmegaConf.create({})
-        store.store(group="experiment", name=path.stem, node=node, package=package, provider="specexp")
+        store.store(
+            group="experiment", name=path.stem, node=node, package=package, provider="specexp"
+        )

@@ -12,17 +12,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from specexp.run import interrupt, provenance
 from specexp.measure.conditions import run_conditions
+from specexp.measure.events import EngineInfo, RuntimeFailure, Window
 from specexp.measure.measurements import measurements
-from specexp.run.plan import Cell
+from specexp.measure.request_log import write_requests
 from specexp.record import ErrorInfo, Provenance, RunRecord, complete_result, write_record
 from specexp.record.schema import Status
-from specexp.measure.request_log import write_requests
+from specexp.run import interrupt, provenance
+from specexp.run.plan import Cell
 from specexp.runtimes import pool
 from specexp.runtimes.base import Runtime, runtime_for
-from specexp.measure.events import RuntimeFailure
-from specexp.measure.events import EngineInfo, Window
 from specexp.workloads.driver import drive
 from specexp.workloads.prompts import PromptBuilder
 
@@ -33,13 +32,20 @@ def _provenance(overrides: list[str], config: dict[str, Any], **facts: Any) -> P
     return Provenance(**provenance.environment(), overrides=list(overrides), config=config, **facts)
 
 
-def skipped_result(cell: Cell, reason: str, overrides: list[str], config: dict[str, Any]) -> RunRecord:
+def skipped_result(
+    cell: Cell, reason: str, overrides: list[str], config: dict[str, Any]
+) -> RunRecord:
     """The record of a cell that means nothing: status skipped, and why."""
     started = provenance.now()
     return RunRecord(
-        run_id=cell.run_id, status="skipped", error=ErrorInfo(kind="meaningless_cell", message=reason),
-        conditions=run_conditions(cell.spec, runtime_for(cell.spec.runtime.name).source,
-                                  knows_setup=runtime_for(cell.spec.runtime.name).knows_setup),
+        run_id=cell.run_id,
+        status="skipped",
+        error=ErrorInfo(kind="meaningless_cell", message=reason),
+        conditions=run_conditions(
+            cell.spec,
+            runtime_for(cell.spec.runtime.name).source,
+            knows_setup=runtime_for(cell.spec.runtime.name).knows_setup,
+        ),
         provenance=_provenance(overrides, config, started_at=started, finished_at=started),
     )
 
@@ -65,7 +71,11 @@ class _Progress:
 
 
 def run_job(
-    cell: Cell, job_dir: Path, sweep_root: Path | None, overrides: list[str], config: dict[str, Any],
+    cell: Cell,
+    job_dir: Path,
+    sweep_root: Path | None,
+    overrides: list[str],
+    config: dict[str, Any],
     rerun: bool = False,
 ) -> RunRecord | None:
     """Run one cell into `job_dir`; return its record (also written to result.json).
@@ -88,25 +98,42 @@ def run_job(
     runtime = None
     try:
         runtime, progress.info, progress.reused = pool.acquire(
-            cell.server_key, spec, job_dir, lambda: runtime_cls(spec, job_dir))
+            cell.server_key, spec, job_dir, lambda: runtime_cls(spec, job_dir)
+        )
         progress.argv, progress.drafter_config = runtime.server_argv(), runtime.drafter_config()
-        prompts = PromptBuilder(spec.workload, runtime.tokenize, runtime.detokenize) if runtime_cls.reads_prompts else None
-        for window in drive(runtime, spec.workload, marker=prompt_marker(cell), prompt_for=prompts, warmups=True,
-                            seed=spec.seed, slo=spec.slo):
+        prompts = (
+            PromptBuilder(spec.workload, runtime.tokenize, runtime.detokenize)
+            if runtime_cls.reads_prompts
+            else None
+        )
+        for window in drive(
+            runtime,
+            spec.workload,
+            marker=prompt_marker(cell),
+            prompt_for=prompts,
+            warmups=True,
+            seed=spec.seed,
+            slo=spec.slo,
+        ):
             progress.windows.append(window)
             interrupt.check()  # a Ctrl-C that an event loop absorbed still ends the job here
             _raise_on_failed_requests(window, runtime)
         progress.status = "ok"
     except KeyboardInterrupt:
-        progress.error = ErrorInfo(kind="interrupted", message="interrupted (Ctrl-C) while measuring",
-                                   log_tail=runtime.log_tail() if runtime else "")
+        progress.error = ErrorInfo(
+            kind="interrupted",
+            message="interrupted (Ctrl-C) while measuring",
+            log_tail=runtime.log_tail() if runtime else "",
+        )
         _finish(cell, progress, runtime, job_dir, overrides, config, started)
         pool.release()
         raise
-    except Exception as err:  # noqa: BLE001 - whatever a server does, the sweep goes on
+    except Exception as err:
         failure = _as_failure(err, runtime)
         progress.status = failure.status
-        progress.error = ErrorInfo(kind=failure.kind, message=failure.message, log_tail=failure.log_tail)
+        progress.error = ErrorInfo(
+            kind=failure.kind, message=failure.message, log_tail=failure.log_tail
+        )
         if failure.argv is not None:
             progress.argv = failure.argv
         if runtime is not None:
@@ -123,8 +150,12 @@ def _as_failure(err: Exception, runtime: Runtime | None) -> RuntimeFailure:
     if isinstance(err, RuntimeFailure):
         return err
     log.exception("job failed unexpectedly")
-    return RuntimeFailure("failed", "unexpected_error", f"{type(err).__name__}: {err}",
-                          runtime.log_tail() if runtime else "")
+    return RuntimeFailure(
+        "failed",
+        "unexpected_error",
+        f"{type(err).__name__}: {err}",
+        runtime.log_tail() if runtime else "",
+    )
 
 
 def _raise_on_failed_requests(window: Window, runtime: Runtime) -> None:
@@ -133,32 +164,61 @@ def _raise_on_failed_requests(window: Window, runtime: Runtime) -> None:
     if failed:
         first = failed[0]
         raise RuntimeFailure(
-            "failed", first.error_kind or "request_failed",
+            "failed",
+            first.error_kind or "request_failed",
             f"{len(failed)} of {len(window.traces)} request(s) failed; first: {first.error}",
             runtime.log_tail(),
         )
 
 
 def _finish(
-    cell: Cell, progress: _Progress, runtime: Runtime | None, job_dir: Path, overrides: list[str],
-    config: dict[str, Any], started: str,
+    cell: Cell,
+    progress: _Progress,
+    runtime: Runtime | None,
+    job_dir: Path,
+    overrides: list[str],
+    config: dict[str, Any],
+    started: str,
 ) -> RunRecord:
     """The record of what was measured (partial windows marked), written to result.json."""
     spec, info, runtime_cls = cell.spec, progress.info, runtime_for(cell.spec.runtime.name)
-    conditions = run_conditions(spec, runtime_cls.source, runtime_version=info.version if info else None,
-                                drafter_config=progress.drafter_config, knows_setup=runtime_cls.knows_setup,
-                                reported=info.details.get("conditions") if info else None)
-    engine_info = None if info is None else {
-        "version": info.version, "kv_cache_tokens": info.kv_cache_tokens, "reused_server": progress.reused,
-        **info.details,
-    }
+    conditions = run_conditions(
+        spec,
+        runtime_cls.source,
+        runtime_version=info.version if info else None,
+        drafter_config=progress.drafter_config,
+        knows_setup=runtime_cls.knows_setup,
+        reported=info.details.get("conditions") if info else None,
+    )
+    engine_info = (
+        None
+        if info is None
+        else {
+            "version": info.version,
+            "kv_cache_tokens": info.kv_cache_tokens,
+            "reused_server": progress.reused,
+            **info.details,
+        }
+    )
     record = RunRecord(
-        run_id=cell.run_id, status=progress.status, error=progress.error, conditions=conditions,
-        provenance=_provenance(overrides, config, started_at=started, finished_at=provenance.now(),
-                               server_argv=progress.argv, engine_info=engine_info),
+        run_id=cell.run_id,
+        status=progress.status,
+        error=progress.error,
+        conditions=conditions,
+        provenance=_provenance(
+            overrides,
+            config,
+            started_at=started,
+            finished_at=provenance.now(),
+            server_argv=progress.argv,
+            engine_info=engine_info,
+        ),
         measurements=measurements(
-            progress.windows, conditions, prefill_only=spec.workload.output_tokens == 1,
-            kv_cache_tokens=info.kv_cache_tokens if info else None, partial=progress.status != "ok",
+            progress.windows,
+            conditions,
+            prefill_only=spec.workload.output_tokens == 1,
+            kv_cache_tokens=info.kv_cache_tokens if info else None,
+            partial=progress.status != "ok",
             slo=spec.slo,
         ),
         notes=runtime.notes() if runtime is not None else [],

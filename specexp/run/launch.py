@@ -24,11 +24,17 @@ def save_job_config(job_dir: Path, composed: Composed, overrides: Sequence[str])
     folder = job_dir / ".hydra"
     folder.mkdir(parents=True, exist_ok=True)
     dump = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-    (folder / "config.yaml").write_text(yaml.dump(composed.config, Dumper=dump, sort_keys=False), encoding="utf-8")
-    (folder / "overrides.yaml").write_text(yaml.dump(list(overrides), Dumper=dump), encoding="utf-8")
+    (folder / "config.yaml").write_text(
+        yaml.dump(composed.config, Dumper=dump, sort_keys=False), encoding="utf-8"
+    )
+    (folder / "overrides.yaml").write_text(
+        yaml.dump(list(overrides), Dumper=dump), encoding="utf-8"
+    )
 
 
-def run_composed(composed: Composed, overrides: Sequence[str], job_dir: Path, root: Path, multirun: bool) -> str:
+def run_composed(
+    composed: Composed, overrides: Sequence[str], job_dir: Path, root: Path, multirun: bool
+) -> str:
     """Run one job into `job_dir` (its sweep's `root`) and say how it ended: its status."""
     cell, data = make_cell(composed.spec), composed.config
     overrides = list(overrides)
@@ -39,15 +45,20 @@ def run_composed(composed: Composed, overrides: Sequence[str], job_dir: Path, ro
     try:
         record = run_job(cell, job_dir, root, overrides, data, rerun=bool(data.get("rerun")))
         status = record.status if record else "ok"
-        detail = (record.error.message if record and record.error else "") if record else \
-            f"already complete in {root}"
+        detail = (
+            (record.error.message if record and record.error else "")
+            if record
+            else f"already complete in {root}"
+        )
     except OSError as err:  # the job directory is not writable, the disk is full...
         status, detail = "failed", f"could not write {job_dir}/result.json: {err}"
     finally:
         if not multirun:
             pool.release()
     if sweep_progress is not None:
-        sweep_progress.finished_job(f"{cell.run_id} {description}", status + (f" ({detail})" if detail else ""))
+        sweep_progress.finished_job(
+            f"{cell.run_id} {description}", status + (f" ({detail})" if detail else "")
+        )
     else:
         print(f"job {cell.run_id}: {status}{': ' + detail if detail else ''}", flush=True)
     return status

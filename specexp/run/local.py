@@ -25,8 +25,9 @@ Job = tuple[list[str], Path]
 """A job's overrides and its directory."""
 
 
-def run_local(jobs: Sequence[Job], sweep_dir: Path, compose: Callable[[list[str]], Composed],
-              simulated: bool) -> list[str]:
+def run_local(
+    jobs: Sequence[Job], sweep_dir: Path, compose: Callable[[list[str]], Composed], simulated: bool
+) -> list[str]:
     """Run `jobs` (their statuses, in order): spread over the cores when they are all `simulated`."""
     workers = min(_cores(), len(jobs)) if simulated and "fork" in mp.get_all_start_methods() else 1
     if workers <= 1:
@@ -34,7 +35,9 @@ def run_local(jobs: Sequence[Job], sweep_dir: Path, compose: Callable[[list[str]
     return _spread(jobs, sweep_dir, compose, workers)
 
 
-def _run(compose: Callable[[list[str]], Composed], overrides: list[str], job_dir: Path, sweep_dir: Path) -> str:
+def _run(
+    compose: Callable[[list[str]], Composed], overrides: list[str], job_dir: Path, sweep_dir: Path
+) -> str:
     composed = compose(overrides)
     save_job_config(job_dir, composed, overrides)
     return run_composed(composed, overrides, job_dir, sweep_dir, multirun=True)
@@ -60,16 +63,24 @@ class _Forwarded:
         self.events.put(("finished", description, status))
 
 
-def _spread(jobs: Sequence[Job], sweep_dir: Path, compose: Callable[[list[str]], Composed],
-            workers: int) -> list[str]:
+def _spread(
+    jobs: Sequence[Job], sweep_dir: Path, compose: Callable[[list[str]], Composed], workers: int
+) -> list[str]:
     ctx = mp.get_context("fork")  # a worker has the composed specs and every module already
     todo, events = ctx.Queue(), ctx.Queue()
     for index in range(len(jobs)):
         todo.put(index)
     for _ in range(workers):
         todo.put(None)
-    procs = [ctx.Process(target=_work, args=(jobs, sweep_dir, compose, todo, events), daemon=True,
-                         name=f"specexp-job-{i}") for i in range(workers)]
+    procs = [
+        ctx.Process(
+            target=_work,
+            args=(jobs, sweep_dir, compose, todo, events),
+            daemon=True,
+            name=f"specexp-job-{i}",
+        )
+        for i in range(workers)
+    ]
     for proc in procs:
         proc.start()
     statuses: list[str | None] = [None] * len(jobs)
@@ -94,8 +105,13 @@ def _spread(jobs: Sequence[Job], sweep_dir: Path, compose: Callable[[list[str]],
     return [s if s is not None else "failed" for s in statuses]
 
 
-def _work(jobs: Sequence[Job], sweep_dir: Path, compose: Callable[[list[str]], Composed], todo: Any,
-          events: Any) -> None:
+def _work(
+    jobs: Sequence[Job],
+    sweep_dir: Path,
+    compose: Callable[[list[str]], Composed],
+    todo: Any,
+    events: Any,
+) -> None:
     progress.forward_to(_Forwarded(events))
     while (index := todo.get()) is not None:
         overrides, job_dir = jobs[index]

@@ -17,8 +17,13 @@ from typing import Any
 from specexp.spec.experiment import ExperimentSpec
 from specexp.spec.runtime import RUN_ID_DEFAULTS
 
-
-OPERATIONAL = ("start_timeout_s", "request_timeout_s", "stall_timeout_s", "api_key_env", "executable")
+OPERATIONAL = (
+    "start_timeout_s",
+    "request_timeout_s",
+    "stall_timeout_s",
+    "api_key_env",
+    "executable",
+)
 """Runtime settings that cannot move a number: left out of the run id, so the same cell on two
 machines (another binary path, longer timeouts) has the same id."""
 
@@ -47,8 +52,16 @@ def make_cell(spec: ExperimentSpec) -> Cell:
         canonical = canonical.model_copy(update={"draft_model": None})
     return Cell(
         spec=canonical,
-        run_id=_digest(canonical, exclude={"experiment": True, "requested_k": True, "stated": True, "add_baseline": True,
-                                       "runtime": set(OPERATIONAL)}),
+        run_id=_digest(
+            canonical,
+            exclude={
+                "experiment": True,
+                "requested_k": True,
+                "stated": True,
+                "add_baseline": True,
+                "runtime": set(OPERATIONAL),
+            },
+        ),
         server_key=_server_key(canonical),
         skip_reason=_meaningless(canonical),
         note=note,
@@ -61,13 +74,25 @@ def warnings_for(cell: Cell) -> list[str]:
     k, max_k = spec.k, spec.drafter.max_k
     if k is not None and max_k is not None and k > max_k:
         deep = f"position {k}" if k == max_k + 1 else f"positions {max_k + 1}..{k}"
-        notes.append(f"k={k} exceeds {spec.drafter.name}'s trained block ({max_k}): {deep} accept(s) almost nothing")
+        notes.append(
+            f"k={k} exceeds {spec.drafter.name}'s trained block ({max_k}): {deep} accept(s) almost nothing"
+        )
     return notes
 
 
 def _server_key(spec: ExperimentSpec) -> str:
     """Equal for cells one started server can serve: everything its argv depends on."""
-    fields = {"hardware", "model", "quantization", "runtime", "drafter", "k", "draft_model", "seed", "gpu_shared"}
+    fields = {
+        "hardware",
+        "model",
+        "quantization",
+        "runtime",
+        "drafter",
+        "k",
+        "draft_model",
+        "seed",
+        "gpu_shared",
+    }
     data = spec.model_dump(mode="json", include=fields)
     data["slots"] = spec.workload.slots
     blob = json.dumps(data, sort_keys=True, separators=(",", ":"))
@@ -77,8 +102,10 @@ def _server_key(spec: ExperimentSpec) -> str:
 def _meaningless(spec: ExperimentSpec) -> str | None:
     rt = spec.runtime
     if spec.drafter.kind != "none" and rt.drafter_name(spec.drafter.name) is None:
-        return (f"runtime={rt.name} has no drafter {spec.drafter.name!r} (its drafters: "
-                f"{', '.join(sorted(rt.drafters or ()))})")
+        return (
+            f"runtime={rt.name} has no drafter {spec.drafter.name!r} (its drafters: "
+            f"{', '.join(sorted(rt.drafters or ()))})"
+        )
     if spec.drafter.requires_mtp_head and spec.model.mtp is None:
         return f"drafter={spec.drafter.name} needs an MTP head and model={spec.model.name} has none"
     if spec.drafter.cost.uses_draft_model:
@@ -94,9 +121,14 @@ def _meaningless(spec: ExperimentSpec) -> str | None:
 
 def _digest(spec: ExperimentSpec, **fields: Any) -> str:
     data = spec.model_dump(mode="json", **fields)  # type: ignore[arg-type]
-    if "runtime" in data:  # every runtime's keys, as when one model held them: earlier run ids stay valid
+    if (
+        "runtime" in data
+    ):  # every runtime's keys, as when one model held them: earlier run ids stay valid
         skipped = fields.get("exclude", {}).get("runtime", set())
-        data["runtime"] = {**{k: v for k, v in RUN_ID_DEFAULTS.items() if k not in skipped}, **data["runtime"]}
+        data["runtime"] = {
+            **{k: v for k, v in RUN_ID_DEFAULTS.items() if k not in skipped},
+            **data["runtime"],
+        }
     blob = json.dumps(data, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
@@ -117,7 +149,13 @@ def make_plan(cells: Sequence[Cell]) -> Plan:
     skipped: list[tuple[int, Cell, str]] = []
     for index, cell in enumerate(cells):
         if cell.run_id in seen:
-            skipped.append((index, cell, f"same cell as job {seen[cell.run_id]} ({cell.note or 'identical config'})"))
+            skipped.append(
+                (
+                    index,
+                    cell,
+                    f"same cell as job {seen[cell.run_id]} ({cell.note or 'identical config'})",
+                )
+            )
             continue
         seen[cell.run_id] = index
         if cell.skip_reason:
@@ -128,5 +166,11 @@ def make_plan(cells: Sequence[Cell]) -> Plan:
     for position, (_, cell) in enumerate(run):
         first_seen.setdefault(cell.server_key, position)
     # Baselines first, so that every drafter's outputs can be compared with them as it finishes.
-    run.sort(key=lambda item: (item[1].spec.drafter.kind != "none", first_seen[item[1].server_key], item[0]))
+    run.sort(
+        key=lambda item: (
+            item[1].spec.drafter.kind != "none",
+            first_seen[item[1].server_key],
+            item[0],
+        )
+    )
     return Plan(run=run, skipped=skipped)

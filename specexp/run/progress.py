@@ -14,7 +14,6 @@ if TYPE_CHECKING:
     from rich.progress import Progress
 
 
-
 class SweepProgress:
     def __init__(self, total: int, stream: Any = None) -> None:
         self.total = total
@@ -26,13 +25,25 @@ class SweepProgress:
         self._task: Any = None
         if self.live and total:
             from rich.console import Console  # a terminal's bar only: CI logs need none of rich
-            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
-                                       TimeRemainingColumn)
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
 
             self._progress = Progress(
-                TextColumn("[bold]sweep"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
-                TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
-                console=Console(file=self.stream), transient=False,
+                TextColumn("[bold]sweep"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("{task.description}"),
+                TimeElapsedColumn(),
+                TextColumn("eta"),
+                TimeRemainingColumn(),
+                console=Console(file=self.stream),
+                transient=False,
             )
             self._progress.start()
             self._task = self._progress.add_task("", total=total)
@@ -48,8 +59,11 @@ class SweepProgress:
             return
         elapsed = time.monotonic() - self.started
         eta = elapsed / self.done * (self.total - self.done) if self.done else 0.0
-        print(f"[{self.done}/{self.total}] {description}: {status} (elapsed {elapsed:.1f} s, eta {eta:.1f} s)",
-              file=self.stream, flush=True)
+        print(
+            f"[{self.done}/{self.total}] {description}: {status} (elapsed {elapsed:.1f} s, eta {eta:.1f} s)",
+            file=self.stream,
+            flush=True,
+        )
 
     def close(self) -> None:
         if self._progress is not None:

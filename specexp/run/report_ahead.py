@@ -16,8 +16,12 @@ import signal
 from pathlib import Path
 from typing import Any
 
-WARM_SPEC = {"$schema": "https://vega.github.io/schema/vega-lite/v6.json", "data": {"values": [{"x": 1}]},
-             "mark": "point", "encoding": {"x": {"field": "x", "type": "quantitative"}}}
+WARM_SPEC = {
+    "$schema": "https://vega.github.io/schema/vega-lite/v6.json",
+    "data": {"values": [{"x": 1}]},
+    "mark": "point",
+    "encoding": {"x": {"field": "x", "type": "quantitative"}},
+}
 """A one-point chart: rendering it starts vl-convert's engine."""
 
 
@@ -59,7 +63,9 @@ class ReportAhead:
 
 
 def _serve(conn: Any) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is the sweep's: its report is still wanted
+    signal.signal(
+        signal.SIGINT, signal.SIG_IGN
+    )  # a Ctrl-C is the sweep's: its report is still wanted
     try:
         import vl_convert
 
@@ -67,7 +73,7 @@ def _serve(conn: Any) -> None:
         from specexp.report.write import write_report
 
         vl_convert.vegalite_to_svg(WARM_SPEC)
-    except Exception:  # noqa: BLE001 - the parent renders instead, and reports what is wrong
+    except Exception:
         write_report = None
     try:
         root = conn.recv()
@@ -78,6 +84,13 @@ def _serve(conn: Any) -> None:
         return
     try:
         found = find_records([Path(root)])
-        conn.send([str(p) for p in write_report(found, Path(root) / "measurements.md", Path(root) / "report.html")])
-    except Exception:  # noqa: BLE001 - as above
+        conn.send(
+            [
+                str(p)
+                for p in write_report(
+                    found, Path(root) / "measurements.md", Path(root) / "report.html"
+                )
+            ]
+        )
+    except Exception:
         conn.send(None)

@@ -38,7 +38,10 @@ def write_sweep_outputs(root: Path, ahead: ReportAhead | None = None) -> list[Pa
     except ModuleNotFoundError as err:
         if err.name is None or err.name.split(".")[0] not in REPORT_EXTRA:
             raise  # a broken specexp, not a missing extra
-        print(f"report not rendered ({err.name} is not installed): records are complete; render them with "
-              f"`pip install 'specexp[report]'` and `python -m specexp.report {root}`", flush=True)
+        print(
+            f"report not rendered ({err.name} is not installed): records are complete; render them with "
+            f"`pip install 'specexp[report]'` and `python -m specexp.report {root}`",
+            flush=True,
+        )
         return written
     return [*written, *write_report(found, root / "measurements.md", root / "report.html")]

@@ -21,16 +21,16 @@ from hydra.plugins.sweeper import Sweeper as HydraSweeper
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf
 
-from specexp.run.compose import SweepComposer
-from specexp.run.local import run_local
-from specexp.spec.errors import SpecError, exit_on_spec_error
-from specexp.run.job import skipped_result
-from specexp.run.plan import Cell, Plan, make_cell, make_plan, warnings_for
 from specexp.record import completed_runs, write_record
 from specexp.run import progress
-from specexp.runtimes import pool
+from specexp.run.compose import SweepComposer
+from specexp.run.job import skipped_result
+from specexp.run.local import run_local
+from specexp.run.plan import Cell, Plan, make_cell, make_plan, warnings_for
 from specexp.run.report_ahead import ReportAhead
 from specexp.run.summary import write_sweep_outputs
+from specexp.runtimes import pool
+from specexp.spec.errors import SpecError, exit_on_spec_error
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +59,9 @@ class Sweeper(HydraSweeper):
         self.launcher: Launcher | None = None
         self.composer: SweepComposer | None = None
 
-    def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
+    def setup(
+        self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig
+    ) -> None:
         from hydra.core.plugins import Plugins
 
         self.hydra_context = hydra_context
@@ -70,7 +72,9 @@ class Sweeper(HydraSweeper):
         self.composer = SweepComposer(hydra_context.config_loader, config)
 
     def sweep(self, arguments: list[str]) -> Any:
-        assert self.config is not None and self.launcher is not None and self.hydra_context is not None
+        assert (
+            self.config is not None and self.launcher is not None and self.hydra_context is not None
+        )
         jobs = expand(self.hydra_context, self.params, self.grid, arguments)
         ahead = ReportAhead()  # made ready while the cells are composed and run
         try:
@@ -89,7 +93,9 @@ class Sweeper(HydraSweeper):
         todo = [(jobs[i], cell) for i, cell in plan.run if cell.run_id not in done]
         return [self._launch(todo, sweep_dir, ahead)]
 
-    def _launch(self, todo: list[tuple[list[str], Cell]], sweep_dir: Path, ahead: ReportAhead) -> Any:
+    def _launch(
+        self, todo: list[tuple[list[str], Cell]], sweep_dir: Path, ahead: ReportAhead
+    ) -> Any:
         """Run the jobs; whatever happens, stop servers and write the sweep's report.
 
         Jobs of this machine run here, with the specs composed for the plan; Hydra's launcher
@@ -98,12 +104,17 @@ class Sweeper(HydraSweeper):
         progress.start(len(todo))
         try:
             if _runs_here(self.launcher):
-                jobs = [(overrides, sweep_dir / job_dir_name(overrides, cell.run_id)) for overrides, cell in todo]
+                jobs = [
+                    (overrides, sweep_dir / job_dir_name(overrides, cell.run_id))
+                    for overrides, cell in todo
+                ]
                 simulated = all(cell.spec.runtime.name == "sim" for _, cell in todo)
                 returns: Any = run_local(jobs, sweep_dir, self.composer.compose, simulated)
             else:
-                batch = [[*overrides, f"hydra.sweep.subdir='{job_dir_name(overrides, cell.run_id)}'"]
-                         for overrides, cell in todo]
+                batch = [
+                    [*overrides, f"hydra.sweep.subdir='{job_dir_name(overrides, cell.run_id)}'"]
+                    for overrides, cell in todo
+                ]
                 returns = self.launcher.launch(batch, initial_job_idx=0) if batch else []
                 for r in returns:
                     _ = r.return_value  # re-raises what a job raised (Ctrl-C ends the sweep)
@@ -122,7 +133,11 @@ class Sweeper(HydraSweeper):
         for job, (cell, _) in list(zip(jobs, cells)):
             if cell.spec.drafter.kind == "none" or not cell.spec.add_baseline:
                 continue
-            overrides = [o for o in job if o.lstrip("+~").split("=", 1)[0] not in ("drafter", "k", "draft_model")]
+            overrides = [
+                o
+                for o in job
+                if o.lstrip("+~").split("=", 1)[0] not in ("drafter", "k", "draft_model")
+            ]
             overrides.append("drafter=none")
             base = self._cell(overrides)
             if base[0].run_id not in have:
@@ -143,11 +158,17 @@ def _runs_here(launcher: Launcher) -> bool:
     """Whether Hydra's launcher is its basic one, which runs each job in this process, in turn.
     (By name: Hydra's plugin discovery loads its core plugins a second time, as other classes.)"""
     kind = type(launcher)
-    return f"{kind.__module__}.{kind.__qualname__}" == "hydra._internal.core_plugins.basic_launcher.BasicLauncher"
+    return (
+        f"{kind.__module__}.{kind.__qualname__}"
+        == "hydra._internal.core_plugins.basic_launcher.BasicLauncher"
+    )
 
 
 def expand(
-    hydra_context: HydraContext, params: dict[str, str], grid: list[dict[str, str]], arguments: list[str]
+    hydra_context: HydraContext,
+    params: dict[str, str],
+    grid: list[dict[str, str]],
+    arguments: list[str],
 ) -> list[list[str]]:
     """Every job's overrides: params x command line, times the union of the grid's entries.
 
@@ -157,7 +178,10 @@ def expand(
     given = {a.lstrip("+~").split("=", 1)[0] for a in arguments}
 
     def product(overrides: list[str]) -> list[list[str]]:
-        return [list(job) for job in BasicSweeper.split_arguments(parser.parse_overrides(overrides), None)[0]]
+        return [
+            list(job)
+            for job in BasicSweeper.split_arguments(parser.parse_overrides(overrides), None)[0]
+        ]
 
     base = [f"{k}={v}" for k, v in params.items() if k not in given] + list(arguments)
     if not grid:
@@ -174,19 +198,27 @@ def record_skipped(sweep_dir: Path, jobs: list[list[str]], plan: Plan) -> None:
     for index, cell, reason in plan.skipped:
         if cell.skip_reason and reason == cell.skip_reason:
             config = cell.spec.model_dump(mode="json")
-            write_record(sweep_dir / job_dir_name(jobs[index], cell.run_id),
-                         skipped_result(cell, reason, jobs[index], config))
+            write_record(
+                sweep_dir / job_dir_name(jobs[index], cell.run_id),
+                skipped_result(cell, reason, jobs[index], config),
+            )
 
 
-def describe_plan(jobs: list[list[str]], plan: Plan, done: dict[str, Path], added: set[int] = frozenset()) -> str:  # type: ignore[assignment]
+def describe_plan(
+    jobs: list[list[str]], plan: Plan, done: dict[str, Path], added: set[int] = frozenset()
+) -> str:  # type: ignore[assignment]
     """What will run, what is already complete (resumed sweeps), what is left out and why."""
     todo = [(i, c) for i, c in plan.run if not done.get(c.run_id)]
-    lines = [f"plan: {len(todo)} job(s) to run, {len(plan.run) - len(todo)} already complete, "
-             f"{len(plan.skipped)} left out"]
+    lines = [
+        f"plan: {len(todo)} job(s) to run, {len(plan.run) - len(todo)} already complete, "
+        f"{len(plan.skipped)} left out"
+    ]
     for i, cell in plan.run:
         where = done.get(cell.run_id)
         verb = "done " if where else "run  "
-        tail = f": already complete in {where.parent.name} (rerun=true runs it again)" if where else ""
+        tail = (
+            f": already complete in {where.parent.name} (rerun=true runs it again)" if where else ""
+        )
         if i in added:
             tail += "  (added: the drafters' baseline; baseline=false leaves it out)"
         lines.append(f"  {verb} {cell.run_id}  {' '.join(jobs[i]) or '(defaults)'}{tail}")

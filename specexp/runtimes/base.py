@@ -19,7 +19,6 @@ RUNTIMES: Registry[type[Runtime]] = Registry("runtime")
 module; importing them lazily keeps one runtime's dependencies out of the others' way)."""
 
 
-
 R = TypeVar("R", bound="Runtime")
 
 

@@ -33,7 +33,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-
 if TYPE_CHECKING:
     import aiohttp  # imported where a window is sent: a runtime's start needs none of it
 
@@ -67,8 +66,14 @@ class Prepared:
     body: bytes
 
 
-async def _one(session: aiohttp.ClientSession, base: str, req: Prepared, raw: RawStream,
-               due: float | None = None, slots: asyncio.Semaphore | None = None) -> None:
+async def _one(
+    session: aiohttp.ClientSession,
+    base: str,
+    req: Prepared,
+    raw: RawStream,
+    due: float | None = None,
+    slots: asyncio.Semaphore | None = None,
+) -> None:
     """Send one prepared request (at perf_counter `due`, open-loop, once one of `slots` is free) and
     keep (arrival, bytes) of every read. Never raises for what a server does: HTTP errors and
     dropped connections end up in raw.error_kind / raw.error (hangs and overlong requests are the
@@ -112,8 +117,9 @@ async def _stream(session: aiohttp.ClientSession, base: str, req: Prepared, raw:
         raw.fail("connection", f"{type(err).__name__}: {err}")
 
 
-async def _watchdog(tasks: list[asyncio.Task[None]], raws: list[RawStream], timeout_s: float,
-                    stall_s: float | None) -> None:
+async def _watchdog(
+    tasks: list[asyncio.Task[None]], raws: list[RawStream], timeout_s: float, stall_s: float | None
+) -> None:
     """One timer for the whole window instead of one per chunk: a request with no byte for
     `stall_s` is stalled, one not complete after `timeout_s` timed out; either is cancelled."""
     stall = stall_s or timeout_s
@@ -162,7 +168,9 @@ class SharedStart:
     def release(self) -> None:
         """In the parent: once every process is ready, start now."""
         self.barrier.wait(BARRIER_S)
-        self.at.value = time.perf_counter()  # CLOCK_MONOTONIC: one clock for every process of the host
+        self.at.value = (
+            time.perf_counter()
+        )  # CLOCK_MONOTONIC: one clock for every process of the host
         self.set.set()
 
     def wait(self) -> float:
@@ -173,32 +181,55 @@ class SharedStart:
         return float(self.at.value)
 
 
-async def _send(base_url: str, reqs: Sequence[Prepared], timeout_s: float, headers: dict[str, str] | None,
-                stall_s: float | None, warm_path: str | None, shared: SharedStart | None = None,
-                offsets: Sequence[float] | None = None, max_concurrency: int | None = None) -> ClientWindow:
+async def _send(
+    base_url: str,
+    reqs: Sequence[Prepared],
+    timeout_s: float,
+    headers: dict[str, str] | None,
+    stall_s: float | None,
+    warm_path: str | None,
+    shared: SharedStart | None = None,
+    offsets: Sequence[float] | None = None,
+    max_concurrency: int | None = None,
+) -> ClientWindow:
     import aiohttp
 
     raws = [RawStream(sent_at=0.0) for _ in reqs]
     connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=max(60.0, stall_s or 0.0))
     # identity: a compressed stream would hold chunks back until a compression block fills
-    all_headers = {"content-type": "application/json", "accept-encoding": "identity", **(headers or {})}
+    all_headers = {
+        "content-type": "application/json",
+        "accept-encoding": "identity",
+        **(headers or {}),
+    }
     base = base_url.rstrip("/")  # paths append to it as they are (a base URL may carry a path)
     timeout = aiohttp.ClientTimeout(total=None, connect=30.0)
-    async with aiohttp.ClientSession(connector=connector, headers=all_headers, timeout=timeout) as session:
+    async with aiohttp.ClientSession(
+        connector=connector, headers=all_headers, timeout=timeout
+    ) as session:
         if warm_path and reqs:
-            await asyncio.gather(*(_warm(session, base + warm_path, min(stall_s or 30.0, 30.0)) for _ in reqs))
+            await asyncio.gather(
+                *(_warm(session, base + warm_path, min(stall_s or 30.0, 30.0)) for _ in reqs)
+            )
         shared_at = shared.wait() if shared is not None else None
         offset = time.time() - time.perf_counter()
         collecting = gc.isenabled()
         gc.disable()  # no collector pause delays an arrival stamp (a window makes no reference cycles)
         try:
-            cpu, start = time.process_time(), shared_at if shared_at is not None else time.perf_counter()
+            cpu, start = (
+                time.process_time(),
+                shared_at if shared_at is not None else time.perf_counter(),
+            )
             if offsets is None:
-                tasks = [asyncio.ensure_future(_one(session, base, r, raw)) for r, raw in zip(reqs, raws)]
+                tasks = [
+                    asyncio.ensure_future(_one(session, base, r, raw)) for r, raw in zip(reqs, raws)
+                ]
             else:
                 slots = asyncio.Semaphore(max_concurrency) if max_concurrency else None
-                tasks = [asyncio.ensure_future(_one(session, base, r, raw, start + at, slots))
-                         for r, raw, at in zip(reqs, raws, offsets)]
+                tasks = [
+                    asyncio.ensure_future(_one(session, base, r, raw, start + at, slots))
+                    for r, raw, at in zip(reqs, raws, offsets)
+                ]
             watchdog = asyncio.ensure_future(_watchdog(tasks, raws, timeout_s, stall_s))
             await asyncio.gather(*tasks, return_exceptions=True)
             wall, cpu = time.perf_counter() - start, time.process_time() - cpu
@@ -230,12 +261,35 @@ def stream_window(
     """Send every (path, body) at once, or open-loop each at its `offsets` second after the
     window's start with at most `max_concurrency` in flight (over warmed connections); the raw
     streams, parsed, in order."""
-    reqs = [Prepared(path, json.dumps(body, separators=(",", ":")).encode()) for path, body in bodies]
+    reqs = [
+        Prepared(path, json.dumps(body, separators=(",", ":")).encode()) for path, body in bodies
+    ]
     if processes <= 1 or len(reqs) <= 1:
-        window = _run(_send(base_url, reqs, timeout_s, headers, stall_s, warm_path, None, offsets, max_concurrency))
+        window = _run(
+            _send(
+                base_url,
+                reqs,
+                timeout_s,
+                headers,
+                stall_s,
+                warm_path,
+                None,
+                offsets,
+                max_concurrency,
+            )
+        )
     else:
-        window = _spread(base_url, reqs, timeout_s, headers, stall_s, warm_path, min(processes, len(reqs)),
-                         offsets, max_concurrency)
+        window = _spread(
+            base_url,
+            reqs,
+            timeout_s,
+            headers,
+            stall_s,
+            warm_path,
+            min(processes, len(reqs)),
+            offsets,
+            max_concurrency,
+        )
     for raw in window.raws:
         parse_reads(raw)
     return window
@@ -244,24 +298,53 @@ def stream_window(
 def _worker(index: int, args: tuple[Any, ...], shared: SharedStart, results: Any) -> None:
     try:
         *head, _, offsets, cap = args
-        results.put((index, _run(_send(*head, shared=shared, offsets=offsets, max_concurrency=cap))))
-    except BaseException as err:  # noqa: BLE001 - the parent records the failure per request
+        results.put(
+            (index, _run(_send(*head, shared=shared, offsets=offsets, max_concurrency=cap)))
+        )
+    except BaseException as err:
         results.put((index, f"{type(err).__name__}: {err}"))
 
 
-def _spread(base_url: str, reqs: list[Prepared], timeout_s: float, headers: dict[str, str] | None,
-            stall_s: float | None, warm_path: str | None, processes: int,
-            offsets: Sequence[float] | None = None, max_concurrency: int | None = None) -> ClientWindow:
+def _spread(
+    base_url: str,
+    reqs: list[Prepared],
+    timeout_s: float,
+    headers: dict[str, str] | None,
+    stall_s: float | None,
+    warm_path: str | None,
+    processes: int,
+    offsets: Sequence[float] | None = None,
+    max_concurrency: int | None = None,
+) -> ClientWindow:
     """One window over `processes` spawned client processes: request i goes to process i % n (open-loop,
     each process keeps its requests' offsets; a max_concurrency cap is shared out evenly)."""
     ctx = mp.get_context("spawn")
     shared, results = SharedStart(ctx, processes), ctx.Queue()
     parts = [reqs[i::processes] for i in range(processes)]
     cap = max(1, max_concurrency // processes) if max_concurrency else None
-    workers = [ctx.Process(target=_worker, args=(i, (base_url, part, timeout_s, headers, stall_s, warm_path, None,
-                                                     None if offsets is None else list(offsets[i::processes]), cap),
-                                                     shared, results), daemon=True)
-               for i, part in enumerate(parts)]
+    workers = [
+        ctx.Process(
+            target=_worker,
+            args=(
+                i,
+                (
+                    base_url,
+                    part,
+                    timeout_s,
+                    headers,
+                    stall_s,
+                    warm_path,
+                    None,
+                    None if offsets is None else list(offsets[i::processes]),
+                    cap,
+                ),
+                shared,
+                results,
+            ),
+            daemon=True,
+        )
+        for i, part in enumerate(parts)
+    ]
     for w in workers:
         w.start()
     got: dict[int, ClientWindow | str] = {}
@@ -292,10 +375,14 @@ def _spread(base_url: str, reqs: list[Prepared], timeout_s: float, headers: dict
             for j in range(len(parts[i])):
                 raws[i + j * processes].fail("client", f"client process {i} failed: {value}")
     if not done:
-        return ClientWindow(raws, time.perf_counter(), 0.0, 0.0, processes, time.time() - time.perf_counter())
+        return ClientWindow(
+            raws, time.perf_counter(), 0.0, 0.0, processes, time.time() - time.perf_counter()
+        )
     start = min(w.started_at for w in done)
     end = max(w.started_at + w.wall_s for w in done)
-    return ClientWindow(raws, start, end - start, sum(w.cpu_s for w in done), processes, done[0].wall_offset)
+    return ClientWindow(
+        raws, start, end - start, sum(w.cpu_s for w in done), processes, done[0].wall_offset
+    )
 
 
 async def stream_all(
@@ -306,7 +393,9 @@ async def stream_all(
     stall_s: float | None = None,
 ) -> list[RawStream]:
     """Send every (path, request id, body) at once on the running loop; the parsed raw streams."""
-    reqs = [Prepared(path, json.dumps(body, separators=(",", ":")).encode()) for path, _, body in bodies]
+    reqs = [
+        Prepared(path, json.dumps(body, separators=(",", ":")).encode()) for path, _, body in bodies
+    ]
     window = await _send(base_url, reqs, timeout_s, headers, stall_s, None)
     for raw in window.raws:
         parse_reads(raw)

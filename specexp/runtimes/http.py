@@ -14,10 +14,16 @@ from typing import Any, ClassVar
 
 import httpx
 
-from specexp.measure.events import ClientStats, Counters, EngineInfo, Request, RequestTrace
+from specexp.measure.events import (
+    ClientStats,
+    Counters,
+    EngineInfo,
+    Request,
+    RequestTrace,
+    RuntimeFailure,
+)
 from specexp.runtimes import promtext
 from specexp.runtimes.base import Runtime
-from specexp.measure.events import RuntimeFailure
 from specexp.runtimes.client import RawStream, stream_window, to_trace
 from specexp.runtimes.process import ServerProcess, free_port
 from specexp.spec.runtime import ServerRuntimeSpec
@@ -116,7 +122,8 @@ class HttpRuntime(Runtime):
         ref = self.spec.runtime.model_path or self.spec.model.hf_id
         if not ref:
             raise RuntimeFailure(
-                "refused", "missing_model",
+                "refused",
+                "missing_model",
                 f"model={self.spec.model.name} has no hf_id: set runtime.model_path=/path/or/hf-id",
             )
         return ref
@@ -131,7 +138,11 @@ class HttpRuntime(Runtime):
         named = self.spec.runtime.drafter_name(drafter)
         if named is None:
             accepted = ", ".join(sorted(self.spec.runtime.drafters or ()))
-            raise RuntimeFailure("refused", "unsupported_drafter", f"{engine} has no drafter '{drafter}'; accepted: {accepted}")
+            raise RuntimeFailure(
+                "refused",
+                "unsupported_drafter",
+                f"{engine} has no drafter '{drafter}'; accepted: {accepted}",
+            )
         return named, k
 
     def setting_flags(self, flags: Mapping[str, str]) -> list[str]:
@@ -167,8 +178,11 @@ class HttpRuntime(Runtime):
         if drafter.cost.uses_draft_model and draft is None:
             draft = self.draft_model_ref()
         if drafter.weights == "separate" and draft is None:
-            raise RuntimeFailure("refused", "missing_model",
-                                 f"drafter={drafter.name} on {engine} needs runtime.draft_model_path")
+            raise RuntimeFailure(
+                "refused",
+                "missing_model",
+                f"drafter={drafter.name} on {engine} needs runtime.draft_model_path",
+            )
         return draft
 
     @property
@@ -190,15 +204,21 @@ class HttpRuntime(Runtime):
             self.port = free_port()
             argv = self.argv = self.build_argv(self.port)
             if argv is None:
-                raise RuntimeFailure("refused", "not_startable", f"runtime={self.name} needs runtime.url=http://...")
+                raise RuntimeFailure(
+                    "refused", "not_startable", f"runtime={self.name} needs runtime.url=http://..."
+                )
             try:
-                self.process = ServerProcess(argv, self.job_dir / "server.log", env=self.server_env(self.port))
+                self.process = ServerProcess(
+                    argv, self.job_dir / "server.log", env=self.server_env(self.port)
+                )
                 self.process.wait_ready(self.is_ready, self.spec.runtime.start_timeout_s)
             except RuntimeFailure as failure:
                 failure.argv = argv
                 raise
         elif not self.is_ready():
-            raise RuntimeFailure("refused", "unreachable", f"no ready server at {self.base_url}{self.health_path}")
+            raise RuntimeFailure(
+                "refused", "unreachable", f"no ready server at {self.base_url}{self.health_path}"
+            )
         with self.sync_client() as client:
             return self.engine_info(client)
 
@@ -229,16 +249,32 @@ class HttpRuntime(Runtime):
         return body
 
     def run_window(self, requests: Sequence[Request]) -> list[RequestTrace]:
-        bodies = [(self.chat_path if r.chat else self.completion_path, self.body(r)) for r in requests]
+        bodies = [
+            (self.chat_path if r.chat else self.completion_path, self.body(r)) for r in requests
+        ]
         rt = self.spec.runtime
-        window = stream_window(self.base_url, bodies, rt.request_timeout_s, self.headers(), rt.stall_timeout_s,
-                               warm_path=self.health_path, processes=self.spec.workload.client_processes,
-                               offsets=_offsets(requests), max_concurrency=self.spec.workload.max_concurrency)
-        self._client = ClientStats(cpu_s=window.cpu_s, wall_s=window.wall_s, processes=window.processes)
-        traces = [to_trace(r.request_id, raw, self.stream_details, window.started_at, window.wall_offset)
-                  for r, raw in zip(requests, window.raws)]
+        window = stream_window(
+            self.base_url,
+            bodies,
+            rt.request_timeout_s,
+            self.headers(),
+            rt.stall_timeout_s,
+            warm_path=self.health_path,
+            processes=self.spec.workload.client_processes,
+            offsets=_offsets(requests),
+            max_concurrency=self.spec.workload.max_concurrency,
+        )
+        self._client = ClientStats(
+            cpu_s=window.cpu_s, wall_s=window.wall_s, processes=window.processes
+        )
+        traces = [
+            to_trace(r.request_id, raw, self.stream_details, window.started_at, window.wall_offset)
+            for r, raw in zip(requests, window.raws)
+        ]
         if self.process is not None and not self.process.alive:
-            raise RuntimeFailure("failed", "server_died", "the server exited while measuring", self.process.tail())
+            raise RuntimeFailure(
+                "failed", "server_died", "the server exited while measuring", self.process.tail()
+            )
         return traces
 
     def client_stats(self) -> ClientStats | None:
@@ -251,13 +287,19 @@ class HttpRuntime(Runtime):
             with self.sync_client() as client:
                 response = client.get(self.metrics_path)
             if response.status_code != 200:
-                self._note(f"{self.metrics_path} answered HTTP {response.status_code}: engine counters unavailable")
+                self._note(
+                    f"{self.metrics_path} answered HTTP {response.status_code}: engine counters unavailable"
+                )
                 return Counters()
             return self.map_counters(promtext.parse(response.text))
         except httpx.HTTPError as err:
-            self._note(f"{self.metrics_path} unreachable ({type(err).__name__}): engine counters unavailable")
+            self._note(
+                f"{self.metrics_path} unreachable ({type(err).__name__}): engine counters unavailable"
+            )
         except ValueError as err:
-            self._note(f"{self.metrics_path} is not a Prometheus exposition ({err}): engine counters unavailable")
+            self._note(
+                f"{self.metrics_path} is not a Prometheus exposition ({err}): engine counters unavailable"
+            )
         return Counters()
 
     def _note(self, text: str) -> None:
@@ -284,8 +326,11 @@ class HttpRuntime(Runtime):
     def compiles_since(self, mark: int | None) -> tuple[str, ...] | None:
         if mark is None or self.process is None or self.compile_lines is None:
             return None
-        found = [line.strip()[: self.COMPILE_LINE_CHARS] for line in self.process.log_since(mark).splitlines()
-                 if self.compile_lines.search(line)]
+        found = [
+            line.strip()[: self.COMPILE_LINE_CHARS]
+            for line in self.process.log_since(mark).splitlines()
+            if self.compile_lines.search(line)
+        ]
         return tuple(found[: self.COMPILE_LINES_KEPT])
 
     def stop(self) -> None:

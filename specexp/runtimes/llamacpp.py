@@ -18,17 +18,16 @@ from typing import Any
 
 import httpx
 
-from specexp.spec import paths
-from specexp.measure.events import Counters, EngineInfo, Request
+from specexp.measure.events import Counters, EngineInfo, Request, RuntimeFailure
 from specexp.models.tiny_gguf import TinyModelShape, ensure_model
 from specexp.models.tiny_hybrid_gguf import TinyHybridShape
 from specexp.models.tiny_hybrid_gguf import ensure_model as ensure_hybrid_model
-from specexp.spec.cache import cache_dir
 from specexp.roofline.memory import kv_bytes_per_token, parameter_bytes
 from specexp.runtimes import promtext
 from specexp.runtimes.base import register
-from specexp.measure.events import RuntimeFailure
 from specexp.runtimes.http import HttpRuntime, json_of
+from specexp.spec import paths
+from specexp.spec.cache import cache_dir
 from specexp.spec.experiment import ModelSpec
 from specexp.spec.runtime import LlamacppRuntimeSpec
 
@@ -53,7 +52,7 @@ def gguf_file_type(ftype: str) -> str:
     name = ftype.strip()
     for prefix in ("all ", "mostly "):
         if name.lower().startswith(prefix):
-            name = name[len(prefix):]
+            name = name[len(prefix) :]
     for words, suffix in ((" - Medium", "_M"), (" - Small", "_S"), (" - Large", "_L")):
         name = name.replace(words, suffix)
     return name.replace(" ", "_").upper()
@@ -76,17 +75,25 @@ def gguf_path(model: ModelSpec, given: str | None) -> str:
             hybrid = TinyHybridShape.of(model)
         except ValueError as exc:
             raise RuntimeFailure("refused", "bad_model", str(exc)) from exc
-        return str(ensure_hybrid_model(cache_dir() / "models", seed=model.generated_gguf.seed, shape=hybrid))
+        return str(
+            ensure_hybrid_model(
+                cache_dir() / "models", seed=model.generated_gguf.seed, shape=hybrid
+            )
+        )
     if model.generated_gguf is not None:
         shape = TinyModelShape(
-            layers=model.num_hidden_layers, embd=model.hidden_size, ff=model.intermediate_size,
-            heads=model.num_attention_heads, kv_heads=model.num_key_value_heads,
+            layers=model.num_hidden_layers,
+            embd=model.hidden_size,
+            ff=model.intermediate_size,
+            heads=model.num_attention_heads,
+            kv_heads=model.num_key_value_heads,
             context=model.max_position_embeddings,
         )
         g = model.generated_gguf
         return str(ensure_model(cache_dir() / "models", seed=g.seed, shape=shape, noise=g.noise))
     raise RuntimeFailure(
-        "refused", "missing_model",
+        "refused",
+        "missing_model",
         f"model={model.name} has no GGUF: set runtime.model_path=/path/to/{model.name}.gguf",
     )
 
@@ -128,9 +135,18 @@ class LlamaCppRuntime(HttpRuntime):
         draft_file = self._draft_file()
         self._check_kv_fits(context, slots, model_file, draft_file)
         argv = [
-            executable, "-m", model_file,
-            "--host", "127.0.0.1", "--port", str(port),
-            "--metrics", "-np", str(slots), "-c", str(context * slots),
+            executable,
+            "-m",
+            model_file,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--metrics",
+            "-np",
+            str(slots),
+            "-c",
+            str(context * slots),
         ]
         extra = list(rt.extra_args)
         self._launch = {"ctx_size": context * slots, "ctx_per_slot": context}
@@ -145,7 +161,9 @@ class LlamaCppRuntime(HttpRuntime):
         if ngl is None and spec.hardware.gpu_count > 0:
             argv += ["-ngl", "all"]  # every layer on the GPU, not the build's "auto" fit
             ngl = "all"
-        self._launch["gpu_layers"] = ngl if ngl is not None else "build default (no GPU: hardware.gpu_count 0)"
+        self._launch["gpu_layers"] = (
+            ngl if ngl is not None else "build default (no GPU: hardware.gpu_count 0)"
+        )
         if rt.prefix_caching:
             # POST /slots/{id}?action=erase (the prefix-cache reset) answers 501 unless slot actions
             # are enabled, and --slot-save-path is what enables them (checked on a real llama-server)
@@ -167,7 +185,9 @@ class LlamaCppRuntime(HttpRuntime):
             return spec.runtime.draft_model_path
         return gguf_path(spec.draft_model, None) if spec.draft_model is not None else None
 
-    def _check_kv_fits(self, context: int, slots: int, model_file: str, draft_file: str | None) -> None:
+    def _check_kv_fits(
+        self, context: int, slots: int, model_file: str, draft_file: str | None
+    ) -> None:
         """Refuse a server whose KV cache (context x slots) and weights cannot fit the device."""
         spec, kv_dtype = self.spec, self.spec.runtime.kv_cache_dtype
         hw = spec.hardware
@@ -176,14 +196,19 @@ class LlamaCppRuntime(HttpRuntime):
         kv = tokens * kv_bytes_per_token(spec.model, kv_dtype)
         weights = weight_bytes(spec.model, spec.quantization.bytes_per_weight["mlp"], model_file)
         if draft_file is not None and spec.draft_model is not None:
-            kv += tokens * kv_bytes_per_token(spec.draft_model, kv_dtype)  # the draft's context is the target's
-            weights += weight_bytes(spec.draft_model, spec.quantization.bytes_per_weight["mlp"], draft_file)
+            kv += tokens * kv_bytes_per_token(
+                spec.draft_model, kv_dtype
+            )  # the draft's context is the target's
+            weights += weight_bytes(
+                spec.draft_model, spec.quantization.bytes_per_weight["mlp"], draft_file
+            )
         if kv + weights <= device:
             return
         per_token = kv / tokens
         fits = int((device - weights) / per_token / slots) if device > weights else 0
         raise RuntimeFailure(
-            "refused", "kv_cache_does_not_fit",
+            "refused",
+            "kv_cache_does_not_fit",
             f"llama-server -c {tokens:,} (max_model_len {context:,} x {slots} slots) needs "
             f"{kv / 1e9:,.1f} GB of KV cache ({per_token / 1024:,.0f} KiB per token, {kv_dtype} KV) beside "
             f"{weights / 1e9:,.1f} GB of weights, more than the {device / 2**30:,.1f} GiB of hardware={hw.name}; "
@@ -204,9 +229,15 @@ class LlamaCppRuntime(HttpRuntime):
             args += ["--spec-ngram-simple-size-m", str(k)]
         if self.spec.drafter.weights in DRAFT_FILE_WEIGHTS:
             if draft is None:
-                raise RuntimeFailure("refused", "missing_model", f"drafter={drafter} needs runtime.draft_model_path")
+                raise RuntimeFailure(
+                    "refused", "missing_model", f"drafter={drafter} needs runtime.draft_model_path"
+                )
             args = ["--spec-draft-model", draft, *args]
-            if spec.hardware.gpu_count > 0 and _flag_value(list(spec.runtime.extra_args), ("-ngld", "--spec-draft-ngl")) is None:
+            if (
+                spec.hardware.gpu_count > 0
+                and _flag_value(list(spec.runtime.extra_args), ("-ngld", "--spec-draft-ngl"))
+                is None
+            ):
                 args += ["-ngld", "all"]
         return args
 
@@ -214,13 +245,16 @@ class LlamaCppRuntime(HttpRuntime):
         return self.spec.runtime.served_model_name or self.spec.model.name
 
     def request_extras(self, request: Request) -> dict[str, Any]:
-        extras: dict[str, Any] = {"stream_options": {"include_usage": True}, "timings_per_token": True}
+        extras: dict[str, Any] = {
+            "stream_options": {"include_usage": True},
+            "timings_per_token": True,
+        }
         if request.chat and request.thinking is not None:
             extras["chat_template_kwargs"] = {"enable_thinking": request.thinking}
         return extras
 
     def map_counters(self, samples: list[promtext.Sample]) -> Counters:
-        t = lambda name: promtext.total(samples, f"llamacpp:{name}")  # noqa: E731
+        t = lambda name: promtext.total(samples, f"llamacpp:{name}")
         spec_on = self.spec.drafter.name != "none"
         return Counters(
             drafts=t("spec_decode_num_drafts_total") if spec_on else None,
@@ -236,14 +270,18 @@ class LlamaCppRuntime(HttpRuntime):
         """The positions the engine reports, as it reports them. The family appears only once a slot
         has drafted (then sized to the drafter's n_max, server-context.cpp), so a position it does
         not list is unknown, not 0 % accepted: nothing is padded, and no family at all is None."""
-        found = promtext.positions(samples, "llamacpp:spec_decode_num_accepted_tokens_per_pos_total")
+        found = promtext.positions(
+            samples, "llamacpp:spec_decode_num_accepted_tokens_per_pos_total"
+        )
         return tuple(found) if found else None
 
     def engine_info(self, client: httpx.Client) -> EngineInfo:
         props = json_of(client.get("/props"))
         slots = json_of(client.get("/slots"))
         n_ctx = sum(int(s.get("n_ctx") or 0) for s in slots) if isinstance(slots, list) else None
-        speculative = any(bool(s.get("speculative")) for s in slots) if isinstance(slots, list) else None
+        speculative = (
+            any(bool(s.get("speculative")) for s in slots) if isinstance(slots, list) else None
+        )
         ftype = props.get("model_ftype") if isinstance(props, dict) else None
         self._check_file_type(ftype)
         version = props.get("build_info") if isinstance(props, dict) else None
@@ -254,9 +292,13 @@ class LlamaCppRuntime(HttpRuntime):
         }
         if not self.spec.runtime.url:  # what specexp started it with
             details.update(self._launch)
-            commit, source = commit_of(version, self.spec.runtime.executable or str(default_executable()))
+            commit, source = commit_of(
+                version, self.spec.runtime.executable or str(default_executable())
+            )
             details.update(llama_cpp_commit=commit, llama_cpp_commit_source=source)
-        return EngineInfo(runtime=self.name, version=version, kv_cache_tokens=n_ctx or None, details=details)
+        return EngineInfo(
+            runtime=self.name, version=version, kv_cache_tokens=n_ctx or None, details=details
+        )
 
     def _check_file_type(self, ftype: object) -> None:
         """Refuse a run whose `quantization` label is not what the GGUF holds: the record would
@@ -269,7 +311,8 @@ class LlamaCppRuntime(HttpRuntime):
         if expected is None or expected.upper() != loaded:
             known = ", ".join(sorted(paths.options("quantization")))
             raise RuntimeFailure(
-                "refused", "quantization_mismatch",
+                "refused",
+                "quantization_mismatch",
                 f"the GGUF holds {loaded} weights (llama-server /props model_ftype '{ftype}') but the run is "
                 f"labelled quantization={q.name} (llama.cpp: {expected or 'no GGUF file type'}); set quantization= "
                 f"to the matching scheme (accepted: {known})",
@@ -279,7 +322,11 @@ class LlamaCppRuntime(HttpRuntime):
         with self.sync_client() as client:
             response = client.post("/tokenize", json={"content": text, "add_special": False})
         data = json_of(response)
-        return [int(t) for t in data["tokens"]] if isinstance(data, dict) and "tokens" in data else None
+        return (
+            [int(t) for t in data["tokens"]]
+            if isinstance(data, dict) and "tokens" in data
+            else None
+        )
 
     def detokenize(self, tokens: list[int]) -> str | None:
         with self.sync_client() as client:
@@ -293,7 +340,10 @@ class LlamaCppRuntime(HttpRuntime):
             slots = json_of(client.get("/slots"))
             if not isinstance(slots, list):
                 return False
-            ok = [client.post(f"/slots/{s['id']}", params={"action": "erase"}).status_code == 200 for s in slots]
+            ok = [
+                client.post(f"/slots/{s['id']}", params={"action": "erase"}).status_code == 200
+                for s in slots
+            ]
         return all(ok)
 
 

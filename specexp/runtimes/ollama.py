@@ -29,7 +29,14 @@ from specexp.runtimes.client import RawStream
 from specexp.runtimes.http import HttpRuntime, get, json_of, messages_of
 from specexp.spec.runtime import OllamaRuntimeSpec
 
-TIMINGS = ("eval_count", "eval_duration", "prompt_eval_count", "prompt_eval_duration", "load_duration", "total_duration")
+TIMINGS = (
+    "eval_count",
+    "eval_duration",
+    "prompt_eval_count",
+    "prompt_eval_duration",
+    "load_duration",
+    "total_duration",
+)
 """The engine's own figures on a native response's final object (api/types.go Metrics; durations in ns)."""
 
 
@@ -61,7 +68,10 @@ class OllamaRuntime(HttpRuntime):
 
     def body(self, request: Request) -> dict[str, Any]:
         """A native `/api/chat` or `/api/generate` body (api/types.go ChatRequest, GenerateRequest)."""
-        options: dict[str, Any] = {"num_predict": request.max_tokens, "temperature": request.temperature}
+        options: dict[str, Any] = {
+            "num_predict": request.max_tokens,
+            "temperature": request.temperature,
+        }
         k = self.spec.k
         if self.spec.drafter.name != "none" and k is not None:
             options["draft_num_predict"] = k
@@ -76,7 +86,9 @@ class OllamaRuntime(HttpRuntime):
 
     def stream_details(self, raw: RawStream) -> dict[str, Any]:
         """The final NDJSON object's engine figures: token counts and `engine_timings`."""
-        final = next((chunk for _, chunk in reversed(raw.chunks) if chunk.get("done") is True), None)
+        final = next(
+            (chunk for _, chunk in reversed(raw.chunks) if chunk.get("done") is True), None
+        )
         return native_details(final) if final is not None else {}
 
     def engine_info(self, client: httpx.Client) -> EngineInfo:
@@ -92,7 +104,9 @@ class OllamaRuntime(HttpRuntime):
             for key in ("family", "parameter_size", "quantization_level", "format"):
                 if key in model:
                     details[key] = model[key]
-            details["draft_num_predict"] = modelfile_parameter(show.get("parameters"), "draft_num_predict")
+            details["draft_num_predict"] = modelfile_parameter(
+                show.get("parameters"), "draft_num_predict"
+            )
         details["k_requested"] = self.spec.k
         return EngineInfo(
             runtime=self.name,
@@ -115,14 +129,20 @@ def modelfile_parameter(parameters: Any, key: str) -> str | None:
 def native_details(final: dict[str, Any]) -> dict[str, Any]:
     """Token counts and engine timings of a native response's final object: the figures as Ollama
     sent them, plus decode and prefill rates derived from them (tokens per second)."""
-    timings = {key: final[key] for key in TIMINGS if isinstance(final.get(key), (int, float)) and not isinstance(final.get(key), bool)}
+    timings = {
+        key: final[key]
+        for key in TIMINGS
+        if isinstance(final.get(key), (int, float)) and not isinstance(final.get(key), bool)
+    }
     out: dict[str, Any] = {}
     if "eval_count" in timings:
         out["completion_tokens"] = int(timings["eval_count"])
     if "prompt_eval_count" in timings:
         out["prompt_tokens"] = int(timings["prompt_eval_count"])
-    for count, duration, rate in (("eval_count", "eval_duration", "eval_tps"),
-                                  ("prompt_eval_count", "prompt_eval_duration", "prompt_eval_tps")):
+    for count, duration, rate in (
+        ("eval_count", "eval_duration", "eval_tps"),
+        ("prompt_eval_count", "prompt_eval_duration", "prompt_eval_tps"),
+    ):
         if timings.get(duration) and count in timings:
             timings[rate] = timings[count] / timings[duration] * 1e9
     if timings:

@@ -16,9 +16,8 @@ from typing import Any
 
 import httpx
 
-from specexp.measure.events import EngineInfo, Request
+from specexp.measure.events import EngineInfo, Request, RuntimeFailure
 from specexp.runtimes.base import register
-from specexp.measure.events import RuntimeFailure
 from specexp.runtimes.http import HttpRuntime
 from specexp.spec.runtime import OpenaiRuntimeSpec
 
@@ -39,7 +38,9 @@ class OpenAIRuntime(HttpRuntime):
         carry it, and base URLs are often given with it (`http://host:8000/v1`)."""
         url = (self.spec.runtime.url or "").rstrip("/")
         if not url:
-            raise RuntimeFailure("refused", "not_startable", "runtime=openai needs runtime.url=http://...")
+            raise RuntimeFailure(
+                "refused", "not_startable", "runtime=openai needs runtime.url=http://..."
+            )
         return url[: -len("/v1")] if url.endswith("/v1") else url
 
     def served_model(self) -> str:
@@ -49,7 +50,8 @@ class OpenAIRuntime(HttpRuntime):
         if models:
             return models[0]
         raise RuntimeFailure(
-            "failed", "no_model",
+            "failed",
+            "no_model",
             f"{self.base_url}/v1/models lists no model: set runtime.served_model_name",
         )
 
@@ -70,10 +72,16 @@ class OpenAIRuntime(HttpRuntime):
         self._models = model_ids(client)
         if not self._models and not self.spec.runtime.served_model_name:
             raise RuntimeFailure(
-                "refused", "no_model", f"{self.base_url}/v1/models lists no model: set runtime.served_model_name",
+                "refused",
+                "no_model",
+                f"{self.base_url}/v1/models lists no model: set runtime.served_model_name",
             )
         said = self_description(client, self.served_model())
-        details: dict[str, Any] = {"models": list(self._models), "served_model": self.served_model(), **said}
+        details: dict[str, Any] = {
+            "models": list(self._models),
+            "served_model": self.served_model(),
+            **said,
+        }
         version = self.spec.runtime.version or said.get("server_version")
         return EngineInfo(runtime=self.name, version=version, details=details)
 

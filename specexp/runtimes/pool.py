@@ -18,7 +18,9 @@ from specexp.spec.experiment import ExperimentSpec
 _held: tuple[str, Runtime, EngineInfo] | None = None
 
 
-def acquire(server_key: str, spec: ExperimentSpec, job_dir: Path, make: Callable[[], Runtime]) -> tuple[Runtime, EngineInfo, bool]:
+def acquire(
+    server_key: str, spec: ExperimentSpec, job_dir: Path, make: Callable[[], Runtime]
+) -> tuple[Runtime, EngineInfo, bool]:
     """A started runtime for `server_key`: the held one if it matches, else a new one.
 
     Returns (runtime, engine info, reused). RuntimeFailure from start() propagates.

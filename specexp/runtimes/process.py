@@ -39,19 +39,27 @@ def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
 class ServerProcess:
     """A started server: its argv, its log, and a way to stop it."""
 
-    def __init__(self, argv: Sequence[str], log_path: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, argv: Sequence[str], log_path: Path, env: dict[str, str] | None = None
+    ) -> None:
         self.argv = [str(a) for a in argv]
         self.log_path = log_path
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        self._log = open(log_path, "ab")  # noqa: SIM115 - closed in stop()
+        self._log = open(log_path, "ab")
         try:
             self.proc: subprocess.Popen[bytes] = subprocess.Popen(
-                self.argv, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                env={**os.environ, **(env or {})}, start_new_session=True,
+                self.argv,
+                stdout=self._log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env={**os.environ, **(env or {})},
+                start_new_session=True,
             )
         except OSError as err:
             self._log.close()
-            raise RuntimeFailure("refused", "start_failed", f"cannot start {self.argv[0]}: {err}") from None
+            raise RuntimeFailure(
+                "refused", "start_failed", f"cannot start {self.argv[0]}: {err}"
+            ) from None
         _RUNNING.add(self.proc)
 
     @property
@@ -78,14 +86,17 @@ class ServerProcess:
         except OSError:
             return ""
 
-    def wait_ready(self, ready: Callable[[], bool], timeout_s: float, poll_s: float = 0.05) -> float:
+    def wait_ready(
+        self, ready: Callable[[], bool], timeout_s: float, poll_s: float = 0.05
+    ) -> float:
         """Poll `ready` until it is True; return seconds waited. Raise RuntimeFailure (refused)
         when the process exits first or the timeout passes."""
         start = time.monotonic()
         while True:
             if not self.alive:
                 raise RuntimeFailure(
-                    "refused", "server_exited",
+                    "refused",
+                    "server_exited",
                     f"{Path(self.argv[0]).name} exited with status {self.proc.returncode} before it was ready",
                     self.tail(),
                 )
@@ -103,7 +114,9 @@ class ServerProcess:
         if self.alive:
             try:
                 os.killpg(self.proc.pid, signal.SIGTERM)
-                os.killpg(self.proc.pid, signal.SIGCONT)  # a stopped (hung) server must wake to exit
+                os.killpg(
+                    self.proc.pid, signal.SIGCONT
+                )  # a stopped (hung) server must wake to exit
                 self.proc.wait(grace_s)
             except (ProcessLookupError, subprocess.TimeoutExpired):
                 try:

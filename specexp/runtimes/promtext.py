@@ -30,13 +30,17 @@ def total(samples: Iterable[Sample], name: str) -> float | None:
     return sum(values) if values else None
 
 
-REPLICA_LABELS = frozenset({"tp_rank", "pp_rank", "moe_ep_rank", "attn_tp_rank", "attn_cp_rank", "pid"})
+REPLICA_LABELS = frozenset(
+    {"tp_rank", "pp_rank", "moe_ep_rank", "attn_tp_rank", "attn_cp_rank", "pid"}
+)
 """Labels that tell apart copies of one figure: the tensor/pipeline/expert-parallel workers of one
 data-parallel rank run the same batches, so each exports the same count (SGLang's scheduler
 metrics carry tp_rank, pp_rank, moe_ep_rank and, with several DP ranks, dp_rank)."""
 
 
-def shard_total(samples: Iterable[Sample], name: str, replicas: frozenset[str] = REPLICA_LABELS) -> float | None:
+def shard_total(
+    samples: Iterable[Sample], name: str, replicas: frozenset[str] = REPLICA_LABELS
+) -> float | None:
     """Sum of `name` over its shards (label sets other than `replicas`: dp_rank, engine, is_streaming,
     cache_source, ...), counting a figure replicated on several workers of one shard once (their
     largest value: a replica scraped a moment earlier lags); None if absent."""

@@ -48,12 +48,27 @@ class SglangRuntime(HttpRuntime):
     # -- the server --------------------------------------------------------------------------
     def build_argv(self, port: int) -> list[str]:
         rt = self.spec.runtime
-        argv = [rt.executable or "python", "-m", "sglang.launch_server", "--model-path", self.model_ref(),
-                "--host", "127.0.0.1", "--port", str(port)]
+        argv = [
+            rt.executable or "python",
+            "-m",
+            "sglang.launch_server",
+            "--model-path",
+            self.model_ref(),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ]
         # gpu_memory_utilization null: SGLang's own choice (recorded as unknown)
-        argv += self.setting_flags({"gpu_memory_utilization": "--mem-fraction-static", "max_model_len": "--context-length",
-                                    "kv_cache_dtype": "--kv-cache-dtype", "quantization": "--quantization",
-                                    "served_model_name": "--served-model-name"})
+        argv += self.setting_flags(
+            {
+                "gpu_memory_utilization": "--mem-fraction-static",
+                "max_model_len": "--context-length",
+                "kv_cache_dtype": "--kv-cache-dtype",
+                "quantization": "--quantization",
+                "served_model_name": "--served-model-name",
+            }
+        )
         argv += ["--enable-metrics", "--enable-cache-report"]
         if not rt.prefix_caching:
             argv.append("--disable-radix-cache")  # the radix cache is on by default (2.4)
@@ -72,8 +87,14 @@ class SglangRuntime(HttpRuntime):
             args += ["--speculative-draft-model-path", draft]
         if drafter in CHAIN:
             # topk 1: SGLang forces num_draft_tokens = num_steps + 1 (2.1, "3/1/4" for k = 3).
-            args += ["--speculative-num-steps", str(k), "--speculative-eagle-topk", "1",
-                     "--speculative-num-draft-tokens", str(k + 1)]
+            args += [
+                "--speculative-num-steps",
+                str(k),
+                "--speculative-eagle-topk",
+                "1",
+                "--speculative-num-draft-tokens",
+                str(k + 1),
+            ]
         elif drafter == "dflash":
             # Steps and topk are forced to 1; the block (verify window) is num_draft_tokens and
             # includes the anchor slot, so k drafted tokens = block k + 1 (2.1, section 5).
@@ -84,7 +105,12 @@ class SglangRuntime(HttpRuntime):
         elif drafter == "ngram":
             # A chain like the other engines' ngram: breadth 1 (default 10 builds a tree of
             # branches, where k would not be the draft length), k + 1 draft tokens (2.1).
-            args += ["--speculative-num-draft-tokens", str(k + 1), "--speculative-ngram-max-bfs-breadth", "1"]
+            args += [
+                "--speculative-num-draft-tokens",
+                str(k + 1),
+                "--speculative-ngram-max-bfs-breadth",
+                "1",
+            ]
         return args
 
     def planned_drafter_config(self) -> str | None:
@@ -109,7 +135,9 @@ class SglangRuntime(HttpRuntime):
         chunk is the streaming form of meta_info's spec fields (2.3). `return_meta_info` itself is
         refused with HTTP 400 when stream is true (tests/fixtures/engines/sglang/
         stream_return_meta_info_error.json; serving_chat.py `_convert_to_internal_request`)."""
-        extras: dict[str, Any] = {"stream_options": {"include_usage": True, "continuous_usage_stats": True}}
+        extras: dict[str, Any] = {
+            "stream_options": {"include_usage": True, "continuous_usage_stats": True}
+        }
         if self.spec.drafter.name != "none":
             extras["return_spec_tokens_details"] = True
         if request.chat:
@@ -145,23 +173,30 @@ class SglangRuntime(HttpRuntime):
         """`sglang:*` series (2.2) summed over their shards (is_streaming, DP ranks); acceptance
         inferred as in the module docstring; the spec gauges (refreshed only every
         --decode-log-interval batches, so never a window's figure) kept in `extra`."""
-        t = lambda name: promtext.shard_total(samples, f"sglang:{name}")  # noqa: E731
+        t = lambda name: promtext.shard_total(samples, f"sglang:{name}")
         generation = t("generation_tokens_total")
         verify = t("spec_verify_calls_total")
         k = self.spec.k
         drafts = draft_tokens = accepted = None
-        if self.spec.drafter.name != "none" and k is not None and verify is not None and generation is not None:
+        if (
+            self.spec.drafter.name != "none"
+            and k is not None
+            and verify is not None
+            and generation is not None
+        ):
             drafts = verify
             draft_tokens = verify * k
             accepted = generation - verify
         extra = {
-            key: value for key, value in (
+            key: value
+            for key, value in (
                 ("spec_accept_length", _mean(samples, "sglang:spec_accept_length")),
                 ("spec_accept_rate", _mean(samples, "sglang:spec_accept_rate")),
                 ("spec_num_steps", _mean(samples, "sglang:spec_num_steps")),
                 ("spec_num_draft_tokens", _mean(samples, "sglang:spec_num_draft_tokens")),
                 ("cache_hit_rate", _mean(samples, "sglang:cache_hit_rate")),
-            ) if value is not None
+            )
+            if value is not None
         }
         return Counters(
             drafts=drafts,
@@ -183,12 +218,27 @@ class SglangRuntime(HttpRuntime):
         if self.spec.runtime.url and not self.spec.runtime.served_model_name:
             models = json_of(get(client, "/v1/models"))
             cards = models.get("data") if isinstance(models, dict) else None
-            if isinstance(cards, list) and cards and isinstance(cards[0], dict) and cards[0].get("id"):
+            if (
+                isinstance(cards, list)
+                and cards
+                and isinstance(cards[0], dict)
+                and cards[0].get("id")
+            ):
                 self._discovered_model = str(cards[0]["id"])
         states = info.get("internal_states")
-        state = states[0] if isinstance(states, list) and states and isinstance(states[0], dict) else {}
-        keys = ("speculative_algorithm", "mem_fraction_static", "context_length", "page_size",
-                "disable_radix_cache", "enable_cache_report", "kv_cache_dtype", "quantization")
+        state = (
+            states[0] if isinstance(states, list) and states and isinstance(states[0], dict) else {}
+        )
+        keys = (
+            "speculative_algorithm",
+            "mem_fraction_static",
+            "context_length",
+            "page_size",
+            "disable_radix_cache",
+            "enable_cache_report",
+            "kv_cache_dtype",
+            "quantization",
+        )
         details = {key: info.get(key) for key in keys if key in info}
         details["drafter_config"] = self.drafter_config()
         details["served_model"] = self.served_model()
@@ -199,7 +249,9 @@ class SglangRuntime(HttpRuntime):
         return EngineInfo(
             runtime=self.name,
             version=str(reported) if reported else self.spec.runtime.version,
-            kv_cache_tokens=int(capacity) if isinstance(capacity, (int, float)) and capacity else None,
+            kv_cache_tokens=int(capacity)
+            if isinstance(capacity, (int, float)) and capacity
+            else None,
             details=details,
         )
 
@@ -216,7 +268,9 @@ class SglangRuntime(HttpRuntime):
 def cached_tokens(samples: list[promtext.Sample]) -> float | None:
     """`sglang:cached_tokens_total{cache_source="total"}`, else the sum of its sources
     (device, host, storage; docs/engines.md 2.2)."""
-    series = [s for s in samples if s.name == "sglang:cached_tokens_total" and "cache_source" in s.labels]
+    series = [
+        s for s in samples if s.name == "sglang:cached_tokens_total" and "cache_source" in s.labels
+    ]
     totals = [s for s in series if s.labels["cache_source"] == "total"]
     return promtext.shard_total(totals or series, "sglang:cached_tokens_total")
 
@@ -226,7 +280,10 @@ def resolved_drafter_config(info: dict[str, Any]) -> str | None:
     algorithm = info.get("speculative_algorithm")
     if not algorithm or str(algorithm).upper() == "NONE":
         return None
-    parts = [info.get(k) for k in ("speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens")]
+    parts = [
+        info.get(k)
+        for k in ("speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens")
+    ]
     if any(not isinstance(p, int) or isinstance(p, bool) for p in parts):
         return None
     return "/".join(str(p) for p in parts)

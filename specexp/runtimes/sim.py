@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from specexp.measure.events import Counters, EngineInfo, Request, RequestTrace
-from specexp.runtimes.base import register, Runtime
+from specexp.runtimes.base import Runtime, register
 from specexp.sim.engine import SimEngine
 from specexp.sim.startup import start_engine
 from specexp.spec.runtime import SimRuntimeSpec

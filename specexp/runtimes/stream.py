@@ -61,7 +61,9 @@ def parse_reads(raw: RawStream) -> RawStream:
 
 
 def _line(raw: RawStream, t: float, line: bytes) -> None:
-    if line.startswith(b"{"):  # NDJSON (Ollama's native API): one JSON object a line, the last "done": true
+    if line.startswith(
+        b"{"
+    ):  # NDJSON (Ollama's native API): one JSON object a line, the last "done": true
         data = line.strip()
     elif not line.startswith(b"data:"):
         return
@@ -77,8 +79,9 @@ def _line(raw: RawStream, t: float, line: bytes) -> None:
         return
     if isinstance(chunk, dict):
         raw.chunks.append((t, chunk))
-        if chunk.get("done") is True or any(isinstance(c, dict) and c.get("finish_reason")
-                                            for c in chunk.get("choices") or []):
+        if chunk.get("done") is True or any(
+            isinstance(c, dict) and c.get("finish_reason") for c in chunk.get("choices") or []
+        ):
             raw.done = True
 
 
@@ -94,7 +97,9 @@ def chunk_text(chunk: dict[str, Any]) -> str:
     choice = choices[0]
     delta = choice.get("delta")
     if isinstance(delta, dict):
-        return "".join(str(delta.get(k) or "") for k in ("reasoning_content", "reasoning", "content"))
+        return "".join(
+            str(delta.get(k) or "") for k in ("reasoning_content", "reasoning", "content")
+        )
     return str(choice.get("text") or "")
 
 
@@ -110,8 +115,13 @@ def _cumulative_tokens(chunk: dict[str, Any]) -> int | None:
     return None
 
 
-def to_trace(request_id: str, raw: RawStream, details: Callable[[RawStream], dict[str, Any]] | None = None,
-             started_at: float | None = None, wall_offset: float | None = None) -> RequestTrace:
+def to_trace(
+    request_id: str,
+    raw: RawStream,
+    details: Callable[[RawStream], dict[str, Any]] | None = None,
+    started_at: float | None = None,
+    wall_offset: float | None = None,
+) -> RequestTrace:
     """Interpret a raw stream: token events, server token counts, engine timings. With the
     window's `started_at` the trace carries its send lag (behind its due time); with
     `wall_offset` its wall-clock send."""
@@ -147,11 +157,17 @@ def to_trace(request_id: str, raw: RawStream, details: Callable[[RawStream], dic
             tracked = tracked or bool(text)
             seen = max(seen, cumulative)
     extra = details(raw) if details else {}
-    completion = _first_int(extra.get("completion_tokens"), (usage or {}).get("completion_tokens"),
-                            (timings or {}).get("predicted_n"))
+    completion = _first_int(
+        extra.get("completion_tokens"),
+        (usage or {}).get("completion_tokens"),
+        (timings or {}).get("predicted_n"),
+    )
     prompt = _first_int(extra.get("prompt_tokens"), (usage or {}).get("prompt_tokens"))
-    cached = _first_int(extra.get("cached_tokens"), ((usage or {}).get("prompt_tokens_details") or {}).get("cached_tokens"),
-                        (timings or {}).get("cache_n"))
+    cached = _first_int(
+        extra.get("cached_tokens"),
+        ((usage or {}).get("prompt_tokens_details") or {}).get("cached_tokens"),
+        (timings or {}).get("cache_n"),
+    )
     source = "server"
     if completion is None:
         completion, source = sum(e.tokens for e in events), "client"
@@ -161,12 +177,23 @@ def to_trace(request_id: str, raw: RawStream, details: Callable[[RawStream], dic
     if not events:
         raw.fail("no_tokens", "the stream carried no generated token")
     return RequestTrace(
-        request_id=request_id, sent_at=raw.sent_at, events=tuple(events), prompt_tokens=prompt,
-        completion_tokens=completion, cached_prompt_tokens=cached, token_source=source,  # type: ignore[arg-type]
-        text="".join(texts), finish_reason=finish, engine_timings=engine_timings, error=raw.error,
-        error_kind=raw.error_kind, response_id=response_id, status=raw.status,
-        send_lag_s=None if started_at is None else max(raw.sent_at - max(started_at, raw.due_at or 0.0,
-                                                                          raw.free_at or 0.0), 0.0),
+        request_id=request_id,
+        sent_at=raw.sent_at,
+        events=tuple(events),
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        cached_prompt_tokens=cached,
+        token_source=source,  # type: ignore[arg-type]
+        text="".join(texts),
+        finish_reason=finish,
+        engine_timings=engine_timings,
+        error=raw.error,
+        error_kind=raw.error_kind,
+        response_id=response_id,
+        status=raw.status,
+        send_lag_s=None
+        if started_at is None
+        else max(raw.sent_at - max(started_at, raw.due_at or 0.0, raw.free_at or 0.0), 0.0),
         due_at=raw.due_at,
         sent_wall=None if wall_offset is None else raw.sent_at + wall_offset,
     )

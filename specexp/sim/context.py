@@ -25,7 +25,8 @@ def context_limit(spec: ExperimentSpec, k: int) -> tuple[int, str | None] | Runt
     if rt.max_model_len is not None and rt.max_model_len > limit:
         how = f"YaRN x{m.yarn_factor:g}" if m.yarn_factor else "native, no YaRN"
         return RuntimeFailure(
-            "refused", "max_model_len_too_large",
+            "refused",
+            "max_model_len_too_large",
             f"max_model_len {rt.max_model_len:,} is greater than model={m.name}'s context {limit:,} ({how})",
         )
     length = rt.max_model_len or limit
@@ -33,11 +34,15 @@ def context_limit(spec: ExperimentSpec, k: int) -> tuple[int, str | None] | Runt
         return length, None
     if m.yarn_factor and not d.supports_yarn:
         return RuntimeFailure(
-            "refused", "drafter_without_yarn",
+            "refused",
+            "drafter_without_yarn",
             f"drafter={d.name} does not support YaRN rope scaling (model.yarn_factor={m.yarn_factor:g}): the server "
             f"fails at start (AttributeError about max_position_embeddings); serve the native "
             f"{m.max_position_embeddings:,} tokens without YaRN instead",
         )
     if d.max_context is not None and length > d.max_context:
-        return d.max_context, f"context capped at {d.max_context:,} tokens by drafter={d.name} (no YaRN)"
+        return (
+            d.max_context,
+            f"context capped at {d.max_context:,} tokens by drafter={d.name} (no YaRN)",
+        )
     return length, None

@@ -33,7 +33,7 @@ def head_params(drafter: DrafterSpec, target: CostModel) -> float:
     """Parameters of a drafter head: target-shaped layers plus its fusion projection."""
     c, s = drafter.cost, target.shape
     layer = s.full_layer_params or s.layer_params
-    return c.target_layers * layer + c.fusion_inputs * s.hidden_size ** 2
+    return c.target_layers * layer + c.fusion_inputs * s.hidden_size**2
 
 
 def head_bytes_per_weight(drafter: DrafterSpec, quant: QuantizationSpec) -> float:
@@ -41,8 +41,9 @@ def head_bytes_per_weight(drafter: DrafterSpec, quant: QuantizationSpec) -> floa
     return c.bytes_per_weight if c.bytes_per_weight is not None else quant.drafter_bytes_per_weight
 
 
-def drafter_weight_bytes(drafter: DrafterSpec, target: CostModel, quant: QuantizationSpec,
-                         draft_model: CostModel | None) -> float:
+def drafter_weight_bytes(
+    drafter: DrafterSpec, target: CostModel, quant: QuantizationSpec, draft_model: CostModel | None
+) -> float:
     """Device memory the drafter's own weights take (it shares the target's lm_head unless
     it has a draft vocabulary)."""
     if drafter.kind in ("none", "lookup"):
@@ -74,12 +75,19 @@ class DraftCost:
         """Drafting time before one verify pass of `slices` (one slice per sequence)."""
         if k <= 0 or not slices:
             return 0.0
-        return self.draft_seconds(k, slices) + self.drafter.cost.round_overhead_passes * self.target.unit_pass_seconds
+        return (
+            self.draft_seconds(k, slices)
+            + self.drafter.cost.round_overhead_passes * self.target.unit_pass_seconds
+        )
 
     def _head_dtype(self) -> str:
         """The compute type of a head or block drafter's layers: the checkpoint's, or BF16 for
         drafter weights of their own."""
-        return self.quant.compute_dtype["attention"] if self.drafter.cost.bytes_per_weight is None else "bf16"
+        return (
+            self.quant.compute_dtype["attention"]
+            if self.drafter.cost.bytes_per_weight is None
+            else "bf16"
+        )
 
     def prefill_seconds(self, prefill: list[Slice]) -> float:
         """The drafter's own pass over the prompt tokens a step prefills (one slice per prompt):
@@ -94,10 +102,19 @@ class DraftCost:
             return self.draft_model.pass_seconds(prefill) if self.draft_model is not None else 0.0
         dtype = self._head_dtype()
         tokens = sum(s.tokens for s in prefill)
-        layers = t.small_pass_seconds(head_params(d, t), head_bytes_per_weight(d, self.quant), tokens, dtype,
-                                      DRAFT_PASS_OVERHEAD, 0.0, c.target_layers)
+        layers = t.small_pass_seconds(
+            head_params(d, t),
+            head_bytes_per_weight(d, self.quant),
+            tokens,
+            dtype,
+            DRAFT_PASS_OVERHEAD,
+            0.0,
+            c.target_layers,
+        )
         full = t.shape.full_attention_layers
-        return layers + (t.attention_seconds(prefill) * drafter_kv_layers(d) / full if full else 0.0)
+        return layers + (
+            t.attention_seconds(prefill) * drafter_kv_layers(d) / full if full else 0.0
+        )
 
     def draft_seconds(self, k: int, slices: list[Slice]) -> float:
         d, c, t = self.drafter, self.drafter.cost, self.target
@@ -117,13 +134,21 @@ class DraftCost:
         if d.kind == "sequential_head":
             vocab_params = t.shape.lm_head_params
             if c.lm_head == "draft_vocab" and c.draft_vocab_size:
-                vocab_params, lm_bytes, lm_dtype = c.draft_vocab_size * t.shape.hidden_size, 2.0, "bf16"
-            one = t.small_pass_seconds(params, bpw, batch, dtype, DRAFT_PASS_OVERHEAD, kv, c.target_layers)
+                vocab_params, lm_bytes, lm_dtype = (
+                    c.draft_vocab_size * t.shape.hidden_size,
+                    2.0,
+                    "bf16",
+                )
+            one = t.small_pass_seconds(
+                params, bpw, batch, dtype, DRAFT_PASS_OVERHEAD, kv, c.target_layers
+            )
             head = t.small_pass_seconds(vocab_params, lm_bytes, batch, lm_dtype, 0.0)
             return k * (one + head) / c.kernel_efficiency + c.overhead_ms / 1e3
         # block: one pass drafts the whole block of k tokens per sequence
         tokens = batch * k
-        one = t.small_pass_seconds(params, bpw, tokens, dtype, DRAFT_PASS_OVERHEAD, kv, c.target_layers)
+        one = t.small_pass_seconds(
+            params, bpw, tokens, dtype, DRAFT_PASS_OVERHEAD, kv, c.target_layers
+        )
         head = t.small_pass_seconds(t.shape.lm_head_params, lm_bytes, tokens, lm_dtype, 0.0)
         return (one + head) / c.kernel_efficiency + c.overhead_ms / 1e3
 
@@ -140,7 +165,9 @@ class AcceptanceModel:
     share their draws (common random numbers), so arms are compared on equal luck.
     """
 
-    def __init__(self, drafter: DrafterSpec, workload_class: str, quantization: str, seed: int) -> None:
+    def __init__(
+        self, drafter: DrafterSpec, workload_class: str, quantization: str, seed: int
+    ) -> None:
         table = drafter.acceptance.get(workload_class) or drafter.acceptance.get("fresh") or []
         # The scale multiplies every position's conditional acceptance: a weaker target state loses
         # drafts at each step, so position i keeps scale**i of its share (not a flat cut, which

@@ -120,8 +120,11 @@ class SimEngine:
         drafter: str = "none",
     ) -> None:
         self.target = target
-        self.passes = StepPasses(target, prefill_target or target,
-                                 profile or EngineProfile(name="ideal", description="no engine costs"))
+        self.passes = StepPasses(
+            target,
+            prefill_target or target,
+            profile or EngineProfile(name="ideal", description="no engine costs"),
+        )
         """The steps' forward passes (with the engine's prefill kernels for steps that prefill)."""
         self.draft = draft
         self.acceptance = acceptance
@@ -136,7 +139,9 @@ class SimEngine:
         self.clock = 0.0
         self.frontend = Frontend(self.profile)
         """What a request costs before the scheduler can take it (specexp/sim/frontend.py)."""
-        self._slot_last_used = [(-1.0, 0)] * max_num_seqs if self.profile.batching == "slots" else []
+        self._slot_last_used = (
+            [(-1.0, 0)] * max_num_seqs if self.profile.batching == "slots" else []
+        )
         """Per slot, when it last released a request ((-1, 0): never): the clock, then the release's
         number, as llama-server stamps each slot it releases, one after the other in slot order."""
         self._releases = 0
@@ -185,8 +190,10 @@ class SimEngine:
         up to the arrival. False (and `seq.error` set) when the server answers it with an error."""
         limit = self.memory.max_model_len if self.memory is not None else 0
         if limit and seq.prompt + seq.max_tokens > limit:
-            seq.error = (f"prompt ({seq.prompt:,} tokens) + max_tokens ({seq.max_tokens:,}) exceeds "
-                         f"max_model_len {limit:,}")
+            seq.error = (
+                f"prompt ({seq.prompt:,} tokens) + max_tokens ({seq.max_tokens:,}) exceeds "
+                f"max_model_len {limit:,}"
+            )
             return False
         at = self.clock if at is None else at
         if not self.busy:
@@ -208,19 +215,27 @@ class SimEngine:
         """Look up `s`'s cached prefix and reserve the pool for the rest; False: it has to wait."""
         layout, cached, hits = self.layout, 0, []
         if layout.enabled and layout.hits:
-            n = layout.usable_blocks(s.prompt, self.pool.match(s.blocks[:(s.prompt - 1) // layout.block_tokens]))
+            n = layout.usable_blocks(
+                s.prompt, self.pool.match(s.blocks[: (s.prompt - 1) // layout.block_tokens])
+            )
             if layout.hybrid:  # and back to the last block with a state to resume from
                 n, kv = self.pool.match(s.blocks[:n], snapshots_only=True), n
                 s.junction = kv if kv > n else 0
             hits, cached = list(s.blocks[:n]), n * layout.block_tokens
-        need = self.memory.need(s.prompt - cached + s.max_tokens + self.k) if self.memory is not None else 0.0
+        need = (
+            self.memory.need(s.prompt - cached + s.max_tokens + self.k)
+            if self.memory is not None
+            else 0.0
+        )
         self.pool.pin(hits)  # before reserving: eviction must not take the blocks it reuses
         if not self.pool.reserve(need):
             self.pool.unpin(hits)
             return False
         s.cached = s.prefilled = cached
         s.held, s.pinned = need, hits
-        if cached and layout.hybrid and layout.states == "prompt_tail":  # restored from a checkpoint
+        if (
+            cached and layout.hybrid and layout.states == "prompt_tail"
+        ):  # restored from a checkpoint
             self._restores += 1
         c = self.counts
         c.cached_prompt_tokens += cached
@@ -233,10 +248,17 @@ class SimEngine:
         layout = self.layout
         if not layout.enabled or not s.blocks:
             return
-        token_bytes = self.memory.token_bytes - layout.snapshot_bytes_per_token if self.memory is not None else 0.0
+        token_bytes = (
+            self.memory.token_bytes - layout.snapshot_bytes_per_token
+            if self.memory is not None
+            else 0.0
+        )
         pinned, moved = self.pool.insert(
-            s.blocks, layout.block_tokens * token_bytes, layout.kept_state_bytes,
-            frozenset(s.checkpoints) if layout.hybrid else None, from_running=s.held,
+            s.blocks,
+            layout.block_tokens * token_bytes,
+            layout.kept_state_bytes,
+            frozenset(s.checkpoints) if layout.hybrid else None,
+            from_running=s.held,
         )
         self.pool.unpin(s.pinned)
         s.pinned, s.held = pinned, s.held - moved
@@ -253,7 +275,10 @@ class SimEngine:
 
     def _release(self, s: Seq) -> None:
         if s.slot >= 0:
-            self._slot_last_used[s.slot], self._releases = (self.clock, self._releases), self._releases + 1
+            self._slot_last_used[s.slot], self._releases = (
+                (self.clock, self._releases),
+                self._releases + 1,
+            )
         self.pool.release(s.held)
         self.pool.unpin(s.pinned)
         s.held, s.pinned = 0.0, []
@@ -263,8 +288,12 @@ class SimEngine:
         """Admit what fits, run one forward pass; None when nothing could run."""
         if not self.running and self.waiting:  # idle until the head of the queue can be scheduled
             self.clock = max(self.clock, self.waiting[0].ready)
-        while (self.waiting and len(self.running) < self.max_num_seqs and self.waiting[0].ready <= self.clock
-               and self._admit(self.waiting[0])):
+        while (
+            self.waiting
+            and len(self.running) < self.max_num_seqs
+            and self.waiting[0].ready <= self.clock
+            and self._admit(self.waiting[0])
+        ):
             self.running.append(self.waiting.popleft())
             if self._slot_last_used:
                 self.running[-1].slot = self._free_slot()
@@ -285,30 +314,46 @@ class SimEngine:
         if self._slot_last_used:  # llama-server builds its batch slot by slot, in slot order
             running = sorted(running, key=lambda s: s.slot)
         decoding = [s for s in running if not s.in_prefill]
-        verify = [Slice(tokens=k + 1, context=s.context, logits=k + 1, state_writes=k + 1) for s in decoding]
+        verify = [
+            Slice(tokens=k + 1, context=s.context, logits=k + 1, state_writes=k + 1)
+            for s in decoding
+        ]
         budget -= len(verify) * (k + 1)
         chunks: list[tuple[Seq, int]] = []
         for s in running:
             if s.in_prefill and budget > 0:
                 offered = min(budget, s.prompt - s.prefilled)
-                n = self.layout.aligned_chunk(s.prefilled, offered, s.prompt, s.junction, s.user_start)
-                if n == 0 and budget == self.max_num_batched_tokens:  # a block larger than a whole step
+                n = self.layout.aligned_chunk(
+                    s.prefilled, offered, s.prompt, s.junction, s.user_start
+                )
+                if (
+                    n == 0 and budget == self.max_num_batched_tokens
+                ):  # a block larger than a whole step
                     n = offered
                 if n:
                     chunks.append((s, n))
                     budget -= n
-        slots = [*(s.slot for s in decoding), *(s.slot for s, _ in chunks)] if self._slot_last_used else None
-        seconds = self.passes.seconds(verify, [(n, s.prefilled, s.prompt) for s, n in chunks], slots)
+        slots = (
+            [*(s.slot for s in decoding), *(s.slot for s, _ in chunks)]
+            if self._slot_last_used
+            else None
+        )
+        seconds = self.passes.seconds(
+            verify, [(n, s.prefilled, s.prompt) for s, n in chunks], slots
+        )
         seconds += self._checkpoint_seconds(chunks)
         if self.draft is not None:
             seconds += self.draft.seconds(k, verify) + self.draft.prefill_seconds(
-                [Slice(tokens=n, context=s.prefilled, logits=0) for s, n in chunks])
+                [Slice(tokens=n, context=s.prefilled, logits=0) for s, n in chunks]
+            )
         sampled = len(decoding) + sum(1 for s, n in chunks if s.prefilled + n == s.prompt)
         p = self.profile
         self.clock += seconds + self._step_s + p.seq_overhead_ms * sampled / 1e3
         emitted = [(s, self._emit(s, self._verify())) for s in decoding]
         for s, n in chunks:
-            s.checkpoints |= self.layout.kept_states(s.prefilled, s.prefilled + n, s.prompt, s.junction)
+            s.checkpoints |= self.layout.kept_states(
+                s.prefilled, s.prefilled + n, s.prompt, s.junction
+            )
             s.prefilled += n
             if not s.in_prefill:
                 self._remember(s)
@@ -318,12 +363,15 @@ class SimEngine:
     def _checkpoint_seconds(self, chunks: list[tuple[Seq, int]]) -> float:
         """The context checkpoints of this step's prompt batches and admissions (CacheLayout.checkpoint)."""
         p, layout = self.profile, self.layout
-        saves = sum(layout.checkpoint(s.prefilled, n, s.prompt, p.prefill_ubatch_tokens or n, s.user_start)
-                    for s, n in chunks)
+        saves = sum(
+            layout.checkpoint(s.prefilled, n, s.prompt, p.prefill_ubatch_tokens or n, s.user_start)
+            for s, n in chunks
+        )
         restores, self._restores = self._restores, 0
         state = layout.state_bytes / 1e9
         return (saves * state / p.checkpoint_save_gbps if p.checkpoint_save_gbps else 0.0) + (
-            restores * state / p.checkpoint_restore_gbps if p.checkpoint_restore_gbps else 0.0)
+            restores * state / p.checkpoint_restore_gbps if p.checkpoint_restore_gbps else 0.0
+        )
 
     def _verify(self) -> int:
         """Tokens one sequence emits from one decode step: accepted drafts + the bonus token."""
@@ -346,32 +394,54 @@ class SimEngine:
         return tokens
 
     # -- a window (the runtime seam) -------------------------------------------------------
-    def run(self, requests: Sequence[Request], max_concurrency: int | None = None) -> list[RequestTrace]:
+    def run(
+        self, requests: Sequence[Request], max_concurrency: int | None = None
+    ) -> list[RequestTrace]:
         """Submit `requests` at the current clock plus each one's `send_at` (all at once when
         None), at most `max_concurrency` in flight (a due request waits for one to finish); step
         until every one finishes."""
         start = self.clock
-        seqs = [Seq(r.request_id, r.prompt_tokens, r.max_tokens, window_blocks(r, self.block_tokens),
-                    user_start=CHAT_TURN_TOKENS if r.chat else 0) for r in requests]
+        seqs = [
+            Seq(
+                r.request_id,
+                r.prompt_tokens,
+                r.max_tokens,
+                window_blocks(r, self.block_tokens),
+                user_start=CHAT_TURN_TOKENS if r.chat else 0,
+            )
+            for r in requests
+        ]
         due = [start + (r.send_at or 0.0) for r in requests]
         pending = deque(sorted(range(len(seqs)), key=lambda i: due[i]))
         cap = max_concurrency or len(seqs) or 1
         inflight: set[int] = set()
         freed_at = float("-inf")  # when a slot last freed up with the cap reached
         while pending or self.busy:
-            while pending and len(inflight) < cap and (due[pending[0]] <= self.clock or not self.busy):
+            while (
+                pending and len(inflight) < cap and (due[pending[0]] <= self.clock or not self.busy)
+            ):
                 i = pending.popleft()  # it arrived when due (mid-step too), or when a slot freed
                 if self.submit(seqs[i], max(due[i], freed_at)):
                     inflight.add(i)
-            if self.step() is None and not self.running and self.waiting and self.waiting[0].ready <= self.clock:
-                for s in self.waiting:  # nothing fits even in an empty pool: the start check prevents it
+            if (
+                self.step() is None
+                and not self.running
+                and self.waiting
+                and self.waiting[0].ready <= self.clock
+            ):
+                for s in (
+                    self.waiting
+                ):  # nothing fits even in an empty pool: the start check prevents it
                     s.error = "KV cache too small for this request"
                 self.waiting.clear()
             full = len(inflight) >= cap
             inflight -= {i for i in inflight if seqs[i].done or seqs[i].error is not None}
             if full and len(inflight) < cap:
                 freed_at = self.clock
-        return [trace(s, start, d if r.send_at is not None else None) for s, r, d in zip(seqs, requests, due)]
+        return [
+            trace(s, start, d if r.send_at is not None else None)
+            for s, r, d in zip(seqs, requests, due)
+        ]
 
 
 def window_blocks(r: Request, block: int) -> list[Hashable]:
@@ -380,20 +450,42 @@ def window_blocks(r: Request, block: int) -> list[Hashable]:
     a block is the innermost group's whose prefix covers it (a shared system prompt, then a
     session's conversation so far)."""
     if r.prefix_groups:
+
         def owner(j: int) -> Hashable:
-            return next(((g, j) for g, upto in r.prefix_groups if (j + 1) * block <= upto), (r.request_id, j))
+            return next(
+                ((g, j) for g, upto in r.prefix_groups if (j + 1) * block <= upto),
+                (r.request_id, j),
+            )
+
         return [owner(j) for j in range(r.prompt_tokens // block)]
     shared = r.shared_prefix_tokens if r.cache_group is not None else 0
-    return [(r.cache_group, j) if (j + 1) * block <= shared else (r.request_id, j)
-            for j in range(r.prompt_tokens // block)]
+    return [
+        (r.cache_group, j) if (j + 1) * block <= shared else (r.request_id, j)
+        for j in range(r.prompt_tokens // block)
+    ]
 
 
 def trace(s: Seq, start: float, due: float | None = None) -> RequestTrace:
     if s.error is not None and not s.events:
-        return RequestTrace(request_id=s.request_id, sent_at=s.arrived or start, events=(), prompt_tokens=s.prompt,
-                            completion_tokens=0, cached_prompt_tokens=0, finish_reason=None, error=s.error, due_at=due)
+        return RequestTrace(
+            request_id=s.request_id,
+            sent_at=s.arrived or start,
+            events=(),
+            prompt_tokens=s.prompt,
+            completion_tokens=0,
+            cached_prompt_tokens=0,
+            finish_reason=None,
+            error=s.error,
+            due_at=due,
+        )
     return RequestTrace(
-        request_id=s.request_id, sent_at=s.arrived, events=tuple(s.events), prompt_tokens=s.prompt,
-        completion_tokens=s.generated, cached_prompt_tokens=s.cached, finish_reason="length", error=s.error,
+        request_id=s.request_id,
+        sent_at=s.arrived,
+        events=tuple(s.events),
+        prompt_tokens=s.prompt,
+        completion_tokens=s.generated,
+        cached_prompt_tokens=s.cached,
+        finish_reason="length",
+        error=s.error,
         due_at=due,
     )

@@ -34,7 +34,10 @@ class Frontend:
         """Set `request.ready`: its arrival plus what the front end costs it (and, released together,
         move the ready time of the spell's earlier requests with it)."""
         p = self.profile
-        request.ready = arrived + (p.request_overhead_ms + prompt_tokens * p.request_overhead_us_per_token / 1e3) / 1e3
+        request.ready = (
+            arrived
+            + (p.request_overhead_ms + prompt_tokens * p.request_overhead_us_per_token / 1e3) / 1e3
+        )
         if not p.request_serial_ms:
             return
         if request.ready >= self._free:

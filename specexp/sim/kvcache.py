@@ -58,8 +58,12 @@ def page_aligned_block(shape: ModelShape, kv_bytes: float, state_dtype: str, k: 
     return PAGE_ALIGNMENT * math.ceil((state + conv) / (PAGE_ALIGNMENT * per_token))
 
 
-def block_tokens(runtime_block: int | None, model_block: int | None, model_block_spec: int | None,
-                 speculative: bool) -> int:
+def block_tokens(
+    runtime_block: int | None,
+    model_block: int | None,
+    model_block_spec: int | None,
+    speculative: bool,
+) -> int:
     """The cache block: the runtime's setting, else the model's (with or without a drafter), else 16."""
     if runtime_block:
         return runtime_block
@@ -94,9 +98,18 @@ class CacheLayout:
     """prompt_tail: a state is kept this many tokens before every prompt's end."""
 
     @classmethod
-    def build(cls, *, enabled: bool, hits: bool, block: int, max_num_batched_tokens: int,
-              state_bytes: float, drop_last_block: bool = False, states: HybridStates = "align",
-              tail_tokens: tuple[int, ...] = ()) -> CacheLayout:
+    def build(
+        cls,
+        *,
+        enabled: bool,
+        hits: bool,
+        block: int,
+        max_num_batched_tokens: int,
+        state_bytes: float,
+        drop_last_block: bool = False,
+        states: HybridStates = "align",
+        tail_tokens: tuple[int, ...] = (),
+    ) -> CacheLayout:
         chunk = max(block, max_num_batched_tokens - max_num_batched_tokens % block)
         return cls(enabled, hits, block, chunk, state_bytes, drop_last_block, states, tail_tokens)
 
@@ -117,11 +130,16 @@ class CacheLayout:
 
     def snapshots(self, tokens: int) -> int:
         """Device states kept for a prompt of `tokens` tokens: one per chunk end, one at its last block."""
-        if not (self.enabled and self.hybrid and self.kept_state_bytes) or tokens < self.block_tokens:
+        if (
+            not (self.enabled and self.hybrid and self.kept_state_bytes)
+            or tokens < self.block_tokens
+        ):
             return 0
         return tokens // self.chunk_tokens + 1
 
-    def aligned_chunk(self, start: int, tokens: int, prompt: int, junction: int = 0, user_start: int = 0) -> int:
+    def aligned_chunk(
+        self, start: int, tokens: int, prompt: int, junction: int = 0, user_start: int = 0
+    ) -> int:
         """Prompt tokens a prefill chunk from `start` may take of the `tokens` its step offers:
         on a hybrid model with the cache on and align states, whole blocks until the last
         cacheable block, and a chunk that would cross it, or the `junction` block where the
@@ -129,8 +147,14 @@ class CacheLayout:
         admission); with prompt_tail states, a chunk that would cross a state's position, or the
         start of the user message, ends there (llama-server breaks its batch for the checkpoint);
         0: it waits for a larger share."""
-        if self.hybrid and self.states == "prompt_tail":  # llama-server checkpoints with the cache off too
-            cuts = sorted(p for p in (*(prompt - t for t in self.tail_tokens), user_start) if start < p < start + tokens)
+        if (
+            self.hybrid and self.states == "prompt_tail"
+        ):  # llama-server checkpoints with the cache off too
+            cuts = sorted(
+                p
+                for p in (*(prompt - t for t in self.tail_tokens), user_start)
+                if start < p < start + tokens
+            )
             return cuts[0] - start if cuts else tokens
         if not (self.enabled and self.hybrid) or self.states == "chunk_floor":
             return tokens
@@ -144,7 +168,9 @@ class CacheLayout:
             return last - start
         return tokens
 
-    def checkpoint(self, start: int, tokens: int, prompt: int, ubatch: int, user_start: int = 0) -> bool:
+    def checkpoint(
+        self, start: int, tokens: int, prompt: int, ubatch: int, user_start: int = 0
+    ) -> bool:
         """prompt_tail: whether llama-server takes a context checkpoint of a hybrid sequence before the
         prompt batch of `tokens` from `start` (tools/server/server-context.cpp, before llama_decode):
         once the slot holds tokens, where the batch ends within a micro-batch of the prompt's end, or
@@ -159,10 +185,16 @@ class CacheLayout:
         `start` to `end` of a `prompt`-token prompt (`junction`: as in aligned_chunk)."""
         block = self.block_tokens
         if self.states == "prompt_tail":  # llama-server's context checkpoints, floored to a block
-            return {(prompt - t) // block for t in self.tail_tokens if start < prompt - t <= end and prompt - t >= block}
+            return {
+                (prompt - t) // block
+                for t in self.tail_tokens
+                if start < prompt - t <= end and prompt - t >= block
+            }
         if self.states == "align":  # a state only where the chunk ends, on a block boundary
             return {end // block} if end >= block and end % block == 0 else set()
-        kept = {end // block} if end >= block else set()  # chunk_floor: anywhere in the chunk, on the grid
+        kept = (
+            {end // block} if end >= block else set()
+        )  # chunk_floor: anywhere in the chunk, on the grid
         return kept | ({junction} if junction and start < junction * block <= end else set())
 
     def last_state_block(self, prompt: int) -> int:
@@ -258,8 +290,14 @@ class KvPool:
     def release(self, held: float) -> None:
         self.running = max(0.0, self.running - held)
 
-    def insert(self, keys: Sequence[Hashable], block_bytes: float, snapshot_bytes: float = 0.0,
-               snapshots: frozenset[int] | None = None, from_running: float = 0.0) -> tuple[list[Hashable], float]:
+    def insert(
+        self,
+        keys: Sequence[Hashable],
+        block_bytes: float,
+        snapshot_bytes: float = 0.0,
+        snapshots: frozenset[int] | None = None,
+        from_running: float = 0.0,
+    ) -> tuple[list[Hashable], float]:
         """Cache the blocks `keys` (a prompt's full blocks, in order) and pin them.
 
         `snapshots` holds the block counts i whose block i-1 ends with a state snapshot (None:

@@ -55,20 +55,30 @@ class MemoryPlan:
         return tokens * self.token_bytes + self.sequence_bytes
 
 
-def activation_bytes(spec: ExperimentSpec, target: CostModel, k: int,
-                     reserved_gib: float = ENGINE_RESERVED_GIB) -> float:
+def activation_bytes(
+    spec: ExperimentSpec, target: CostModel, k: int, reserved_gib: float = ENGINE_RESERVED_GIB
+) -> float:
     """What the profile run finds besides weights: activations of one full token budget, the
     sampler's logits, and the engine's fixed reserve."""
     m, rt = spec.model, spec.runtime
     q_dim, kv_dim = m.num_attention_heads * m.head_dim, m.num_key_value_heads * m.head_dim
-    per_token = (2 * m.intermediate_size + 4 * m.hidden_size + q_dim + 2 * kv_dim) * ACTIVATION_BYTES
+    per_token = (
+        2 * m.intermediate_size + 4 * m.hidden_size + q_dim + 2 * kv_dim
+    ) * ACTIVATION_BYTES
     sampler = rt.max_num_seqs * (2 if k > 0 else 1) * m.vocab_size * 4.0 * SAMPLER_COPIES
     return rt.max_num_batched_tokens * per_token + sampler + reserved_gib * GIB
 
 
-def memory_plan(spec: ExperimentSpec, target: CostModel, draft_model: CostModel | None, *,
-                k: int = 0, layout: CacheLayout | None = None, max_model_len: int | None = None,
-                reserved_gib: float = ENGINE_RESERVED_GIB) -> MemoryPlan:
+def memory_plan(
+    spec: ExperimentSpec,
+    target: CostModel,
+    draft_model: CostModel | None,
+    *,
+    k: int = 0,
+    layout: CacheLayout | None = None,
+    max_model_len: int | None = None,
+    reserved_gib: float = ENGINE_RESERVED_GIB,
+) -> MemoryPlan:
     """Split the engine's share of device memory into weights, activations and KV cache."""
     hw = spec.hardware
     device = (hw.engine_memory_gib or hw.memory_gib) * GIB
@@ -85,12 +95,22 @@ def memory_plan(spec: ExperimentSpec, target: CostModel, draft_model: CostModel 
     snapshot = layout.snapshot_bytes_per_token if layout is not None else 0.0
     per_seq = target.state_bytes * (1 + k)
     length = max_model_len or spec.model.max_position_embeddings
-    request = length * per_token + per_seq + (layout.snapshots(length) * target.state_bytes if layout else 0.0)
+    request = (
+        length * per_token
+        + per_seq
+        + (layout.snapshots(length) * target.state_bytes if layout else 0.0)
+    )
     tokens = int(max(pool, 0.0) // max(per_token + snapshot, 1.0))
     return MemoryPlan(
-        budget_bytes=budget, weight_bytes=weights, kv_bytes=pool, kv_cache_tokens=tokens,
-        activation_bytes=activations, token_bytes=per_token + snapshot, sequence_bytes=per_seq,
-        max_model_len=length, request_bytes=request,
+        budget_bytes=budget,
+        weight_bytes=weights,
+        kv_bytes=pool,
+        kv_cache_tokens=tokens,
+        activation_bytes=activations,
+        token_bytes=per_token + snapshot,
+        sequence_bytes=per_seq,
+        max_model_len=length,
+        request_bytes=request,
     )
 
 
@@ -100,8 +120,11 @@ def utilization(spec: ExperimentSpec) -> float:
     if value is None:
         from specexp.measure.events import RuntimeFailure
 
-        raise RuntimeFailure("refused", "invalid_config",
-                             "runtime=sim needs runtime.gpu_memory_utilization (a share of device memory, e.g. 0.9)")
+        raise RuntimeFailure(
+            "refused",
+            "invalid_config",
+            "runtime=sim needs runtime.gpu_memory_utilization (a share of device memory, e.g. 0.9)",
+        )
     return value
 
 

@@ -34,7 +34,9 @@ KV_PAD = 256
 class StepPasses:
     """The forward passes of one engine's steps, and the compute graph each leaves behind."""
 
-    def __init__(self, target: CostModel, prefill_target: CostModel, profile: EngineProfile) -> None:
+    def __init__(
+        self, target: CostModel, prefill_target: CostModel, profile: EngineProfile
+    ) -> None:
         self.target = target
         self.prefill_target = prefill_target
         self.profile = profile
@@ -44,35 +46,56 @@ class StepPasses:
         """Decode pass shapes ggml-cuda has seen -> whether their CUDA graph is captured."""
         self._ungraphed = sorted(profile.ungraphed_pass_ms.items())
 
-    def seconds(self, verify: list[Slice], chunks: Sequence[tuple[int, int, int]], slots: list[int] | None) -> float:
+    def seconds(
+        self, verify: list[Slice], chunks: Sequence[tuple[int, int, int]], slots: list[int] | None
+    ) -> float:
         """The step's passes: `verify` the decoding sequences' slices, `chunks` (tokens, prefilled
         before, prompt) of the prompts it prefills, `slots` the sequence ids in batch order (the
         decoding ones first; None: continuous batching)."""
-        prefill = [Slice(tokens=n, context=done, logits=int(done + n == prompt)) for n, done, prompt in chunks]
+        prefill = [
+            Slice(tokens=n, context=done, logits=int(done + n == prompt))
+            for n, done, prompt in chunks
+        ]
         p = self.profile
         equal = p.prefill_ubatch_split == "equal"
         if not prefill:
             if equal and slots is not None and p.prefill_ubatch_tokens:  # one pass per run of slots
                 leads: list[int] = []
                 runs = equal_ubatches(verify, [], p.prefill_ubatch_tokens, slots, leads)
-                return sum(self.target.pass_seconds(g) + self._batched(g) + self._graph(g, lead)
-                           for g, lead in zip(runs, leads, strict=True))
+                return sum(
+                    self.target.pass_seconds(g) + self._batched(g) + self._graph(g, lead)
+                    for g, lead in zip(runs, leads, strict=True)
+                )
             lead = slots[0] if slots else None
-            return self.target.pass_seconds(verify) + self._batched(verify) + self._graph(verify, lead)
+            return (
+                self.target.pass_seconds(verify) + self._batched(verify) + self._graph(verify, lead)
+            )
         self._shape = None
         self._cuda_graphs.clear()
         ubatch = p.prefill_ubatch_tokens
         linear = self.target.shape.linear_attention_layers * p.linear_prefill_layer_ms / 1e3
         if ubatch is None:
-            return self.prefill_target.pass_seconds(verify + prefill) + self._batched(verify + prefill) + linear
-        passes = equal_ubatches(verify, prefill, ubatch, slots) if equal else mixed_ubatches(verify, prefill, ubatch)
+            return (
+                self.prefill_target.pass_seconds(verify + prefill)
+                + self._batched(verify + prefill)
+                + linear
+            )
+        passes = (
+            equal_ubatches(verify, prefill, ubatch, slots)
+            if equal
+            else mixed_ubatches(verify, prefill, ubatch)
+        )
         passes = [group for group in passes if group]
         overhead = len(passes) * (p.prefill_pass_overhead_ms / 1e3 + linear)
-        return overhead + sum(self.prefill_target.pass_seconds(g) + self._batched(g) for g in passes)
+        return overhead + sum(
+            self.prefill_target.pass_seconds(g) + self._batched(g) for g in passes
+        )
 
     def _batched(self, group: list[Slice]) -> float:
         """The engine's extra cost of a pass over more than one token (batched_pass_overhead_ms)."""
-        return self.profile.batched_pass_overhead_ms / 1e3 if sum(s.tokens for s in group) > 1 else 0.0
+        return (
+            self.profile.batched_pass_overhead_ms / 1e3 if sum(s.tokens for s in group) > 1 else 0.0
+        )
 
     def _graph(self, group: list[Slice], lead: int | None) -> float:
         """What a decode pass's compute graph costs it (`lead`: its first sequence id): rebuilt

@@ -151,7 +151,6 @@ class EngineProfile(BaseModel):
     calibrations: dict[str, str] = {}
     """Device id -> what the figures were checked against on it."""
 
-
     def step_overhead_s(self, drafter: str) -> float:
         """The fixed CPU time of one step with `drafter`, seconds."""
         sync = self.sync_step_overhead_ms if drafter in self.sync_scheduling_drafters else 0.0
@@ -162,7 +161,9 @@ def load_profile(name: str | None) -> EngineProfile:
     """The profile conf/sim_engine/<name>.yaml (None: vllm); SpecError naming the accepted ones."""
     from specexp.spec.options import load_option
 
-    profile: EngineProfile = load_option(EngineProfile, "sim_engine", name or DEFAULT, "runtime.engine")
+    profile: EngineProfile = load_option(
+        EngineProfile, "sim_engine", name or DEFAULT, "runtime.engine"
+    )
     return profile
 
 

@@ -6,9 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from specexp import __version__
-from specexp.measure.events import EngineInfo
+from specexp.measure.events import EngineInfo, RuntimeFailure
 from specexp.roofline.costmodel import CostModel
-from specexp.measure.events import RuntimeFailure
 from specexp.sim.context import context_limit
 from specexp.sim.drafting import AcceptanceModel, DraftCost
 from specexp.sim.engine import SimEngine
@@ -35,8 +34,11 @@ class ServerPlan:
     profile: EngineProfile
 
 
-def plan_server(spec: ExperimentSpec, reserved_gib: float = ENGINE_RESERVED_GIB,
-                profile: EngineProfile | None = None) -> ServerPlan:
+def plan_server(
+    spec: ExperimentSpec,
+    reserved_gib: float = ENGINE_RESERVED_GIB,
+    profile: EngineProfile | None = None,
+) -> ServerPlan:
     """The server's start-time decisions; RuntimeFailure where a real engine refuses to start.
     `profile` replaces runtime.engine's (a calibration trying figures)."""
     rt = spec.runtime
@@ -47,29 +49,56 @@ def plan_server(spec: ExperimentSpec, reserved_gib: float = ENGINE_RESERVED_GIB,
     target = CostModel.build(hardware, spec.model, spec.quantization, rt.kv_cache_dtype)
     prefill = target
     if profile.prefill_compute != 1.0:
-        prefill = CostModel.build(prefill_hardware(hardware, profile.prefill_compute), spec.model,
-                                  spec.quantization, rt.kv_cache_dtype)
+        prefill = CostModel.build(
+            prefill_hardware(hardware, profile.prefill_compute),
+            spec.model,
+            spec.quantization,
+            rt.kv_cache_dtype,
+        )
     draft_model = None
     if spec.drafter.cost.uses_draft_model and spec.draft_model is not None:
-        draft_model = CostModel.build(spec.hardware, spec.draft_model, spec.quantization, rt.kv_cache_dtype)
+        draft_model = CostModel.build(
+            spec.hardware, spec.draft_model, spec.quantization, rt.kv_cache_dtype
+        )
     k = spec.k or 0
     context = context_limit(spec, k)
     if isinstance(context, RuntimeFailure):
         raise context
     max_model_len, note = context
     hybrid_block = profile.hybrid_block_tokens if spec.model.architecture == "hybrid" else None
-    if spec.model.architecture == "hybrid" and hybrid_block is None and profile.hybrid_block_rule == "page_aligned":
+    if (
+        spec.model.architecture == "hybrid"
+        and hybrid_block is None
+        and profile.hybrid_block_rule == "page_aligned"
+    ):
         hybrid_block = page_aligned_block(target.shape, target.kv_bytes, target.state_dtype, k)
-    block = block_tokens(rt.cache_block_tokens or hybrid_block or profile.cache_block_tokens,
-                         spec.model.cache_block_tokens, spec.model.cache_block_tokens_speculative, k > 0)
-    layout = CacheLayout.build(
-        enabled=rt.prefix_caching, hits=cache_hits(rt.version, rt.prefix_cache_broken_versions), block=block,
-        max_num_batched_tokens=rt.max_num_batched_tokens, state_bytes=target.state_bytes,
-        drop_last_block=profile.drafter_recomputes_last_block and k > 0 and spec.drafter.reads_hidden_states,
-        states=profile.hybrid_states, tail_tokens=profile.hybrid_tail_tokens,
+    block = block_tokens(
+        rt.cache_block_tokens or hybrid_block or profile.cache_block_tokens,
+        spec.model.cache_block_tokens,
+        spec.model.cache_block_tokens_speculative,
+        k > 0,
     )
-    memory = memory_plan(spec, target, draft_model, k=k, layout=layout, max_model_len=max_model_len,
-                         reserved_gib=reserved_gib)
+    layout = CacheLayout.build(
+        enabled=rt.prefix_caching,
+        hits=cache_hits(rt.version, rt.prefix_cache_broken_versions),
+        block=block,
+        max_num_batched_tokens=rt.max_num_batched_tokens,
+        state_bytes=target.state_bytes,
+        drop_last_block=profile.drafter_recomputes_last_block
+        and k > 0
+        and spec.drafter.reads_hidden_states,
+        states=profile.hybrid_states,
+        tail_tokens=profile.hybrid_tail_tokens,
+    )
+    memory = memory_plan(
+        spec,
+        target,
+        draft_model,
+        k=k,
+        layout=layout,
+        max_model_len=max_model_len,
+        reserved_gib=reserved_gib,
+    )
     refused = refusal(spec, memory)
     if refused is not None:
         raise RuntimeFailure("refused", *refused)
@@ -81,15 +110,22 @@ def prefill_hardware(hw: HardwareSpec, share: float) -> HardwareSpec:
     if share == 1.0:
         return hw
     a = hw.achieved
-    achieved = a.model_copy(update={
-        "compute": a.compute * share,
-        "compute_by_dtype": {d: f * share for d, f in a.compute_by_dtype.items()},
-        "attention_compute": (a.attention_compute if a.attention_compute is not None else a.compute) * share,
-    })
+    achieved = a.model_copy(
+        update={
+            "compute": a.compute * share,
+            "compute_by_dtype": {d: f * share for d, f in a.compute_by_dtype.items()},
+            "attention_compute": (
+                a.attention_compute if a.attention_compute is not None else a.compute
+            )
+            * share,
+        }
+    )
     return hw.model_copy(update={"achieved": achieved})
 
 
-def start_engine(spec: ExperimentSpec, profile: EngineProfile | None = None) -> tuple[EngineInfo, SimEngine]:
+def start_engine(
+    spec: ExperimentSpec, profile: EngineProfile | None = None
+) -> tuple[EngineInfo, SimEngine]:
     """Plan the server and build its engine; RuntimeFailure where a real engine refuses."""
     rt = spec.runtime
     plan = plan_server(spec, profile=profile)
@@ -98,10 +134,22 @@ def start_engine(spec: ExperimentSpec, profile: EngineProfile | None = None) -> 
     draft = acceptance = None
     if k > 0:
         draft = DraftCost(spec.drafter, target, plan.draft_model, spec.quantization)
-        acceptance = AcceptanceModel(spec.drafter, spec.workload.acceptance_class, spec.quantization.name, spec.seed)
-    engine = SimEngine(target, draft, acceptance, k, max_num_batched_tokens=rt.max_num_batched_tokens,
-                       max_num_seqs=rt.max_num_seqs, layout=layout, memory=memory, profile=profile,
-                       prefill_target=plan.prefill, drafter=spec.drafter.name)
+        acceptance = AcceptanceModel(
+            spec.drafter, spec.workload.acceptance_class, spec.quantization.name, spec.seed
+        )
+    engine = SimEngine(
+        target,
+        draft,
+        acceptance,
+        k,
+        max_num_batched_tokens=rt.max_num_batched_tokens,
+        max_num_seqs=rt.max_num_seqs,
+        layout=layout,
+        memory=memory,
+        profile=profile,
+        prefill_target=plan.prefill,
+        drafter=spec.drafter.name,
+    )
     details = {
         "weight_gib": round(memory.weight_bytes / GIB, 2),
         "activation_gib": round(memory.activation_bytes / GIB, 2),
@@ -118,6 +166,10 @@ def start_engine(spec: ExperimentSpec, profile: EngineProfile | None = None) -> 
         details["linear_state_mib_per_seq"] = round(target.state_bytes / 1024**2, 1)
     if plan.context_note:
         details["context_note"] = plan.context_note
-    info = EngineInfo(runtime="sim", version=rt.version or f"specexp-sim {__version__} ({profile.name} profile)",
-                      kv_cache_tokens=memory.kv_cache_tokens, details=details)
+    info = EngineInfo(
+        runtime="sim",
+        version=rt.version or f"specexp-sim {__version__} ({profile.name} profile)",
+        kv_cache_tokens=memory.kv_cache_tokens,
+        details=details,
+    )
     return info, engine

@@ -23,13 +23,24 @@ def mixed_ubatches(verify: list[Slice], prefill: list[Slice], ubatch: int) -> li
                 passes.append([])
                 room = ubatch
             n = min(room, x.tokens - done)
-            passes[-1].append(Slice(tokens=n, context=x.context + done, logits=x.logits if done + n == x.tokens else 0))
+            passes[-1].append(
+                Slice(
+                    tokens=n,
+                    context=x.context + done,
+                    logits=x.logits if done + n == x.tokens else 0,
+                )
+            )
             done, room = done + n, room - n
     return passes
 
 
-def equal_ubatches(verify: list[Slice], prefill: list[Slice], ubatch: int,
-                   ids: Sequence[int] | None = None, leads: list[int] | None = None) -> list[list[Slice]]:
+def equal_ubatches(
+    verify: list[Slice],
+    prefill: list[Slice],
+    ubatch: int,
+    ids: Sequence[int] | None = None,
+    leads: list[int] | None = None,
+) -> list[list[Slice]]:
     """Micro-batches as llama.cpp's split_equal cuts a batch for a KV cache with one stream per
     sequence: the sequences of a micro-batch are a run of consecutive sequence ids, taken in
     batch order (the decode tokens first, then the prompts), at most `ubatch` of them, and each
@@ -47,13 +58,21 @@ def equal_ubatches(verify: list[Slice], prefill: list[Slice], ubatch: int,
         for j in left[1:]:
             if len(run) < ubatch and seq[j] == seq[run[-1]] + 1:
                 run.append(j)
-        take = max(1, min(min(entries[j][0].tokens - entries[j][1] for j in run), ubatch // len(run)))
+        take = max(
+            1, min(min(entries[j][0].tokens - entries[j][1] for j in run), ubatch // len(run))
+        )
         passes.append([])
         if leads is not None:
             leads.append(seq[run[0]])
         for j in run:
             x, done = entries[j]
             n = min(take, x.tokens - done)
-            passes[-1].append(Slice(tokens=n, context=x.context + done, logits=x.logits if done + n == x.tokens else 0,
-                                    state_writes=x.state_writes))
+            passes[-1].append(
+                Slice(
+                    tokens=n,
+                    context=x.context + done,
+                    logits=x.logits if done + n == x.tokens else 0,
+                    state_writes=x.state_writes,
+                )
+            )
             entries[j][1] = done + n

@@ -51,15 +51,26 @@ from specexp.spec.errors import SpecError, exit_on_spec_error
 
 def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     parser = argparse.ArgumentParser(
-        prog="python -m specexp.sim", allow_abbrev=False,
+        prog="python -m specexp.sim",
+        allow_abbrev=False,
         description="Serve the simulator over an OpenAI-compatible HTTP API on 127.0.0.1, in real time.",
         epilog="Other arguments are Hydra overrides, as for `python -m specexp` (hardware=h200 drafter=mtp k=3).",
     )
-    parser.add_argument("--port", type=int, default=8000, help="TCP port on 127.0.0.1 (0: a free one); default 8000")
-    parser.add_argument("--speed", type=float, default=1.0,
-                        help="simulated seconds per wall second (wall = simulated / speed); default 1")
-    parser.add_argument("--max-lag-ms", type=float, default=10.0,
-                        help="move the simulated clock up to now when delivery is this far behind; default 10")
+    parser.add_argument(
+        "--port", type=int, default=8000, help="TCP port on 127.0.0.1 (0: a free one); default 8000"
+    )
+    parser.add_argument(
+        "--speed",
+        type=float,
+        default=1.0,
+        help="simulated seconds per wall second (wall = simulated / speed); default 1",
+    )
+    parser.add_argument(
+        "--max-lag-ms",
+        type=float,
+        default=10.0,
+        help="move the simulated clock up to now when delivery is this far behind; default 10",
+    )
     args, rest = parser.parse_known_args(list(argv))
     unknown = [a for a in rest if a.startswith("--")]
     if unknown:
@@ -83,16 +94,29 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     def announce(server: SimServer) -> None:
         k = server.engine.k
-        print(f"specexp-sim listening on {server.url} (model {server.model}, hardware {spec.hardware.name}, "
-              f"drafter {spec.drafter.name}{f' k={k}' if k else ''}, speed {args.speed:g})", flush=True)
+        print(
+            f"specexp-sim listening on {server.url} (model {server.model}, hardware {spec.hardware.name}, "
+            f"drafter {spec.drafter.name}{f' k={k}' if k else ''}, speed {args.speed:g})",
+            flush=True,
+        )
 
     try:
-        asyncio.run(serve(spec, port=args.port, speed=args.speed, max_lag_s=args.max_lag_ms / 1e3,
-                          announce=announce))
+        asyncio.run(
+            serve(
+                spec,
+                port=args.port,
+                speed=args.speed,
+                max_lag_s=args.max_lag_ms / 1e3,
+                announce=announce,
+            )
+        )
     except RuntimeFailure as err:
         print(f"specexp.sim: {err.status}: {err.kind}: {err.message}", file=sys.stderr, flush=True)
         raise SystemExit(2) from None
     except OSError as err:
-        print(f"specexp.sim: cannot listen on 127.0.0.1:{args.port}: {err}", file=sys.stderr, flush=True)
+        print(
+            f"specexp.sim: cannot listen on 127.0.0.1:{args.port}: {err}",
+            file=sys.stderr,
+            flush=True,
+        )
         raise SystemExit(1) from None
-

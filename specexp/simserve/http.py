@@ -28,8 +28,15 @@ HOST = "127.0.0.1"
 MAX_HEAD_BYTES = 1 << 20
 KEEP_RECORDS = 10_000
 """Requests whose per-chunk timings /debug/requests keeps (oldest dropped first)."""
-REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed",
-           413: "Payload Too Large", 431: "Request Header Fields Too Large", 500: "Internal Server Error"}
+REASONS = {
+    200: "OK",
+    400: "Bad Request",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    413: "Payload Too Large",
+    431: "Request Header Fields Too Large",
+    500: "Internal Server Error",
+}
 
 
 class _Record:
@@ -69,7 +76,11 @@ class SimServer:
         self.engine = RealTimeEngine(spec, speed=speed, max_lag_s=max_lag_s)
         rt = spec.runtime
         self.model = rt.served_model_name or spec.model.hf_id or spec.model.name
-        self.models = list(dict.fromkeys([self.model, spec.model.name, *([spec.model.hf_id] if spec.model.hf_id else [])]))
+        self.models = list(
+            dict.fromkeys(
+                [self.model, spec.model.name, *([spec.model.hf_id] if spec.model.hf_id else [])]
+            )
+        )
         self.max_model_len = self.engine.max_model_len
         self.exporter = Exporter(self.engine, self.model)
         self.records: OrderedDict[str, _Record] = OrderedDict()
@@ -91,7 +102,7 @@ class SimServer:
             self._engine_task.cancel()
             try:
                 await self._engine_task
-            except (asyncio.CancelledError, Exception):  # noqa: BLE001 - stopping anyway
+            except (asyncio.CancelledError, Exception):
                 pass
 
     @property
@@ -116,12 +127,19 @@ class SimServer:
                     _write_json(writer, 400, {"detail": "malformed request"}, close=True)
                     return
                 if "chunked" in headers.get("transfer-encoding", "").lower():
-                    _write_json(writer, 400, {"detail": "chunked request bodies are not supported"}, close=True)
+                    _write_json(
+                        writer,
+                        400,
+                        {"detail": "chunked request bodies are not supported"},
+                        close=True,
+                    )
                     return
                 body = await reader.readexactly(length) if length > 0 else b""
                 arrived = time.perf_counter()
                 connection = headers.get("connection", "").lower()
-                keep = connection != "close" and (version == "HTTP/1.1" or connection == "keep-alive")
+                keep = connection != "close" and (
+                    version == "HTTP/1.1" or connection == "keep-alive"
+                )
                 keep = await self._dispatch(method, target, headers, body, arrived, writer) and keep
                 await writer.drain()
                 if not keep:
@@ -131,8 +149,15 @@ class SimServer:
         finally:
             writer.close()
 
-    async def _dispatch(self, method: str, target: str, headers: dict[str, str], body: bytes, arrived: float,
-                        writer: asyncio.StreamWriter) -> bool:
+    async def _dispatch(
+        self,
+        method: str,
+        target: str,
+        headers: dict[str, str],
+        body: bytes,
+        arrived: float,
+        writer: asyncio.StreamWriter,
+    ) -> bool:
         """Answer one request; False when the connection must close."""
         path = unquote(urlsplit(target).path)
         gets: dict[str, Callable[[], tuple[int, Any, str]]] = {
@@ -142,7 +167,11 @@ class SimServer:
             "/version": lambda: (200, {"version": self.engine.info.version}, ""),
             "/metrics": lambda: (200, self.exporter.render(), CONTENT_TYPE),
             "/debug/clock": self._clock,
-            "/debug/requests": lambda: (200, {"requests": [r.as_dict() for r in self.records.values()]}, ""),
+            "/debug/requests": lambda: (
+                200,
+                {"requests": [r.as_dict() for r in self.records.values()]},
+                "",
+            ),
         }
         posts: dict[str, Callable[..., Awaitable[bool]]] = {
             "/v1/chat/completions": self._chat,
@@ -164,62 +193,109 @@ class SimServer:
         except ApiError as err:
             _write_json(writer, err.status, err.body())
             return True
-        except Exception as err:  # noqa: BLE001 - a server answers 500, it does not die
+        except Exception as err:
             traceback.print_exc(file=sys.stderr)
-            _write_json(writer, 500, ApiError(500, f"{type(err).__name__}: {err}").body(), close=True)
+            _write_json(
+                writer, 500, ApiError(500, f"{type(err).__name__}: {err}").body(), close=True
+            )
             return False
 
     def _models(self) -> tuple[int, Any, str]:
         created = int(time.time())
-        data = [{"id": self.model, "object": "model", "created": created, "owned_by": "specexp-sim",
-                 "root": self.model, "parent": None, "max_model_len": self.max_model_len}]
+        data = [
+            {
+                "id": self.model,
+                "object": "model",
+                "created": created,
+                "owned_by": "specexp-sim",
+                "root": self.model,
+                "parent": None,
+                "max_model_len": self.max_model_len,
+            }
+        ]
         return 200, {"object": "list", "data": data}, ""
 
     def _clock(self) -> tuple[int, Any, str]:
         e = self.engine
         now = time.perf_counter()
-        return 200, {
-            "perf_counter": now, "t0": e.t0, "speed": e.speed, "sim_now": e.sim_at(now),
-            "engine_clock": e.sim.clock, "steps": e.sim.counts.steps, "resyncs": e.stats.resyncs,
-            "max_lag_s": e.max_lag_s, "running": e.running, "waiting": e.waiting,
-        }, ""
+        return (
+            200,
+            {
+                "perf_counter": now,
+                "t0": e.t0,
+                "speed": e.speed,
+                "sim_now": e.sim_at(now),
+                "engine_clock": e.sim.clock,
+                "steps": e.sim.counts.steps,
+                "resyncs": e.stats.resyncs,
+                "max_lag_s": e.max_lag_s,
+                "running": e.running,
+                "waiting": e.waiting,
+            },
+            "",
+        )
 
     def _debug_request(self, rid: str) -> tuple[int, Any, str]:
         for prefix in ("chatcmpl-", "cmpl-"):
             if rid not in self.records and rid.startswith(prefix):
-                rid = rid[len(prefix):]
+                rid = rid[len(prefix) :]
         record = self.records.get(rid)
         if record is None:
             return 404, {"detail": f"no request '{rid}' (the last {KEEP_RECORDS} are kept)"}, ""
         return 200, record.as_dict(), ""
 
-    async def _reset_prefix_cache(self, headers: dict[str, str], body: bytes, arrived: float,
-                                  writer: asyncio.StreamWriter) -> bool:
+    async def _reset_prefix_cache(
+        self, headers: dict[str, str], body: bytes, arrived: float, writer: asyncio.StreamWriter
+    ) -> bool:
         self.engine.reset_prefix_cache()
         _write(writer, 200, b"", "application/json")
         return True
 
-    async def _chat(self, headers: dict[str, str], body: bytes, arrived: float, writer: asyncio.StreamWriter) -> bool:
+    async def _chat(
+        self, headers: dict[str, str], body: bytes, arrived: float, writer: asyncio.StreamWriter
+    ) -> bool:
         return await self._completion("chat", headers, body, arrived, writer)
 
-    async def _text_completion(self, headers: dict[str, str], body: bytes, arrived: float,
-                               writer: asyncio.StreamWriter) -> bool:
+    async def _text_completion(
+        self, headers: dict[str, str], body: bytes, arrived: float, writer: asyncio.StreamWriter
+    ) -> bool:
         return await self._completion("completion", headers, body, arrived, writer)
 
-    async def _completion(self, kind: Literal["chat", "completion"], headers: dict[str, str], body: bytes, arrived: float,
-                          writer: asyncio.StreamWriter) -> bool:
+    async def _completion(
+        self,
+        kind: Literal["chat", "completion"],
+        headers: dict[str, str],
+        body: bytes,
+        arrived: float,
+        writer: asyncio.StreamWriter,
+    ) -> bool:
         req = openai.parse(kind, body, headers.get("x-request-id"), self.models, self.max_model_len)
         if self._engine_task is None or self._engine_task.done():
             raise ApiError(500, "the engine loop is not running")
         created = int(time.time())
         if req.stream:
             sink = _stream_sink(req, created, writer)
-            writer.write(_head(200, [("content-type", "text/event-stream; charset=utf-8"),
-                                     ("transfer-encoding", "chunked"), ("x-request-id", req.request_id)]))
+            writer.write(
+                _head(
+                    200,
+                    [
+                        ("content-type", "text/event-stream; charset=utf-8"),
+                        ("transfer-encoding", "chunked"),
+                        ("x-request-id", req.request_id),
+                    ],
+                )
+            )
         else:
             sink = _buffer_sink(writer)
-        job = Job(request_id=req.request_id, prompt_tokens=req.prompt_tokens, max_tokens=req.max_tokens,
-                  units=req.units, sink=sink, arrived=arrived, chat=kind == "chat")
+        job = Job(
+            request_id=req.request_id,
+            prompt_tokens=req.prompt_tokens,
+            max_tokens=req.max_tokens,
+            units=req.units,
+            sink=sink,
+            arrived=arrived,
+            chat=kind == "chat",
+        )
         record = _Record(req, job, self.engine)
         self.records[req.request_id] = record
         self.records.move_to_end(req.request_id)
@@ -241,12 +317,16 @@ class SimServer:
         return True
 
 
-def _stream_sink(req: Completion, created: int, writer: asyncio.StreamWriter) -> Callable[[Job, Delivery, bool], bool]:
+def _stream_sink(
+    req: Completion, created: int, writer: asyncio.StreamWriter
+) -> Callable[[Job, Delivery, bool], bool]:
     def sink(job: Job, d: Delivery, final: bool) -> bool:
         if writer.is_closing():
             return False
         start = d.completion_tokens - d.tokens
-        text = openai.stream_events(req, created, start, d.completion_tokens, job.cached_tokens, final)
+        text = openai.stream_events(
+            req, created, start, d.completion_tokens, job.cached_tokens, final
+        )
         payload = text.encode()
         frame = b"%x\r\n%s\r\n" % (len(payload), payload)
         if final:
@@ -278,8 +358,11 @@ def _parse_head(head: bytes) -> tuple[str, str, str, dict[str, str]]:
 
 
 def _head(status: int, headers: list[tuple[str, str]]) -> bytes:
-    lines = [f"HTTP/1.1 {status} {REASONS.get(status, 'Unknown')}", "server: specexp-sim",
-             *(f"{k}: {v}" for k, v in headers)]
+    lines = [
+        f"HTTP/1.1 {status} {REASONS.get(status, 'Unknown')}",
+        "server: specexp-sim",
+        *(f"{k}: {v}" for k, v in headers),
+    ]
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
 
@@ -290,21 +373,37 @@ def _respond(writer: asyncio.StreamWriter, status: int, payload: Any, content_ty
         _write_json(writer, status, payload)
 
 
-def _write(writer: asyncio.StreamWriter, status: int, body: bytes, content_type: str,
-           extra: list[tuple[str, str]] | None = None, close: bool = False) -> None:
+def _write(
+    writer: asyncio.StreamWriter,
+    status: int,
+    body: bytes,
+    content_type: str,
+    extra: list[tuple[str, str]] | None = None,
+    close: bool = False,
+) -> None:
     headers = [("content-type", content_type), ("content-length", str(len(body))), *(extra or [])]
     if close:
         headers.append(("connection", "close"))
     writer.write(_head(status, headers) + body)
 
 
-def _write_json(writer: asyncio.StreamWriter, status: int, obj: Any,
-                extra: list[tuple[str, str]] | None = None, close: bool = False) -> None:
+def _write_json(
+    writer: asyncio.StreamWriter,
+    status: int,
+    obj: Any,
+    extra: list[tuple[str, str]] | None = None,
+    close: bool = False,
+) -> None:
     _write(writer, status, json.dumps(obj).encode(), "application/json", extra, close)
 
 
-async def serve(spec: ExperimentSpec, port: int = 8000, speed: float = 1.0, max_lag_s: float = 0.010,
-                announce: Callable[[SimServer], None] | None = None) -> None:
+async def serve(
+    spec: ExperimentSpec,
+    port: int = 8000,
+    speed: float = 1.0,
+    max_lag_s: float = 0.010,
+    announce: Callable[[SimServer], None] | None = None,
+) -> None:
     """Run a SimServer until SIGINT or SIGTERM."""
     server = SimServer(spec, speed=speed, max_lag_s=max_lag_s)
     await server.start(port)

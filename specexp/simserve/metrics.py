@@ -40,32 +40,59 @@ class EngineCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         e = self.engine
         c = e.sim.counts
-        yield self._gauge("vllm:num_requests_running", "Number of requests in model execution batches.",
-                          e.running)
-        yield self._gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.",
-                          e.waiting)
-        yield self._counter("vllm:prompt_tokens", "Number of prefill tokens processed.",
-                            c.prompt_tokens + c.cached_prompt_tokens)
-        yield self._counter("vllm:generation_tokens", "Number of generation tokens processed.",
-                            c.generation_tokens)
-        yield self._counter("vllm:prefix_cache_queries",
-                            "Prefix cache queries, in terms of number of queried tokens.", c.prefix_queries)
-        yield self._counter("vllm:prefix_cache_hits",
-                            "Prefix cache hits, in terms of number of cached tokens.", c.cached_prompt_tokens)
-        info = GaugeMetricFamily("vllm:cache_config_info", "Information of the LLMEngine CacheConfig",
-                                 labels=["block_size", "enable_prefix_caching", "num_gpu_blocks"])
+        yield self._gauge(
+            "vllm:num_requests_running", "Number of requests in model execution batches.", e.running
+        )
+        yield self._gauge(
+            "vllm:num_requests_waiting", "Number of requests waiting to be processed.", e.waiting
+        )
+        yield self._counter(
+            "vllm:prompt_tokens",
+            "Number of prefill tokens processed.",
+            c.prompt_tokens + c.cached_prompt_tokens,
+        )
+        yield self._counter(
+            "vllm:generation_tokens", "Number of generation tokens processed.", c.generation_tokens
+        )
+        yield self._counter(
+            "vllm:prefix_cache_queries",
+            "Prefix cache queries, in terms of number of queried tokens.",
+            c.prefix_queries,
+        )
+        yield self._counter(
+            "vllm:prefix_cache_hits",
+            "Prefix cache hits, in terms of number of cached tokens.",
+            c.cached_prompt_tokens,
+        )
+        info = GaugeMetricFamily(
+            "vllm:cache_config_info",
+            "Information of the LLMEngine CacheConfig",
+            labels=["block_size", "enable_prefix_caching", "num_gpu_blocks"],
+        )
         info.add_metric([str(e.block), str(e.prefix_caching), str(e.cache_blocks)], 1.0)
         yield info
-        success = CounterMetricFamily("vllm:request_success", "Count of successfully processed requests.",
-                                      labels=[*self.labels, "finished_reason"])
+        success = CounterMetricFamily(
+            "vllm:request_success",
+            "Count of successfully processed requests.",
+            labels=[*self.labels, "finished_reason"],
+        )
         success.add_metric([*self.labels.values(), "length"], c.finished, created=self.created)
         yield success
         if e.k > 0:
-            yield self._counter("vllm:spec_decode_num_drafts", "Number of spec decoding drafts.", c.drafts)
-            yield self._counter("vllm:spec_decode_num_draft_tokens", "Number of draft tokens.", c.draft_tokens)
-            yield self._counter("vllm:spec_decode_num_accepted_tokens", "Number of accepted tokens.", c.accepted)
-            per_pos = CounterMetricFamily("vllm:spec_decode_num_accepted_tokens_per_pos",
-                                          "Accepted tokens per draft position.", labels=[*self.labels, "position"])
+            yield self._counter(
+                "vllm:spec_decode_num_drafts", "Number of spec decoding drafts.", c.drafts
+            )
+            yield self._counter(
+                "vllm:spec_decode_num_draft_tokens", "Number of draft tokens.", c.draft_tokens
+            )
+            yield self._counter(
+                "vllm:spec_decode_num_accepted_tokens", "Number of accepted tokens.", c.accepted
+            )
+            per_pos = CounterMetricFamily(
+                "vllm:spec_decode_num_accepted_tokens_per_pos",
+                "Accepted tokens per draft position.",
+                labels=[*self.labels, "position"],
+            )
             for i, value in enumerate(c.per_position):
                 per_pos.add_metric([*self.labels.values(), str(i)], value, created=self.created)
             yield per_pos

@@ -13,7 +13,12 @@ from specexp.simserve.prompts import PromptError, chat_text, output_text, prompt
 class ApiError(Exception):
     """An error answered as vLLM does: {"object": "error", "message", "type", "code"}."""
 
-    TYPES = {400: "BadRequestError", 404: "NotFoundError", 405: "MethodNotAllowed", 500: "InternalServerError"}
+    TYPES = {
+        400: "BadRequestError",
+        404: "NotFoundError",
+        405: "MethodNotAllowed",
+        500: "InternalServerError",
+    }
 
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
@@ -21,8 +26,13 @@ class ApiError(Exception):
         self.message = message
 
     def body(self) -> dict[str, Any]:
-        return {"object": "error", "message": self.message, "type": self.TYPES.get(self.status, "Error"),
-                "param": None, "code": self.status}
+        return {
+            "object": "error",
+            "message": self.message,
+            "type": self.TYPES.get(self.status, "Error"),
+            "param": None,
+            "code": self.status,
+        }
 
 
 @dataclass(frozen=True)
@@ -45,8 +55,13 @@ class Completion:
         return f"{'chatcmpl' if self.kind == 'chat' else 'cmpl'}-{self.request_id}"
 
 
-def parse(kind: Literal["chat", "completion"], raw: bytes, header_id: str | None, models: list[str],
-          max_model_len: int) -> Completion:
+def parse(
+    kind: Literal["chat", "completion"],
+    raw: bytes,
+    header_id: str | None,
+    models: list[str],
+    max_model_len: int,
+) -> Completion:
     """Validate a request body; raise ApiError (400/404) on what vLLM would refuse."""
     try:
         body = json.loads(raw or b"{}")
@@ -74,17 +89,25 @@ def parse(kind: Literal["chat", "completion"], raw: bytes, header_id: str | None
     if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
         raise ApiError(400, f"max_tokens must be an integer >= 1, got {limit!r}")
     if count + limit > max_model_len:
-        raise ApiError(400, f"This model's maximum context length is {max_model_len} tokens. However, you "
-                            f"requested {count + limit} tokens ({count} in the messages, {limit} in the "
-                            f"completion). Please reduce the length of the messages or completion.")
+        raise ApiError(
+            400,
+            f"This model's maximum context length is {max_model_len} tokens. However, you "
+            f"requested {count + limit} tokens ({count} in the messages, {limit} in the "
+            f"completion). Please reduce the length of the messages or completion.",
+        )
     options = body.get("stream_options") or {}
     if not isinstance(options, dict):
         raise ApiError(400, "stream_options must be an object")
     request_id = str(body.get("request_id") or header_id or uuid.uuid4().hex)
     stream = bool(body.get("stream", False))
     return Completion(
-        kind=kind, request_id=request_id, model=model, prompt_tokens=count, units=units,
-        max_tokens=limit, stream=stream,
+        kind=kind,
+        request_id=request_id,
+        model=model,
+        prompt_tokens=count,
+        units=units,
+        max_tokens=limit,
+        stream=stream,
         include_usage=stream and bool(options.get("include_usage", False)),
         continuous_usage=stream and bool(options.get("continuous_usage_stats", False)),
         ignore_eos=bool(body.get("ignore_eos", False)),
@@ -109,43 +132,90 @@ def _sse(obj: dict[str, Any]) -> str:
     return "data: " + json.dumps(obj, separators=(",", ":")) + "\n\n"
 
 
-def stream_events(req: Completion, created: int, start: int, end: int, cached_tokens: int, final: bool) -> str:
+def stream_events(
+    req: Completion, created: int, start: int, end: int, cached_tokens: int, final: bool
+) -> str:
     """SSE text of one delivery: tokens [start, end) of the completion, and if `final` the
     finish reason, the usage chunk (include_usage) and `data: [DONE]`."""
     parts: list[str] = []
     finish = "length" if final else None
     if req.kind == "chat":
         if start == 0:  # vLLM sends the role first, with the first output
-            role = {**_envelope(req, created), "choices": [
-                {"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": None, "finish_reason": None}]}
+            role = {
+                **_envelope(req, created),
+                "choices": [
+                    {
+                        "index": 0,
+                        "delta": {"role": "assistant", "content": ""},
+                        "logprobs": None,
+                        "finish_reason": None,
+                    }
+                ],
+            }
             if req.continuous_usage:
                 role["usage"] = usage(req, 0, cached_tokens)
             parts.append(_sse(role))
-        choice: dict[str, Any] = {"index": 0, "delta": {"content": output_text(start, end)}, "logprobs": None,
-                                  "finish_reason": finish}
+        choice: dict[str, Any] = {
+            "index": 0,
+            "delta": {"content": output_text(start, end)},
+            "logprobs": None,
+            "finish_reason": finish,
+        }
     else:
-        choice = {"index": 0, "text": output_text(start, end), "logprobs": None, "finish_reason": finish,
-                  "stop_reason": None}
+        choice = {
+            "index": 0,
+            "text": output_text(start, end),
+            "logprobs": None,
+            "finish_reason": finish,
+            "stop_reason": None,
+        }
     chunk = {**_envelope(req, created), "choices": [choice]}
     if req.continuous_usage:
         chunk["usage"] = usage(req, end, cached_tokens)
     parts.append(_sse(chunk))
     if final:
         if req.include_usage:
-            parts.append(_sse({**_envelope(req, created), "choices": [], "usage": usage(req, end, cached_tokens)}))
+            parts.append(
+                _sse(
+                    {
+                        **_envelope(req, created),
+                        "choices": [],
+                        "usage": usage(req, end, cached_tokens),
+                    }
+                )
+            )
         parts.append("data: [DONE]\n\n")
     return "".join(parts)
 
 
-def full_response(req: Completion, created: int, completion_tokens: int, cached_tokens: int) -> dict[str, Any]:
+def full_response(
+    req: Completion, created: int, completion_tokens: int, cached_tokens: int
+) -> dict[str, Any]:
     """The non-streamed response body."""
     text = output_text(0, completion_tokens)
     if req.kind == "chat":
-        choice: dict[str, Any] = {"index": 0, "message": {"role": "assistant", "content": text},
-                                  "logprobs": None, "finish_reason": "length", "stop_reason": None}
+        choice: dict[str, Any] = {
+            "index": 0,
+            "message": {"role": "assistant", "content": text},
+            "logprobs": None,
+            "finish_reason": "length",
+            "stop_reason": None,
+        }
         obj = "chat.completion"
     else:
-        choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": "length", "stop_reason": None}
+        choice = {
+            "index": 0,
+            "text": text,
+            "logprobs": None,
+            "finish_reason": "length",
+            "stop_reason": None,
+        }
         obj = "text_completion"
-    return {"id": req.response_id, "object": obj, "created": created, "model": req.model,
-            "choices": [choice], "usage": usage(req, completion_tokens, cached_tokens)}
+    return {
+        "id": req.response_id,
+        "object": obj,
+        "created": created,
+        "model": req.model,
+        "choices": [choice],
+        "usage": usage(req, completion_tokens, cached_tokens),
+    }

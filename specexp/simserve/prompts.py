@@ -23,10 +23,38 @@ from specexp.sim.kvcache import DEFAULT_BLOCK_TOKENS
 CHARS_PER_TOKEN = 4
 
 _WORDS = (
-    " the", " and", " for", " per", " key", " map", " set", " get", " val", " run",
-    " new", " old", " now", " end", " use", " put", " row", " col", " bit", " log",
-    " max", " min", " sum", " top", " via", " arg", " ref", " fix", " add", " cut",
-    " low", " raw",
+    " the",
+    " and",
+    " for",
+    " per",
+    " key",
+    " map",
+    " set",
+    " get",
+    " val",
+    " run",
+    " new",
+    " old",
+    " now",
+    " end",
+    " use",
+    " put",
+    " row",
+    " col",
+    " bit",
+    " log",
+    " max",
+    " min",
+    " sum",
+    " top",
+    " via",
+    " arg",
+    " ref",
+    " fix",
+    " add",
+    " cut",
+    " low",
+    " raw",
 )
 
 
@@ -53,7 +81,11 @@ def chat_text(messages: Any) -> str:
 
 def prompt_units(prompt: Any) -> tuple[int, tuple[Any, ...]]:
     """(token count, units for block hashing) of a completion prompt or rendered chat text."""
-    if isinstance(prompt, list) and prompt and all(isinstance(t, int) and not isinstance(t, bool) for t in prompt):
+    if (
+        isinstance(prompt, list)
+        and prompt
+        and all(isinstance(t, int) and not isinstance(t, bool) for t in prompt)
+    ):
         return len(prompt), tuple(prompt)
     if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):
         prompt = prompt[0]

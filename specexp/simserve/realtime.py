@@ -29,8 +29,8 @@ from typing import Any
 from specexp.measure.events import Counters, EngineInfo
 from specexp.sim.engine import Seq, SimEngine
 from specexp.sim.kvcache import CHAT_TURN_TOKENS
-from specexp.simserve.prompts import block_hashes
 from specexp.sim.startup import start_engine
+from specexp.simserve.prompts import block_hashes
 from specexp.spec.experiment import ExperimentSpec
 
 PRECISE_SLEEP_S = 0.0015
@@ -54,8 +54,11 @@ class Delivery:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "tokens": self.tokens, "completion_tokens": self.completion_tokens,
-            "sim_t": self.sim_t, "scheduled": self.scheduled, "sent": self.sent,
+            "tokens": self.tokens,
+            "completion_tokens": self.completion_tokens,
+            "sim_t": self.sim_t,
+            "scheduled": self.scheduled,
+            "sent": self.sent,
         }
 
 
@@ -113,8 +116,11 @@ class RealTimeEngine:
         self.info, self.sim = start_engine(spec)  # raises RuntimeFailure (out of memory, context)
         self.sim: SimEngine
         self.k = self.sim.k
-        self.max_model_len = int(self.info.details.get("max_model_len") or spec.runtime.max_model_len
-                                 or spec.model.max_position_embeddings)
+        self.max_model_len = int(
+            self.info.details.get("max_model_len")
+            or spec.runtime.max_model_len
+            or spec.model.max_position_embeddings
+        )
         self.block = self.sim.block_tokens
         self.prefix_caching = spec.runtime.prefix_caching
         self.cache_blocks = (self.info.kv_cache_tokens or 0) // self.block
@@ -138,8 +144,13 @@ class RealTimeEngine:
         """Queue `job`; the future resolves when its last token was delivered (or it was aborted)."""
         job.finished = asyncio.get_running_loop().create_future()
         job.sim_arrived = self.sim_at(job.arrived)
-        job.seq = Seq(job.request_id, job.prompt_tokens, job.max_tokens, block_hashes(job.units, self.block),
-                      user_start=CHAT_TURN_TOKENS if job.chat else 0)
+        job.seq = Seq(
+            job.request_id,
+            job.prompt_tokens,
+            job.max_tokens,
+            block_hashes(job.units, self.block),
+            user_start=CHAT_TURN_TOKENS if job.chat else 0,
+        )
         self._arrivals.append(job)
         if self._wakeup is not None:
             self._wakeup.set()
@@ -211,7 +222,9 @@ class RealTimeEngine:
         assert seq is not None
         if job.aborted or not tokens:
             return
-        delivery = Delivery(tokens=tokens, completion_tokens=seq.generated, sim_t=seq.events[-1].t, scheduled=due)
+        delivery = Delivery(
+            tokens=tokens, completion_tokens=seq.generated, sim_t=seq.events[-1].t, scheduled=due
+        )
         job.deliveries.append(delivery)
         if not job.sink(job, delivery, seq.done):
             job.aborted = True

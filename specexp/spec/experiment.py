@@ -14,7 +14,12 @@ from specexp.spec.base import _Spec
 from specexp.spec.runtime import AnyRuntime, RuntimeSpec
 from specexp.spec.workload import SessionSpec, SloSpec, WorkloadSpec
 
-__all__ = ["RuntimeSpec", "SessionSpec", "SloSpec", "WorkloadSpec"]  # re-exported: part of the one spec
+__all__ = [
+    "RuntimeSpec",
+    "SessionSpec",
+    "SloSpec",
+    "WorkloadSpec",
+]  # re-exported: part of the one spec
 
 Dtype = Literal["bf16", "fp8", "fp4", "int8", "int4"]
 Component = Literal["mlp", "attention", "embeddings"]
@@ -231,7 +236,9 @@ class DrafterSpec(_Spec):
 class ExperimentSpec(_Spec):
     """Everything one job needs, validated."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True, populate_by_name=True)
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, use_attribute_docstrings=True, populate_by_name=True
+    )
 
     hardware: HardwareSpec
     model: ModelSpec

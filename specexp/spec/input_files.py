@@ -40,17 +40,23 @@ def resolve_file(path: str) -> Path:
 def check_files(workload: WorkloadSpec) -> None:
     """Raise SpecError for a workload whose file is missing or malformed, or that asks for two
     drivers at once."""
-    chosen = [k for k in ("session", "trace_file", "dataset_file") if getattr(workload, k) is not None]
+    chosen = [
+        k for k in ("session", "trace_file", "dataset_file") if getattr(workload, k) is not None
+    ]
     if len(chosen) > 1:
-        raise SpecError(f"workload {workload.name}", chosen[1], f"cannot be combined with workload.{chosen[0]}")
+        raise SpecError(
+            f"workload {workload.name}", chosen[1], f"cannot be combined with workload.{chosen[0]}"
+        )
     if workload.trace_file is not None:
         load_trace(workload.trace_file)
     if workload.dataset_file is not None:
         load_dataset(workload.dataset_file)
 
 
-EXPECTED = ('a JSON object {"timestamp": number, "input_length": int >= 1, "output_length": int >= 1, '
-            '"hash_ids": [int, ...] (optional)}')
+EXPECTED = (
+    'a JSON object {"timestamp": number, "input_length": int >= 1, "output_length": int >= 1, '
+    '"hash_ids": [int, ...] (optional)}'
+)
 
 
 @dataclass(frozen=True)
@@ -65,16 +71,26 @@ def load_trace(path: str) -> list[TraceRow]:
     """Every row of the trace at `path`; SpecError naming the file and line on bad input."""
     file = resolve_file(path)
     if not file.is_file():
-        raise SpecError(str(path), "workload.trace_file", "no such file (a JSONL trace: one request a line)")
+        raise SpecError(
+            str(path), "workload.trace_file", "no such file (a JSONL trace: one request a line)"
+        )
     rows = _each_line(file.read_text(encoding="utf-8"), path, _row)
     if not rows:
-        raise SpecError(str(path), "workload.trace_file", f"the trace has no requests; each line must be {EXPECTED}")
+        raise SpecError(
+            str(path),
+            "workload.trace_file",
+            f"the trace has no requests; each line must be {EXPECTED}",
+        )
     return rows
 
 
 def _each_line(text: str, path: str, parse: Callable[[str, str], T]) -> list[T]:
     """`parse(line, "path:line")` of every non-blank line of a JSONL file."""
-    return [parse(line, f"{path}:{n}") for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
+    return [
+        parse(line, f"{path}:{n}")
+        for n, line in enumerate(text.splitlines(), start=1)
+        if line.strip()
+    ]
 
 
 def _row(line: str, where: str) -> TraceRow:
@@ -88,17 +104,36 @@ def _row(line: str, where: str) -> TraceRow:
         value = data.get(key)
         if key not in data:
             raise SpecError(where, key, f"missing; expected {EXPECTED}")
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or (key != "timestamp" and
-                                                                             (value != int(value) or value < 1)):
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or (key != "timestamp" and (value != int(value) or value < 1))
+        ):
             raise SpecError(where, key, f"got {value!r}; expected {EXPECTED}")
     hashes = data.get("hash_ids", [])
-    if not isinstance(hashes, list) or any(isinstance(h, bool) or not isinstance(h, int) for h in hashes):
+    if not isinstance(hashes, list) or any(
+        isinstance(h, bool) or not isinstance(h, int) for h in hashes
+    ):
         raise SpecError(where, "hash_ids", f"got {hashes!r}; expected a list of integers")
-    return TraceRow(float(data["timestamp"]), int(data["input_length"]), int(data["output_length"]), tuple(hashes))
+    return TraceRow(
+        float(data["timestamp"]),
+        int(data["input_length"]),
+        int(data["output_length"]),
+        tuple(hashes),
+    )
 
 
-ROLES = {"human": "user", "user": "user", "gpt": "assistant", "assistant": "assistant", "chatgpt": "assistant",
-         "bing": "assistant", "bard": "assistant", "model": "assistant", "system": "system"}
+ROLES = {
+    "human": "user",
+    "user": "user",
+    "gpt": "assistant",
+    "assistant": "assistant",
+    "chatgpt": "assistant",
+    "bing": "assistant",
+    "bard": "assistant",
+    "model": "assistant",
+    "system": "system",
+}
 CHARS_PER_TOKEN = 4
 
 
@@ -117,9 +152,12 @@ class DatasetPrompt:
         return max(1, len(self.text) // CHARS_PER_TOKEN)
 
 
+SHAPES = (
+    'ShareGPT JSON [{"conversations": [{"from": "human", "value": "..."}, ...]}, ...] or JSONL '
+    'lines {"prompt": "...", "category": "..."}'
+)
 
-SHAPES = ('ShareGPT JSON [{"conversations": [{"from": "human", "value": "..."}, ...]}, ...] or JSONL '
-          'lines {"prompt": "...", "category": "..."}')
+
 def load_dataset(path: str) -> list[DatasetPrompt]:
     """Every prompt of the file at `path`; SpecError naming the file (and line) on bad input."""
     file = resolve_file(path)
@@ -130,7 +168,9 @@ def load_dataset(path: str) -> list[DatasetPrompt]:
         try:
             items = json.loads(text)
         except json.JSONDecodeError as err:
-            raise SpecError(f"{path}:{err.lineno}", "file", f"not JSON ({err.msg}); expected {SHAPES}") from None
+            raise SpecError(
+                f"{path}:{err.lineno}", "file", f"not JSON ({err.msg}); expected {SHAPES}"
+            ) from None
         prompts = [_sharegpt(item, f"{path}: item {i}") for i, item in enumerate(items)]
     else:
         prompts = _each_line(text, path, _jsonl)
@@ -146,10 +186,16 @@ def _sharegpt(item: object, where: str) -> DatasetPrompt:
     messages = []
     for j, turn in enumerate(turns):
         # ShareGPT's {"from", "value"}, or OpenAI's {"role", "content"}
-        role = ROLES.get(str(turn.get("from", turn.get("role", ""))).lower()) if isinstance(turn, dict) else None
+        role = (
+            ROLES.get(str(turn.get("from", turn.get("role", ""))).lower())
+            if isinstance(turn, dict)
+            else None
+        )
         value = turn.get("value", turn.get("content")) if isinstance(turn, dict) else None
         if role is None or not isinstance(value, str):
-            raise SpecError(where, f"conversations[{j}]", 'expected {"from": "human" or "gpt", "value": "text"}')
+            raise SpecError(
+                where, f"conversations[{j}]", 'expected {"from": "human" or "gpt", "value": "text"}'
+            )
         messages.append((role, value))
     while messages and messages[-1][0] != "user":  # send up to the last human message
         messages.pop()

@@ -9,10 +9,9 @@ specexp.run.compose's.
 from __future__ import annotations
 
 import functools
-from pathlib import Path
-
 import typing
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from omegaconf import OmegaConf
@@ -20,7 +19,6 @@ from pydantic import BaseModel, ValidationError
 
 from specexp.spec import paths
 from specexp.spec.errors import SpecError
-from specexp.spec.runtime import RUNTIMES, settings_for
 from specexp.spec.experiment import (
     DrafterSpec,
     ExperimentSpec,
@@ -30,6 +28,7 @@ from specexp.spec.experiment import (
     RuntimeSpec,
     WorkloadSpec,
 )
+from specexp.spec.runtime import RUNTIMES, settings_for
 
 GROUPS: dict[str, type[BaseModel]] = {
     "hardware": HardwareSpec,
@@ -41,11 +40,16 @@ GROUPS: dict[str, type[BaseModel]] = {
 }
 """Each config group and the spec its option files are validated into."""
 
-def load_option(model: type[BaseModel], group: str, name: str, key: str, where: str = "config") -> Any:
+
+def load_option(
+    model: type[BaseModel], group: str, name: str, key: str, where: str = "config"
+) -> Any:
     """Load and validate one option file of a group, e.g. a draft model from conf/model/."""
     path = paths.conf_dir() / group / f"{name}.yaml"
     if not path.is_file():
-        raise SpecError(where, key, f"no {group} named '{name}'", accepted=paths.options(group), value=name)
+        raise SpecError(
+            where, key, f"no {group} named '{name}'", accepted=paths.options(group), value=name
+        )
     return _load_file(model, group, name, path, path.stat().st_mtime_ns)
 
 
@@ -60,12 +64,19 @@ def validate_option(
     model: type[BaseModel], data: Any, group: str, choice: str | None, overrides: Sequence[str]
 ) -> Any:
     if not isinstance(data, Mapping):
-        raise SpecError(f"conf/{group}", group, "missing or not a mapping", accepted=paths.options(group))
+        raise SpecError(
+            f"conf/{group}", group, "missing or not a mapping", accepted=paths.options(group)
+        )
     if model is RuntimeSpec:  # one settings model per runtime, chosen by its name
         chosen = settings_for(data.get("name"))
         if chosen is None:
-            raise SpecError(where_set("runtime.name", (group, choice), overrides), "runtime.name",
-                            f"no runtime named {data.get('name')!r}", accepted=list(RUNTIMES), value=data.get("name"))
+            raise SpecError(
+                where_set("runtime.name", (group, choice), overrides),
+                "runtime.name",
+                f"no runtime named {data.get('name')!r}",
+                accepted=list(RUNTIMES),
+                value=data.get("name"),
+            )
         model = chosen
     try:
         return model.model_validate(dict(data))
@@ -74,7 +85,10 @@ def validate_option(
 
 
 def spec_error(
-    err: ValidationError, group: str | None, choice: str | None, overrides: Sequence[str],
+    err: ValidationError,
+    group: str | None,
+    choice: str | None,
+    overrides: Sequence[str],
     model: type[BaseModel] | None = None,
 ) -> SpecError:
     first = err.errors()[0]
@@ -85,20 +99,27 @@ def spec_error(
     value = first.get("input")
     if kind == "extra_forbidden":
         inner = model_at(model or GROUPS.get(group or "", ExperimentSpec), loc[:-1])
-        what = f"not a key of runtime={inner.model_fields['name'].default}" if inner in RUNTIMES.values() \
+        what = (
+            f"not a key of runtime={inner.model_fields['name'].default}"
+            if inner in RUNTIMES.values()
             else "unknown key"
+        )
         return SpecError(where, key, what, accepted=list(inner.model_fields), value=loc[-1])
     if kind == "missing":
         return SpecError(where, key, "required key is missing")
     if kind == "list_type":
         return SpecError(where, key, f"expected a list (got {value!r}); write it as [{value}]")
-    if kind == "value_error":  # a validator's own sentence: it names the keys; the input is not repeated
+    if (
+        kind == "value_error"
+    ):  # a validator's own sentence: it names the keys; the input is not repeated
         return SpecError(where, key, first["msg"].removeprefix("Value error, "))
     accepted = None
     expected = (first.get("ctx") or {}).get("expected")
     if expected:
         accepted = [a.strip(" '") for a in str(expected).replace(" or ", ",").split(",")]
-    return SpecError(where, key, f"{first['msg'].lower()} (got {value!r})", accepted=accepted, value=value)
+    return SpecError(
+        where, key, f"{first['msg'].lower()} (got {value!r})", accepted=accepted, value=value
+    )
 
 
 def model_at(model: type[BaseModel], loc: list[str]) -> type[BaseModel]:
@@ -120,7 +141,9 @@ def submodel(model: type[BaseModel], name: str) -> type[BaseModel] | None:
     return None
 
 
-def where_set(key: str, file: tuple[str | None, str | None] | None, overrides: Sequence[str]) -> str:
+def where_set(
+    key: str, file: tuple[str | None, str | None] | None, overrides: Sequence[str]
+) -> str:
     """The most specific override that set `key`, else the file it came from."""
     matches = []
     for override in overrides:

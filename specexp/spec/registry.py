@@ -28,7 +28,13 @@ class Registry(Generic[T]):
 
     def get(self, name: str) -> T:
         if name not in self._items:
-            raise SpecError(self.kind, self.kind, f"no {self.kind} named '{name}'", accepted=sorted(self._items), value=name)
+            raise SpecError(
+                self.kind,
+                self.kind,
+                f"no {self.kind} named '{name}'",
+                accepted=sorted(self._items),
+                value=name,
+            )
         return self._items[name]
 
     def __contains__(self, name: object) -> bool:

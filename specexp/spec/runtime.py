@@ -62,7 +62,9 @@ class RuntimeSpec(_Spec):
 
 class SimRuntimeSpec(RuntimeSpec):
     module = "specexp.runtimes.sim"
-    summary = "the built-in simulator: an engine's serving on a virtual clock, from first principles"
+    summary = (
+        "the built-in simulator: an engine's serving on a virtual clock, from first principles"
+    )
 
     name: Literal["sim"] = "sim"
     engine: Literal["vllm", "sglang", "llamacpp"] | None = None
@@ -103,10 +105,18 @@ class ServerRuntimeSpec(EndpointRuntimeSpec):
 class VllmRuntimeSpec(ServerRuntimeSpec):
     module = "specexp.runtimes.vllm"
     summary = "vLLM's OpenAI-compatible server (`vllm serve`)"
-    drafters = MappingProxyType({
-        "mtp": "mtp", "dspark": "dspark", "dflash": "dflash", "eagle3": "eagle3", "eagle": "eagle",
-        "ngram": "ngram", "draft_model": "draft_model", "suffix": "suffix",
-    })
+    drafters = MappingProxyType(
+        {
+            "mtp": "mtp",
+            "dspark": "dspark",
+            "dflash": "dflash",
+            "eagle3": "eagle3",
+            "eagle": "eagle",
+            "ngram": "ngram",
+            "draft_model": "draft_model",
+            "suffix": "suffix",
+        }
+    )
 
     name: Literal["vllm"] = "vllm"
     kv_cache_memory_gib: float | None = Field(default=None, gt=0)
@@ -121,10 +131,17 @@ class VllmRuntimeSpec(ServerRuntimeSpec):
 class SglangRuntimeSpec(ServerRuntimeSpec):
     module = "specexp.runtimes.sglang"
     summary = "SGLang's server (`python -m sglang.launch_server`)"
-    drafters = MappingProxyType({
-        "mtp": "NEXTN", "eagle": "EAGLE", "eagle3": "EAGLE3", "draft_model": "STANDALONE",
-        "dflash": "DFLASH", "dspark": "DSPARK", "ngram": "NGRAM",
-    })
+    drafters = MappingProxyType(
+        {
+            "mtp": "NEXTN",
+            "eagle": "EAGLE",
+            "eagle3": "EAGLE3",
+            "draft_model": "STANDALONE",
+            "dflash": "DFLASH",
+            "dspark": "DSPARK",
+            "ngram": "NGRAM",
+        }
+    )
 
     name: Literal["sglang"] = "sglang"
     load_format: str | None = None
@@ -134,10 +151,16 @@ class SglangRuntimeSpec(ServerRuntimeSpec):
 class LlamacppRuntimeSpec(ServerRuntimeSpec):
     module = "specexp.runtimes.llamacpp"
     summary = "llama.cpp's `llama-server`"
-    drafters = MappingProxyType({
-        "draft_model": "draft-simple", "mtp": "draft-mtp", "dflash": "draft-dflash",
-        "dspark": "draft-dspark", "eagle3": "draft-eagle3", "ngram": "ngram-simple",
-    })
+    drafters = MappingProxyType(
+        {
+            "draft_model": "draft-simple",
+            "mtp": "draft-mtp",
+            "dflash": "draft-dflash",
+            "dspark": "draft-dspark",
+            "eagle3": "draft-eagle3",
+            "ngram": "ngram-simple",
+        }
+    )
 
     name: Literal["llamacpp"] = "llamacpp"
 
@@ -157,28 +180,52 @@ class OpenaiRuntimeSpec(EndpointRuntimeSpec):
     name: Literal["openai"] = "openai"
 
 
-RUNTIMES: Mapping[str, type[RuntimeSpec]] = MappingProxyType({
-    cls.model_fields["name"].default: cls
-    for cls in (SimRuntimeSpec, VllmRuntimeSpec, SglangRuntimeSpec, LlamacppRuntimeSpec, OllamaRuntimeSpec,
-                OpenaiRuntimeSpec)
-})
+RUNTIMES: Mapping[str, type[RuntimeSpec]] = MappingProxyType(
+    {
+        cls.model_fields["name"].default: cls
+        for cls in (
+            SimRuntimeSpec,
+            VllmRuntimeSpec,
+            SglangRuntimeSpec,
+            LlamacppRuntimeSpec,
+            OllamaRuntimeSpec,
+            OpenaiRuntimeSpec,
+        )
+    }
+)
 """Every runtime by name, in the order the docs list them."""
 
 AnyRuntime = Annotated[
-    SimRuntimeSpec | VllmRuntimeSpec | SglangRuntimeSpec | LlamacppRuntimeSpec | OllamaRuntimeSpec
+    SimRuntimeSpec
+    | VllmRuntimeSpec
+    | SglangRuntimeSpec
+    | LlamacppRuntimeSpec
+    | OllamaRuntimeSpec
     | OpenaiRuntimeSpec,
     Field(discriminator="name"),
 ]
 """An experiment's runtime: one of `RUNTIMES`, chosen by its `name`."""
 
-EVERY_KEY: tuple[str, ...] = tuple(dict.fromkeys(k for cls in RUNTIMES.values() for k in cls.model_fields))
+EVERY_KEY: tuple[str, ...] = tuple(
+    dict.fromkeys(k for cls in RUNTIMES.values() for k in cls.model_fields)
+)
 """Every key some runtime has (an override is checked against these before the runtime is known)."""
 
-RUN_ID_DEFAULTS: Mapping[str, Any] = MappingProxyType({
-    "url": None, "executable": None, "model_path": None, "draft_model_path": None, "extra_args": [],
-    "api_key_env": None, "kv_cache_memory_gib": None, "prefix_cache_broken_versions": [], "engine": None,
-    "load_format": None, "served_model_name": None,
-})
+RUN_ID_DEFAULTS: Mapping[str, Any] = MappingProxyType(
+    {
+        "url": None,
+        "executable": None,
+        "model_path": None,
+        "draft_model_path": None,
+        "extra_args": [],
+        "api_key_env": None,
+        "kv_cache_memory_gib": None,
+        "prefix_cache_broken_versions": [],
+        "engine": None,
+        "load_format": None,
+        "served_model_name": None,
+    }
+)
 """What a runtime without one of these keys counts as in a run id: the value every record written
 when one settings model held all runtimes' keys had for it, so those records keep their run ids."""
 
@@ -186,3 +233,26 @@ when one settings model held all runtimes' keys had for it, so those records kee
 def settings_for(name: object) -> type[RuntimeSpec] | None:
     """The settings model of the runtime called `name`, or None."""
     return RUNTIMES.get(name) if isinstance(name, str) else None
+
+
+def runtime_table() -> list[str]:
+    """The rows of docs/vocabulary.md's runtime table, from `RUNTIMES`: each runtime's summary,
+    the keys it adds to what every runtime has, and its drafters with the engine's name for each."""
+    shared = set(RuntimeSpec.model_fields)
+    rows = []
+    for name, cls in RUNTIMES.items():
+        own = ", ".join(f"`{k}`" for k in cls.model_fields if k not in shared) or "—"
+        drafters = (
+            (
+                "any: the simulator imitates each"
+                if issubclass(cls, SimRuntimeSpec)
+                else "whatever the server was started with"
+            )
+            if cls.drafters is None
+            else ", ".join(
+                f"`{d}` ({engine})" if engine != d else f"`{d}`"
+                for d, engine in cls.drafters.items()
+            )
+        )
+        rows.append(f"| `{name}` | {cls.summary} | {own} | {drafters} |")
+    return rows

@@ -42,53 +42,184 @@ def _c(name: str, kind: type, role: Role, meaning: str, **extra: Any) -> Conditi
     return Condition(name, kind, role, meaning, **extra)
 
 
-CONDITIONS: Mapping[str, Condition] = MappingProxyType({c.name: c for c in (
-    _c("hardware", str, "setup", "device id from conf/hardware/", options="conf"),
-    _c("gpu_count", int, "setup", "accelerators used by the server (0: a CPU-only server)", minimum=0),
-    _c("gpu_shared", bool, "setup", "other engines resident on the same device while measuring"),
-    _c("gpu_memory_utilization", float, "setup", "fraction of device memory the engine may take; null for "
-       "engines without such a setting", minimum=0, maximum=1),
-    _c("model", str, "setup", "target model id from conf/model/", options="conf"),
-    _c("quantization", str, "setup", "weight scheme from conf/quantization/", options="conf"),
-    _c("kv_cache_dtype", str, "setup", "KV cache element type"),
-    _c("max_model_len", int, "setup", "longest request the server accepts (runtime.max_model_len, else the "
-       "model's native context)", minimum=1),
-    _c("runtime", str, "setup", "the engine: sim, vllm, sglang, llamacpp, ollama, openai", options="runtime"),
-    _c("runtime_version", str, "setup", "version string reported by the engine itself", baseline_may_differ=True),
-    _c("drafter", str, "drafter", "none, mtp, dspark, dflash, eagle3, eagle, ngram, draft_model, suffix",
-       options="drafter"),
-    _c("k", int, "drafter", "draft tokens proposed per step; null when drafter is none", minimum=1),
-    _c("drafter_config", str, "drafter", "engine-specific drafter shape where k alone does not say it"),
-    _c("draft_model", str, "drafter", "the separate draft model or drafter weights (a conf/model id, or "
-       "runtime.draft_model_path); null when the drafter has none of its own"),
-    _c("workload", str, "workload", "workload id with its version (edit_heavy@1)", options="conf"),
-    _c("prompt_tokens", int, "workload", "prompt length in the target model's own tokens, as counted by the "
-       "server", minimum=1, tolerance=0.02, baseline_may_differ=True),
-    _c("output_tokens", int, "workload", "requested max_tokens", minimum=1),
-    _c("ignore_eos", bool, "workload", "generation forced to output_tokens"),
-    _c("concurrency", int, "workload", "requests in flight at once", minimum=1),
-    _c("request_rate", float, "workload", "open-loop requests per second (workload.request_rate); null for "
-       "closed-loop bursts", minimum=0, absent_is_null=True),
-    _c("cache", str, "workload", "cold (no reusable prefix cached) or warm (prefix already cached)",
-       options="cache"),
-    _c("turn", int, "workload", "turn of an agentic session (1-based: the first message); null outside "
-       "sessions", minimum=1, absent_is_null=True),
-    _c("category", str, "workload", "prompt category of a dataset file (workload.dataset_file); null outside "
-       "datasets", absent_is_null=True),
-    _c("prefix_caching", bool, "setup", "the engine's prefix cache is enabled"),
-    _c("thinking", bool, "sampling", "reasoning mode of the chat template on"),
-    _c("temperature", float, "sampling", "sampling temperature", minimum=0),
-    _c("repeats", int, "provenance", "independent repetitions behind the figure", minimum=1,
-       baseline_may_differ=True),
-    _c("source", str, "provenance", "measured, simulated or cited", options="source"),
-)})
+CONDITIONS: Mapping[str, Condition] = MappingProxyType(
+    {
+        c.name: c
+        for c in (
+            _c("hardware", str, "setup", "device id from conf/hardware/", options="conf"),
+            _c(
+                "gpu_count",
+                int,
+                "setup",
+                "accelerators used by the server (0: a CPU-only server)",
+                minimum=0,
+            ),
+            _c(
+                "gpu_shared",
+                bool,
+                "setup",
+                "other engines resident on the same device while measuring",
+            ),
+            _c(
+                "gpu_memory_utilization",
+                float,
+                "setup",
+                "fraction of device memory the engine may take; null for "
+                "engines without such a setting",
+                minimum=0,
+                maximum=1,
+            ),
+            _c("model", str, "setup", "target model id from conf/model/", options="conf"),
+            _c(
+                "quantization",
+                str,
+                "setup",
+                "weight scheme from conf/quantization/",
+                options="conf",
+            ),
+            _c("kv_cache_dtype", str, "setup", "KV cache element type"),
+            _c(
+                "max_model_len",
+                int,
+                "setup",
+                "longest request the server accepts (runtime.max_model_len, else the "
+                "model's native context)",
+                minimum=1,
+            ),
+            _c(
+                "runtime",
+                str,
+                "setup",
+                "the engine: sim, vllm, sglang, llamacpp, ollama, openai",
+                options="runtime",
+            ),
+            _c(
+                "runtime_version",
+                str,
+                "setup",
+                "version string reported by the engine itself",
+                baseline_may_differ=True,
+            ),
+            _c(
+                "drafter",
+                str,
+                "drafter",
+                "none, mtp, dspark, dflash, eagle3, eagle, ngram, draft_model, suffix",
+                options="drafter",
+            ),
+            _c(
+                "k",
+                int,
+                "drafter",
+                "draft tokens proposed per step; null when drafter is none",
+                minimum=1,
+            ),
+            _c(
+                "drafter_config",
+                str,
+                "drafter",
+                "engine-specific drafter shape where k alone does not say it",
+            ),
+            _c(
+                "draft_model",
+                str,
+                "drafter",
+                "the separate draft model or drafter weights (a conf/model id, or "
+                "runtime.draft_model_path); null when the drafter has none of its own",
+            ),
+            _c(
+                "workload",
+                str,
+                "workload",
+                "workload id with its version (edit_heavy@1)",
+                options="conf",
+            ),
+            _c(
+                "prompt_tokens",
+                int,
+                "workload",
+                "prompt length in the target model's own tokens, as counted by the server",
+                minimum=1,
+                tolerance=0.02,
+                baseline_may_differ=True,
+            ),
+            _c("output_tokens", int, "workload", "requested max_tokens", minimum=1),
+            _c("ignore_eos", bool, "workload", "generation forced to output_tokens"),
+            _c("concurrency", int, "workload", "requests in flight at once", minimum=1),
+            _c(
+                "request_rate",
+                float,
+                "workload",
+                "open-loop requests per second (workload.request_rate); null for "
+                "closed-loop bursts",
+                minimum=0,
+                absent_is_null=True,
+            ),
+            _c(
+                "cache",
+                str,
+                "workload",
+                "cold (no reusable prefix cached) or warm (prefix already cached)",
+                options="cache",
+            ),
+            _c(
+                "turn",
+                int,
+                "workload",
+                "turn of an agentic session (1-based: the first message); null outside sessions",
+                minimum=1,
+                absent_is_null=True,
+            ),
+            _c(
+                "category",
+                str,
+                "workload",
+                "prompt category of a dataset file (workload.dataset_file); null outside datasets",
+                absent_is_null=True,
+            ),
+            _c("prefix_caching", bool, "setup", "the engine's prefix cache is enabled"),
+            _c("thinking", bool, "sampling", "reasoning mode of the chat template on"),
+            _c("temperature", float, "sampling", "sampling temperature", minimum=0),
+            _c(
+                "repeats",
+                int,
+                "provenance",
+                "independent repetitions behind the figure",
+                minimum=1,
+                baseline_may_differ=True,
+            ),
+            _c("source", str, "provenance", "measured, simulated or cited", options="source"),
+        )
+    }
+)
 """Every condition, in the order records and reports list them."""
 
 NAMES: tuple[str, ...] = tuple(CONDITIONS)
-CLOSED_VALUES: Mapping[str, tuple[str, ...]] = MappingProxyType({
-    "cache": ("cold", "warm"),
-    "source": ("measured", "simulated", "cited"),
-})
+
+
+class Names:
+    """The vocabulary's names as attributes, each its own string (`C.drafter == "drafter"`): code
+    that must key a mapping by a condition or metric (a cited figure's stated conditions, a chart's
+    data) writes `C.drafter`, so a name the vocabulary does not define fails where it is written."""
+
+    def __init__(self, names: Iterable[str], kind: str) -> None:
+        self.__dict__.update({name: name for name in names})
+        self._kind = kind
+
+    def __getattr__(self, name: str) -> str:
+        raise AttributeError(
+            f"{name!r} is not a {self._kind} of the vocabulary (docs/vocabulary.md)"
+        )
+
+
+C = Names(CONDITIONS, "condition")
+"""Every condition's name: `C.concurrency`."""
+CLOSED_VALUES: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {
+        "cache": ("cold", "warm"),
+        "source": ("measured", "simulated", "cited"),
+    }
+)
 
 
 def with_role(*roles: Role) -> tuple[str, ...]:
@@ -129,9 +260,13 @@ def _literal_options(name: str) -> list[str]:
     return list(get_args(DrafterSpec.model_fields["name"].annotation))
 
 
-_OPTION_SOURCES: Mapping[str, Callable[[str], list[str]]] = MappingProxyType({
-    "conf": _conf_options, "drafter": _literal_options, "runtime": _literal_options,
-})
+_OPTION_SOURCES: Mapping[str, Callable[[str], list[str]]] = MappingProxyType(
+    {
+        "conf": _conf_options,
+        "drafter": _literal_options,
+        "runtime": _literal_options,
+    }
+)
 
 
 def value_key(value: Any) -> Any:
@@ -139,8 +274,9 @@ def value_key(value: Any) -> Any:
     return tuple(value) if isinstance(value, list) else value
 
 
-def is_baseline_of(candidate: Mapping[str, Any], conditions: Mapping[str, Any],
-                   ignore: Iterable[str] = ()) -> bool:
+def is_baseline_of(
+    candidate: Mapping[str, Any], conditions: Mapping[str, Any], ignore: Iterable[str] = ()
+) -> bool:
     """Whether `candidate` is the drafter=none run that `conditions` is to be compared with: it
     drafts nothing and agrees on every condition except the drafter's and those a baseline may
     differ in. The one baseline rule of speedups, output identity and the checker."""
@@ -156,6 +292,7 @@ def is_baseline_of(candidate: Mapping[str, Any], conditions: Mapping[str, Any],
 
 # -- metrics (docs/vocabulary.md section 2): their definitions; specexp.measure.metrics computes them --
 
+
 @dataclass(frozen=True)
 class MetricDef:
     name: str
@@ -169,34 +306,159 @@ class MetricDef:
 METRICS: dict[str, MetricDef] = {
     m.name: m
     for m in (
-        MetricDef("decode_tps", "tok/s", "higher", "(completion tokens - 1) / (last token - first token), one request", "decode"),
-        MetricDef("e2e_tps", "tok/s", "higher", "completion tokens / (last token - request sent), one request; includes prefill", "e2e"),
-        MetricDef("aggregate_tps", "tok/s", "higher", "all requests of a concurrency level: sum of completion tokens / (last token of any - first sent)", "aggregate"),
-        MetricDef("per_stream_tps", "tok/s", "higher", "mean over requests of e2e_tps at a concurrency level", "per stream"),
-        MetricDef("ttft_s", "s", "lower", "request sent -> first chunk that carries generated tokens", "TTFT"),
-        MetricDef("prefill_tps", "tok/s", "higher", "(prompt tokens - cached prompt tokens) / ttft_s, with max_tokens = 1", "prefill"),
-        MetricDef("tpot_s", "s", "lower", "(e2e latency - ttft_s) / (completion tokens - 1)", "TPOT"),
-        MetricDef("itl_s", "s", "lower", "per chunk, not per token: mean gap between consecutive token-bearing chunks, one request (tpot_s is the per-token figure; itl_s / tokens_per_chunk = tpot_s)", "ITL"),
-        MetricDef("tokens_per_chunk", "tok", "", "tokens per gap: (completion tokens - tokens of the first chunk) / (token-bearing chunks - 1), the tokens each itl_s gap brought (speculation packs several per chunk)", "tok/chunk"),
-        MetricDef("acceptance_rate", "ratio", "higher", "delta accepted draft tokens / delta proposed draft tokens, engine counters over the window", "acceptance"),
-        MetricDef("acceptance_by_position", "ratios", "higher", "for draft position i = 1..k: delta accepted at position i / delta drafts", "accepted by position"),
-        MetricDef("tokens_per_pass", "tok", "higher", "1 + delta accepted / delta drafts (acceptance length)", "tok/pass"),
-        MetricDef("cached_prompt_tokens", "tok", "", "prompt tokens served from the prefix cache, as the engine reports them", "cached"),
-        MetricDef("kv_cache_tokens", "tok", "higher", "KV cache capacity the engine reports at start", "KV capacity"),
-        MetricDef("output_identical", "bool", "", "at temperature 0, completion equals the drafter=none completion of the same prompt", "identical"),
-        MetricDef("mean_power_w", "W", "", "GPU energy over the window / window duration (NVML, every GPU the server uses)", "power"),
-        MetricDef("energy_j_per_token", "J/tok", "lower", "GPU energy over the window / completion tokens of the window; with max_tokens = 1, / uncached prompt tokens", "energy/tok"),
-        MetricDef("achieved_rate_rps", "req/s", "", "open-loop: requests sent per second, (requests - 1) / (last send - first send), every repeat's median", "achieved rate"),
-        MetricDef("scheduled_rate_rps", "req/s", "", "open-loop: the same over the arrival schedule the client was given (what request_rate drew for this window)", "scheduled rate"),
-        MetricDef("slo_attainment", "ratio", "higher", "share of a point's requests (every repeat) that finished without error with ttft_s, tpot_s and e2e_s each within the SLO set for it (slo.*)", "SLO attainment"),
-        MetricDef("goodput_rps", "req/s", "higher", "requests meeting every SLO per second: open-loop, slo_attainment x achieved_rate_rps of each repeat; a closed-loop burst, such requests / (last token of any - first sent); every repeat's median", "goodput"),
+        MetricDef(
+            "decode_tps",
+            "tok/s",
+            "higher",
+            "(completion tokens - 1) / (last token - first token), one request",
+            "decode",
+        ),
+        MetricDef(
+            "e2e_tps",
+            "tok/s",
+            "higher",
+            "completion tokens / (last token - request sent), one request; includes prefill",
+            "e2e",
+        ),
+        MetricDef(
+            "aggregate_tps",
+            "tok/s",
+            "higher",
+            "all requests of a concurrency level: sum of completion tokens / (last token of any - first sent)",
+            "aggregate",
+        ),
+        MetricDef(
+            "per_stream_tps",
+            "tok/s",
+            "higher",
+            "mean over requests of e2e_tps at a concurrency level",
+            "per stream",
+        ),
+        MetricDef(
+            "ttft_s",
+            "s",
+            "lower",
+            "request sent -> first chunk that carries generated tokens",
+            "TTFT",
+        ),
+        MetricDef(
+            "prefill_tps",
+            "tok/s",
+            "higher",
+            "(prompt tokens - cached prompt tokens) / ttft_s, with max_tokens = 1",
+            "prefill",
+        ),
+        MetricDef(
+            "tpot_s", "s", "lower", "(e2e latency - ttft_s) / (completion tokens - 1)", "TPOT"
+        ),
+        MetricDef(
+            "itl_s",
+            "s",
+            "lower",
+            "per chunk, not per token: mean gap between consecutive token-bearing chunks, one request (tpot_s is the per-token figure; itl_s / tokens_per_chunk = tpot_s)",
+            "ITL",
+        ),
+        MetricDef(
+            "tokens_per_chunk",
+            "tok",
+            "",
+            "tokens per gap: (completion tokens - tokens of the first chunk) / (token-bearing chunks - 1), the tokens each itl_s gap brought (speculation packs several per chunk)",
+            "tok/chunk",
+        ),
+        MetricDef(
+            "acceptance_rate",
+            "ratio",
+            "higher",
+            "delta accepted draft tokens / delta proposed draft tokens, engine counters over the window",
+            "acceptance",
+        ),
+        MetricDef(
+            "acceptance_by_position",
+            "ratios",
+            "higher",
+            "for draft position i = 1..k: delta accepted at position i / delta drafts",
+            "accepted by position",
+        ),
+        MetricDef(
+            "tokens_per_pass",
+            "tok",
+            "higher",
+            "1 + delta accepted / delta drafts (acceptance length)",
+            "tok/pass",
+        ),
+        MetricDef(
+            "cached_prompt_tokens",
+            "tok",
+            "",
+            "prompt tokens served from the prefix cache, as the engine reports them",
+            "cached",
+        ),
+        MetricDef(
+            "kv_cache_tokens",
+            "tok",
+            "higher",
+            "KV cache capacity the engine reports at start",
+            "KV capacity",
+        ),
+        MetricDef(
+            "output_identical",
+            "bool",
+            "",
+            "at temperature 0, completion equals the drafter=none completion of the same prompt",
+            "identical",
+        ),
+        MetricDef(
+            "mean_power_w",
+            "W",
+            "",
+            "GPU energy over the window / window duration (NVML, every GPU the server uses)",
+            "power",
+        ),
+        MetricDef(
+            "energy_j_per_token",
+            "J/tok",
+            "lower",
+            "GPU energy over the window / completion tokens of the window; with max_tokens = 1, / uncached prompt tokens",
+            "energy/tok",
+        ),
+        MetricDef(
+            "achieved_rate_rps",
+            "req/s",
+            "",
+            "open-loop: requests sent per second, (requests - 1) / (last send - first send), every repeat's median",
+            "achieved rate",
+        ),
+        MetricDef(
+            "scheduled_rate_rps",
+            "req/s",
+            "",
+            "open-loop: the same over the arrival schedule the client was given (what request_rate drew for this window)",
+            "scheduled rate",
+        ),
+        MetricDef(
+            "slo_attainment",
+            "ratio",
+            "higher",
+            "share of a point's requests (every repeat) that finished without error with ttft_s, tpot_s and e2e_s each within the SLO set for it (slo.*)",
+            "SLO attainment",
+        ),
+        MetricDef(
+            "goodput_rps",
+            "req/s",
+            "higher",
+            "requests meeting every SLO per second: open-loop, slo_attainment x achieved_rate_rps of each repeat; a closed-loop burst, such requests / (last token of any - first sent); every repeat's median",
+            "goodput",
+        ),
     )
 }
 
 DISTRIBUTED = {
     "ttft": ("TTFT", "ttft_s of each request"),
     "tpot": ("TPOT", "tpot_s of each request (per token)"),
-    "chunk_gap": ("chunk gap", "every gap between consecutive token-bearing chunks of every request (per chunk)"),
+    "chunk_gap": (
+        "chunk gap",
+        "every gap between consecutive token-bearing chunks of every request (per chunk)",
+    ),
     "e2e": ("e2e", "e2e_s of each request: request sent -> last token-bearing chunk"),
 }
 """Latency distributions over the requests of a measurement's window set (every repeat, pooled)."""
@@ -204,5 +466,13 @@ STATS = ("p50", "p90", "p99", "mean")
 for _key, (_label, _what) in DISTRIBUTED.items():
     for _stat in STATS:
         _name = f"{_key}_{_stat}_s"
-        METRICS[_name] = MetricDef(_name, "s", "lower", f"{_stat} over the requests of every repeat of a point: {_what}",
-                                   f"{_label} {_stat}")
+        METRICS[_name] = MetricDef(
+            _name,
+            "s",
+            "lower",
+            f"{_stat} over the requests of every repeat of a point: {_what}",
+            f"{_label} {_stat}",
+        )
+
+M = Names(METRICS, "metric")
+"""Every metric's name: `M.ttft_s`."""

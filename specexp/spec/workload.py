@@ -69,15 +69,20 @@ class WorkloadSpec(_Spec):
     out of run ids at its default."""
     temperature: float = Field(default=0.0, ge=0)
     thinking: bool = False
-    endpoint: Literal["chat", "completions"] = Field(default="chat", exclude_if=lambda v: v == "chat")
+    endpoint: Literal["chat", "completions"] = Field(
+        default="chat", exclude_if=lambda v: v == "chat"
+    )
     """Which OpenAI endpoint requests go to: `chat` (/v1/chat/completions, the chat template
     applies) or `completions` (/v1/completions, the prompt as it is). Left out of run ids and
     prompt markers at its default, so chat runs keep the ids they had."""
     request_rate: Annotated[list[float] | None, BeforeValidator(_listed)] = Field(
-        default=None, exclude_if=lambda v: v is None)
+        default=None, exclude_if=lambda v: v is None
+    )
     """Open-loop load: requests per second, each rate its own measurement point (`inf`: all at
     once, a closed-loop burst of num_requests); None: closed-loop bursts of `concurrency`."""
-    arrival: Literal["poisson", "constant", "gamma"] = Field(default="poisson", exclude_if=lambda v: v == "poisson")
+    arrival: Literal["poisson", "constant", "gamma"] = Field(
+        default="poisson", exclude_if=lambda v: v == "poisson"
+    )
     """How open-loop requests arrive: poisson (exponential gaps), constant (1 / rate apart) or gamma
     (gamma gaps of shape `burstiness`, same mean)."""
     burstiness: float = Field(default=1.0, gt=0, exclude_if=lambda v: v == 1.0)
@@ -88,7 +93,9 @@ class WorkloadSpec(_Spec):
     """Length of an open-loop window's schedule: rate x duration_s requests (when num_requests is null)."""
     max_concurrency: int | None = Field(default=None, ge=1, exclude_if=lambda v: v is None)
     """Open-loop cap: a request due while this many are in flight waits for one to finish."""
-    search: Literal["max_rate", "max_concurrency"] | None = Field(default=None, exclude_if=lambda v: v is None)
+    search: Literal["max_rate", "max_concurrency"] | None = Field(
+        default=None, exclude_if=lambda v: v is None
+    )
     """Find the highest load that meets the SLO (`slo`) by bisection between the lowest and highest
     request_rate (max_rate) or concurrency (max_concurrency) given; every step is a recorded window."""
     search_steps: int = Field(default=6, ge=1, le=20, exclude_if=lambda v: v == 6)
@@ -133,11 +140,21 @@ class WorkloadSpec(_Spec):
             if self.num_requests is None and self.duration_s is None:
                 raise ValueError("request_rate needs workload.num_requests or workload.duration_s")
             if self.num_requests is None and any(r == float("inf") for r in rates):
-                raise ValueError("request_rate=inf needs workload.num_requests (duration_s holds no count at inf)")
-        if self.search == "max_rate" and (rates is None or len(set(rates)) < 2 or float("inf") in rates):
-            raise ValueError("search=max_rate needs workload.request_rate=[LOW,HIGH] (two finite rates to bisect)")
-        if self.search == "max_concurrency" and (rates is not None or len(set(self.concurrency)) < 2):
-            raise ValueError("search=max_concurrency needs workload.concurrency=[LOW,HIGH] and no request_rate")
+                raise ValueError(
+                    "request_rate=inf needs workload.num_requests (duration_s holds no count at inf)"
+                )
+        if self.search == "max_rate" and (
+            rates is None or len(set(rates)) < 2 or float("inf") in rates
+        ):
+            raise ValueError(
+                "search=max_rate needs workload.request_rate=[LOW,HIGH] (two finite rates to bisect)"
+            )
+        if self.search == "max_concurrency" and (
+            rates is not None or len(set(self.concurrency)) < 2
+        ):
+            raise ValueError(
+                "search=max_concurrency needs workload.concurrency=[LOW,HIGH] and no request_rate"
+            )
         return self
 
 

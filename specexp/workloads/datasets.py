@@ -20,8 +20,8 @@ from collections.abc import Iterator
 from specexp.measure.events import Point, Request, Window
 from specexp.runtimes.base import Runtime
 from specexp.spec.experiment import WorkloadSpec
-from specexp.workloads.prompts import PromptBuilder
 from specexp.spec.input_files import DatasetPrompt, load_dataset
+from specexp.workloads.prompts import PromptBuilder
 from specexp.workloads.window import opening_warm_up, repeats_by_concurrency, timed, warmup_tokens
 
 
@@ -33,27 +33,57 @@ def by_category(prompts: list[DatasetPrompt]) -> dict[str, list[DatasetPrompt]]:
     return groups
 
 
-def drive_dataset(runtime: Runtime, workload: WorkloadSpec, marker: str, builder: PromptBuilder | None,
-                  chat: bool, warmups: bool) -> Iterator[Window]:
+def drive_dataset(
+    runtime: Runtime,
+    workload: WorkloadSpec,
+    marker: str,
+    builder: PromptBuilder | None,
+    chat: bool,
+    warmups: bool,
+) -> Iterator[Window]:
     assert workload.dataset_file is not None
     groups = by_category(load_dataset(workload.dataset_file))
     first = next(iter(groups.values()))[0]
-    yield from opening_warm_up(runtime, workload, lambda i: _request(workload, f"{marker}-warmup-{i}", first, chat,
-                                                                      warmup=True), first.tokens, warmups)
+    yield from opening_warm_up(
+        runtime,
+        workload,
+        lambda i: _request(workload, f"{marker}-warmup-{i}", first, chat, warmup=True),
+        first.tokens,
+        warmups,
+    )
     for category, prompts in groups.items():
         tokens = int(statistics.median(p.tokens for p in prompts))
         for concurrency, repeat in repeats_by_concurrency(workload):
             for start in range(0, len(prompts), concurrency):
-                batch = prompts[start: start + concurrency]
-                reqs = [_request(workload, f"{marker}-{category}-c{concurrency}-r{repeat}-{start + i}", p, chat)
-                        for i, p in enumerate(batch)]
-                yield timed(runtime, reqs, Point(tokens, concurrency, "cold", category=category), repeat=repeat)
+                batch = prompts[start : start + concurrency]
+                reqs = [
+                    _request(
+                        workload,
+                        f"{marker}-{category}-c{concurrency}-r{repeat}-{start + i}",
+                        p,
+                        chat,
+                    )
+                    for i, p in enumerate(batch)
+                ]
+                yield timed(
+                    runtime,
+                    reqs,
+                    Point(tokens, concurrency, "cold", category=category),
+                    repeat=repeat,
+                )
 
 
-def _request(workload: WorkloadSpec, rid: str, p: DatasetPrompt, chat: bool, warmup: bool = False) -> Request:
+def _request(
+    workload: WorkloadSpec, rid: str, p: DatasetPrompt, chat: bool, warmup: bool = False
+) -> Request:
     return Request(
-        request_id=rid, prompt=p.text, prompt_tokens=p.tokens,
+        request_id=rid,
+        prompt=p.text,
+        prompt_tokens=p.tokens,
         max_tokens=warmup_tokens(workload) if warmup else workload.output_tokens,
-        ignore_eos=workload.ignore_eos, temperature=workload.temperature, thinking=workload.thinking,
-        chat=chat, messages=p.messages if chat else None,
+        ignore_eos=workload.ignore_eos,
+        temperature=workload.temperature,
+        thinking=workload.thinking,
+        chat=chat,
+        messages=p.messages if chat else None,
     )

@@ -27,7 +27,6 @@ from specexp.workloads.sessions import drive_sessions
 from specexp.workloads.trace import drive_trace
 from specexp.workloads.window import discarded, opening_warm_up, timed, warm_up, warmup_tokens
 
-
 PromptFor = Callable[[str, int, str | None, int], str]
 """(request id, prompt tokens, shared prefix group, shared prefix tokens) -> prompt text."""
 
@@ -77,10 +76,17 @@ def drive(
     def request(rid: str, tokens: int, group: str | None, warmup: bool = False) -> Request:
         prefix = tokens - workload.suffix_tokens if group is not None else 0
         return Request(
-            request_id=rid, prompt=build(rid, tokens, group, prefix), prompt_tokens=tokens,
-            max_tokens=warm_tokens if warmup else workload.output_tokens, ignore_eos=workload.ignore_eos,
-            temperature=workload.temperature, thinking=workload.thinking,
-            cache_group=group, shared_prefix_tokens=max(prefix, 0), warmup=warmup, chat=chat,
+            request_id=rid,
+            prompt=build(rid, tokens, group, prefix),
+            prompt_tokens=tokens,
+            max_tokens=warm_tokens if warmup else workload.output_tokens,
+            ignore_eos=workload.ignore_eos,
+            temperature=workload.temperature,
+            thinking=workload.thinking,
+            cache_group=group,
+            shared_prefix_tokens=max(prefix, 0),
+            warmup=warmup,
+            chat=chat,
         )
 
     hardware = runtime.spec.hardware
@@ -92,15 +98,28 @@ def drive(
 
 
 def _windows(
-    runtime: Runtime, workload: WorkloadSpec, marker: str, request: Callable[..., Request],
-    sampler: telemetry.NvmlSampler | telemetry.NoTelemetry, warmups: bool, seed: int, slo: SloSpec | None,
+    runtime: Runtime,
+    workload: WorkloadSpec,
+    marker: str,
+    request: Callable[..., Request],
+    sampler: telemetry.NvmlSampler | telemetry.NoTelemetry,
+    warmups: bool,
+    seed: int,
+    slo: SloSpec | None,
 ) -> Iterator[Window]:
     lengths = prompt_lengths(workload)
-    yield from opening_warm_up(runtime, workload, lambda i: request(f"{marker}-warmup-{i}", lengths[0], None, True),
-                               lengths[0], warmups)
+    yield from opening_warm_up(
+        runtime,
+        workload,
+        lambda i: request(f"{marker}-warmup-{i}", lengths[0], None, True),
+        lengths[0],
+        warmups,
+    )
     # -- open-loop load and SLO searches: specexp.workloads.openloop ----------------------------
     if workload.search is not None:
-        yield from openloop.drive_search(runtime, workload, request, marker, lengths[0], seed, slo or SloSpec())
+        yield from openloop.drive_search(
+            runtime, workload, request, marker, lengths[0], seed, slo or SloSpec()
+        )
         return
     if workload.request_rate is not None:
         for tokens in lengths:
@@ -109,18 +128,29 @@ def _windows(
     # -- closed-loop bursts ---------------------------------------------------------------------
     for tokens in lengths:
         for concurrency in workload.concurrency:
-            if workload.warmup_per_point:  # this point's batch shapes, before any of its windows is timed
+            if (
+                workload.warmup_per_point
+            ):  # this point's batch shapes, before any of its windows is timed
                 tag = f"{marker}-p{tokens}-c{concurrency}-warmup"
-                window = warm_up(runtime, [request(f"{tag}-{i}", tokens, None, True) for i in range(concurrency)],
-                                 Point(tokens, concurrency, "cold"))
+                window = warm_up(
+                    runtime,
+                    [request(f"{tag}-{i}", tokens, None, True) for i in range(concurrency)],
+                    Point(tokens, concurrency, "cold"),
+                )
                 if warmups:
                     yield window
             for repeat in range(workload.repeats):
                 tag = f"{marker}-p{tokens}-c{concurrency}-r{repeat}"
-                groups = [f"{tag}-s{i}" if workload.shared_prefix else None for i in range(concurrency)]
+                groups = [
+                    f"{tag}-s{i}" if workload.shared_prefix else None for i in range(concurrency)
+                ]
                 if "warm" in workload.cache and "cold" not in workload.cache:
-                    window = warm_up(runtime, [request(f"{tag}-prime-{i}", tokens, g) for i, g in enumerate(groups)],
-                                     Point(tokens, concurrency, "cold"), repeat)
+                    window = warm_up(
+                        runtime,
+                        [request(f"{tag}-prime-{i}", tokens, g) for i, g in enumerate(groups)],
+                        Point(tokens, concurrency, "cold"),
+                        repeat,
+                    )
                     if warmups:
                         yield window
                 for cache in workload.cache:
@@ -132,8 +162,14 @@ def _windows(
                         requests = [request(f"{rid}-{i}", tokens, g) for i, g in enumerate(groups)]
                         # the prefix is new to the engine anyway; emptying the cache too makes "cold" certain,
                         # and whether the engine confirmed it is recorded
-                        reset = runtime.reset_prefix_cache() if workload.shared_prefix and cache == "cold" else None
-                        window = timed(runtime, requests, point, repeat=repeat, reset=reset, sampler=sampler)
+                        reset = (
+                            runtime.reset_prefix_cache()
+                            if workload.shared_prefix and cache == "cold"
+                            else None
+                        )
+                        window = timed(
+                            runtime, requests, point, repeat=repeat, reset=reset, sampler=sampler
+                        )
                         if not window.compiles or attempt == reruns:
                             break
                         if warmups:

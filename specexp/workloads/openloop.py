@@ -11,28 +11,42 @@ after its two bounds; every step is a normal recorded window at its own point.
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 
 from specexp.measure import slo as slos
+from specexp.measure.arrivals import request_count, schedule
 from specexp.measure.events import Point, Request, Window
 from specexp.runtimes.base import Runtime
 from specexp.spec.experiment import SloSpec, WorkloadSpec
-from specexp.measure.arrivals import request_count, schedule
 from specexp.workloads.window import timed
 
 MakeRequest = Callable[[str, int, "str | None"], Request]
 
 
-def rate_window(runtime: Runtime, workload: WorkloadSpec, make: MakeRequest, tag: str, tokens: int,
-                rate: float, seed: int, repeat: int) -> Window:
+def rate_window(
+    runtime: Runtime,
+    workload: WorkloadSpec,
+    make: MakeRequest,
+    tag: str,
+    tokens: int,
+    rate: float,
+    seed: int,
+    repeat: int,
+) -> Window:
     """One open-loop window at `rate` req/s (inf: a burst)."""
     n = request_count(rate, workload.num_requests, workload.duration_s)
     offsets = schedule(n, rate, workload.arrival, workload.burstiness, seed + repeat)
     burst = math.isinf(rate) and workload.max_concurrency is None
-    requests = [_scheduled(make(f"{tag}-{i}", tokens, None), None if burst else at) for i, at in enumerate(offsets)]
-    point = (Point(tokens, n, "cold") if burst else
-             Point(tokens, workload.max_concurrency, "cold", None if math.isinf(rate) else rate))
+    requests = [
+        _scheduled(make(f"{tag}-{i}", tokens, None), None if burst else at)
+        for i, at in enumerate(offsets)
+    ]
+    point = (
+        Point(tokens, n, "cold")
+        if burst
+        else Point(tokens, workload.max_concurrency, "cold", None if math.isinf(rate) else rate)
+    )
     return timed(runtime, requests, point, repeat=repeat)
 
 
@@ -40,22 +54,45 @@ def _scheduled(request: Request, at: float | None) -> Request:
     return replace(request, send_at=at)
 
 
-def drive_rates(runtime: Runtime, workload: WorkloadSpec, make: MakeRequest, marker: str, tokens: int,
-                seed: int) -> Iterator[Window]:
+def drive_rates(
+    runtime: Runtime, workload: WorkloadSpec, make: MakeRequest, marker: str, tokens: int, seed: int
+) -> Iterator[Window]:
     for rate in workload.request_rate or ():
         for repeat in range(workload.repeats):
-            yield rate_window(runtime, workload, make, f"{marker}-p{tokens}-q{rate:g}-r{repeat}", tokens, rate,
-                              seed, repeat)
+            yield rate_window(
+                runtime,
+                workload,
+                make,
+                f"{marker}-p{tokens}-q{rate:g}-r{repeat}",
+                tokens,
+                rate,
+                seed,
+                repeat,
+            )
 
 
-def burst_window(runtime: Runtime, workload: WorkloadSpec, make: MakeRequest, tag: str, tokens: int,
-                 concurrency: int, repeat: int) -> Window:
+def burst_window(
+    runtime: Runtime,
+    workload: WorkloadSpec,
+    make: MakeRequest,
+    tag: str,
+    tokens: int,
+    concurrency: int,
+    repeat: int,
+) -> Window:
     requests = [make(f"{tag}-{i}", tokens, None) for i in range(concurrency)]
     return timed(runtime, requests, Point(tokens, concurrency, "cold"), repeat=repeat)
 
 
-def drive_search(runtime: Runtime, workload: WorkloadSpec, make: MakeRequest, marker: str, tokens: int,
-                 seed: int, slo: SloSpec) -> Iterator[Window]:
+def drive_search(
+    runtime: Runtime,
+    workload: WorkloadSpec,
+    make: MakeRequest,
+    marker: str,
+    tokens: int,
+    seed: int,
+    slo: SloSpec,
+) -> Iterator[Window]:
     """Bisect for the highest load meeting `slo`: measure the low bound, then the high one, then
     midpoints (geometric for rates, integer for concurrency) until `search_steps` or adjacent."""
     by_rate = workload.search == "max_rate"
@@ -65,11 +102,26 @@ def drive_search(runtime: Runtime, workload: WorkloadSpec, make: MakeRequest, ma
     def measure(load: float) -> Iterator[Window]:
         for repeat in range(workload.repeats):
             if by_rate:
-                yield rate_window(runtime, workload, make, f"{marker}-p{tokens}-q{load:g}-r{repeat}", tokens, load,
-                                  seed, repeat)
+                yield rate_window(
+                    runtime,
+                    workload,
+                    make,
+                    f"{marker}-p{tokens}-q{load:g}-r{repeat}",
+                    tokens,
+                    load,
+                    seed,
+                    repeat,
+                )
             else:
-                yield burst_window(runtime, workload, make, f"{marker}-p{tokens}-c{int(load)}-r{repeat}", tokens,
-                                   int(load), repeat)
+                yield burst_window(
+                    runtime,
+                    workload,
+                    make,
+                    f"{marker}-p{tokens}-c{int(load)}-r{repeat}",
+                    tokens,
+                    int(load),
+                    repeat,
+                )
 
     def ok(windows: list[Window]) -> bool:
         return slos.met([t for w in windows for t in w.traces], slo)

@@ -21,7 +21,9 @@ Detokenize = Callable[[list[int]], "str | None"]
 class PromptBuilder:
     """Builds each request's prompt; cuts material to token lengths when a tokenizer is there."""
 
-    def __init__(self, workload: WorkloadSpec, tokenize: Tokenize | None, detokenize: Detokenize | None) -> None:
+    def __init__(
+        self, workload: WorkloadSpec, tokenize: Tokenize | None, detokenize: Detokenize | None
+    ) -> None:
         self.workload = workload
         self.tokenize = tokenize
         self.detokenize = detokenize
@@ -41,7 +43,9 @@ class PromptBuilder:
 
     def material(self, key: str, tokens: int) -> str:
         """Material of `tokens` tokens (by the server's count where it can count)."""
-        source = source_file() if self.workload.material == "source_file" else filler(key, tokens * 2)
+        source = (
+            source_file() if self.workload.material == "source_file" else filler(key, tokens * 2)
+        )
         cache_key = (key if self.workload.material == "filler" else "source_file", tokens)
         if cache_key not in self._cut:
             self._cut[cache_key] = self._fit(source, tokens)

@@ -41,7 +41,7 @@ def turn_message(workload: WorkloadSpec, key: str, turn: int, builder: PromptBui
     if s.turn_material == "source_file":
         text = source_file()
         start = int(_digest(key), 16) % max(len(text) - tokens * CHARS_PER_TOKEN, 1)
-        body = text[start: start + tokens * CHARS_PER_TOKEN]
+        body = text[start : start + tokens * CHARS_PER_TOKEN]
     else:
         body = builder.material(key, tokens) if builder is not None else filler(key, tokens)
     if turn == 1:
@@ -49,18 +49,38 @@ def turn_message(workload: WorkloadSpec, key: str, turn: int, builder: PromptBui
     return f"Tool result [{_digest(key)}]:\n{body}"
 
 
-def drive_sessions(runtime: Runtime, workload: WorkloadSpec, marker: str, builder: PromptBuilder | None,
-                   chat: bool, warmups: bool) -> Iterator[Window]:
+def drive_sessions(
+    runtime: Runtime,
+    workload: WorkloadSpec,
+    marker: str,
+    builder: PromptBuilder | None,
+    chat: bool,
+    warmups: bool,
+) -> Iterator[Window]:
     """One window per turn per repeat per session count; warm-up windows too with `warmups`."""
     s = workload.session
     assert s is not None
     out = workload.output_tokens
-    yield from opening_warm_up(runtime, workload, lambda i: Request(
-        request_id=f"{marker}-warmup-{i}", prompt=f"[{_digest(f'{marker}-warmup-{i}')}] {workload.prompt}",
-        prompt_tokens=workload.prompt_tokens, max_tokens=warmup_tokens(workload), ignore_eos=workload.ignore_eos,
-        temperature=workload.temperature, thinking=workload.thinking, warmup=True, chat=chat,
-    ), workload.prompt_tokens, warmups)
-    system = builder.material(f"{marker}-system", workload.prompt_tokens) if builder is not None else ""
+    yield from opening_warm_up(
+        runtime,
+        workload,
+        lambda i: Request(
+            request_id=f"{marker}-warmup-{i}",
+            prompt=f"[{_digest(f'{marker}-warmup-{i}')}] {workload.prompt}",
+            prompt_tokens=workload.prompt_tokens,
+            max_tokens=warmup_tokens(workload),
+            ignore_eos=workload.ignore_eos,
+            temperature=workload.temperature,
+            thinking=workload.thinking,
+            warmup=True,
+            chat=chat,
+        ),
+        workload.prompt_tokens,
+        warmups,
+    )
+    system = (
+        builder.material(f"{marker}-system", workload.prompt_tokens) if builder is not None else ""
+    )
     for sessions, repeat in repeats_by_concurrency(workload):
         tag = f"{marker}-c{sessions}-r{repeat}"
         history: list[list[tuple[str, str]]] = [[("system", system)] for _ in range(sessions)]
@@ -72,28 +92,58 @@ def drive_sessions(runtime: Runtime, workload: WorkloadSpec, marker: str, builde
             for i in range(sessions):
                 rid = f"{tag}-s{i}-t{turn}"
                 history[i].append(("user", turn_message(workload, rid, turn, builder)))
-                reqs.append(_request(workload, rid, tuple(history[i]), context, s.turn_tokens,
-                                     (f"{tag}-system", workload.prompt_tokens), f"{tag}-s{i}", chat))
+                reqs.append(
+                    _request(
+                        workload,
+                        rid,
+                        tuple(history[i]),
+                        context,
+                        s.turn_tokens,
+                        (f"{tag}-system", workload.prompt_tokens),
+                        f"{tag}-s{i}",
+                        chat,
+                    )
+                )
             reset = runtime.reset_prefix_cache() if turn == 1 else None
-            point = Point(context + s.turn_tokens, sessions, "cold" if turn == 1 else "warm", turn=turn)
+            point = Point(
+                context + s.turn_tokens, sessions, "cold" if turn == 1 else "warm", turn=turn
+            )
             window = timed(runtime, reqs, point, repeat=repeat, reset=reset)
             for i, trace in enumerate(window.traces):
                 history[i].append(("assistant", trace.text or ""))
-            counted = [t.completion_tokens for t in window.traces if t.completion_tokens is not None]
+            counted = [
+                t.completion_tokens for t in window.traces if t.completion_tokens is not None
+            ]
             context += s.turn_tokens + int(statistics.median(counted) if counted else out)
             yield window
 
 
-def _request(workload: WorkloadSpec, rid: str, messages: tuple[tuple[str, str], ...], context: int,
-             new_tokens: int, system: tuple[str, int], session: str, chat: bool) -> Request:
+def _request(
+    workload: WorkloadSpec,
+    rid: str,
+    messages: tuple[tuple[str, str], ...],
+    context: int,
+    new_tokens: int,
+    system: tuple[str, int],
+    session: str,
+    chat: bool,
+) -> Request:
     """One turn's request: the conversation so far (`context` tokens, of which the system prompt
     is shared by every session) plus the new message; all of it is resent by the session's later
     turns."""
     flat = "\n\n".join(content for _, content in messages)
     return Request(
-        request_id=rid, prompt=flat, prompt_tokens=context + new_tokens, max_tokens=workload.output_tokens,
-        ignore_eos=workload.ignore_eos, temperature=workload.temperature, thinking=workload.thinking,
-        cache_group=session, shared_prefix_tokens=context, chat=chat,
+        request_id=rid,
+        prompt=flat,
+        prompt_tokens=context + new_tokens,
+        max_tokens=workload.output_tokens,
+        ignore_eos=workload.ignore_eos,
+        temperature=workload.temperature,
+        thinking=workload.thinking,
+        cache_group=session,
+        shared_prefix_tokens=context,
+        chat=chat,
         # the whole prompt belongs to the session: every later turn resends it
-        messages=messages if chat else None, prefix_groups=(system, (session, context + new_tokens)),
+        messages=messages if chat else None,
+        prefix_groups=(system, (session, context + new_tokens)),
     )

@@ -13,15 +13,15 @@ from __future__ import annotations
 
 import hashlib
 import statistics
-from dataclasses import replace
 from collections.abc import Iterator
+from dataclasses import replace
 
 from specexp.measure.events import Point, Request, RequestTrace, Window
 from specexp.runtimes.base import Runtime
 from specexp.spec.experiment import WorkloadSpec
+from specexp.spec.input_files import TraceRow, load_trace
 from specexp.workloads.material import filler
 from specexp.workloads.prompts import PromptBuilder
-from specexp.spec.input_files import TraceRow, load_trace
 from specexp.workloads.window import opening_warm_up, timed, warmup_tokens
 
 
@@ -49,16 +49,34 @@ def _prompt(row: TraceRow, rid: str, block: int, builder: PromptBuilder | None) 
     return "\n".join(parts)
 
 
-def drive_trace(runtime: Runtime, workload: WorkloadSpec, marker: str, builder: PromptBuilder | None,
-                chat: bool, warmups: bool) -> Iterator[Window]:
+def drive_trace(
+    runtime: Runtime,
+    workload: WorkloadSpec,
+    marker: str,
+    builder: PromptBuilder | None,
+    chat: bool,
+    warmups: bool,
+) -> Iterator[Window]:
     assert workload.trace_file is not None
     rows = load_trace(workload.trace_file)
     block = workload.trace_block_tokens
-    yield from opening_warm_up(runtime, workload, lambda i: Request(
-        request_id=f"{marker}-warmup-{i}", prompt=f"[{marker}-warmup-{i}] {workload.prompt}",
-        prompt_tokens=workload.prompt_tokens, max_tokens=warmup_tokens(workload), ignore_eos=workload.ignore_eos,
-        temperature=workload.temperature, thinking=workload.thinking, warmup=True, chat=chat,
-    ), workload.prompt_tokens, warmups)
+    yield from opening_warm_up(
+        runtime,
+        workload,
+        lambda i: Request(
+            request_id=f"{marker}-warmup-{i}",
+            prompt=f"[{marker}-warmup-{i}] {workload.prompt}",
+            prompt_tokens=workload.prompt_tokens,
+            max_tokens=warmup_tokens(workload),
+            ignore_eos=workload.ignore_eos,
+            temperature=workload.temperature,
+            thinking=workload.thinking,
+            warmup=True,
+            chat=chat,
+        ),
+        workload.prompt_tokens,
+        warmups,
+    )
     sends = offsets(rows, workload.trace_speed, workload.trace_time_unit)
     median_input = int(statistics.median(r.input_length for r in rows))
     peak = 0  # the first repeat's measured concurrency names the point every repeat belongs to
@@ -66,13 +84,24 @@ def drive_trace(runtime: Runtime, workload: WorkloadSpec, marker: str, builder: 
         reqs = []
         for i, (row, at) in enumerate(zip(rows, sends)):
             rid = f"{marker}-trace-r{repeat}-{i}"
-            groups = tuple((_chain(row.hash_ids, j), min((j + 1) * block, row.input_length))
-                           for j in range(len(row.hash_ids)))
-            reqs.append(Request(
-                request_id=rid, prompt=_prompt(row, rid, block, builder), prompt_tokens=row.input_length,
-                max_tokens=row.output_length, ignore_eos=workload.ignore_eos, temperature=workload.temperature,
-                thinking=workload.thinking, chat=chat, prefix_groups=groups, send_at=at,
-            ))
+            groups = tuple(
+                (_chain(row.hash_ids, j), min((j + 1) * block, row.input_length))
+                for j in range(len(row.hash_ids))
+            )
+            reqs.append(
+                Request(
+                    request_id=rid,
+                    prompt=_prompt(row, rid, block, builder),
+                    prompt_tokens=row.input_length,
+                    max_tokens=row.output_length,
+                    ignore_eos=workload.ignore_eos,
+                    temperature=workload.temperature,
+                    thinking=workload.thinking,
+                    chat=chat,
+                    prefix_groups=groups,
+                    send_at=at,
+                )
+            )
         reset = runtime.reset_prefix_cache()
         window = timed(runtime, reqs, Point(median_input, None, "cold"), repeat=repeat, reset=reset)
         peak = peak or peak_in_flight(window.traces)

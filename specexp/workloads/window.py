@@ -20,8 +20,15 @@ from specexp.runtimes.base import Runtime
 from specexp.spec.experiment import WorkloadSpec
 
 
-def timed(runtime: Runtime, requests: Sequence[Request], point: Point, *, repeat: int = 0,
-          reset: bool | None = None, sampler: NvmlSampler | NoTelemetry | None = None) -> Window:
+def timed(
+    runtime: Runtime,
+    requests: Sequence[Request],
+    point: Point,
+    *,
+    repeat: int = 0,
+    reset: bool | None = None,
+    sampler: NvmlSampler | NoTelemetry | None = None,
+) -> Window:
     """Send `requests` at once (or on their schedule) and read the counters, log and GPU around them."""
     mark = runtime.log_mark()
     before = runtime.counters()
@@ -29,14 +36,24 @@ def timed(runtime: Runtime, requests: Sequence[Request], point: Point, *, repeat
     with window as gpu:
         traces = runtime.run_window(requests)
     delta = runtime.counters().delta(before)
-    return Window(point, traces, delta, reset, repeat=repeat, client=runtime.client_stats(),
-                  telemetry=gpu.summary if gpu is not None else None, compiles=runtime.compiles_since(mark))
+    return Window(
+        point,
+        traces,
+        delta,
+        reset,
+        repeat=repeat,
+        client=runtime.client_stats(),
+        telemetry=gpu.summary if gpu is not None else None,
+        compiles=runtime.compiles_since(mark),
+    )
 
 
 def warm_up(runtime: Runtime, requests: Sequence[Request], point: Point, repeat: int = 0) -> Window:
     """Send `requests` that count in no figure (a warm-up, or a cache-priming send)."""
     traces = runtime.run_window(requests)
-    return Window(point, traces, Counters(), repeat=repeat, warmup=True, client=runtime.client_stats())
+    return Window(
+        point, traces, Counters(), repeat=repeat, warmup=True, client=runtime.client_stats()
+    )
 
 
 def discarded(window: Window) -> Window:
@@ -49,11 +66,20 @@ def warmup_tokens(workload: WorkloadSpec) -> int:
     return min(workload.warmup_output_tokens or workload.output_tokens, workload.output_tokens)
 
 
-def opening_warm_up(runtime: Runtime, workload: WorkloadSpec, make: Callable[[int], Request], tokens: int,
-                    keep: bool) -> Iterator[Window]:
+def opening_warm_up(
+    runtime: Runtime,
+    workload: WorkloadSpec,
+    make: Callable[[int], Request],
+    tokens: int,
+    keep: bool,
+) -> Iterator[Window]:
     """The workload's `warmup` requests (`make(i)`) before anything else; the window yielded if `keep`."""
     if workload.warmup:
-        window = warm_up(runtime, [make(i) for i in range(workload.warmup)], Point(tokens, workload.warmup, "cold"))
+        window = warm_up(
+            runtime,
+            [make(i) for i in range(workload.warmup)],
+            Point(tokens, workload.warmup, "cold"),
+        )
         if keep:
             yield window
 

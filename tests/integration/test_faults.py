@@ -17,10 +17,23 @@ pytestmark = pytest.mark.slow
 # Four server configurations told apart by their context size (-c): 1024 and 1792 run clean, 1280
 # is killed mid-run, 1536 is stopped (hangs); each is also started with a removed flag (refused).
 # `small` decodes slowly enough (~300 tok/s on 2 cores) that a job lasts a few seconds.
-SMALL = ("runtime=llamacpp", "model=small", "quantization=f32", "hardware=cpu", "runtime.extra_args=[-t,2]")
-SWEEP = ("runtime=llamacpp", "model=small", "quantization=f32", "hardware=cpu", "workload.output_tokens=200",
-         "workload.repeats=5", "runtime.max_model_len=1024,1280,1536,1792",
-         "runtime.extra_args=[-t,2],[-t,2,--draft-max,8]")
+SMALL = (
+    "runtime=llamacpp",
+    "model=small",
+    "quantization=f32",
+    "hardware=cpu",
+    "runtime.extra_args=[-t,2]",
+)
+SWEEP = (
+    "runtime=llamacpp",
+    "model=small",
+    "quantization=f32",
+    "hardware=cpu",
+    "workload.output_tokens=200",
+    "workload.repeats=5",
+    "runtime.max_model_len=1024,1280,1536,1792",
+    "runtime.extra_args=[-t,2],[-t,2,--draft-max,8]",
+)
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +59,12 @@ def _servers_with(context: str) -> list[int]:
             argv = (entry / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if argv and argv[0].endswith(b"llama-server") and context.encode() in argv and b"--draft-max" not in argv:
+        if (
+            argv
+            and argv[0].endswith(b"llama-server")
+            and context.encode() in argv
+            and b"--draft-max" not in argv
+        ):
             pids.append(int(entry.name))
     return pids
 
@@ -74,7 +92,10 @@ def _sabotage(sweep_dir: Path, stop: threading.Event) -> None:
 
 def _served(root: Path, marker: str) -> int:
     """Requests the llama-server of the job whose directory name contains `marker` has finished."""
-    return sum(p.read_text(errors="replace").count("stop processing") for p in root.glob(f"*{marker}*/server.log"))
+    return sum(
+        p.read_text(errors="replace").count("stop processing")
+        for p in root.glob(f"*{marker}*/server.log")
+    )
 
 
 def test_faulty_servers_are_recorded_the_rest_complete_and_a_rerun_redoes_only_them(
@@ -89,46 +110,87 @@ def test_faulty_servers_are_recorded_the_rest_complete_and_a_rerun_redoes_only_t
         stop.set()
         saboteur.join(5)
     assert done.returncode == 0, done.stderr
-    first = {(r["provenance"]["config"]["runtime"]["max_model_len"], "--draft-max" in r["provenance"]["server_argv"]): r
-             for r in results(tmp_path)}
+    first = {
+        (
+            r["provenance"]["config"]["runtime"]["max_model_len"],
+            "--draft-max" in r["provenance"]["server_argv"],
+        ): r
+        for r in results(tmp_path)
+    }
     assert len(first) == 8
     refused = [r for (ctx, bad), r in first.items() if bad]
     assert all(r["status"] == "refused" and r["error"]["kind"] == "server_exited" for r in refused)
     died, hung = first[(1280, False)], first[(1536, False)]
-    assert died["status"] == "failed" and died["error"]["kind"] in {"server_died", "connection", "truncated_stream"}
+    assert died["status"] == "failed" and died["error"]["kind"] in {
+        "server_died",
+        "connection",
+        "truncated_stream",
+    }
     assert hung["status"] == "failed" and hung["error"]["kind"] == "stalled"
     for record in (died, hung):
         assert all(m.get("partial") for m in record["measurements"])
     assert first[(1024, False)]["status"] == "ok" and first[(1792, False)]["status"] == "ok"
-    assert not any(_servers_with(c) for c in ("1024", "1280", "1536", "1792"))  # every server stopped
-    finished = {p: p.read_bytes() for p in tmp_path.glob("*/result.json")
-                if b'"status": "ok"' in p.read_bytes()}
+    assert not any(
+        _servers_with(c) for c in ("1024", "1280", "1536", "1792")
+    )  # every server stopped
+    finished = {
+        p: p.read_bytes()
+        for p in tmp_path.glob("*/result.json")
+        if b'"status": "ok"' in p.read_bytes()
+    }
 
     again = run_specexp(tmp_path, *SWEEP, stall_limit)
     assert again.returncode == 0, again.stderr
     plan = again.stdout.split("\n[", 1)[0]
-    assert plan.count("\n  run ") == 6 and plan.count("\n  done ") == 2, plan  # 4 refused + died + hung
+    assert plan.count("\n  run ") == 6 and plan.count("\n  done ") == 2, (
+        plan
+    )  # 4 refused + died + hung
     assert {p: p.read_bytes() for p in finished} == finished  # complete results untouched
-    second = {(r["provenance"]["config"]["runtime"]["max_model_len"], "--draft-max" in r["provenance"]["server_argv"]): r
-              for r in results(tmp_path)}
+    second = {
+        (
+            r["provenance"]["config"]["runtime"]["max_model_len"],
+            "--draft-max" in r["provenance"]["server_argv"],
+        ): r
+        for r in results(tmp_path)
+    }
     assert second[(1280, False)]["status"] == "ok" and second[(1536, False)]["status"] == "ok"
 
 
-def test_ctrl_c_records_the_interrupted_job_and_stops_its_server(llama_server: Path, tmp_path: Path) -> None:
+def test_ctrl_c_records_the_interrupted_job_and_stops_its_server(
+    llama_server: Path, tmp_path: Path
+) -> None:
     import subprocess
     import sys
 
     from tests.integration.conftest import REPO
 
-    argv = [sys.executable, "-m", "specexp", "-m", "runtime=llamacpp", "model=small", "quantization=f32",
-            "hardware=cpu", "workload.output_tokens=400", "workload.repeats=5", "runtime.max_model_len=1000,1100",
-            "runtime.extra_args=[-t,2]", f"hydra.sweep.dir={tmp_path}"]
-    sweep = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    argv = [
+        sys.executable,
+        "-m",
+        "specexp",
+        "-m",
+        "runtime=llamacpp",
+        "model=small",
+        "quantization=f32",
+        "hardware=cpu",
+        "workload.output_tokens=400",
+        "workload.repeats=5",
+        "runtime.max_model_len=1000,1100",
+        "runtime.extra_args=[-t,2]",
+        f"hydra.sweep.dir={tmp_path}",
+    ]
+    sweep = subprocess.Popen(
+        argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     # Interrupt once the first job's server has finished its warm-up, the point's warm-up and two measured
     # requests, so a window is surely recorded: counted from the server's own log, not guessed from a
     # fixed sleep (a busy machine serves a request in seconds or in a minute).
     deadline = time.monotonic() + 900
-    while _served(tmp_path, "max_model_len=1000") < 4 and sweep.poll() is None and time.monotonic() < deadline:
+    while (
+        _served(tmp_path, "max_model_len=1000") < 4
+        and sweep.poll() is None
+        and time.monotonic() < deadline
+    ):
         time.sleep(0.05)
     sweep.send_signal(signal.SIGINT)
     sweep.communicate(timeout=60)

@@ -12,16 +12,29 @@ from tests.integration.conftest import by_drafter, results, run_specexp
 
 pytestmark = pytest.mark.slow
 
-TINY = ("runtime=llamacpp", "model=tiny", "quantization=f32", "hardware=cpu", "workload.output_tokens=48",
-        "runtime.extra_args=[-t,2]")
+TINY = (
+    "runtime=llamacpp",
+    "model=tiny",
+    "quantization=f32",
+    "hardware=cpu",
+    "workload.output_tokens=48",
+    "runtime.extra_args=[-t,2]",
+)
 
 
 @pytest.fixture(scope="module")
 def draft_sweep(llama_server: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """drafter=none vs a noisy draft model, at concurrency 1 and 4, two repeats each."""
     out = tmp_path_factory.mktemp("draft-sweep")
-    done = run_specexp(out, *TINY, "drafter=none,draft_model", "draft_model=tiny-draft-noisy", "k=4",
-                       "workload.concurrency=[1,4]", "workload.repeats=2")
+    done = run_specexp(
+        out,
+        *TINY,
+        "drafter=none,draft_model",
+        "draft_model=tiny-draft-noisy",
+        "k=4",
+        "workload.concurrency=[1,4]",
+        "workload.repeats=2",
+    )
     assert done.returncode == 0, done.stderr
     return out
 
@@ -32,9 +45,13 @@ def test_sweep_records_every_job_ok_with_the_engine_version(draft_sweep: Path) -
     for r in records:
         assert r["status"] == "ok", r["error"]
         assert r["conditions"]["source"] == "measured"
-        assert r["conditions"]["runtime_version"].startswith("b")  # llama-server build_info, e.g. b1-0c1e570
+        assert r["conditions"]["runtime_version"].startswith(
+            "b"
+        )  # llama-server build_info, e.g. b1-0c1e570
         assert [m["conditions"]["concurrency"] for m in r["measurements"]] == [1, 4]
-        assert (draft_sweep / "measurements.md").is_file() and (draft_sweep / "results.jsonl").is_file()
+        assert (draft_sweep / "measurements.md").is_file() and (
+            draft_sweep / "results.jsonl"
+        ).is_file()
 
 
 def test_acceptance_counters_and_positions_come_from_the_server(draft_sweep: Path) -> None:
@@ -45,7 +62,9 @@ def test_acceptance_counters_and_positions_come_from_the_server(draft_sweep: Pat
         assert 0.0 < metrics["acceptance_rate"] < 1.0  # a noisy draft accepts part of its tokens
         positions = metrics["acceptance_by_position"]
         assert len(positions) == 4
-        assert all(a >= b for a, b in zip(positions, positions[1:]))  # position i needs i - 1 accepted
+        assert all(
+            a >= b for a, b in zip(positions, positions[1:])
+        )  # position i needs i - 1 accepted
         assert metrics["tokens_per_pass"] == pytest.approx(1 + sum(positions), rel=1e-9)
         # the engine's own per-request timings are kept beside the client's figures
         assert all("draft_n" in t for t in m["engine_timings"])
@@ -53,17 +72,30 @@ def test_acceptance_counters_and_positions_come_from_the_server(draft_sweep: Pat
     assert all(m["metrics"]["acceptance_rate"] is None for m in baseline["measurements"])
 
 
-def test_temperature_zero_output_is_identical_with_and_without_the_drafter(draft_sweep: Path) -> None:
+def test_temperature_zero_output_is_identical_with_and_without_the_drafter(
+    draft_sweep: Path,
+) -> None:
     from specexp.check.runs import runs_of
     from specexp.record import find_records
 
-    runs = runs_of(find_records([draft_sweep]))  # identity is judged from the records' completion digests
-    single = next(r for r in runs if r.get("drafter") == "draft_model" and r.get("concurrency") == 1)
+    runs = runs_of(
+        find_records([draft_sweep])
+    )  # identity is judged from the records' completion digests
+    single = next(
+        r for r in runs if r.get("drafter") == "draft_model" and r.get("concurrency") == 1
+    )
     assert single.metrics["output_identical"] is True
 
 
 def test_an_exact_copy_draft_accepts_every_token(llama_server: Path, tmp_path: Path) -> None:
-    done = run_specexp(tmp_path, *TINY, "drafter=draft_model", "draft_model=tiny-draft-copy", "k=3", "baseline=false")
+    done = run_specexp(
+        tmp_path,
+        *TINY,
+        "drafter=draft_model",
+        "draft_model=tiny-draft-copy",
+        "k=3",
+        "baseline=false",
+    )
     assert done.returncode == 0, done.stderr
     (record,) = results(tmp_path)
     metrics = record["measurements"][0]["metrics"]
@@ -76,8 +108,16 @@ def test_an_exact_copy_draft_accepts_every_token(llama_server: Path, tmp_path: P
 
 def test_client_timing_agrees_with_llama_server_timings(llama_server: Path, tmp_path: Path) -> None:
     """`small` decodes slowly enough on a CPU that HTTP overhead is small beside a token."""
-    done = run_specexp(tmp_path, "runtime=llamacpp", "model=small", "quantization=f32", "hardware=cpu",
-                       "workload.output_tokens=96", "workload.repeats=3", "runtime.extra_args=[-t,2]")
+    done = run_specexp(
+        tmp_path,
+        "runtime=llamacpp",
+        "model=small",
+        "quantization=f32",
+        "hardware=cpu",
+        "workload.output_tokens=96",
+        "workload.repeats=3",
+        "runtime.extra_args=[-t,2]",
+    )
     assert done.returncode == 0, done.stderr
     (record,) = results(tmp_path)
     m = record["measurements"][0]
@@ -102,7 +142,9 @@ def test_a_server_given_a_bad_flag_is_recorded_as_refused_and_the_sweep_goes_on(
     assert "refused" in (tmp_path / "measurements.md").read_text()
 
 
-def test_jobs_of_one_server_configuration_share_one_server(llama_server: Path, tmp_path: Path) -> None:
+def test_jobs_of_one_server_configuration_share_one_server(
+    llama_server: Path, tmp_path: Path
+) -> None:
     done = run_specexp(tmp_path, *TINY, "workload.output_tokens=16,24")
     assert done.returncode == 0, done.stderr
     reused = sorted(r["provenance"]["engine_info"]["reused_server"] for r in results(tmp_path))
@@ -111,8 +153,15 @@ def test_jobs_of_one_server_configuration_share_one_server(llama_server: Path, t
 
 def test_ngram_lookup_drafts_k_positions(llama_server: Path, tmp_path: Path) -> None:
     # a short n-gram so the tiny model's own repetitions give something to look up
-    done = run_specexp(tmp_path, *TINY[:-1], "drafter=ngram", "k=4", "workload.output_tokens=256", "baseline=false",
-                       "runtime.extra_args=[-t,2,--spec-ngram-simple-size-n,3]")
+    done = run_specexp(
+        tmp_path,
+        *TINY[:-1],
+        "drafter=ngram",
+        "k=4",
+        "workload.output_tokens=256",
+        "baseline=false",
+        "runtime.extra_args=[-t,2,--spec-ngram-simple-size-n,3]",
+    )
     assert done.returncode == 0, done.stderr
     (record,) = results(tmp_path)
     argv = record["provenance"]["server_argv"]
@@ -124,8 +173,14 @@ def test_ngram_lookup_drafts_k_positions(llama_server: Path, tmp_path: Path) -> 
 
 
 def test_prefix_cache_cold_then_warm(llama_server: Path, tmp_path: Path) -> None:
-    done = run_specexp(tmp_path, *TINY[:4], "workload=prefix_cache", "workload.prompt_lengths=[1500]",
-                       "workload.repeats=2", "runtime.extra_args=[-t,2]")
+    done = run_specexp(
+        tmp_path,
+        *TINY[:4],
+        "workload=prefix_cache",
+        "workload.prompt_lengths=[1500]",
+        "workload.repeats=2",
+        "runtime.extra_args=[-t,2]",
+    )
     assert done.returncode == 0, done.stderr
     (record,) = results(tmp_path)
     by_cache = {m["conditions"]["cache"]: m for m in record["measurements"]}
@@ -137,31 +192,52 @@ def test_prefix_cache_cold_then_warm(llama_server: Path, tmp_path: Path) -> None
     assert warm["metrics"]["ttft_s"] < cold["metrics"]["ttft_s"]
 
 
-def test_a_hybrid_model_resumes_from_the_checkpoint_the_simulator_resumes_from(llama_server: Path,
-                                                                                 tmp_path: Path) -> None:
+def test_a_hybrid_model_resumes_from_the_checkpoint_the_simulator_resumes_from(
+    llama_server: Path, tmp_path: Path
+) -> None:
     # a recurrent state cannot be cut back, so llama-server resumes a warm prompt from the context
     # checkpoint it saved 4 + n_ubatch (512) tokens before the cold prompt's end, not from the
     # common prefix; the simulator's llamacpp profile (hybrid_states: prompt_tail) says the same
-    hybrid = ("model=tiny-hybrid", "quantization=f32", "hardware=cpu", "workload=prefix_cache",
-              "workload.prompt_lengths=[1500]", "workload.repeats=2")
+    hybrid = (
+        "model=tiny-hybrid",
+        "quantization=f32",
+        "hardware=cpu",
+        "workload=prefix_cache",
+        "workload.prompt_lengths=[1500]",
+        "workload.repeats=2",
+    )
     recomputed = {}
-    for name, runtime in (("real", ("runtime=llamacpp", "runtime.extra_args=[-t,2]")),
-                          ("simulated", ("runtime=sim", "runtime.engine=llamacpp"))):
+    for name, runtime in (
+        ("real", ("runtime=llamacpp", "runtime.extra_args=[-t,2]")),
+        ("simulated", ("runtime=sim", "runtime.engine=llamacpp")),
+    ):
         done = run_specexp(tmp_path / name, *runtime, *hybrid)
         assert done.returncode == 0, done.stderr
         (record,) = results(tmp_path / name)
         warm = next(m for m in record["measurements"] if m["conditions"]["cache"] == "warm")
-        recomputed[name] = warm["conditions"]["prompt_tokens"] - warm["metrics"]["cached_prompt_tokens"]
+        recomputed[name] = (
+            warm["conditions"]["prompt_tokens"] - warm["metrics"]["cached_prompt_tokens"]
+        )
     assert recomputed == {"real": 516, "simulated": 516}
 
 
-def test_a_quantization_label_that_is_not_the_gguf_is_refused(llama_server: Path, tmp_path: Path) -> None:
-    done = run_specexp(tmp_path, "runtime=llamacpp", "model=tiny", "hardware=cpu", "quantization=q4_k_m",
-                       "workload.output_tokens=8")
+def test_a_quantization_label_that_is_not_the_gguf_is_refused(
+    llama_server: Path, tmp_path: Path
+) -> None:
+    done = run_specexp(
+        tmp_path,
+        "runtime=llamacpp",
+        "model=tiny",
+        "hardware=cpu",
+        "quantization=q4_k_m",
+        "workload.output_tokens=8",
+    )
     assert done.returncode == 0, done.stderr
     (record,) = results(tmp_path)
     assert record["status"] == "refused" and record["error"]["kind"] == "quantization_mismatch"
-    assert "F32" in record["error"]["message"] and "quantization=q4_k_m" in record["error"]["message"]
+    assert (
+        "F32" in record["error"]["message"] and "quantization=q4_k_m" in record["error"]["message"]
+    )
 
 
 def test_requests_jsonl_has_every_request_with_the_servers_response_id(draft_sweep: Path) -> None:
@@ -170,20 +246,29 @@ def test_requests_jsonl_has_every_request_with_the_servers_response_id(draft_swe
         lines = [json.loads(x) for x in (job / "requests.jsonl").read_text().splitlines()]
         warm, measured = [x for x in lines if x["warmup"]], [x for x in lines if not x["warmup"]]
         # the workload's warm-up, then each point's warm-up window at its own concurrency (1 and 4)
-        assert len(warm) == 1 + (1 + 4) and len(measured) == 2 * (1 + 4)  # concurrency 1 and 4, two repeats each
+        assert len(warm) == 1 + (1 + 4) and len(measured) == 2 * (
+            1 + 4
+        )  # concurrency 1 and 4, two repeats each
         assert sorted(x["concurrency"] for x in warm[1:]) == [1, 4, 4, 4, 4]
         ids = [x["id"] for x in lines]
         assert all(i and i.startswith("chatcmpl-") for i in ids) and len(set(ids)) == len(ids)
         assert sorted(x["request_id"] for x in measured) == sorted(
-            r for m in record["measurements"] for r in m["requests"])
+            r for m in record["measurements"] for r in m["requests"]
+        )
         # each line's counts are the server's own (llama.cpp timings ride on the same stream)
         timings = [t for m in record["measurements"] for t in m["engine_timings"]]
-        assert sorted(x["output_tokens"] for x in measured) == sorted(t["predicted_n"] for t in timings)
-        assert all(x["status"] == 200 and x["finish_reason"] == "length" and x["ttft_s"] > 0 for x in lines)
+        assert sorted(x["output_tokens"] for x in measured) == sorted(
+            t["predicted_n"] for t in timings
+        )
+        assert all(
+            x["status"] == 200 and x["finish_reason"] == "length" and x["ttft_s"] > 0 for x in lines
+        )
 
 
 def test_the_completions_endpoint_is_measured_too(llama_server: Path, tmp_path: Path) -> None:
-    done = run_specexp(tmp_path, *TINY, "workload.endpoint=completions", "workload.output_tokens=16")
+    done = run_specexp(
+        tmp_path, *TINY, "workload.endpoint=completions", "workload.output_tokens=16"
+    )
     assert done.returncode == 0, done.stderr
     (record,) = results(tmp_path)
     assert record["status"] == "ok", record["error"]

@@ -7,19 +7,35 @@ from pathlib import Path
 
 import pytest
 
-from specexp.measure.request_log import read_requests
 from specexp.measure.arrivals import schedule
+from specexp.measure.request_log import read_requests
 from tests.integration.conftest import results, run_specexp
 
 pytestmark = pytest.mark.slow
 
-TINY = ("runtime=llamacpp", "model=tiny", "quantization=f32", "hardware=cpu", "workload.output_tokens=8",
-        "runtime.extra_args=[-t,2]", "drafter=none", "baseline=false")
+TINY = (
+    "runtime=llamacpp",
+    "model=tiny",
+    "quantization=f32",
+    "hardware=cpu",
+    "workload.output_tokens=8",
+    "runtime.extra_args=[-t,2]",
+    "drafter=none",
+    "baseline=false",
+)
 
 
-def test_a_poisson_run_sends_on_schedule_and_records_rates_and_slo(llama_server: Path, tmp_path: Path) -> None:
-    done = run_specexp(tmp_path, *TINY, "workload.request_rate=[4]", "workload.num_requests=8",
-                       "workload.concurrency=[4]", "slo.e2e_s=30")
+def test_a_poisson_run_sends_on_schedule_and_records_rates_and_slo(
+    llama_server: Path, tmp_path: Path
+) -> None:
+    done = run_specexp(
+        tmp_path,
+        *TINY,
+        "workload.request_rate=[4]",
+        "workload.num_requests=8",
+        "workload.concurrency=[4]",
+        "slo.e2e_s=30",
+    )
     assert done.returncode == 0, done.stderr
     [record] = results(tmp_path)
     assert record["status"] == "ok", record["error"]

@@ -30,22 +30,31 @@ def sse_raw(engine: str, name: str) -> RawStream:
     return raw
 
 
-def mock(runtime: Any, monkeypatch: pytest.MonkeyPatch, routes: dict[str, Any],
-         seen: list[httpx.Request] | None = None) -> None:
+def mock(
+    runtime: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    routes: dict[str, Any],
+    seen: list[httpx.Request] | None = None,
+) -> None:
     """Serve `routes` ("METHOD /path" -> (status, body)) through the runtime's sync client."""
 
     def handler(request: httpx.Request) -> httpx.Response:
         if seen is not None:
             seen.append(request)
-        status, body = routes.get(f"{request.method} {request.url.path}", (404, {"detail": "Not Found"}))
+        status, body = routes.get(
+            f"{request.method} {request.url.path}", (404, {"detail": "Not Found"})
+        )
         if isinstance(body, str):
             return httpx.Response(status, text=body)
         return httpx.Response(status, json=body)
 
     transport = httpx.MockTransport(handler)
     base = runtime.base_url if runtime.spec.runtime.url else "http://engine.test"
-    monkeypatch.setattr(runtime, "sync_client", lambda: httpx.Client(
-        transport=transport, base_url=base, headers=runtime.headers()))
+    monkeypatch.setattr(
+        runtime,
+        "sync_client",
+        lambda: httpx.Client(transport=transport, base_url=base, headers=runtime.headers()),
+    )
 
 
 def assert_conf_documents_every_runtime_key(runtime: str) -> None:
@@ -58,7 +67,9 @@ def assert_conf_documents_every_runtime_key(runtime: str) -> None:
     settings = RUNTIMES[runtime]
 
     path = Path(__file__).resolve().parents[2] / "conf" / "runtime" / f"{runtime}.yaml"
-    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line and line[0].isalpha()]
+    lines = [
+        line for line in path.read_text(encoding="utf-8").splitlines() if line and line[0].isalpha()
+    ]
     keys = [line.split(":", 1)[0] for line in lines]
     assert sorted(keys) == sorted(settings.model_fields)
     assert all("#" in line for line in lines), [line for line in lines if "#" not in line]
@@ -74,7 +85,9 @@ def ndjson_raw(engine: str, name: str) -> RawStream:
     return raw
 
 
-def counter_window(runtime: Any, engine: str, before: str = "metrics_before.txt", after: str = "metrics_after.txt") -> Any:
+def counter_window(
+    runtime: Any, engine: str, before: str = "metrics_before.txt", after: str = "metrics_after.txt"
+) -> Any:
     """The runtime's counters over a recorded window: map(after) - map(before) of `engine`'s fixtures."""
     from specexp.runtimes import promtext
 

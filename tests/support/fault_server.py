@@ -19,30 +19,54 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 HANG_S = 30.0
-FAULTS = ("ok", "http_500", "http_429", "malformed", "truncated", "no_usage", "hang", "die",
-          "metrics_missing", "metrics_garbage")
+FAULTS = (
+    "ok",
+    "http_500",
+    "http_429",
+    "malformed",
+    "truncated",
+    "no_usage",
+    "hang",
+    "die",
+    "metrics_missing",
+    "metrics_garbage",
+)
 METRICS = (
     "# HELP vllm:generation_tokens_total Number of generation tokens processed.\n"
     "# TYPE vllm:generation_tokens_total counter\n"
-    "vllm:generation_tokens_total{engine=\"0\",model_name=\"fault\"} 0.0\n"
+    'vllm:generation_tokens_total{engine="0",model_name="fault"} 0.0\n'
 )
 
 
 def _chunk(text: str, finish: str | None = None) -> bytes:
-    body = {"id": "x", "object": "chat.completion.chunk", "model": "fault",
-            "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": finish}]}
+    body = {
+        "id": "x",
+        "object": "chat.completion.chunk",
+        "model": "fault",
+        "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": finish}],
+    }
     return f"data: {json.dumps(body)}\n\n".encode()
 
 
 def _usage(n: int) -> bytes:
-    body = {"id": "x", "object": "chat.completion.chunk", "model": "fault", "choices": [],
-            "usage": {"prompt_tokens": 10, "completion_tokens": n, "total_tokens": 10 + n}}
+    body = {
+        "id": "x",
+        "object": "chat.completion.chunk",
+        "model": "fault",
+        "choices": [],
+        "usage": {"prompt_tokens": 10, "completion_tokens": n, "total_tokens": 10 + n},
+    }
     return f"data: {json.dumps(body)}\n\n".encode()
 
 
-async def _respond(writer: asyncio.StreamWriter, status: str, body: bytes, ctype: str = "application/json") -> None:
-    writer.write(f"HTTP/1.1 {status}\r\ncontent-type: {ctype}\r\ncontent-length: {len(body)}\r\n"
-                 "connection: close\r\n\r\n".encode() + body)
+async def _respond(
+    writer: asyncio.StreamWriter, status: str, body: bytes, ctype: str = "application/json"
+) -> None:
+    writer.write(
+        f"HTTP/1.1 {status}\r\ncontent-type: {ctype}\r\ncontent-length: {len(body)}\r\n"
+        "connection: close\r\n\r\n".encode()
+        + body
+    )
     await writer.drain()
 
 
@@ -73,14 +97,22 @@ async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) ->
         head = await reader.readuntil(b"\r\n\r\n")
         request_line, *headers = head.decode().split("\r\n")
         method, path, _ = request_line.split(" ", 2)
-        length = next((int(h.split(":", 1)[1]) for h in headers if h.lower().startswith("content-length:")), 0)
+        length = next(
+            (int(h.split(":", 1)[1]) for h in headers if h.lower().startswith("content-length:")), 0
+        )
         body = json.loads(await reader.readexactly(length)) if length else {}
         fault, _, rest = path.lstrip("/").partition("/")
         rest = "/" + rest
         if fault not in FAULTS:
             await _respond(writer, "404 Not Found", b'{"error": "unknown fault"}')
         elif rest in ("/health", "/v1/models"):
-            await _respond(writer, "200 OK", json.dumps({"object": "list", "data": [{"id": "fault", "object": "model"}]}).encode())
+            await _respond(
+                writer,
+                "200 OK",
+                json.dumps(
+                    {"object": "list", "data": [{"id": "fault", "object": "model"}]}
+                ).encode(),
+            )
         elif rest == "/metrics":
             if fault == "metrics_missing":
                 await _respond(writer, "404 Not Found", b"not found", "text/plain")
@@ -125,6 +157,7 @@ def fault_server() -> Iterator[str]:
     try:
         yield f"http://127.0.0.1:{holder['port']}"
     finally:
+
         def shutdown() -> None:
             for task in asyncio.all_tasks(loop):
                 task.cancel()

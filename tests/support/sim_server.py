@@ -13,10 +13,21 @@ from specexp.runtimes.process import ServerProcess, free_port
 
 
 @contextmanager
-def sim_server(log_dir: Path, *overrides: str, speed: float = 2.0, timeout_s: float = 60.0) -> Iterator[str]:
+def sim_server(
+    log_dir: Path, *overrides: str, speed: float = 2.0, timeout_s: float = 60.0
+) -> Iterator[str]:
     """Serve `overrides` on a free port of 127.0.0.1 at `speed` times real time; yields its URL."""
     port = free_port()
-    argv = [sys.executable, "-m", "specexp.sim", *overrides, "--port", str(port), "--speed", str(speed)]
+    argv = [
+        sys.executable,
+        "-m",
+        "specexp.sim",
+        *overrides,
+        "--port",
+        str(port),
+        "--speed",
+        str(speed),
+    ]
     server = ServerProcess(argv, log_dir / "server.log")
     url = f"http://127.0.0.1:{port}"
 

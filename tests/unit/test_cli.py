@@ -15,8 +15,14 @@ from typing import Any
 import pytest
 
 Cli = Callable[..., subprocess.CompletedProcess[str]]
-SPEC_COLUMNS = ("`decode_tps`", "`e2e_tps`", "`ttft_s`", "`acceptance_rate`", "`acceptance_by_position`",
-                "`tokens_per_pass`")
+SPEC_COLUMNS = (
+    "`decode_tps`",
+    "`e2e_tps`",
+    "`ttft_s`",
+    "`acceptance_rate`",
+    "`acceptance_by_position`",
+    "`tokens_per_pass`",
+)
 
 
 def _one_line_exit_2(proc: subprocess.CompletedProcess[str], sweep: Path) -> str:
@@ -34,13 +40,29 @@ def _one_line_exit_2(proc: subprocess.CompletedProcess[str], sweep: Path) -> str
 BAD_INPUT = [
     (["drafter=mtpp"], ["override drafter=mtpp", "drafter:", "accepted:", "did you mean 'mtp'?"]),
     (["drafter=mtp,mtpp", "k=3"], ["override drafter=mtp,mtpp", "did you mean 'mtp'?"]),
-    (["workload.output_tokenz=5"], ["override workload.output_tokenz=5", "workload.output_tokenz",
-                                    "accepted:", "did you mean 'output_tokens'?"]),
+    (
+        ["workload.output_tokenz=5"],
+        [
+            "override workload.output_tokenz=5",
+            "workload.output_tokenz",
+            "accepted:",
+            "did you mean 'output_tokens'?",
+        ],
+    ),
     (["k=abc"], ["override k=abc", "k:", "integer", "'abc'"]),
-    (["runtime.name=vlm"], ["override runtime.name=vlm", "runtime.name", "accepted: sim, vllm",
-                            "did you mean 'vllm'?"]),
-    (["+experiment=no_such_study"], ["override +experiment=no_such_study", "experiment",
-                                     "no experiment named 'no_such_study'"]),
+    (
+        ["runtime.name=vlm"],
+        [
+            "override runtime.name=vlm",
+            "runtime.name",
+            "accepted: sim, vllm",
+            "did you mean 'vllm'?",
+        ],
+    ),
+    (
+        ["+experiment=no_such_study"],
+        ["override +experiment=no_such_study", "experiment", "no experiment named 'no_such_study'"],
+    ),
 ]
 
 
@@ -87,11 +109,20 @@ def conf_copy(tmp_path_factory: pytest.TempPathFactory, repo: Path) -> Callable[
 def _run_copy(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["PYTHONPATH"] = str(root)
-    return subprocess.run([sys.executable, "-m", "specexp", *args], cwd=root, env=env,
-                          capture_output=True, text=True, timeout=120, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "specexp", *args],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
-def test_bad_literal_in_a_conf_file_names_the_file(conf_copy: Callable[[], Path], tmp_path: Path) -> None:
+def test_bad_literal_in_a_conf_file_names_the_file(
+    conf_copy: Callable[[], Path], tmp_path: Path
+) -> None:
     root = conf_copy()
     sim = root / "conf" / "runtime" / "sim.yaml"
     sim.write_text(sim.read_text().replace("name: sim", "name: vlm"))
@@ -101,7 +132,9 @@ def test_bad_literal_in_a_conf_file_names_the_file(conf_copy: Callable[[], Path]
     assert "accepted: sim, vllm" in line and "did you mean 'vllm'?" in line
 
 
-def test_extra_key_in_a_conf_file_names_the_file(conf_copy: Callable[[], Path], tmp_path: Path) -> None:
+def test_extra_key_in_a_conf_file_names_the_file(
+    conf_copy: Callable[[], Path], tmp_path: Path
+) -> None:
     root = conf_copy()
     workload = root / "conf" / "workload" / "fresh_generation.yaml"
     workload.write_text(workload.read_text() + "output_tokenz: 5\n")
@@ -118,7 +151,9 @@ def test_extra_key_in_a_file_chosen_on_the_command_line_names_the_file(
     text = (root / "conf" / "drafter" / "mtp.yaml").read_text()  # `name` must stay a known drafter
     (root / "conf" / "drafter" / "typo.yaml").write_text(text + "acceptance_tial: 0.5\n")
     sweep = tmp_path / "sweep"
-    line = _one_line_exit_2(_run_copy(root, "-m", "drafter=typo", f"hydra.sweep.dir={sweep}"), sweep)
+    line = _one_line_exit_2(
+        _run_copy(root, "-m", "drafter=typo", f"hydra.sweep.dir={sweep}"), sweep
+    )
     assert "conf/drafter/typo.yaml: drafter.acceptance_tial: unknown key" in line
 
 
@@ -126,7 +161,9 @@ def test_extra_key_in_a_file_chosen_on_the_command_line_names_the_file(
 
 
 @pytest.fixture(scope="module")
-def mtp_dspark_sweep(tmp_path_factory: pytest.TempPathFactory, specexp_cli: Cli) -> tuple[Path, Any]:
+def mtp_dspark_sweep(
+    tmp_path_factory: pytest.TempPathFactory, specexp_cli: Cli
+) -> tuple[Path, Any]:
     sweep = tmp_path_factory.mktemp("e2e") / "sweep"
     proc = specexp_cli("-m", "drafter=mtp,dspark", "k=3,8,15", f"hydra.sweep.dir={sweep}")
     assert proc.returncode == 0, proc.stderr
@@ -150,7 +187,8 @@ def test_sweep_writes_one_result_per_cell(
 
 
 def test_sweep_writes_results_jsonl(
-    mtp_dspark_sweep: tuple[Path, Any], jsonl: Callable[[Path], list[dict[str, Any]]],
+    mtp_dspark_sweep: tuple[Path, Any],
+    jsonl: Callable[[Path], list[dict[str, Any]]],
     read_results: Callable[[Path], list[dict[str, Any]]],
 ) -> None:
     sweep, _ = mtp_dspark_sweep
@@ -183,7 +221,9 @@ def test_sweep_writes_measurements_md(
     sweep, _ = mtp_dspark_sweep
     text = (sweep / "measurements.md").read_text(encoding="utf-8")
     top = [line.lower() for line in text.splitlines()[:5]]
-    assert any("simulated" in line and "simulator" in line for line in top), "no line says the figures are simulated"
+    assert any("simulated" in line and "simulator" in line for line in top), (
+        "no line says the figures are simulated"
+    )
     [(header, rows)] = [t for t in _tables(text) if any("`decode_tps`" in h for h in t[0])]
     for column in SPEC_COLUMNS:
         assert any(column in h for h in header), column
@@ -205,7 +245,9 @@ def test_sweep_writes_measurements_md(
 def single_run(tmp_path_factory: pytest.TempPathFactory, specexp_cli: Cli) -> tuple[Path, Any]:
     """One job without -m, at three concurrency levels and 800 output tokens."""
     run = tmp_path_factory.mktemp("single") / "run"
-    proc = specexp_cli(f"hydra.run.dir={run}", "workload.concurrency=[1,4,16]", "workload.output_tokens=800")
+    proc = specexp_cli(
+        f"hydra.run.dir={run}", "workload.concurrency=[1,4,16]", "workload.output_tokens=800"
+    )
     assert proc.returncode == 0, proc.stderr
     return run, proc
 
@@ -233,24 +275,32 @@ def test_cfg_job_prints_the_composed_config(specexp_cli: Cli, tmp_path: Path) ->
 
 
 def test_concurrency_list_gives_one_measurement_per_level(
-    single_run: tuple[Path, Any], read_results: Callable[[Path], list[dict[str, Any]]],
+    single_run: tuple[Path, Any],
+    read_results: Callable[[Path], list[dict[str, Any]]],
     jsonl: Callable[[Path], list[dict[str, Any]]],
 ) -> None:
     run, _ = single_run
     [result] = read_results(run)
     assert [m["conditions"]["concurrency"] for m in result["measurements"]] == [1, 4, 16]
-    assert [line["conditions"]["concurrency"] for line in jsonl(run / "results.jsonl")] == [1, 4, 16]
+    assert [line["conditions"]["concurrency"] for line in jsonl(run / "results.jsonl")] == [
+        1,
+        4,
+        16,
+    ]
 
 
 def test_output_tokens_override_is_recorded_as_a_condition(
-    single_run: tuple[Path, Any], read_results: Callable[[Path], list[dict[str, Any]]],
+    single_run: tuple[Path, Any],
+    read_results: Callable[[Path], list[dict[str, Any]]],
     jsonl: Callable[[Path], list[dict[str, Any]]],
 ) -> None:
     run, _ = single_run
     [result] = read_results(run)
     assert result["conditions"]["output_tokens"] == 800
     assert [m["conditions"]["output_tokens"] for m in result["measurements"]] == [800] * 3
-    assert [line["conditions"]["output_tokens"] for line in jsonl(run / "results.jsonl")] == [800] * 3
+    assert [line["conditions"]["output_tokens"] for line in jsonl(run / "results.jsonl")] == [
+        800
+    ] * 3
     assert "workload.output_tokens=800" in result["provenance"]["overrides"]
 
 
@@ -261,26 +311,63 @@ def test_output_tokens_override_is_recorded_as_a_condition(
 def wheel_site(tmp_path_factory: pytest.TempPathFactory, repo: Path) -> Path:
     """specexp's wheel, built from this tree and installed (without deps) into a bare folder."""
     out = tmp_path_factory.mktemp("wheel")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out / "dist"), str(repo)],
-                   check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "-q",
+            "-w",
+            str(out / "dist"),
+            str(repo),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     [wheel] = (out / "dist").glob("specexp-*.whl")
     site = out / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(site), str(wheel)],
-                   check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--no-deps",
+            "-q",
+            "--target",
+            str(site),
+            str(wheel),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     return site
 
 
 def _run_installed(site: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["PYTHONPATH"] = str(site)
-    return subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=180, check=False)
+    return subprocess.run(
+        [sys.executable, *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
 
 
 @pytest.mark.slow
 def test_wheel_finds_its_own_conf(wheel_site: Path, tmp_path: Path) -> None:
     probe = _run_installed(
-        wheel_site, tmp_path, "-c",
+        wheel_site,
+        tmp_path,
+        "-c",
         "import specexp, specexp.spec.paths as p; print(specexp.__file__); print(p.conf_dir()); "
         "print(p.experiments_dir()); print(sorted(p.options('drafter')))",
     )
@@ -297,8 +384,15 @@ def test_wheel_runs_a_job_outside_the_clone(
     wheel_site: Path, tmp_path: Path, read_results: Callable[[Path], list[dict[str, Any]]]
 ) -> None:
     run = tmp_path / "run"
-    proc = _run_installed(wheel_site, tmp_path, "-m", "specexp", f"hydra.run.dir={run}", "drafter=mtp",
-                          "workload.output_tokens=16")
+    proc = _run_installed(
+        wheel_site,
+        tmp_path,
+        "-m",
+        "specexp",
+        f"hydra.run.dir={run}",
+        "drafter=mtp",
+        "workload.output_tokens=16",
+    )
     [result] = read_results(run)
     assert result["status"] == "ok", proc.stderr
     assert result["conditions"]["drafter"] == "mtp"
@@ -306,11 +400,14 @@ def test_wheel_runs_a_job_outside_the_clone(
 
 
 @pytest.mark.slow
-def test_wheel_writes_measurements_md_from_its_own_templates(wheel_site: Path, tmp_path: Path) -> None:
+def test_wheel_writes_measurements_md_from_its_own_templates(
+    wheel_site: Path, tmp_path: Path
+) -> None:
     # Regression: templates/ once stayed out of the wheel, and writing measurements.md crashed.
     run = tmp_path / "run"
-    proc = _run_installed(wheel_site, tmp_path, "-m", "specexp", f"hydra.run.dir={run}",
-                          "workload.output_tokens=16")
+    proc = _run_installed(
+        wheel_site, tmp_path, "-m", "specexp", f"hydra.run.dir={run}", "workload.output_tokens=16"
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "simulat" in (run / "measurements.md").read_text(encoding="utf-8").lower()
     assert (wheel_site / "specexp" / "_data" / "templates" / "measurements.md.j2").is_file()

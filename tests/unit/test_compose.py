@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from specexp.spec import paths
 from specexp.run.compose import check_overrides, to_spec
+from specexp.spec import paths
 from specexp.spec.errors import SpecError, did_you_mean
 
 CONF = paths.conf_dir()
@@ -51,7 +51,9 @@ def test_every_conf_option_composes_and_validates(
 
 
 @pytest.mark.parametrize("name", _experiments())
-def test_every_experiment_composes_and_validates(name: str, compose_cfg: Callable[..., Any]) -> None:
+def test_every_experiment_composes_and_validates(
+    name: str, compose_cfg: Callable[..., Any]
+) -> None:
     overrides = [f"+experiment={name}"]
     data, choices = compose_cfg(*overrides)
     spec = to_spec(data, choices, overrides)
@@ -66,7 +68,7 @@ def _sweep_jobs(name: str) -> list[list[str]]:
     from hydra.core.global_hydra import GlobalHydra
     from omegaconf import OmegaConf
 
-    import specexp.run.sweeper  # noqa: F401  (registers hydra/sweeper=specexp)
+    import specexp.run.sweeper
     from specexp.run import hydra_store
 
     hydra_store.register()
@@ -80,12 +82,17 @@ def _sweep_jobs(name: str) -> list[list[str]]:
     parser = OverridesParser.create()
     params = sweeper.get("params") or {}
     jobs = set()
-    for entry in (sweeper.get("grid") or [{}]):
+    for entry in sweeper.get("grid") or [{}]:
         axes = []
         for key, sweep in {**params, **entry}.items():
-            override = parser.parse_override(f"{key}={sweep}")  # as the sweeper splits it: [1,4] is one value
-            options = override.sweep_string_iterator() if override.is_sweep_override() else [
-                override.get_value_element_as_str()]
+            override = parser.parse_override(
+                f"{key}={sweep}"
+            )  # as the sweeper splits it: [1,4] is one value
+            options = (
+                override.sweep_string_iterator()
+                if override.is_sweep_override()
+                else [override.get_value_element_as_str()]
+            )
             axes.append([f"{key}={v}" for v in options])
         jobs.update(tuple(job) for job in itertools.product(*axes))
     return sorted(list(job) for job in jobs if job)
@@ -116,18 +123,24 @@ def _error(fn: Callable[[], Any]) -> SpecError:
     return info.value
 
 
-def test_extra_key_in_a_file_names_the_file_key_and_close_match(compose_cfg: Callable[..., Any]) -> None:
+def test_extra_key_in_a_file_names_the_file_key_and_close_match(
+    compose_cfg: Callable[..., Any],
+) -> None:
     data, choices = compose_cfg()
     bad = copy.deepcopy(data)
     bad["workload"]["output_tokenz"] = 5
     err = _error(lambda: to_spec(bad, choices, []))
     line = err.line()
-    assert line.startswith("conf/workload/fresh_generation.yaml: workload.output_tokenz: unknown key")
+    assert line.startswith(
+        "conf/workload/fresh_generation.yaml: workload.output_tokenz: unknown key"
+    )
     assert "accepted: " in line and "output_tokens" in line
     assert "did you mean 'output_tokens'?" in line
 
 
-def test_extra_nested_key_lists_the_fields_of_its_own_mapping(compose_cfg: Callable[..., Any]) -> None:
+def test_extra_nested_key_lists_the_fields_of_its_own_mapping(
+    compose_cfg: Callable[..., Any],
+) -> None:
     data, choices = compose_cfg()
     bad = copy.deepcopy(data)
     bad["hardware"]["achieved"]["bandwith"] = 0.9
@@ -149,7 +162,9 @@ def test_extra_key_inside_an_optional_mapping_lists_that_mappings_fields(
     assert "did you mean 'tensors'?" in line
 
 
-def test_extra_key_in_a_file_chosen_by_an_override_names_the_file(compose_cfg: Callable[..., Any]) -> None:
+def test_extra_key_in_a_file_chosen_by_an_override_names_the_file(
+    compose_cfg: Callable[..., Any],
+) -> None:
     overrides = ["drafter=mtp"]
     data, choices = compose_cfg(*overrides)
     bad = copy.deepcopy(data)
@@ -213,16 +228,31 @@ def test_unknown_draft_model_names_the_override(compose_cfg: Callable[..., Any])
 @pytest.mark.parametrize(
     ("override", "start", "fragments"),
     [
-        ("drafter=mtpp", "override drafter=mtpp: drafter: no drafter named 'mtpp'",
-         ["accepted: ", "mtp", "dspark", "did you mean 'mtp'?"]),
-        ("drafter=mtp,mtpp", "override drafter=mtp,mtpp: drafter: no drafter named 'mtpp'",
-         ["did you mean 'mtp'?"]),
-        ("hardware=h2000", "override hardware=h2000: hardware: no hardware named 'h2000'",
-         ["did you mean 'h200'?"]),
-        ("workload.output_tokenz=5", "override workload.output_tokenz=5: workload.output_tokenz: unknown key",
-         ["output_tokens", "did you mean 'output_tokens'?"]),
-        ("+workload.output_tokenz=5", "override +workload.output_tokenz=5: workload.output_tokenz: unknown key",
-         ["did you mean 'output_tokens'?"]),
+        (
+            "drafter=mtpp",
+            "override drafter=mtpp: drafter: no drafter named 'mtpp'",
+            ["accepted: ", "mtp", "dspark", "did you mean 'mtp'?"],
+        ),
+        (
+            "drafter=mtp,mtpp",
+            "override drafter=mtp,mtpp: drafter: no drafter named 'mtpp'",
+            ["did you mean 'mtp'?"],
+        ),
+        (
+            "hardware=h2000",
+            "override hardware=h2000: hardware: no hardware named 'h2000'",
+            ["did you mean 'h200'?"],
+        ),
+        (
+            "workload.output_tokenz=5",
+            "override workload.output_tokenz=5: workload.output_tokenz: unknown key",
+            ["output_tokens", "did you mean 'output_tokens'?"],
+        ),
+        (
+            "+workload.output_tokenz=5",
+            "override +workload.output_tokenz=5: workload.output_tokenz: unknown key",
+            ["did you mean 'output_tokens'?"],
+        ),
         ("sed=3", "override sed=3: sed: unknown key", ["seed", "did you mean 'seed'?"]),
     ],
 )
@@ -237,8 +267,17 @@ def test_check_overrides_rejects_unknown_options_and_keys(
 
 @pytest.mark.parametrize(
     "override",
-    ["drafter=mtp", "k=3", "k=3,8,15", "workload.output_tokens=800", "workload.concurrency=[1,4,16]",
-     "runtime.url=http://127.0.0.1:8000", "hydra.sweep.dir=/tmp/x", "seed=2", "hardware.achieved.bandwidth=0.5"],
+    [
+        "drafter=mtp",
+        "k=3",
+        "k=3,8,15",
+        "workload.output_tokens=800",
+        "workload.concurrency=[1,4,16]",
+        "runtime.url=http://127.0.0.1:8000",
+        "hydra.sweep.dir=/tmp/x",
+        "seed=2",
+        "hardware.achieved.bandwidth=0.5",
+    ],
 )
 def test_check_overrides_accepts_the_documented_overrides(override: str) -> None:
     check_overrides([override])
@@ -268,17 +307,22 @@ def test_conf_and_experiments_of_the_clone_are_used(repo: Path) -> None:
     assert paths.experiments_dir() == repo / "experiments"
 
 
-@pytest.mark.parametrize(("overrides", "works"), [
-    (["workload=prefill_sweep", "workload.prompt_tokens=2048"], "workload.prompt_lengths=[N]"),
-    (["workload=fresh_generation", "workload.prompt_tokens=2048"], "workload.material=filler"),
-    (["workload=short_chat", "+workload.prompt_lengths=[128,256]"], "workload.material=filler"),
-])
+@pytest.mark.parametrize(
+    ("overrides", "works"),
+    [
+        (["workload=prefill_sweep", "workload.prompt_tokens=2048"], "workload.prompt_lengths=[N]"),
+        (["workload=fresh_generation", "workload.prompt_tokens=2048"], "workload.material=filler"),
+        (["workload=short_chat", "+workload.prompt_lengths=[128,256]"], "workload.material=filler"),
+    ],
+)
 def test_an_override_that_does_nothing_names_the_key_that_works(
     compose_cfg: Callable[..., Any], overrides: list[str], works: str
 ) -> None:
     data, choices = compose_cfg(*overrides)
     line = _error(lambda: to_spec(data, choices, overrides)).line()
-    assert line.startswith(f"override {overrides[1]}: ") and "does nothing" in line and works in line
+    assert (
+        line.startswith(f"override {overrides[1]}: ") and "does nothing" in line and works in line
+    )
 
 
 def test_an_override_that_works_is_accepted(compose_cfg: Callable[..., Any]) -> None:

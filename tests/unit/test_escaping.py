@@ -12,8 +12,8 @@ import yaml
 from markdown_it import MarkdownIt
 
 from specexp.check import check, load_figures, render_md
-from specexp.record.escape import cell
 from specexp.record import find_records
+from specexp.record.escape import cell
 from specexp.report.build import build_report
 from specexp.report.markdown import render_markdown
 
@@ -35,8 +35,15 @@ def _html(markdown: str) -> str:
 def _assert_inert(html: str) -> None:
     """No script, no link, no image but specexp's own chart files, no markup from the text."""
     assert "<script" not in html and "<a " not in html, html
-    assert all(src.startswith("charts/") for src in (p.split('"', 1)[0] for p in html.split('<img src="')[1:]))
-    assert "<img src=x" not in html and "<strong>bold</strong>" not in html and "<code>code</code>" not in html
+    assert all(
+        src.startswith("charts/")
+        for src in (p.split('"', 1)[0] for p in html.split('<img src="')[1:])
+    )
+    assert (
+        "<img src=x" not in html
+        and "<strong>bold</strong>" not in html
+        and "<code>code</code>" not in html
+    )
 
 
 @pytest.mark.parametrize("text", HOSTILE)
@@ -49,12 +56,35 @@ def test_an_escaped_cell_renders_as_the_text_itself(text: str) -> None:
 def test_the_checkers_markdown_keeps_cited_text_inert(tmp_path: Path) -> None:
     hostile = " ".join(HOSTILE)
     path = tmp_path / "figures.yaml"
-    path.write_text(yaml.safe_dump({"figures": {
-        "a": {"value": 20.0, "unit": "tok/s", "metric": "e2e_tps", "source": hostile, "note": hostile,
-              "conditions": {"hardware": "h200", "drafter": "mtp", "k": 3, "runtime_version": hostile}},
-        "b": {"value": 30.0, "unit": "tok/s", "metric": "e2e_tps", "source": hostile,
-              "conditions": {"hardware": "h200", "drafter": "dspark", "k": 7}},
-    }, "comparisons": [{"figures": ["a", "b"], "vary": ["drafter"]}]}))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "figures": {
+                    "a": {
+                        "value": 20.0,
+                        "unit": "tok/s",
+                        "metric": "e2e_tps",
+                        "source": hostile,
+                        "note": hostile,
+                        "conditions": {
+                            "hardware": "h200",
+                            "drafter": "mtp",
+                            "k": 3,
+                            "runtime_version": hostile,
+                        },
+                    },
+                    "b": {
+                        "value": 30.0,
+                        "unit": "tok/s",
+                        "metric": "e2e_tps",
+                        "source": hostile,
+                        "conditions": {"hardware": "h200", "drafter": "dspark", "k": 7},
+                    },
+                },
+                "comparisons": [{"figures": ["a", "b"], "vary": ["drafter"]}],
+            }
+        )
+    )
     markdown = render_md(check(load_figures(path)))
     assert "onerror" in markdown  # the text is there, only escaped
     _assert_inert(_html(markdown))
@@ -72,6 +102,10 @@ def test_the_report_keeps_server_text_inert(tmp_path: Path) -> None:
     markdown = render_markdown(build_report(find_records([tmp_path]), tmp_path))
     assert "onerror" in markdown
     html = _html(markdown)
-    assert "<script" not in html and "<img src=x" not in html and "<strong>bold</strong>" not in html
+    assert (
+        "<script" not in html and "<img src=x" not in html and "<strong>bold</strong>" not in html
+    )
     links = [part.split('"', 1)[0] for part in html.split('href="')[1:]]
-    assert all(link.endswith("result.json") for link in links), links  # only specexp's own record links
+    assert all(link.endswith("result.json") for link in links), (
+        links
+    )  # only specexp's own record links

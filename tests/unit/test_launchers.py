@@ -17,13 +17,22 @@ def _records(root: Path) -> dict[str, dict[str, object]]:
     out = {}
     for path in root.glob("*/result.json"):
         r = json.loads(path.read_text())
-        out[r["run_id"]] = {"status": r["status"], "measurements": [(m["conditions"], m["metrics"]) for m in r["measurements"]]}
+        out[r["run_id"]] = {
+            "status": r["status"],
+            "measurements": [(m["conditions"], m["metrics"]) for m in r["measurements"]],
+        }
     return out
 
 
 def _sweep(root: Path, *extra: str) -> None:
-    done = subprocess.run([sys.executable, "-m", "specexp", "-m", *SWEEP, *extra, f"hydra.sweep.dir={root}"],
-                          cwd=REPO, capture_output=True, text=True, timeout=300, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "specexp", "-m", *SWEEP, *extra, f"hydra.sweep.dir={root}"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
 
 
@@ -39,8 +48,23 @@ def test_submitit_local_gives_the_same_records_as_the_default_launcher(tmp_path:
 
 def test_the_shipped_slurm_launcher_config_composes() -> None:
     pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
-    done = subprocess.run([sys.executable, "-m", "specexp", "hydra/launcher=slurm_gpu", "--cfg", "hydra", "-p",
-                           "hydra.launcher"], cwd=REPO, capture_output=True, text=True, timeout=120, check=False)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "specexp",
+            "hydra/launcher=slurm_gpu",
+            "--cfg",
+            "hydra",
+            "-p",
+            "hydra.launcher",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     assert "partition: gpu" in done.stdout and "gpus_per_node: 1" in done.stdout
     assert "SlurmLauncher" in done.stdout

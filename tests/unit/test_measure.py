@@ -11,7 +11,13 @@ from specexp.measure.measurements import measurements as _measurements
 from specexp.record import Conditions
 from specexp.spec.vocabulary import NAMES
 
-RUN_VALUES: dict[str, Any] = {"hardware": "h200", "drafter": "mtp", "k": 2, "repeats": 1, "source": "simulated"}
+RUN_VALUES: dict[str, Any] = {
+    "hardware": "h200",
+    "drafter": "mtp",
+    "k": 2,
+    "repeats": 1,
+    "source": "simulated",
+}
 RUN = Conditions(**{n: RUN_VALUES.get(n) for n in NAMES})
 
 
@@ -20,14 +26,29 @@ def measurements(*args: Any, **kwargs: Any) -> list[dict[str, Any]]:
     return [m.model_dump() for m in _measurements(*args, **kwargs)]
 
 
-def _trace(rid: str, decode_gap: float, prompt_tokens: int = 96, source: str = "server") -> RequestTrace:
+def _trace(
+    rid: str, decode_gap: float, prompt_tokens: int = 96, source: str = "server"
+) -> RequestTrace:
     events = tuple(TokenEvent(t=1.0 + decode_gap * i, tokens=1) for i in range(11))
-    return RequestTrace(request_id=rid, sent_at=0.0, events=events, prompt_tokens=prompt_tokens,
-                        completion_tokens=11, token_source=source)  # type: ignore[arg-type]
+    return RequestTrace(
+        request_id=rid,
+        sent_at=0.0,
+        events=events,
+        prompt_tokens=prompt_tokens,
+        completion_tokens=11,
+        token_source=source,
+    )  # type: ignore[arg-type]
 
 
-def _window(point: Point, rid: str, gap: float, drafts: float, accepted: tuple[float, float], **kw: Any) -> Window:
-    delta = Counters(drafts=drafts, draft_tokens=2 * drafts, accepted=sum(accepted), accepted_per_position=accepted)
+def _window(
+    point: Point, rid: str, gap: float, drafts: float, accepted: tuple[float, float], **kw: Any
+) -> Window:
+    delta = Counters(
+        drafts=drafts,
+        draft_tokens=2 * drafts,
+        accepted=sum(accepted),
+        accepted_per_position=accepted,
+    )
     return Window(point, [_trace(rid, gap, **kw)], delta)
 
 
@@ -54,7 +75,11 @@ def test_acceptance_pools_counters_over_repeats() -> None:
 
 def test_one_measurement_per_point_in_first_measured_order() -> None:
     p4 = Point(prompt_tokens=100, concurrency=4, cache="cold")
-    windows = [_window(p4, "a", 0.1, 1, (1, 0)), _window(P1, "b", 0.1, 1, (1, 0)), _window(p4, "c", 0.1, 1, (1, 0))]
+    windows = [
+        _window(p4, "a", 0.1, 1, (1, 0)),
+        _window(P1, "b", 0.1, 1, (1, 0)),
+        _window(p4, "c", 0.1, 1, (1, 0)),
+    ]
     out = measurements(windows, RUN, prefill_only=False, kv_cache_tokens=None)
     assert [m["conditions"]["concurrency"] for m in out] == [4, 1]
     assert [m["conditions"]["repeats"] for m in out] == [2, 1]
@@ -63,8 +88,12 @@ def test_one_measurement_per_point_in_first_measured_order() -> None:
 
 def test_measurement_conditions_merge_run_and_point() -> None:
     warm = Point(prompt_tokens=100, concurrency=1, cache="warm")
-    [m] = measurements([_window(warm, "a", 0.1, 1, (1, 0), prompt_tokens=104)], RUN, prefill_only=False,
-                       kv_cache_tokens=None)
+    [m] = measurements(
+        [_window(warm, "a", 0.1, 1, (1, 0), prompt_tokens=104)],
+        RUN,
+        prefill_only=False,
+        kv_cache_tokens=None,
+    )
     c = m["conditions"]
     assert c["hardware"] == "h200" and c["drafter"] == "mtp" and c["k"] == 2
     assert c["cache"] == "warm" and c["concurrency"] == 1
@@ -81,6 +110,8 @@ def test_token_source_is_client_when_any_request_counted_client_side() -> None:
 
 
 def test_measurement_has_the_record_fields() -> None:
-    [m] = measurements([_window(P1, "a", 0.1, 1, (1, 0))], RUN, prefill_only=False, kv_cache_tokens=None)
+    [m] = measurements(
+        [_window(P1, "a", 0.1, 1, (1, 0))], RUN, prefill_only=False, kv_cache_tokens=None
+    )
     assert {"conditions", "metrics", "token_source", "samples"} <= set(m)
     assert "output_identical" in m["metrics"]

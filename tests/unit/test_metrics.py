@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from specexp.measure.events import Counters, RequestTrace, TokenEvent
-from specexp.spec.vocabulary import METRICS
 from specexp.measure.metrics import (
     acceptance_by_position,
     acceptance_rate,
@@ -21,11 +20,23 @@ from specexp.measure.metrics import (
     ttft_s,
     window_metrics,
 )
+from specexp.spec.vocabulary import METRICS
 
 VOCABULARY_METRICS = (
-    "decode_tps", "e2e_tps", "aggregate_tps", "per_stream_tps", "ttft_s", "prefill_tps", "tpot_s",
-    "itl_s", "acceptance_rate", "acceptance_by_position", "tokens_per_pass", "cached_prompt_tokens",
-    "kv_cache_tokens", "output_identical",
+    "decode_tps",
+    "e2e_tps",
+    "aggregate_tps",
+    "per_stream_tps",
+    "ttft_s",
+    "prefill_tps",
+    "tpot_s",
+    "itl_s",
+    "acceptance_rate",
+    "acceptance_by_position",
+    "tokens_per_pass",
+    "cached_prompt_tokens",
+    "kv_cache_tokens",
+    "output_identical",
 )
 
 
@@ -38,8 +49,12 @@ def trace(
 ) -> RequestTrace:
     evs = tuple(TokenEvent(t=t, tokens=n) for t, n in events)
     return RequestTrace(
-        request_id=request_id, sent_at=sent_at, events=evs, prompt_tokens=prompt_tokens,
-        completion_tokens=sum(n for _, n in events), cached_prompt_tokens=cached,
+        request_id=request_id,
+        sent_at=sent_at,
+        events=evs,
+        prompt_tokens=prompt_tokens,
+        completion_tokens=sum(n for _, n in events),
+        cached_prompt_tokens=cached,
     )
 
 
@@ -103,7 +118,9 @@ def test_request_without_tokens_has_no_metrics() -> None:
 
 
 def test_chunks_without_tokens_do_not_count() -> None:
-    with_role_chunk = trace([(0.1, 0), (1.0, 1), (1.2, 3), (1.4, 1), (1.6, 4), (1.7, 0)], sent_at=0.0)
+    with_role_chunk = trace(
+        [(0.1, 0), (1.0, 1), (1.2, 3), (1.4, 1), (1.6, 4), (1.7, 0)], sent_at=0.0
+    )
     assert ttft_s(with_role_chunk) == pytest.approx(ttft_s(MULTI))
     assert itl_s(with_role_chunk) == pytest.approx(itl_s(MULTI))
     assert tokens_per_chunk(with_role_chunk) == pytest.approx(tokens_per_chunk(MULTI))
@@ -140,10 +157,24 @@ def test_aggregate_exceeds_per_stream_when_requests_overlap() -> None:
 
 # --- counters ---------------------------------------------------------------------------
 
-BEFORE = Counters(drafts=100, draft_tokens=300, accepted=150, accepted_per_position=(80, 50, 20),
-                  prompt_tokens=1000, cached_prompt_tokens=0, generation_tokens=400)
-AFTER = Counters(drafts=140, draft_tokens=420, accepted=220, accepted_per_position=(112, 78, 30),
-                 prompt_tokens=1500, cached_prompt_tokens=64, generation_tokens=600)
+BEFORE = Counters(
+    drafts=100,
+    draft_tokens=300,
+    accepted=150,
+    accepted_per_position=(80, 50, 20),
+    prompt_tokens=1000,
+    cached_prompt_tokens=0,
+    generation_tokens=400,
+)
+AFTER = Counters(
+    drafts=140,
+    draft_tokens=420,
+    accepted=220,
+    accepted_per_position=(112, 78, 30),
+    prompt_tokens=1500,
+    cached_prompt_tokens=64,
+    generation_tokens=600,
+)
 
 
 def test_counter_delta_subtracts_every_counter() -> None:
@@ -175,7 +206,11 @@ def test_acceptance_by_position_sums_to_accepted_per_draft() -> None:
 
 def test_no_drafts_means_no_acceptance_figures() -> None:
     d = Counters(drafts=0, draft_tokens=0, accepted=0, accepted_per_position=(0, 0, 0))
-    assert acceptance_rate(d) is None and acceptance_by_position(d) is None and tokens_per_pass(d) is None
+    assert (
+        acceptance_rate(d) is None
+        and acceptance_by_position(d) is None
+        and tokens_per_pass(d) is None
+    )
     assert acceptance_rate(Counters()) is None
 
 
@@ -203,8 +238,14 @@ def test_window_metrics_prefill_only() -> None:
 
 def test_window_metrics_leave_failed_requests_out() -> None:
     good = trace([(1.0, 1), (2.0, 9)], sent_at=0.0, request_id="good")
-    bad = RequestTrace(request_id="bad", sent_at=0.0, events=(TokenEvent(9.0, 1),), prompt_tokens=100,
-                       completion_tokens=1, error="connection reset")
+    bad = RequestTrace(
+        request_id="bad",
+        sent_at=0.0,
+        events=(TokenEvent(9.0, 1),),
+        prompt_tokens=100,
+        completion_tokens=1,
+        error="connection reset",
+    )
     out = window_metrics([good, bad], Counters(), prefill_only=False)
     assert out["ttft_s"] == pytest.approx(1.0)
     assert out["aggregate_tps"] == pytest.approx(10 / 2.0)

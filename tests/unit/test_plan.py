@@ -36,8 +36,13 @@ def test_run_id_is_stable_and_content_addressed(make_spec: Spec) -> None:
     a = make_cell(make_spec("drafter=mtp", "k=3"))
     b = make_cell(make_spec("drafter=mtp", "k=3"))
     assert a.run_id == b.run_id and re.fullmatch(r"[0-9a-f]{12}", a.run_id)
-    differing = [("drafter=mtp", "k=8"), ("drafter=dspark", "k=3"), ("drafter=mtp", "k=3", "seed=1"),
-                 ("drafter=mtp", "k=3", "workload.output_tokens=800"), ("drafter=mtp", "k=3", "hardware=h200")]
+    differing = [
+        ("drafter=mtp", "k=8"),
+        ("drafter=dspark", "k=3"),
+        ("drafter=mtp", "k=3", "seed=1"),
+        ("drafter=mtp", "k=3", "workload.output_tokens=800"),
+        ("drafter=mtp", "k=3", "hardware=h200"),
+    ]
     ids = {make_cell(make_spec(*o)).run_id for o in differing}
     assert a.run_id not in ids and len(ids) == len(differing)
 
@@ -51,9 +56,15 @@ def test_mtp_on_a_model_without_an_mtp_head_is_skipped_with_a_reason(make_spec: 
 
 
 def test_plan_drops_duplicates_and_meaningless_cells_with_reasons(make_spec: Spec) -> None:
-    cells = [make_cell(make_spec(*o)) for o in (
-        ("drafter=none", "k=3"), ("drafter=none", "k=8"), ("drafter=mtp", "model=qwen3-8b"), ("drafter=mtp",),
-    )]
+    cells = [
+        make_cell(make_spec(*o))
+        for o in (
+            ("drafter=none", "k=3"),
+            ("drafter=none", "k=8"),
+            ("drafter=mtp", "model=qwen3-8b"),
+            ("drafter=mtp",),
+        )
+    ]
     plan = make_plan(cells)
     assert [i for i, _ in plan.run] == [0, 3]
     skipped = {i: reason for i, _, reason in plan.skipped}
@@ -64,14 +75,18 @@ def test_plan_drops_duplicates_and_meaningless_cells_with_reasons(make_spec: Spe
 
 def test_cells_of_one_server_configuration_are_adjacent(make_spec: Spec) -> None:
     # Hydra's order: workload-major, so the drafters alternate.
-    order = [("workload=fresh_generation", d) for d in ("drafter=mtp", "drafter=dspark", "drafter=none")]
+    order = [
+        ("workload=fresh_generation", d) for d in ("drafter=mtp", "drafter=dspark", "drafter=none")
+    ]
     order += [("workload=long_essay", d) for d in ("drafter=mtp", "drafter=dspark", "drafter=none")]
     cells = [make_cell(make_spec(*o, "workload.output_tokens=16")) for o in order]
     plan = make_plan(cells)
     assert sorted(i for i, _ in plan.run) == list(range(6))
     keys = [cell.server_key for _, cell in plan.run]
     runs = [k for i, k in enumerate(keys) if i == 0 or keys[i - 1] != k]
-    assert len(runs) == len(set(keys)) == 3, "a server configuration appears in two separate stretches"
+    assert len(runs) == len(set(keys)) == 3, (
+        "a server configuration appears in two separate stretches"
+    )
     # Within one server configuration, the sweep's own order is kept.
     for key in set(keys):
         indices = [i for i, cell in plan.run if cell.server_key == key]
@@ -82,12 +97,20 @@ def test_cells_of_one_server_configuration_are_adjacent(make_spec: Spec) -> None
 
 
 @pytest.fixture(scope="module")
-def sweep(tmp_path_factory: pytest.TempPathFactory, specexp_cli: Cli) -> tuple[Path, tuple[str, ...], Any]:
+def sweep(
+    tmp_path_factory: pytest.TempPathFactory, specexp_cli: Cli
+) -> tuple[Path, tuple[str, ...], Any]:
     """drafter=none,mtp x k=3,8 on a model without an MTP head: one real job, one duplicate, two
     meaningless cells."""
     root = tmp_path_factory.mktemp("plan") / "sweep"
-    args = ("-m", "drafter=none,mtp", "k=3,8", "model=qwen3-8b", "workload.output_tokens=16",
-            f"hydra.sweep.dir={root}")
+    args = (
+        "-m",
+        "drafter=none,mtp",
+        "k=3,8",
+        "model=qwen3-8b",
+        "workload.output_tokens=16",
+        f"hydra.sweep.dir={root}",
+    )
     proc = specexp_cli(*args)
     assert proc.returncode == 0, proc.stderr
     return root, args, proc
@@ -101,12 +124,15 @@ def test_sweep_runs_a_k_without_drafter_once(
     assert len(ran) == 1
     assert ran[0]["status"] == "ok" and ran[0]["conditions"]["k"] is None
     # The plan says which cell was left out and why.
-    [left_out] = [x for x in proc.stdout.splitlines() if "drafter=none k=8" in x and ran[0]["run_id"] in x]
+    [left_out] = [
+        x for x in proc.stdout.splitlines() if "drafter=none k=8" in x and ran[0]["run_id"] in x
+    ]
     assert "k=8" in left_out
 
 
 def test_sweep_records_a_meaningless_cell_as_skipped(
-    sweep: tuple[Path, tuple[str, ...], Any], read_results: Callable[[Path], list[dict[str, Any]]],
+    sweep: tuple[Path, tuple[str, ...], Any],
+    read_results: Callable[[Path], list[dict[str, Any]]],
     jsonl: Callable[[Path], list[dict[str, Any]]],
 ) -> None:
     root, _, proc = sweep
@@ -117,13 +143,18 @@ def test_sweep_records_a_meaningless_cell_as_skipped(
         assert "MTP head" in r["error"]["message"] and "qwen3-8b" in r["error"]["message"]
         assert r["measurements"] == []
         assert any(r["run_id"] in x and "MTP head" in x for x in proc.stdout.splitlines())
-    assert sorted(line["status"] for line in jsonl(root / "results.jsonl")) == ["ok", "skipped", "skipped"]
+    assert sorted(line["status"] for line in jsonl(root / "results.jsonl")) == [
+        "ok",
+        "skipped",
+        "skipped",
+    ]
     text = (root / "measurements.md").read_text(encoding="utf-8")
     assert all(r["run_id"] in text for r in skipped) and "MTP head" in text
 
 
 def test_rerunning_a_sweep_skips_complete_jobs_and_says_so(
-    sweep: tuple[Path, tuple[str, ...], Any], specexp_cli: Cli,
+    sweep: tuple[Path, tuple[str, ...], Any],
+    specexp_cli: Cli,
     read_results: Callable[[Path], list[dict[str, Any]]],
 ) -> None:
     root, args, _ = sweep
@@ -134,7 +165,9 @@ def test_rerunning_a_sweep_skips_complete_jobs_and_says_so(
     assert again.returncode == 0, again.stderr
     assert path.read_bytes() == before
     assert len(list(root.rglob("result.json"))) == 3
-    assert any(done["run_id"] in x and "already complete" in x for x in again.stdout.splitlines()), again.stdout
+    assert any(
+        done["run_id"] in x and "already complete" in x for x in again.stdout.splitlines()
+    ), again.stdout
 
 
 @pytest.mark.parametrize("k", ["3", "8"])
@@ -151,16 +184,29 @@ def test_a_sweep_of_drafters_gets_its_baseline_and_prints_speedups(
 ) -> None:
     """The design card's command has no drafter=none cell: one is added, shown as added."""
     root = tmp_path / "card"
-    proc = specexp_cli("-m", "drafter=mtp,dspark", "k=3,8", "workload.output_tokens=16", f"hydra.sweep.dir={root}")
+    proc = specexp_cli(
+        "-m", "drafter=mtp,dspark", "k=3,8", "workload.output_tokens=16", f"hydra.sweep.dir={root}"
+    )
     assert proc.returncode == 0, proc.stderr
     added = [line for line in proc.stdout.splitlines() if "(added: the drafters' baseline" in line]
     assert len(added) == 1 and "drafter=none" in added[0]
     drafters = sorted(r["conditions"]["drafter"] for r in read_results(root))
     assert drafters == ["dspark", "dspark", "mtp", "mtp", "none"]
-    decode = (root / "measurements.md").read_text().split("## Decode speed by drafter", 1)[1].split("\n## ", 1)[0]
+    decode = (
+        (root / "measurements.md")
+        .read_text()
+        .split("## Decode speed by drafter", 1)[1]
+        .split("\n## ", 1)[0]
+    )
     assert "no baseline" not in decode and decode.count("×") >= 4
     off = tmp_path / "off"
-    proc = specexp_cli("-m", "drafter=mtp", "k=3", "baseline=false", "workload.output_tokens=16",
-                       f"hydra.sweep.dir={off}")
+    proc = specexp_cli(
+        "-m",
+        "drafter=mtp",
+        "k=3",
+        "baseline=false",
+        "workload.output_tokens=16",
+        f"hydra.sweep.dir={off}",
+    )
     assert proc.returncode == 0, proc.stderr
     assert [r["conditions"]["drafter"] for r in read_results(off)] == ["mtp"]

@@ -19,7 +19,9 @@ def test_without_a_terminal_each_job_is_one_plain_line() -> None:
     assert "\r" not in text and "\x1b[" not in text  # no carriage-return or cursor spam in CI logs
     lines = text.splitlines()
     assert len(lines) == 3
-    assert re.fullmatch(r"\[1/3\] drafter=mtp k=0: ok \(elapsed \d+\.\d s, eta \d+\.\d s\)", lines[0])
+    assert re.fullmatch(
+        r"\[1/3\] drafter=mtp k=0: ok \(elapsed \d+\.\d s, eta \d+\.\d s\)", lines[0]
+    )
     assert lines[-1].startswith("[3/3]") and lines[-1].endswith("eta 0.0 s)")
 
 

@@ -15,13 +15,20 @@ from typing import Any
 import pytest
 
 from specexp.measure.conditions import run_conditions
+from specexp.record import Provenance, RunRecord, write_record
 from specexp.run.job import run_job
 from specexp.run.plan import make_cell
-from specexp.record import Provenance, RunRecord, write_record
 from tests.support.fault_server import fault_server
 
-SMALL = ("workload.output_tokens=8", "workload.repeats=2", "workload.warmup=0", "runtime.stall_timeout_s=1",
-         "runtime.served_model_name=fault", "model=qwen3-8b", "quantization=bf16")
+SMALL = (
+    "workload.output_tokens=8",
+    "workload.repeats=2",
+    "workload.warmup=0",
+    "runtime.stall_timeout_s=1",
+    "runtime.served_model_name=fault",
+    "model=qwen3-8b",
+    "quantization=bf16",
+)
 
 
 @pytest.fixture(scope="module")
@@ -30,8 +37,14 @@ def server() -> Iterator[str]:
         yield url
 
 
-def _job(make_spec: Callable[..., Any], url: str, fault: str, tmp_path: Path, runtime: str = "openai",
-         *stated: str) -> dict[str, Any]:
+def _job(
+    make_spec: Callable[..., Any],
+    url: str,
+    fault: str,
+    tmp_path: Path,
+    runtime: str = "openai",
+    *stated: str,
+) -> dict[str, Any]:
     spec = make_spec(f"runtime={runtime}", f"runtime.url={url}/{fault}", *SMALL, *stated)
     record = run_job(make_cell(spec), tmp_path / fault, tmp_path, [], {})
     assert record is not None
@@ -49,24 +62,46 @@ def test_an_endpoint_records_the_setup_nobody_stated_as_unknown(
     make_spec: Callable[..., Any], server: str, tmp_path: Path
 ) -> None:
     def conditions(*stated: str) -> dict[str, Any]:
-        spec = make_spec("runtime=openai", f"runtime.url={server}/ok", "workload.output_tokens=8",
-                         "workload.warmup=0", "runtime.served_model_name=fault", *stated)
+        spec = make_spec(
+            "runtime=openai",
+            f"runtime.url={server}/ok",
+            "workload.output_tokens=8",
+            "workload.warmup=0",
+            "runtime.served_model_name=fault",
+            *stated,
+        )
         record = run_job(make_cell(spec), tmp_path / str(len(stated)), tmp_path, [], {})
         assert record is not None and record.status == "ok"
         return record.measurements[0].conditions.model_dump()
 
     c = conditions()
-    assert (c["hardware"], c["gpu_count"], c["model"], c["quantization"], c["max_model_len"]) == (None,) * 5
-    assert (c["runtime"], c["source"], c["output_tokens"]) == ("openai", "measured", 8)  # what was asked is known
+    assert (c["hardware"], c["gpu_count"], c["model"], c["quantization"], c["max_model_len"]) == (
+        None,
+    ) * 5
+    assert (c["runtime"], c["source"], c["output_tokens"]) == (
+        "openai",
+        "measured",
+        8,
+    )  # what was asked is known
     c = conditions("hardware=h200", "quantization=bf16")
-    assert (c["hardware"], c["gpu_count"], c["quantization"], c["model"]) == ("h200", 1, "bf16", None)
+    assert (c["hardware"], c["gpu_count"], c["quantization"], c["model"]) == (
+        "h200",
+        1,
+        "bf16",
+        None,
+    )
 
 
 @pytest.mark.parametrize(
     ("fault", "kind"),
-    [("http_500", "http_5xx"), ("http_429", "http_429"), ("malformed", "malformed_stream"),
-     ("truncated", "truncated_stream"), ("hang", "stalled"),
-     ("die", "truncated_stream")]  # a connection closed mid-stream reads as a stream that just ends,
+    [
+        ("http_500", "http_5xx"),
+        ("http_429", "http_429"),
+        ("malformed", "malformed_stream"),
+        ("truncated", "truncated_stream"),
+        ("hang", "stalled"),
+        ("die", "truncated_stream"),
+    ],  # a connection closed mid-stream reads as a stream that just ends,
 )
 def test_a_broken_stream_fails_the_job_with_its_kind(
     make_spec: Callable[..., Any], server: str, tmp_path: Path, fault: str, kind: str
@@ -118,8 +153,12 @@ def test_a_full_disk_keeps_the_previous_complete_result(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, make_spec: Callable[..., Any]
 ) -> None:
     job = tmp_path / "job"
-    complete = RunRecord(run_id="r1", status="ok", provenance=Provenance(),
-                         conditions=run_conditions(make_spec(), "measured"))
+    complete = RunRecord(
+        run_id="r1",
+        status="ok",
+        provenance=Provenance(),
+        conditions=run_conditions(make_spec(), "measured"),
+    )
     write_record(job, complete)
     before = (job / "result.json").read_bytes()
 

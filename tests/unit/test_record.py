@@ -14,8 +14,6 @@ from typing import Any
 import pytest
 
 from specexp.measure.conditions import run_conditions
-from specexp.run.job import run_job
-from specexp.run.plan import make_cell
 from specexp.record import (
     SCHEMA,
     ErrorInfo,
@@ -26,16 +24,34 @@ from specexp.record import (
     complete_result,
     read_record,
     results_lines,
+    store,
     write_record,
     write_results_jsonl,
 )
-from specexp.record import store
+from specexp.run.job import run_job
+from specexp.run.plan import make_cell
 from specexp.spec.vocabulary import CONDITIONS
 
-PROVENANCE_KEYS = {"specexp_version", "git_sha", "python", "host", "started_at", "finished_at", "overrides",
-                   "config", "server_argv", "engine_info"}
+PROVENANCE_KEYS = {
+    "specexp_version",
+    "git_sha",
+    "python",
+    "host",
+    "started_at",
+    "finished_at",
+    "overrides",
+    "config",
+    "server_argv",
+    "engine_info",
+}
 
-JOB = ("drafter=mtp", "k=3", "workload.output_tokens=24", "workload.concurrency=[1,2]", "workload.repeats=2")
+JOB = (
+    "drafter=mtp",
+    "k=3",
+    "workload.output_tokens=24",
+    "workload.concurrency=[1,2]",
+    "workload.repeats=2",
+)
 
 
 @pytest.fixture(scope="module")
@@ -105,8 +121,16 @@ def test_results_jsonl_has_one_line_per_measurement(
     lines = jsonl(path)
     assert len(lines) == len(result["measurements"]) == 2
     for line, m in zip(lines, result["measurements"], strict=True):
-        assert line == json.loads(json.dumps({"run_id": result["run_id"], "status": "ok",
-                                              "conditions": m["conditions"], "metrics": m["metrics"]}))
+        assert line == json.loads(
+            json.dumps(
+                {
+                    "run_id": result["run_id"],
+                    "status": "ok",
+                    "conditions": m["conditions"],
+                    "metrics": m["metrics"],
+                }
+            )
+        )
 
 
 def test_results_lines_keep_a_result_without_measurements(make_spec: Callable[..., Any]) -> None:
@@ -128,7 +152,9 @@ def test_atomic_write_leaves_no_temp_files(tmp_path: Path) -> None:
     assert _leftovers(target.parent) == []
 
 
-def test_failed_atomic_write_keeps_the_old_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_failed_atomic_write_keeps_the_old_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     target = tmp_path / "result.json"
     atomic_write(target, "old\n")
 
@@ -146,11 +172,18 @@ def test_failed_atomic_write_keeps_the_old_file(tmp_path: Path, monkeypatch: pyt
 
 def _result(run_id: str, status: str, make_spec: Callable[..., Any]) -> RunRecord:
     error = None if status == "ok" else ErrorInfo(kind="crash", message="boom")
-    return RunRecord(run_id=run_id, status=status, error=error,  # type: ignore[arg-type]
-                     conditions=run_conditions(make_spec("drafter=mtp"), "simulated"), provenance=Provenance())
+    return RunRecord(
+        run_id=run_id,
+        status=status,
+        error=error,  # type: ignore[arg-type]
+        conditions=run_conditions(make_spec("drafter=mtp"), "simulated"),
+        provenance=Provenance(),
+    )
 
 
-def test_a_failure_never_overwrites_an_ok_result_of_the_same_run(tmp_path: Path, make_spec: Callable[..., Any]) -> None:
+def test_a_failure_never_overwrites_an_ok_result_of_the_same_run(
+    tmp_path: Path, make_spec: Callable[..., Any]
+) -> None:
     assert write_record(tmp_path, _result("run1", "ok", make_spec))
     for status in ("failed", "refused", "skipped"):
         assert write_record(tmp_path, _result("run1", status, make_spec)) is False
@@ -165,12 +198,18 @@ def test_results_can_replace_incomplete_ones(tmp_path: Path, make_spec: Callable
     assert read_record(tmp_path / "result.json").status == "ok"
 
 
-@pytest.mark.parametrize(("text", "says"), [
-    ("{not json", "not JSON"),
-    (json.dumps({"schema": "specexp.result/1", "status": "ok"}), "schema 'specexp.result/1'; expected"),
-    (json.dumps({"schema": "other/1", "status": "ok"}), "schema 'other/1'; expected"),
-    (json.dumps({"status": "ok"}), "no schema key; expected"),
-])
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("{not json", "not JSON"),
+        (
+            json.dumps({"schema": "specexp.result/1", "status": "ok"}),
+            "schema 'specexp.result/1'; expected",
+        ),
+        (json.dumps({"schema": "other/1", "status": "ok"}), "schema 'other/1'; expected"),
+        (json.dumps({"status": "ok"}), "no schema key; expected"),
+    ],
+)
 def test_a_file_that_is_not_a_record_of_this_version_is_refused_in_one_line(
     tmp_path: Path, text: str, says: str
 ) -> None:
@@ -183,7 +222,9 @@ def test_a_file_that_is_not_a_record_of_this_version_is_refused_in_one_line(
     assert SCHEMA in line or says == "not JSON"
 
 
-def test_a_record_with_a_key_the_schema_does_not_know_is_refused(tmp_path: Path, make_spec: Callable[..., Any]) -> None:
+def test_a_record_with_a_key_the_schema_does_not_know_is_refused(
+    tmp_path: Path, make_spec: Callable[..., Any]
+) -> None:
     data = json.loads(_result("run1", "ok", make_spec).to_json())
     data["conditions"]["colour"] = "blue"
     (tmp_path / "result.json").write_text(json.dumps(data))
@@ -191,7 +232,9 @@ def test_a_record_with_a_key_the_schema_does_not_know_is_refused(tmp_path: Path,
         read_record(tmp_path / "result.json")
 
 
-def test_complete_result_finds_only_ok_results_of_that_run(tmp_path: Path, make_spec: Callable[..., Any]) -> None:
+def test_complete_result_finds_only_ok_results_of_that_run(
+    tmp_path: Path, make_spec: Callable[..., Any]
+) -> None:
     write_record(tmp_path / "x__run1", _result("run1", "failed", make_spec))
     assert complete_result(tmp_path, "run1") is None
     write_record(tmp_path / "y__run1", _result("run1", "ok", make_spec))
@@ -215,8 +258,11 @@ def test_job_skips_a_run_already_complete_under_the_sweep(
 def test_a_configuration_that_does_not_fit_is_recorded_as_refused(
     tmp_path: Path, make_spec: Callable[..., Any]
 ) -> None:
-    cell = make_cell(make_spec("hardware=cpu", "model=qwen3-32b", "quantization=bf16",
-                               "workload.output_tokens=8"))
+    cell = make_cell(
+        make_spec(
+            "hardware=cpu", "model=qwen3-32b", "quantization=bf16", "workload.output_tokens=8"
+        )
+    )
     result = run_job(cell, tmp_path, tmp_path, [], {})
     assert result is not None and result.status == "refused"
     assert result.error is not None and result.error.kind == "out_of_memory"

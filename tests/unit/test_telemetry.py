@@ -13,20 +13,28 @@ from specexp.measure.events import RequestTrace
 from specexp.measure.metrics import energy_metrics
 
 
-@pytest.mark.parametrize(("source", "gpus", "reason"), [
-    ("simulated", 1, "simulated run: no device to sample"),
-    ("measured", 0, "hardware=cpu has no GPU (gpu_count 0)"),
-])
+@pytest.mark.parametrize(
+    ("source", "gpus", "reason"),
+    [
+        ("simulated", 1, "simulated run: no device to sample"),
+        ("measured", 0, "hardware=cpu has no GPU (gpu_count 0)"),
+    ],
+)
 def test_nothing_to_sample_is_a_no_op_with_its_reason(source: str, gpus: int, reason: str) -> None:
     sampler = telemetry.sampler_for(source, gpus, "cpu")
     with sampler.window() as window:
         pass
     assert window.summary == {"source": None, "reason": reason}
-    assert energy_metrics(window.summary, [], prefill_only=False) == {"mean_power_w": None, "energy_j_per_token": None}
+    assert energy_metrics(window.summary, [], prefill_only=False) == {
+        "mean_power_w": None,
+        "energy_j_per_token": None,
+    }
 
 
 def test_a_gpu_run_without_nvml_records_why(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(__import__("sys").modules, "pynvml", None)  # as if nvidia-ml-py were not installed
+    monkeypatch.setitem(
+        __import__("sys").modules, "pynvml", None
+    )  # as if nvidia-ml-py were not installed
     sampler = telemetry.sampler_for("measured", 1, "h200")
     with sampler.window() as window:
         pass
@@ -86,13 +94,21 @@ def test_energy_and_power_over_a_window(counter: bool) -> None:
         time.sleep(0.2)
     s = window.summary
     assert s["source"] == "nvml" and s["devices"] == ["NVIDIA H200"] and s["samples"] >= 2
-    assert s["energy_method"] == ("nvmlDeviceGetTotalEnergyConsumption" if counter else "sampled power, trapezoid rule")
+    assert s["energy_method"] == (
+        "nvmlDeviceGetTotalEnergyConsumption" if counter else "sampled power, trapezoid rule"
+    )
     # a constant 400 W over the window: the energy is 400 W x its duration (the sampled integral
     # covers first to last sample, a little less than the window)
     assert s["energy_j"] == pytest.approx(400.0 * s["duration_s"], rel=0.01 if counter else 0.5)
     assert s["mean_power_w"] == pytest.approx(s["energy_j"] / s["duration_s"])
-    assert (s["memory_used_mib_max"], s["gpu_util_pct_mean"], s["sm_clock_mhz_mean"]) == (20 * 1024, 90, 1980)
+    assert (s["memory_used_mib_max"], s["gpu_util_pct_mean"], s["sm_clock_mhz_mean"]) == (
+        20 * 1024,
+        90,
+        1980,
+    )
     trace = RequestTrace("r", 0.0, (), prompt_tokens=100, completion_tokens=50)
     per_token = energy_metrics(s, [trace], prefill_only=False)["energy_j_per_token"]
     assert per_token == pytest.approx(s["energy_j"] / 50)
-    assert energy_metrics(s, [trace], prefill_only=True)["energy_j_per_token"] == pytest.approx(s["energy_j"] / 100)
+    assert energy_metrics(s, [trace], prefill_only=True)["energy_j_per_token"] == pytest.approx(
+        s["energy_j"] / 100
+    )

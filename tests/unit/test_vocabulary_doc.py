@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from specexp.spec.vocabulary import METRICS
 from specexp.record import ErrorInfo, Measurement, Provenance, RunRecord
-from specexp.spec.vocabulary import CONDITIONS, ROLES
+from specexp.spec.vocabulary import CONDITIONS, METRICS, ROLES
 
 REPO = Path(__file__).resolve().parents[2]
 VOCABULARY = REPO / "docs/vocabulary.md"
@@ -25,7 +24,9 @@ def _table(section: str, first: str) -> dict[str, list[str]]:
     text = VOCABULARY.read_text(encoding="utf-8").split(f"## {section}", 1)[1].split("\n## ", 1)[0]
     rows: dict[str, list[str]] = {}
     lines = [line for line in text.splitlines() if line.startswith("|")]
-    assert lines and lines[0].startswith(f"| {first} |"), f"no table starting with '{first}' in section {section}"
+    assert lines and lines[0].startswith(f"| {first} |"), (
+        f"no table starting with '{first}' in section {section}"
+    )
     for line in lines[2:]:
         cells = [c.strip() for c in re.split(r"(?<!\\)\|", line.strip()[1:-1])]
         rows[cells[0].strip("`")] = cells[1:]
@@ -34,19 +35,44 @@ def _table(section: str, first: str) -> dict[str, list[str]]:
 
 def test_every_condition_is_documented_as_the_code_defines_it() -> None:
     rows = _table("1. Conditions", "key")
-    assert list(rows) == list(CONDITIONS), "docs/vocabulary.md section 1 must list the conditions in code order (scripts/vocabulary-tables)"
+    assert list(rows) == list(CONDITIONS), (
+        "docs/vocabulary.md section 1 must list the conditions in code order (scripts/vocabulary-tables)"
+    )
     for name, c in CONDITIONS.items():
         expected = [c.type.__name__, c.role, c.meaning]
-        assert rows[name] == expected, f"docs/vocabulary.md: write the row as | `{name}` | {' | '.join(expected)} |"
+        assert rows[name] == expected, (
+            f"docs/vocabulary.md: write the row as | `{name}` | {' | '.join(expected)} |"
+        )
         assert c.role in ROLES
 
 
 def test_every_metric_is_documented_as_the_code_defines_it() -> None:
     rows = _table("2. Metrics", "metric")
-    assert list(rows) == list(METRICS), "docs/vocabulary.md section 2 must list the metrics in code order (scripts/vocabulary-tables)"
+    assert list(rows) == list(METRICS), (
+        "docs/vocabulary.md section 2 must list the metrics in code order (scripts/vocabulary-tables)"
+    )
     for name, m in METRICS.items():
         expected = [m.unit, m.better or "—", m.definition]
-        assert rows[name] == expected, f"docs/vocabulary.md: write the row as | `{name}` | {' | '.join(expected)} |"
+        assert rows[name] == expected, (
+            f"docs/vocabulary.md: write the row as | `{name}` | {' | '.join(expected)} |"
+        )
+
+
+def test_the_runtime_table_is_the_registry() -> None:
+    from specexp.spec.runtime import RUNTIMES, runtime_table
+
+    text = VOCABULARY.read_text(encoding="utf-8")
+    rows = [
+        line
+        for line in text.splitlines()
+        if line.startswith("| `")
+        and line.split("`")[1] in RUNTIMES
+        and "| " in line[3:]
+        and line.count(" | ") == 3
+    ]
+    assert rows == runtime_table(), (
+        "docs/vocabulary.md's runtime table is out of date: run scripts/vocabulary-tables"
+    )
 
 
 @pytest.mark.parametrize("model", [RunRecord, Provenance, Measurement, ErrorInfo])
@@ -54,12 +80,24 @@ def test_every_record_field_is_documented(model: type) -> None:
     text = (REPO / "docs/records.md").read_text(encoding="utf-8")
     for name, field in model.model_fields.items():  # type: ignore[attr-defined]
         key = field.alias or name
-        assert f"`{key}`" in text or f"`error.{key}`" in text or f"`provenance.{key}`" in text, \
+        assert f"`{key}`" in text or f"`error.{key}`" in text or f"`provenance.{key}`" in text, (
             f"docs/records.md does not describe {model.__name__}.{key}"
+        )
 
 
-CITING = ["specexp/**/*.py", "conf/**/*.yaml", "experiments/**/*.yaml", "tests/**/*.py", "tests/**/*.md",
-          "benchmarks/**/*.py", "benchmarks/**/*.md", "scripts/*", "README.md", "pyproject.toml", "templates/**/*"]
+CITING = [
+    "specexp/**/*.py",
+    "conf/**/*.yaml",
+    "experiments/**/*.yaml",
+    "tests/**/*.py",
+    "tests/**/*.md",
+    "benchmarks/**/*.py",
+    "benchmarks/**/*.md",
+    "scripts/*",
+    "README.md",
+    "pyproject.toml",
+    "templates/**/*",
+]
 CITATION = re.compile(r"(?<![\w.${}-])((?:\.\./)*[\w./-]*[\w-]+\.md)(?![\w.])")
 
 
@@ -68,12 +106,20 @@ def _citations() -> list[tuple[str, str]]:
     found = []
     for pattern in CITING:
         for path in REPO.glob(pattern):
-            if not path.is_file() or "/data/" in str(path.relative_to(REPO)) or path == Path(__file__):
+            if (
+                not path.is_file()
+                or "/data/" in str(path.relative_to(REPO))
+                or path == Path(__file__)
+            ):
                 continue
-            for n, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+            for n, line in enumerate(
+                path.read_text(encoding="utf-8", errors="replace").splitlines(), 1
+            ):
                 for match in CITATION.finditer(line):
                     cited = match.group(1)
-                    if "/" in cited or (REPO / "docs" / cited).is_file():  # not an output's name (measurements.md)
+                    if (
+                        "/" in cited or (REPO / "docs" / cited).is_file()
+                    ):  # not an output's name (measurements.md)
                         found.append((f"{path.relative_to(REPO)}:{n}", cited))
     return found
 
@@ -89,12 +135,21 @@ def _exists(cited: str, where: str) -> bool:
 
 def test_every_cited_document_is_in_the_repository() -> None:
     found = _citations()
-    assert any(cited == "docs/engines.md" for _, cited in found), "the scan found no citation at all"
+    assert any(cited == "docs/engines.md" for _, cited in found), (
+        "the scan found no citation at all"
+    )
     missing = sorted({f"{where}: {cited}" for where, cited in found if not _exists(cited, where)})
-    assert not missing, "these documents are cited but not in the repository:\n" + "\n".join(missing)
+    assert not missing, "these documents are cited but not in the repository:\n" + "\n".join(
+        missing
+    )
 
 
 def test_documents_are_cited_by_their_path_in_the_repository() -> None:
-    bare = sorted({f"{where}: {cited}" for where, cited in _citations()
-                   if cited in {"engines.md", "studies.md", "architecture.md", "vocabulary.md"}})
+    bare = sorted(
+        {
+            f"{where}: {cited}"
+            for where, cited in _citations()
+            if cited in {"engines.md", "studies.md", "architecture.md", "vocabulary.md"}
+        }
+    )
     assert not bare, "cite docs/<name>.md, the path a reader can open:\n" + "\n".join(bare)

@@ -23,10 +23,15 @@ def fig() -> Callable[..., Figure]:
 @pytest.fixture()
 def write_figures(tmp_path: Path) -> Callable[[Any], Path]:
     """Dump `data` (a dict, or raw text) to a figures file and return its path."""
+
     def write(data: Any, name: str = "figures.yaml") -> Path:
         path = tmp_path / name
-        path.write_text(data if isinstance(data, str) else yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+        path.write_text(
+            data if isinstance(data, str) else yaml.safe_dump(data, sort_keys=False),
+            encoding="utf-8",
+        )
         return path
+
     return write
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from checkhelp import make_run, make_figure
+from checkhelp import make_figure, make_run
 
 from specexp.check.against import cite, ratio
 from specexp.check.runs import runs_of
@@ -23,7 +23,7 @@ def test_a_cited_figure_finds_its_simulated_run_and_the_ratio(runs: list[Any]) -
     c = cite(fig, runs)
     assert len(c.matches) == 1 and not c.closest and not c.missing and not c.findings
     (m,) = c.matches
-    assert m.run.origin == "simulated" and m.run.conditions["drafter"] == "dspark"
+    assert m.run.origin == "simulated" and m.run.conditions.drafter == "dspark"
     assert m.ratio == pytest.approx(m.value / 47.1)
     assert m.comparison.stands_in == ("runtime", "runtime_version")  # vllm vs the simulator
     assert m.comparison.verdict == "unverifiable"  # the figure does not state e.g. kv_cache_dtype
@@ -49,18 +49,29 @@ def test_the_conditions_no_run_has_are_named(runs: list[Any]) -> None:
 
 
 def test_unstated_conditions_on_which_matches_differ_are_named(runs: list[Any]) -> None:
-    fig = make_figure("a", "ttft_s", 1.0, drop=("prompt_tokens", "cache", "concurrency", "drafter", "k"),
-                      quantization="fp8")
+    fig = make_figure(
+        "a",
+        "ttft_s",
+        1.0,
+        drop=("prompt_tokens", "cache", "concurrency", "drafter", "k"),
+        quantization="fp8",
+    )
     c = cite(fig, runs)
     assert len(c.matches) > 1
     assert "prompt_tokens" in dict(c.unsettled)
 
 
 def test_a_measured_run_must_match_the_runtime(runs: list[Any]) -> None:
-    run = next(r for r in runs if r.conditions["drafter"] == "dspark")
-    measured = make_run("m", {**run.conditions, "source": "measured", "runtime": "sglang"}, dict(run.metrics))
+    run = next(r for r in runs if r.conditions.drafter == "dspark")
+    measured = make_run(
+        "m",
+        {**run.conditions.model_dump(), "source": "measured", "runtime": "sglang"},
+        run.metrics.model_dump(),
+    )
     c = cite(make_figure("a", "e2e_tps", 47.1, drafter="dspark", k=7, runtime="vllm"), measured)
-    assert not c.matches and [d.condition for d in c.closest[0].comparison.confounders] == ["runtime"]
+    assert not c.matches and [d.condition for d in c.closest[0].comparison.confounders] == [
+        "runtime"
+    ]
 
 
 def test_runs_without_the_metric_are_not_candidates(runs: list[Any]) -> None:
@@ -68,10 +79,16 @@ def test_runs_without_the_metric_are_not_candidates(runs: list[Any]) -> None:
     assert not c.matches and not c.closest and "no run has" in c.findings[0].found
 
 
-@pytest.mark.parametrize(("measured", "cited", "expected"), [
-    (40.0, 50.0, 0.8), (1.0, 0.0, None), ((0.8, 0.6), (0.8, 0.3), (1.0, 2.0)), ((0.8,), (0.8, 0.3), None),
-    (True, True, None),
-])
+@pytest.mark.parametrize(
+    ("measured", "cited", "expected"),
+    [
+        (40.0, 50.0, 0.8),
+        (1.0, 0.0, None),
+        ((0.8, 0.6), (0.8, 0.3), (1.0, 2.0)),
+        ((0.8,), (0.8, 0.3), None),
+        (True, True, None),
+    ],
+)
 def test_ratio(measured: Any, cited: Any, expected: Any) -> None:
     assert ratio(measured, cited) == (pytest.approx(expected) if expected is not None else None)
 

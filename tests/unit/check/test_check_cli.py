@@ -44,7 +44,15 @@ def test_json_has_the_shape_of_the_vocabulary(capsys: pytest.CaptureFixture[str]
     data = json.loads(out)
     assert code == 1 and data["exit_status"] == 1
     for c in data["comparisons"]:
-        assert {"figures", "vary", "verdict", "confounders", "unknown", "unstated", "metric_mismatch"} <= set(c)
+        assert {
+            "figures",
+            "vary",
+            "verdict",
+            "confounders",
+            "unknown",
+            "unstated",
+            "metric_mismatch",
+        } <= set(c)
         assert c["verdict"] in ("fair", "unfair", "unverifiable")
         for d in c["confounders"]:
             assert set(d) == {"condition", "values"} and len(d["values"]) == 2
@@ -58,16 +66,23 @@ def test_json_has_the_shape_of_the_vocabulary(capsys: pytest.CaptureFixture[str]
 
 
 def test_all_fair_exits_0(capsys: pytest.CaptureFixture[str], write_figures: Write) -> None:
-    data = {"figures": {"a": figure_entry(value=22.0), "b": figure_entry(value=25.0, conditions={**BASE, "k": 5})},
-            "comparisons": [{"figures": ["a", "b"], "vary": ["k"]}]}
+    data = {
+        "figures": {
+            "a": figure_entry(value=22.0),
+            "b": figure_entry(value=25.0, conditions={**BASE, "k": 5}),
+        },
+        "comparisons": [{"figures": ["a", "b"], "vary": ["k"]}],
+    }
     code, out, _ = run(capsys, str(write_figures(data)))
     assert code == 0 and "**fair**" in out
 
 
 def test_unverifiable_exits_1(capsys: pytest.CaptureFixture[str], write_figures: Write) -> None:
     short = {k: v for k, v in BASE.items() if k != "concurrency"}
-    data = {"figures": {"a": figure_entry(), "b": figure_entry(conditions=short)},
-            "comparisons": [{"figures": ["a", "b"]}]}
+    data = {
+        "figures": {"a": figure_entry(), "b": figure_entry(conditions=short)},
+        "comparisons": [{"figures": ["a", "b"]}],
+    }
     code, out, _ = run(capsys, str(write_figures(data)), "--format", "json")
     assert code == 1 and json.loads(out)["comparisons"][0]["verdict"] == "unverifiable"
 
@@ -89,13 +104,16 @@ def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str]
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
 
 
-def test_a_missing_results_folder_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_a_missing_results_folder_exits_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     code, _, err = run(capsys, str(EXAMPLE), "--against", str(tmp_path / "nope"))
     assert code == 2 and "no such folder" in err
 
 
-def test_bad_input_names_file_figure_key_and_accepted_values(capsys: pytest.CaptureFixture[str],
-                                                            write_figures: Write) -> None:
+def test_bad_input_names_file_figure_key_and_accepted_values(
+    capsys: pytest.CaptureFixture[str], write_figures: Write
+) -> None:
     path = write_figures({"figures": {"spark-1": figure_entry(metric="decode_tsp")}})
     code, out, err = run(capsys, str(path))
     assert code == 2 and out == ""
@@ -105,8 +123,14 @@ def test_bad_input_names_file_figure_key_and_accepted_values(capsys: pytest.Capt
 
 
 def test_the_module_runs_as_a_script() -> None:
-    proc = subprocess.run([sys.executable, "-m", "specexp.check", str(EXAMPLE), "--format", "json"],
-                          capture_output=True, text=True, cwd=REPO, check=False, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "specexp.check", str(EXAMPLE), "--format", "json"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=False,
+        timeout=120,
+    )
     assert proc.returncode == 1 and json.loads(proc.stdout)["comparisons"]
 
 
@@ -122,70 +146,174 @@ def _fuzz_check(path: Path, payload: bytes, capsys: pytest.CaptureFixture[str]) 
         json.loads(out)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(payload=st.binary(max_size=400))
-def test_fuzzed_bytes(payload: bytes, tmp_path_factory: pytest.TempPathFactory,
-                      capsys: pytest.CaptureFixture[str]) -> None:
+def test_fuzzed_bytes(
+    payload: bytes, tmp_path_factory: pytest.TempPathFactory, capsys: pytest.CaptureFixture[str]
+) -> None:
     _fuzz_check(tmp_path_factory.mktemp("fz") / "f.yaml", payload, capsys)
 
 
-_scalars = st.one_of(st.none(), st.booleans(), st.integers(-3, 10_000), st.floats(allow_nan=True),
-                     st.text(max_size=12), st.sampled_from(["tok/s", "ms", "%", "e2e_tps", "decode_tps", "fp8",
-                                                            "dgx_spark", "mtp", "none", "cold", "k", "drafter"]))
-_values = st.recursive(_scalars, lambda inner: st.one_of(st.lists(inner, max_size=3),
-                                                         st.dictionaries(st.text(max_size=8), inner, max_size=3)),
-                       max_leaves=8)
-_condition = st.dictionaries(st.sampled_from([*BASE, "kv_cache_dtype", "gpu_count", "quantisation"]), _values,
-                             max_size=5)
-_figure = st.fixed_dictionaries({}, optional={
-    "value": _values, "unit": st.sampled_from(["tok/s", "s", "ms", "%", "ratio", "tok", "x"]) | _values,
-    "metric": st.sampled_from(["e2e_tps", "decode_tps", "ttft_s", "acceptance_rate", "aggregate_tps",
-                               "acceptance_by_position", "output_identical", "e2e"]) | _values,
-    "source": st.sampled_from(["blog A", "blog B"]) | _values, "conditions": _condition | _values,
-    "note": _values, "extra": _values,
-})
-_doc = st.fixed_dictionaries({}, optional={
-    "figures": st.dictionaries(st.sampled_from(["a", "b", "c"]) | st.integers(0, 3), _figure | _values,
-                               max_size=3) | _values,
-    "comparisons": st.lists(st.fixed_dictionaries({}, optional={
-        "figures": st.lists(st.sampled_from(["a", "b", "c"]) | _scalars, max_size=3),
-        "vary": st.lists(st.sampled_from(["drafter", "k", "quantization", "bogus"]) | _values, max_size=2)
-        | _values}) | _values, max_size=2) | _values,
-    "other": _values,
-})
+_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-3, 10_000),
+    st.floats(allow_nan=True),
+    st.text(max_size=12),
+    st.sampled_from(
+        [
+            "tok/s",
+            "ms",
+            "%",
+            "e2e_tps",
+            "decode_tps",
+            "fp8",
+            "dgx_spark",
+            "mtp",
+            "none",
+            "cold",
+            "k",
+            "drafter",
+        ]
+    ),
+)
+_values = st.recursive(
+    _scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+_condition = st.dictionaries(
+    st.sampled_from([*BASE, "kv_cache_dtype", "gpu_count", "quantisation"]), _values, max_size=5
+)
+_figure = st.fixed_dictionaries(
+    {},
+    optional={
+        "value": _values,
+        "unit": st.sampled_from(["tok/s", "s", "ms", "%", "ratio", "tok", "x"]) | _values,
+        "metric": st.sampled_from(
+            [
+                "e2e_tps",
+                "decode_tps",
+                "ttft_s",
+                "acceptance_rate",
+                "aggregate_tps",
+                "acceptance_by_position",
+                "output_identical",
+                "e2e",
+            ]
+        )
+        | _values,
+        "source": st.sampled_from(["blog A", "blog B"]) | _values,
+        "conditions": _condition | _values,
+        "note": _values,
+        "extra": _values,
+    },
+)
+_doc = st.fixed_dictionaries(
+    {},
+    optional={
+        "figures": st.dictionaries(
+            st.sampled_from(["a", "b", "c"]) | st.integers(0, 3), _figure | _values, max_size=3
+        )
+        | _values,
+        "comparisons": st.lists(
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "figures": st.lists(st.sampled_from(["a", "b", "c"]) | _scalars, max_size=3),
+                    "vary": st.lists(
+                        st.sampled_from(["drafter", "k", "quantization", "bogus"]) | _values,
+                        max_size=2,
+                    )
+                    | _values,
+                },
+            )
+            | _values,
+            max_size=2,
+        )
+        | _values,
+        "other": _values,
+    },
+)
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(doc=_doc)
-def test_fuzzed_structures(doc: dict[str, Any], tmp_path_factory: pytest.TempPathFactory,
-                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_fuzzed_structures(
+    doc: dict[str, Any],
+    tmp_path_factory: pytest.TempPathFactory,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     text = yaml.safe_dump(doc, allow_unicode=True)
     _fuzz_check(tmp_path_factory.mktemp("fz") / "f.yaml", text.encode("utf-8"), capsys)
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(key=st.sampled_from([*figure_entry()]), value=_values)
-def test_one_field_of_a_valid_figure_replaced(key: str, value: Any, tmp_path_factory: pytest.TempPathFactory,
-                                              capsys: pytest.CaptureFixture[str]) -> None:
-    doc = {"figures": {"a": figure_entry(**{key: value}), "b": figure_entry()},
-           "comparisons": [{"figures": ["a", "b"], "vary": ["drafter"]}]}
+def test_one_field_of_a_valid_figure_replaced(
+    key: str,
+    value: Any,
+    tmp_path_factory: pytest.TempPathFactory,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    doc = {
+        "figures": {"a": figure_entry(**{key: value}), "b": figure_entry()},
+        "comparisons": [{"figures": ["a", "b"], "vary": ["drafter"]}],
+    }
     _fuzz_check(tmp_path_factory.mktemp("fz") / "f.yaml", yaml.safe_dump(doc).encode(), capsys)
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(key=st.sampled_from([*BASE, "kv_cache_dtype", "gpu_count", "gpu_memory_utilization", "runtime_version",
-                            "drafter_config", "source", "repeats"]), value=_values)
-def test_one_condition_replaced(key: str, value: Any, tmp_path_factory: pytest.TempPathFactory,
-                                capsys: pytest.CaptureFixture[str]) -> None:
-    doc = {"figures": {"a": figure_entry(conditions={**BASE, key: value}), "b": figure_entry()},
-           "comparisons": [{"figures": ["a", "b"]}]}
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    key=st.sampled_from(
+        [
+            *BASE,
+            "kv_cache_dtype",
+            "gpu_count",
+            "gpu_memory_utilization",
+            "runtime_version",
+            "drafter_config",
+            "source",
+            "repeats",
+        ]
+    ),
+    value=_values,
+)
+def test_one_condition_replaced(
+    key: str,
+    value: Any,
+    tmp_path_factory: pytest.TempPathFactory,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    doc = {
+        "figures": {"a": figure_entry(conditions={**BASE, key: value}), "b": figure_entry()},
+        "comparisons": [{"figures": ["a", "b"]}],
+    }
     _fuzz_check(tmp_path_factory.mktemp("fz") / "f.yaml", yaml.safe_dump(doc).encode(), capsys)
 
 
-@pytest.mark.parametrize("text", ["[" * 5000, "a: &x [*x]\nfigures: *x", "figures: !!binary AAAA",
-                                  "figures: {a: {value: 1e999, unit: tok/s, metric: e2e_tps, source: x}}",
-                                  "figures: {a: {value: .nan, unit: tok/s, metric: e2e_tps, source: x}}",
-                                  "figures: {a: {value: 2024-13-45, unit: tok/s, metric: e2e_tps, source: x}}",
-                                  "\ufefffigures: 1", "figures:\n  a:\n    <<: {value: 1}\n"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[" * 5000,
+        "a: &x [*x]\nfigures: *x",
+        "figures: !!binary AAAA",
+        "figures: {a: {value: 1e999, unit: tok/s, metric: e2e_tps, source: x}}",
+        "figures: {a: {value: .nan, unit: tok/s, metric: e2e_tps, source: x}}",
+        "figures: {a: {value: 2024-13-45, unit: tok/s, metric: e2e_tps, source: x}}",
+        "\ufefffigures: 1",
+        "figures:\n  a:\n    <<: {value: 1}\n",
+    ],
+)
 def test_pathological_yaml(text: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     _fuzz_check(tmp_path / "f.yaml", text.encode("utf-8"), capsys)

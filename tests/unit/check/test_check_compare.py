@@ -37,22 +37,31 @@ PITFALLS: list[tuple[str, dict[str, Any], dict[str, Any], str]] = [
 ]
 
 
-@pytest.mark.parametrize(("condition", "a", "b", "metric"), PITFALLS, ids=[f"{p[0]}-{p[3]}" for p in PITFALLS])
-def test_each_pitfall_is_a_confounder(condition: str, a: dict[str, Any], b: dict[str, Any], metric: str) -> None:
+@pytest.mark.parametrize(
+    ("condition", "a", "b", "metric"), PITFALLS, ids=[f"{p[0]}-{p[3]}" for p in PITFALLS]
+)
+def test_each_pitfall_is_a_confounder(
+    condition: str, a: dict[str, Any], b: dict[str, Any], metric: str
+) -> None:
     c = compare(make_figure("a", metric, **a), make_figure("b", metric, **b))
     assert c.verdict == "unfair"
     assert [d.condition for d in c.confounders] == [condition]
     d = c.confounders[0]
-    assert d.values == (make_figure("a", metric, **a).conditions[condition],
-                        make_figure("b", metric, **b).conditions[condition])
+    assert d.values == (
+        make_figure("a", metric, **a).conditions[condition],
+        make_figure("b", metric, **b).conditions[condition],
+    )
     (f,) = [f for f in c.findings if f.rule == "confounder"]
     assert f.severity == "error" and f.figures == ("a", "b") and f.condition == condition
     assert condition in f.expected and " vs " in f.found
 
 
-@pytest.mark.parametrize(("condition", "a", "b", "metric"), PITFALLS, ids=[f"{p[0]}-{p[3]}" for p in PITFALLS])
-def test_each_pitfall_is_fair_when_it_is_what_the_comparison_varies(condition: str, a: dict[str, Any],
-                                                                    b: dict[str, Any], metric: str) -> None:
+@pytest.mark.parametrize(
+    ("condition", "a", "b", "metric"), PITFALLS, ids=[f"{p[0]}-{p[3]}" for p in PITFALLS]
+)
+def test_each_pitfall_is_fair_when_it_is_what_the_comparison_varies(
+    condition: str, a: dict[str, Any], b: dict[str, Any], metric: str
+) -> None:
     c = compare(make_figure("a", metric, **a), make_figure("b", metric, **b), vary=[condition])
     assert c.verdict == "fair" and not _noisy(c)
     assert [d.condition for d in c.varied][:1] == [condition]
@@ -66,14 +75,25 @@ def test_metric_definition_mismatch_even_when_every_condition_matches() -> None:
 
 
 def test_an_aggregate_beside_a_single_stream() -> None:
-    c = compare(make_figure("agg", "aggregate_tps", concurrency=8), make_figure("one", "e2e_tps", concurrency=1))
+    c = compare(
+        make_figure("agg", "aggregate_tps", concurrency=8),
+        make_figure("one", "e2e_tps", concurrency=1),
+    )
     assert c.verdict == "unfair"
     assert c.metric_mismatch and "sums every concurrent stream" in c.metric_mismatch
     assert [d.condition for d in c.confounders] == ["concurrency"]
 
 
-@pytest.mark.parametrize("pair", [("aggregate_tps", "per_stream_tps"), ("acceptance_rate", "tokens_per_pass"),
-                                  ("decode_tps", "tpot_s"), ("ttft_s", "prefill_tps"), ("e2e_tps", "ttft_s")])
+@pytest.mark.parametrize(
+    "pair",
+    [
+        ("aggregate_tps", "per_stream_tps"),
+        ("acceptance_rate", "tokens_per_pass"),
+        ("decode_tps", "tpot_s"),
+        ("ttft_s", "prefill_tps"),
+        ("e2e_tps", "ttft_s"),
+    ],
+)
 def test_every_metric_pair_explains_itself(pair: tuple[str, str]) -> None:
     text = definition_mismatch(*pair)
     assert text is not None and pair[0] in text and pair[1] in text
@@ -83,8 +103,10 @@ def test_every_metric_pair_explains_itself(pair: tuple[str, str]) -> None:
 def test_unknown_makes_it_unverifiable_and_names_who_states_it() -> None:
     c = compare(make_figure("a"), make_figure("b", drop=("concurrency", "cache")))
     assert c.verdict == "unverifiable"
-    assert [(u.condition, u.stated_by, u.value) for u in c.unknown] == [("concurrency", "a", 1),
-                                                                          ("cache", "a", "cold")]
+    assert [(u.condition, u.stated_by, u.value) for u in c.unknown] == [
+        ("concurrency", "a", 1),
+        ("cache", "a", "cold"),
+    ]
     assert {f.rule for f in c.findings} >= {"unknown_condition"}
 
 
@@ -97,8 +119,10 @@ def test_unstated_is_listed_and_does_not_change_the_verdict() -> None:
 
 
 def test_a_difference_that_cannot_move_the_metric_is_not_a_confounder() -> None:
-    c = compare(make_figure("a", "ttft_s", output_tokens=3000, temperature=0.0),
-                make_figure("b", "ttft_s", output_tokens=1, temperature=0.7))
+    c = compare(
+        make_figure("a", "ttft_s", output_tokens=3000, temperature=0.0),
+        make_figure("b", "ttft_s", output_tokens=1, temperature=0.7),
+    )
     assert c.verdict == "fair" and not _noisy(c)
     assert {d.condition for d in c.not_relevant} == {"output_tokens", "temperature"}
 
@@ -118,13 +142,26 @@ def test_drafter_none_on_both_sides_has_no_unknown_k() -> None:
 
 
 def test_prompt_lengths_a_few_tokens_apart_are_the_same() -> None:
-    assert compare(make_figure("a", prompt_tokens=6387), make_figure("b", prompt_tokens=6391)).verdict == "fair"
-    assert compare(make_figure("a", prompt_tokens=6387), make_figure("b", prompt_tokens=8000)).verdict == "unfair"
+    assert (
+        compare(make_figure("a", prompt_tokens=6387), make_figure("b", prompt_tokens=6391)).verdict
+        == "fair"
+    )
+    assert (
+        compare(make_figure("a", prompt_tokens=6387), make_figure("b", prompt_tokens=8000)).verdict
+        == "unfair"
+    )
 
 
 def test_a_workload_without_version_matches_any_version() -> None:
-    assert compare(make_figure("a", workload="edit_heavy"), make_figure("b", workload="edit_heavy@1")).verdict == "fair"
-    c = compare(make_figure("a", workload="edit_heavy@1"), make_figure("b", workload="edit_heavy@2"))
+    assert (
+        compare(
+            make_figure("a", workload="edit_heavy"), make_figure("b", workload="edit_heavy@1")
+        ).verdict
+        == "fair"
+    )
+    c = compare(
+        make_figure("a", workload="edit_heavy@1"), make_figure("b", workload="edit_heavy@2")
+    )
     assert c.verdict == "unfair"
 
 
@@ -134,20 +171,40 @@ FAIR_PAIRS: list[tuple[dict[str, Any], dict[str, Any], str, list[str]]] = [
     ({"quantization": "fp8"}, {"quantization": "nvfp4"}, "decode_tps", ["quantization"]),
     ({"concurrency": 1}, {"concurrency": 8}, "aggregate_tps", ["concurrency"]),
     ({"cache": "cold"}, {"cache": "warm"}, "ttft_s", ["cache"]),
-    ({"runtime": "vllm", "runtime_version": "0.10"}, {"runtime": "sglang", "runtime_version": "0.5"},
-     "prefill_tps", ["runtime", "runtime_version"]),
-    ({"hardware": "dgx_spark", "gpu_memory_utilization": 0.44}, {"hardware": "rtx_a6000",
-                                                                 "gpu_memory_utilization": 0.9},
-     "decode_tps", ["hardware"]),
+    (
+        {"runtime": "vllm", "runtime_version": "0.10"},
+        {"runtime": "sglang", "runtime_version": "0.5"},
+        "prefill_tps",
+        ["runtime", "runtime_version"],
+    ),
+    (
+        {"hardware": "dgx_spark", "gpu_memory_utilization": 0.44},
+        {"hardware": "rtx_a6000", "gpu_memory_utilization": 0.9},
+        "decode_tps",
+        ["hardware"],
+    ),
 ]
 
 
 @pytest.mark.parametrize(("a", "b", "metric", "vary"), FAIR_PAIRS)
-def test_fair_pairs_produce_no_warning(a: dict[str, Any], b: dict[str, Any], metric: str, vary: list[str]) -> None:
-    extra = {c: v for c, v in (("gpu_count", 1), ("gpu_shared", False), ("kv_cache_dtype", "auto"),
-                               ("runtime_version", "x"), ("ignore_eos", True), ("prefix_caching", True),
-                               ("drafter_config", "chain"))}
-    c = compare(make_figure("a", metric, **{**extra, **a}), make_figure("b", metric, **{**extra, **b}), vary)
+def test_fair_pairs_produce_no_warning(
+    a: dict[str, Any], b: dict[str, Any], metric: str, vary: list[str]
+) -> None:
+    extra = {
+        c: v
+        for c, v in (
+            ("gpu_count", 1),
+            ("gpu_shared", False),
+            ("kv_cache_dtype", "auto"),
+            ("runtime_version", "x"),
+            ("ignore_eos", True),
+            ("prefix_caching", True),
+            ("drafter_config", "chain"),
+        )
+    }
+    c = compare(
+        make_figure("a", metric, **{**extra, **a}), make_figure("b", metric, **{**extra, **b}), vary
+    )
     assert c.verdict == "fair"
     assert not c.findings or all(f.severity == "info" for f in c.findings)
 
@@ -213,22 +270,34 @@ def figures(draw: st.DrawFn, fid: str) -> Figure:
 def test_the_verdict_does_not_depend_on_the_order(a: Figure, b: Figure, vary: list[str]) -> None:
     ab, ba = compare(a, b, vary), compare(b, a, vary)
     assert ab.verdict == ba.verdict
-    assert ab.metric_mismatch is None if ba.metric_mismatch is None else ab.metric_mismatch is not None
-    assert [(d.condition, d.values) for d in ab.confounders] == [(d.condition, d.values[::-1]) for d in ba.confounders]
-    assert {(u.condition, u.stated_by) for u in ab.unknown} == {(u.condition, u.stated_by) for u in ba.unknown}
+    assert (
+        ab.metric_mismatch is None if ba.metric_mismatch is None else ab.metric_mismatch is not None
+    )
+    assert [(d.condition, d.values) for d in ab.confounders] == [
+        (d.condition, d.values[::-1]) for d in ba.confounders
+    ]
+    assert {(u.condition, u.stated_by) for u in ab.unknown} == {
+        (u.condition, u.stated_by) for u in ba.unknown
+    }
     assert ab.unstated == ba.unstated
     assert sorted(f.rule for f in ab.findings) == sorted(f.rule for f in ba.findings)
 
 
 @settings(max_examples=200, deadline=None)
 @given(figures("a"), figures("b"))
-def test_confounders_unknowns_and_unstated_only_name_relevant_conditions(a: Figure, b: Figure) -> None:
+def test_confounders_unknowns_and_unstated_only_name_relevant_conditions(
+    a: Figure, b: Figure
+) -> None:
     c = compare(a, b)
-    names = [d.condition for d in c.confounders] + [u.condition for u in c.unknown] + list(c.unstated)
+    names = (
+        [d.condition for d in c.confounders] + [u.condition for u in c.unknown] + list(c.unstated)
+    )
     allowed = set(relevant(a.metric)) | set(relevant(b.metric))
     assert set(names) <= allowed
     assert len(names) == len(set(names))
-    assert (c.verdict == "fair") == (not c.confounders and not c.unknown and c.metric_mismatch is None)
+    assert (c.verdict == "fair") == (
+        not c.confounders and not c.unknown and c.metric_mismatch is None
+    )
 
 
 @settings(max_examples=100, deadline=None)

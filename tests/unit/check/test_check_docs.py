@@ -27,6 +27,8 @@ def test_every_family_is_in_the_docs(family: str) -> None:
 
 
 def test_public_names_are_sorted_and_exist() -> None:
-    assert check.__all__ == sorted(check.__all__, key=lambda n: (not n.isupper(), not n[0].isupper(), n))
+    assert check.__all__ == sorted(
+        check.__all__, key=lambda n: (not n.isupper(), not n[0].isupper(), n)
+    )
     for name in check.__all__:
         assert hasattr(check, name), name

@@ -41,13 +41,22 @@ def test_drafter_none_makes_k_known_to_be_none(write_figures: Write) -> None:
     assert f.conditions["k"] is None and f.conditions["drafter_config"] is None
 
 
-@pytest.mark.parametrize(("unit", "metric", "value", "expected"), [
-    ("ms", "ttft_s", 850, 0.85), ("s", "ttft_s", 0.85, 0.85), ("%", "acceptance_rate", 79.0, 0.79),
-    ("ratio", "acceptance_rate", 0.79, 0.79), ("tokens/s", "decode_tps", 20, 20.0),
-])
-def test_units_convert_to_the_metric_unit(write_figures: Write, unit: str, metric: str, value: float,
-                                          expected: float) -> None:
-    f = load_figures(write_figures({"figures": {"a": figure_entry(unit=unit, metric=metric, value=value)}}))
+@pytest.mark.parametrize(
+    ("unit", "metric", "value", "expected"),
+    [
+        ("ms", "ttft_s", 850, 0.85),
+        ("s", "ttft_s", 0.85, 0.85),
+        ("%", "acceptance_rate", 79.0, 0.79),
+        ("ratio", "acceptance_rate", 0.79, 0.79),
+        ("tokens/s", "decode_tps", 20, 20.0),
+    ],
+)
+def test_units_convert_to_the_metric_unit(
+    write_figures: Write, unit: str, metric: str, value: float, expected: float
+) -> None:
+    f = load_figures(
+        write_figures({"figures": {"a": figure_entry(unit=unit, metric=metric, value=value)}})
+    )
     fig = f.figures["a"]
     assert fig.value == pytest.approx(expected)
     assert fig.as_written == f"{value:g} {unit}" if isinstance(value, float) else f"{value} {unit}"
@@ -82,44 +91,83 @@ BAD: list[tuple[Any, str, str]] = [
     (_bad(metric=None), "figures.fig1.metric", "missing value"),
     (_bad(colour="red"), "figures.fig1.colour", "accepted: value, unit, metric, source"),
     (_bad(conditions=[1, 2]), "figures.fig1.conditions", "expected a mapping"),
-    (_conds(quantisation="fp8"), "figures.fig1.conditions.quantisation", "did you mean 'quantization'"),
+    (
+        _conds(quantisation="fp8"),
+        "figures.fig1.conditions.quantisation",
+        "did you mean 'quantization'",
+    ),
     (_conds(quantization="fp4"), "figures.fig1.conditions.quantization", "accepted: bf16"),
     (_conds(hardware="dgx-spark"), "figures.fig1.conditions.hardware", "did you mean 'dgx_spark'"),
     (_conds(drafter="dsprk"), "figures.fig1.conditions.drafter", "did you mean 'dspark'"),
     (_conds(runtime="vlm"), "figures.fig1.conditions.runtime", "did you mean 'vllm'"),
     (_conds(cache="hot"), "figures.fig1.conditions.cache", "accepted: cold, warm"),
-    (_conds(workload="edit_heavvy@1"), "figures.fig1.conditions.workload", "did you mean 'edit_heavy'"),
+    (
+        _conds(workload="edit_heavvy@1"),
+        "figures.fig1.conditions.workload",
+        "did you mean 'edit_heavy'",
+    ),
     (_conds(k="seven"), "figures.fig1.conditions.k", "integer"),
     (_conds(k=0), "figures.fig1.conditions.k", "at least 1"),
     (_conds(concurrency=1.5), "figures.fig1.conditions.concurrency", "integer"),
     (_conds(thinking="no"), "figures.fig1.conditions.thinking", "true or false"),
     (_conds(runtime_version=0.1), "figures.fig1.conditions.runtime_version", "quote it"),
-    (_conds(gpu_memory_utilization=1.5), "figures.fig1.conditions.gpu_memory_utilization", "(0, 1]"),
+    (
+        _conds(gpu_memory_utilization=1.5),
+        "figures.fig1.conditions.gpu_memory_utilization",
+        "(0, 1]",
+    ),
     (_conds(drafter="none", k=3), "figures.fig1.conditions.k", "means nothing with drafter none"),
     ({"figures": {}}, "figures", "missing, empty"),
     ({"figure": {"a": figure_entry()}}, "figure", "did you mean 'figures'"),
     ([1, 2, 3], "figures", "expected a mapping"),
     ({"figures": {"a": 3}}, "figures.a", "expected a mapping"),
     ({"figures": {"a": figure_entry()}, "comparisons": {"a": 1}}, "comparisons", "expected a list"),
-    ({"figures": {"a": figure_entry()}, "comparisons": [{"figures": ["a"]}]}, "comparisons[0].figures",
-     "two figure ids"),
-    ({"figures": {"a": figure_entry()}, "comparisons": [{"figures": ["a", "bb"]}]}, "comparisons[0].figures",
-     "no figure 'bb'"),
-    ({"figures": {"a": figure_entry()}, "comparisons": [{"figures": ["a", "a"]}]}, "comparisons[0].figures",
-     "itself"),
-    ({"figures": {"a": figure_entry(), "b": figure_entry()},
-      "comparisons": [{"figures": ["a", "b"], "vary": ["quantisation"]}]}, "comparisons[0].vary",
-     "did you mean 'quantization'"),
-    ({"figures": {"a": figure_entry(), "b": figure_entry()},
-      "comparisons": [{"figures": ["a", "b"], "vary": [["k"]]}]}, "comparisons[0].vary", "unknown condition"),
-    ({"figures": {"a": figure_entry(), "b": figure_entry()},
-      "comparisons": [{"figures": ["a", "b"], "varies": ["k"]}]}, "comparisons[0].varies", "did you mean 'vary'"),
+    (
+        {"figures": {"a": figure_entry()}, "comparisons": [{"figures": ["a"]}]},
+        "comparisons[0].figures",
+        "two figure ids",
+    ),
+    (
+        {"figures": {"a": figure_entry()}, "comparisons": [{"figures": ["a", "bb"]}]},
+        "comparisons[0].figures",
+        "no figure 'bb'",
+    ),
+    (
+        {"figures": {"a": figure_entry()}, "comparisons": [{"figures": ["a", "a"]}]},
+        "comparisons[0].figures",
+        "itself",
+    ),
+    (
+        {
+            "figures": {"a": figure_entry(), "b": figure_entry()},
+            "comparisons": [{"figures": ["a", "b"], "vary": ["quantisation"]}],
+        },
+        "comparisons[0].vary",
+        "did you mean 'quantization'",
+    ),
+    (
+        {
+            "figures": {"a": figure_entry(), "b": figure_entry()},
+            "comparisons": [{"figures": ["a", "b"], "vary": [["k"]]}],
+        },
+        "comparisons[0].vary",
+        "unknown condition",
+    ),
+    (
+        {
+            "figures": {"a": figure_entry(), "b": figure_entry()},
+            "comparisons": [{"figures": ["a", "b"], "varies": ["k"]}],
+        },
+        "comparisons[0].varies",
+        "did you mean 'vary'",
+    ),
 ]
 
 
 @pytest.mark.parametrize(("data", "key", "says"), BAD, ids=[f"{b[1]}:{b[2]}" for b in BAD])
-def test_bad_input_is_one_line_naming_file_figure_and_key(write_figures: Write, data: Any, key: str,
-                                                           says: str) -> None:
+def test_bad_input_is_one_line_naming_file_figure_and_key(
+    write_figures: Write, data: Any, key: str, says: str
+) -> None:
     path = write_figures(data)
     with pytest.raises(SpecError) as err:
         load_figures(path)
@@ -131,8 +179,11 @@ def test_bad_input_is_one_line_naming_file_figure_and_key(write_figures: Write, 
 
 RAW_BAD: list[tuple[str, str, str]] = [
     ("figures: {a: {value: 1}\n", "yaml", "line"),
-    ("figures:\n  a: {value: 1, unit: tok/s, metric: e2e_tps, source: x}\n  a: {value: 2}\n", "yaml",
-     "written twice"),
+    (
+        "figures:\n  a: {value: 1, unit: tok/s, metric: e2e_tps, source: x}\n  a: {value: 2}\n",
+        "yaml",
+        "written twice",
+    ),
     ("\tfigures: 1", "yaml", ""),
     ("!!python/object:os.system {}", "yaml", ""),
     ("", "figures", "expected a mapping"),

@@ -7,21 +7,24 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from checkhelp import make_run, make_figure
+from checkhelp import make_figure, make_run
 
 from specexp.check.api import implausible_runs
 from specexp.check.plausibility import LIMITS, Limit, implausible, limit
 from specexp.check.runs import runs_of
-from specexp.run.compose import load_option
-from specexp.spec.vocabulary import METRICS
 from specexp.roofline.costmodel import CostModel
+from specexp.run.compose import load_option
 from specexp.spec.experiment import HardwareSpec, ModelSpec, QuantizationSpec
+from specexp.spec.vocabulary import METRICS
 
 
 def _weights_gb(model: str, quant: str) -> float:
-    cm = CostModel.build(load_option(HardwareSpec, "hardware", "dgx_spark", "h"),
-                         load_option(ModelSpec, "model", model, "m"),
-                         load_option(QuantizationSpec, "quantization", quant, "q"), "fp8")
+    cm = CostModel.build(
+        load_option(HardwareSpec, "hardware", "dgx_spark", "h"),
+        load_option(ModelSpec, "model", model, "m"),
+        load_option(QuantizationSpec, "quantization", quant, "q"),
+        "fp8",
+    )
     return cm.weight_bytes / 1e9
 
 
@@ -34,7 +37,9 @@ def test_single_stream_decode_limit_is_bandwidth_over_weight_bytes() -> None:
     lim = limit(f)
     assert isinstance(lim, Limit) and lim.bound == "max"
     expected = 273e9 / (_weights_gb("qwen3.8-27b", "fp8") * 1e9)
-    assert lim.value == pytest.approx(expected, rel=0.02)  # + the recurrent state of the linear layers
+    assert lim.value == pytest.approx(
+        expected, rel=0.02
+    )  # + the recurrent state of the linear layers
     assert "273 GB/s" in lim.basis and "fp8" in lim.basis
 
 
@@ -63,8 +68,12 @@ def test_an_aggregate_may_exceed_the_single_stream_limit_but_not_its_own() -> No
     agg = limit(make_figure("x", "aggregate_tps", drafter="none", k=None, concurrency=8))
     assert isinstance(one, Limit) and isinstance(agg, Limit)
     assert one.value < agg.value < 8 * one.value
-    assert implausible(make_figure("x", "aggregate_tps", 5 * one.value, drafter="none", k=None,
-                                   concurrency=8)) is None
+    assert (
+        implausible(
+            make_figure("x", "aggregate_tps", 5 * one.value, drafter="none", k=None, concurrency=8)
+        )
+        is None
+    )
 
 
 def test_a_warm_cache_lowers_the_ttft_floor() -> None:
@@ -72,22 +81,39 @@ def test_a_warm_cache_lowers_the_ttft_floor() -> None:
     warm = limit(make_figure("x", "ttft_s", cache="warm", prompt_tokens=10000))
     assert isinstance(cold, Limit) and isinstance(warm, Limit)
     assert cold.bound == warm.bound == "min" and warm.value < cold.value
-    assert implausible(make_figure("x", "ttft_s", warm.value * 1.5, cache="warm", prompt_tokens=10000)) is None
-    assert implausible(make_figure("x", "ttft_s", warm.value * 1.5, cache="cold", prompt_tokens=10000)) is not None
+    assert (
+        implausible(make_figure("x", "ttft_s", warm.value * 1.5, cache="warm", prompt_tokens=10000))
+        is None
+    )
+    assert (
+        implausible(make_figure("x", "ttft_s", warm.value * 1.5, cache="cold", prompt_tokens=10000))
+        is not None
+    )
 
 
-@pytest.mark.parametrize(("metric", "value", "over"), [
-    ("acceptance_rate", 1.2, {}), ("acceptance_by_position", (0.9, 1.1), {}),
-    ("tokens_per_pass", 4.5, {"k": 3}), ("tpot_s", 0.001, {}), ("prefill_tps", 1e7, {}),
-])
+@pytest.mark.parametrize(
+    ("metric", "value", "over"),
+    [
+        ("acceptance_rate", 1.2, {}),
+        ("acceptance_by_position", (0.9, 1.1), {}),
+        ("tokens_per_pass", 4.5, {"k": 3}),
+        ("tpot_s", 0.001, {}),
+        ("prefill_tps", 1e7, {}),
+    ],
+)
 def test_other_limits(metric: str, value: Any, over: dict[str, Any]) -> None:
     assert implausible(make_figure("x", metric, value, **over)) is not None
 
 
-@pytest.mark.parametrize(("drop", "reason"), [
-    (("hardware",), "hardware unknown"), (("quantization",), "quantization unknown"),
-    (("drafter", "k"), "drafter unknown"), (("k",), "k unknown"),
-])
+@pytest.mark.parametrize(
+    ("drop", "reason"),
+    [
+        (("hardware",), "hardware unknown"),
+        (("quantization",), "quantization unknown"),
+        (("drafter", "k"), "drafter unknown"),
+        (("k",), "k unknown"),
+    ],
+)
 def test_no_limit_without_the_conditions_it_needs(drop: tuple[str, ...], reason: str) -> None:
     lim = limit(make_figure("x", "decode_tps", 1e9, drop=drop))
     assert lim == reason
@@ -108,14 +134,18 @@ def test_an_unknown_kv_dtype_takes_the_highest_limit() -> None:
     assert isinstance(fp8, Limit) and isinstance(odd, Limit) and odd.value == fp8.value
 
 
-def test_simulated_runs_are_never_implausible(sim_results: list[tuple[Path, dict[str, Any]]]) -> None:
+def test_simulated_runs_are_never_implausible(
+    sim_results: list[tuple[Path, dict[str, Any]]],
+) -> None:
     runs = runs_of(sim_results)
     assert len(runs) > len(sim_results)  # prefill and prefix-cache sweeps have several measurements
     assert implausible_runs(runs) == []
 
 
-def test_a_doctored_run_is_flagged_with_its_limit(sim_results: list[tuple[Path, dict[str, Any]]]) -> None:
+def test_a_doctored_run_is_flagged_with_its_limit(
+    sim_results: list[tuple[Path, dict[str, Any]]],
+) -> None:
     run = runs_of([(p, r) for p, r in sim_results if r.conditions.drafter == "dspark"])[0]
-    doctored = {**run.metrics, "decode_tps": run.metrics["decode_tps"] * 10}
-    findings = implausible_runs(make_run("bad", dict(run.conditions), doctored))
+    doctored = {**run.metrics.model_dump(), "decode_tps": run.metrics.decode_tps * 10}
+    findings = implausible_runs(make_run("bad", run.conditions.model_dump(), doctored))
     assert [f.figures for f in findings if "decode_tps" in f.expected] == [("bad",)]

@@ -19,8 +19,7 @@ from specexp.check.relevance import (
     relevant,
     relevant_to,
 )
-from specexp.spec.vocabulary import CONDITIONS
-from specexp.spec.vocabulary import METRICS
+from specexp.spec.vocabulary import CONDITIONS, METRICS
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -57,19 +56,34 @@ def test_the_side_tables_name_known_conditions() -> None:
 
 # (metric, condition, relevant?) for each pitfall of docs/studies.md and the families the issue names.
 CASES = [
-    ("e2e_tps", "concurrency", True), ("aggregate_tps", "concurrency", True),
-    ("decode_tps", "quantization", True), ("acceptance_rate", "quantization", True),
-    ("decode_tps", "workload", True), ("acceptance_rate", "workload", True),
-    ("e2e_tps", "output_tokens", True), ("e2e_tps", "cache", True), ("ttft_s", "cache", True),
+    ("e2e_tps", "concurrency", True),
+    ("aggregate_tps", "concurrency", True),
+    ("decode_tps", "quantization", True),
+    ("acceptance_rate", "quantization", True),
+    ("decode_tps", "workload", True),
+    ("acceptance_rate", "workload", True),
+    ("e2e_tps", "output_tokens", True),
+    ("e2e_tps", "cache", True),
+    ("ttft_s", "cache", True),
     ("decode_tps", "cache", False),
-    ("decode_tps", "drafter", True), ("decode_tps", "k", True), ("acceptance_rate", "k", True),
-    ("prefill_tps", "runtime", True), ("prefill_tps", "runtime_version", True),
-    ("decode_tps", "hardware", True), ("acceptance_rate", "hardware", False),
-    ("decode_tps", "thinking", True), ("acceptance_rate", "thinking", True),
-    ("ttft_s", "prompt_tokens", True), ("prefill_tps", "concurrency", True),
-    ("ttft_s", "output_tokens", False), ("ttft_s", "k", False), ("ttft_s", "temperature", False),
-    ("prefill_tps", "workload", False), ("kv_cache_tokens", "gpu_memory_utilization", True),
-    ("kv_cache_tokens", "prefix_caching", True), ("decode_tps", "gpu_memory_utilization", False),
+    ("decode_tps", "drafter", True),
+    ("decode_tps", "k", True),
+    ("acceptance_rate", "k", True),
+    ("prefill_tps", "runtime", True),
+    ("prefill_tps", "runtime_version", True),
+    ("decode_tps", "hardware", True),
+    ("acceptance_rate", "hardware", False),
+    ("decode_tps", "thinking", True),
+    ("acceptance_rate", "thinking", True),
+    ("ttft_s", "prompt_tokens", True),
+    ("prefill_tps", "concurrency", True),
+    ("ttft_s", "output_tokens", False),
+    ("ttft_s", "k", False),
+    ("ttft_s", "temperature", False),
+    ("prefill_tps", "workload", False),
+    ("kv_cache_tokens", "gpu_memory_utilization", True),
+    ("kv_cache_tokens", "prefix_caching", True),
+    ("decode_tps", "gpu_memory_utilization", False),
     ("aggregate_tps", "gpu_memory_utilization", True),
 ]
 
@@ -98,4 +112,6 @@ def test_varying_the_drafter_varies_its_settings() -> None:
 
 def test_docs_print_the_relevance_table_as_the_code_has_it() -> None:
     docs = (REPO / "docs/check.md").read_text(encoding="utf-8")
-    assert relevance_table_md() in docs, "regenerate the table in docs/check.md from relevance_table_md()"
+    assert relevance_table_md() in docs, (
+        "regenerate the table in docs/check.md from relevance_table_md()"
+    )

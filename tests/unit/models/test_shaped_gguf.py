@@ -13,7 +13,17 @@ from specexp.models.shaped_gguf import Qwen3Shape, build_full_vocab, load_model,
 from specexp.models.tiny_gguf import N_ZEROED_OUTPUT_ROWS
 
 # Qwen3-0.6B's proportions, scaled down: q heads x head_dim (8 x 32 = 256) wider than hidden (128)
-SMALL = Qwen3Shape(layers=2, embd=128, ff=384, heads=8, kv_heads=4, head_dim=32, vocab=20_000, context=4096, tied=False)
+SMALL = Qwen3Shape(
+    layers=2,
+    embd=128,
+    ff=384,
+    heads=8,
+    kv_heads=4,
+    head_dim=32,
+    vocab=20_000,
+    context=4096,
+    tied=False,
+)
 
 
 def _field(reader: gguf.GGUFReader, key: str) -> object:
@@ -22,15 +32,32 @@ def _field(reader: gguf.GGUFReader, key: str) -> object:
     return field.contents()
 
 
-@pytest.mark.parametrize(("dtype", "ggml", "ftype"), [("bf16", "BF16", gguf.LlamaFileType.MOSTLY_BF16),
-                                                      ("f16", "F16", gguf.LlamaFileType.MOSTLY_F16)])
-def test_a_qwen3_shape_in_bf16_or_f16_as_llama_cpp_reads_it(tmp_path: Path, dtype: str, ggml: str, ftype: int) -> None:
+@pytest.mark.parametrize(
+    ("dtype", "ggml", "ftype"),
+    [
+        ("bf16", "BF16", gguf.LlamaFileType.MOSTLY_BF16),
+        ("f16", "F16", gguf.LlamaFileType.MOSTLY_F16),
+    ],
+)
+def test_a_qwen3_shape_in_bf16_or_f16_as_llama_cpp_reads_it(
+    tmp_path: Path, dtype: str, ggml: str, ftype: int
+) -> None:
     reader = gguf.GGUFReader(write_shaped_model(tmp_path / "m.gguf", SMALL, dtype=dtype))  # type: ignore[arg-type]
     assert _field(reader, "general.architecture") == "qwen3"
     assert _field(reader, "general.file_type") == int(ftype)
-    assert (_field(reader, "qwen3.block_count"), _field(reader, "qwen3.embedding_length")) == (2, 128)
-    assert (_field(reader, "qwen3.attention.head_count"), _field(reader, "qwen3.attention.head_count_kv")) == (8, 4)
-    assert _field(reader, "qwen3.attention.key_length") == _field(reader, "qwen3.rope.dimension_count") == 32
+    assert (_field(reader, "qwen3.block_count"), _field(reader, "qwen3.embedding_length")) == (
+        2,
+        128,
+    )
+    assert (
+        _field(reader, "qwen3.attention.head_count"),
+        _field(reader, "qwen3.attention.head_count_kv"),
+    ) == (8, 4)
+    assert (
+        _field(reader, "qwen3.attention.key_length")
+        == _field(reader, "qwen3.rope.dimension_count")
+        == 32
+    )
     assert len(_field(reader, "tokenizer.ggml.tokens")) == 20_000  # type: ignore[arg-type]
     tensors = {t.name: t for t in reader.tensors}
     assert len(tensors) == 1 + 2 * 11 + 2
@@ -46,11 +73,15 @@ def test_a_qwen3_shape_in_bf16_or_f16_as_llama_cpp_reads_it(tmp_path: Path, dtyp
 
 def test_weights_are_finite_random_values_of_a_sane_scale(tmp_path: Path) -> None:
     reader = gguf.GGUFReader(write_shaped_model(tmp_path / "m.gguf", SMALL, dtype="f16"))
-    w = np.array(next(t for t in reader.tensors if t.name == "blk.0.ffn_up.weight").data).view(np.float16)
+    w = np.array(next(t for t in reader.tensors if t.name == "blk.0.ffn_up.weight").data).view(
+        np.float16
+    )
     values = w.astype(np.float32).ravel()
     assert np.all(np.isfinite(values))
     assert 0.01 < values.std() < 0.03 and abs(values.mean()) < 0.002  # std 1/64
-    out = np.array(next(t for t in reader.tensors if t.name == "output.weight").data).view(np.float16)
+    out = np.array(next(t for t in reader.tensors if t.name == "output.weight").data).view(
+        np.float16
+    )
     rows = out.reshape(20_000, 128)
     assert not rows[:N_ZEROED_OUTPUT_ROWS].any() and rows[N_ZEROED_OUTPUT_ROWS:].any()
 
@@ -60,7 +91,9 @@ def test_tied_embeddings_write_no_output_tensor_and_zero_the_control_rows(tmp_pa
     reader = gguf.GGUFReader(write_shaped_model(tmp_path / "m.gguf", tied))
     names = {t.name for t in reader.tensors}
     assert "output.weight" not in names
-    embd = np.array(next(t for t in reader.tensors if t.name == "token_embd.weight").data).view(np.uint16)
+    embd = np.array(next(t for t in reader.tensors if t.name == "token_embd.weight").data).view(
+        np.uint16
+    )
     embd = embd.reshape(20_000, 128)
     assert not embd[:N_ZEROED_OUTPUT_ROWS].any()
 
@@ -72,14 +105,20 @@ def test_same_arguments_same_bytes_and_a_seed_changes_them(tmp_path: Path) -> No
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.gguf", "b.gguf", "c.gguf"]
 
 
-def test_the_file_is_written_in_chunks_whatever_the_tensor_size(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_file_is_written_in_chunks_whatever_the_tensor_size(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     whole = write_shaped_model(tmp_path / "a.gguf", SMALL).read_bytes()
-    monkeypatch.setattr(shaped_gguf, "CHUNK_BYTES", 4096)  # every tensor spans many chunks (and pool wraps)
+    monkeypatch.setattr(
+        shaped_gguf, "CHUNK_BYTES", 4096
+    )  # every tensor spans many chunks (and pool wraps)
     monkeypatch.setattr(shaped_gguf, "POOL_BYTES", 1 << 16)
     chunked = write_shaped_model(tmp_path / "b.gguf", SMALL)
     reader = gguf.GGUFReader(chunked)
     assert len(chunked.read_bytes()) == len(whole)
-    assert {t.name: list(t.shape) for t in reader.tensors} == {t.name: list(t.shape) for t in gguf.GGUFReader(tmp_path / "a.gguf").tensors}
+    assert {t.name: list(t.shape) for t in reader.tensors} == {
+        t.name: list(t.shape) for t in gguf.GGUFReader(tmp_path / "a.gguf").tensors
+    }
 
 
 def test_the_full_vocabulary_is_unique_and_reachable_by_bigram_merges() -> None:
@@ -91,8 +130,15 @@ def test_the_full_vocabulary_is_unique_and_reachable_by_bigram_merges() -> None:
 
 def test_real_shapes_come_from_the_model_files() -> None:
     eight = Qwen3Shape.of(load_model("qwen3-8b"))
-    assert (eight.layers, eight.embd, eight.ff, eight.heads, eight.kv_heads, eight.head_dim, eight.vocab) == (
-        36, 4096, 12288, 32, 8, 128, 151936)
+    assert (
+        eight.layers,
+        eight.embd,
+        eight.ff,
+        eight.heads,
+        eight.kv_heads,
+        eight.head_dim,
+        eight.vocab,
+    ) == (36, 4096, 12288, 32, 8, 128, 151936)
     assert 16.0e9 < eight.weight_bytes("bf16") < 16.5e9  # 8.19 B parameters at 2 bytes
     assert Qwen3Shape.of(load_model("qwen3-0.6b")).tied
     with pytest.raises(ValueError, match="only dense models"):
@@ -104,8 +150,12 @@ def test_real_shapes_come_from_the_model_files() -> None:
 def test_a_hybrid_model_is_written_in_llama_cpps_qwen35_layout(tmp_path: Path) -> None:
     big = shaped_gguf.shape_of(load_model("qwen3.8-27b"))
     assert isinstance(big, shaped_gguf.HybridShape) and big.vocab == 151936
-    assert 51e9 < big.weight_bytes("bf16") < 53e9  # 25.9 B parameters at 2 bytes (the attention's gate too)
-    path = write_shaped_model(tmp_path / "h.gguf", shaped_gguf.shape_of(load_model("tiny-hybrid")), dtype="bf16")
+    assert (
+        51e9 < big.weight_bytes("bf16") < 53e9
+    )  # 25.9 B parameters at 2 bytes (the attention's gate too)
+    path = write_shaped_model(
+        tmp_path / "h.gguf", shaped_gguf.shape_of(load_model("tiny-hybrid")), dtype="bf16"
+    )
     reader = gguf.GGUFReader(path)
     arch = reader.fields["general.architecture"]
     assert bytes(arch.parts[arch.data[0]]).decode() == "qwen35"
@@ -114,4 +164,6 @@ def test_a_hybrid_model_is_written_in_llama_cpps_qwen35_layout(tmp_path: Path) -
     assert tensors["blk.0.ssm_conv1d.weight"].tensor_type == gguf.GGMLQuantizationType.F32
     assert np.all(np.isfinite(tensors["blk.0.ssm_conv1d.weight"].data))
     assert tensors["blk.0.attn_qkv.weight"].tensor_type == gguf.GGMLQuantizationType.BF16
-    assert np.all(tensors["blk.0.ssm_a"].data == -1.0) and np.all(tensors["blk.0.ssm_dt.bias"].data == 0.0)
+    assert np.all(tensors["blk.0.ssm_a"].data == -1.0) and np.all(
+        tensors["blk.0.ssm_dt.bias"].data == 0.0
+    )

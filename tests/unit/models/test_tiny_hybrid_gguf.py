@@ -10,8 +10,8 @@ from pathlib import Path
 import gguf
 import pytest
 
-from specexp.run.compose import load_option
 from specexp.models import tiny_hybrid_gguf as th
+from specexp.run.compose import load_option
 from specexp.spec.experiment import ModelSpec
 
 
@@ -38,7 +38,11 @@ def test_same_arguments_give_the_same_cached_file(tmp_path: Path) -> None:
     a = th.ensure_model(tmp_path)
     b = th.ensure_model(tmp_path)
     other = th.ensure_model(tmp_path, seed=1)
-    assert a == b and a != other and a.read_bytes() == th.write_model(tmp_path / "again.gguf").read_bytes()
+    assert (
+        a == b
+        and a != other
+        and a.read_bytes() == th.write_model(tmp_path / "again.gguf").read_bytes()
+    )
 
 
 def test_a_model_whose_linear_keys_and_values_differ_in_width_is_refused() -> None:

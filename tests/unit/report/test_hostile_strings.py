@@ -28,7 +28,7 @@ HOSTILE = [
     "`tick` ``` fence",
     "line one\nline two\r\n| injected | row |",
     "[x](javascript:alert(1)) ![y](http://127.0.0.1:9/p.png) <https://example.invalid/>",
-    f"<img src=x onerror=\"{PWN}\"> **bold** _em_ <b>raw</b>",
+    f'<img src=x onerror="{PWN}"> **bold** _em_ <b>raw</b>',
     "v" * 5000,
     "bad \udcff\udcfe utf-8 \ufffd",  # invalid UTF-8 read with surrogateescape: lone surrogates
 ]
@@ -47,7 +47,11 @@ def _hostile_records(tmp_path: Path) -> Path:
         path.write_text(json.dumps(record))
     path = next((root / "refused").rglob("result.json"))
     record = json.loads(path.read_text())
-    record["error"] = {"kind": "server_exited", "message": " ".join(HOSTILE), "log_tail": "\n".join(HOSTILE)}
+    record["error"] = {
+        "kind": "server_exited",
+        "message": " ".join(HOSTILE),
+        "log_tail": "\n".join(HOSTILE),
+    }
     record["conditions"]["runtime_version"] = HOSTILE[0]
     path.write_text(json.dumps(record))
     return root
@@ -68,10 +72,14 @@ def _tables_keep_their_columns(markdown: str) -> int:
     tables = 0
     lines = markdown.splitlines()
     for i, line in enumerate(lines):
-        if line.startswith("|") and i + 1 < len(lines) and re.fullmatch(r"\|(-{3,}:?\|)+", lines[i + 1]):
+        if (
+            line.startswith("|")
+            and i + 1 < len(lines)
+            and re.fullmatch(r"\|(-{3,}:?\|)+", lines[i + 1])
+        ):
             tables += 1
             width = _unescaped_pipes(line)
-            for row in lines[i + 2:]:
+            for row in lines[i + 2 :]:
                 if not row.startswith("|"):
                     break
                 assert _unescaped_pipes(row) == width, f"a row lost its columns:\n{line}\n{row}"
@@ -80,8 +88,10 @@ def _tables_keep_their_columns(markdown: str) -> int:
 
 def _inert(html: str) -> None:
     page = html.split("<body>", 1)[-1].split("<script>", 1)[0]  # before specexp's own scripts
-    for markup in ("<script", "<b>", "<strong>bold", "<em>em", "onerror=\"", "<img src=x"):
-        assert markup not in page, f"{markup} from a server got through: ...{page[page.find(markup) - 200:][:400]}"
+    for markup in ("<script", "<b>", "<strong>bold", "<em>em", 'onerror="', "<img src=x"):
+        assert markup not in page, (
+            f"{markup} from a server got through: ...{page[page.find(markup) - 200 :][:400]}"
+        )
     hrefs = re.findall(r'href="([^"]*)"', page)
     assert all(h.endswith("result.json") or h.startswith("#") for h in hrefs), hrefs
     srcs = re.findall(r'src="([^"]*)"', page)
@@ -101,20 +111,47 @@ def test_hostile_server_text_stays_text_in_markdown_and_html(tmp_path: Path) -> 
     html = render_html(report)
     html.encode("utf-8")
     _inert(html)
-    fence = markdown.split("```text\n", 1)[1].split("\n```", 1)[0]  # the log tail cannot close its fence
+    fence = markdown.split("```text\n", 1)[1].split("\n```", 1)[
+        0
+    ]  # the log tail cannot close its fence
     assert "fence" in fence and "```" not in fence
 
 
-def test_hostile_text_stays_text_in_the_checkers_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_hostile_text_stays_text_in_the_checkers_output(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = _hostile_records(tmp_path)
     figures = tmp_path / "figures.yaml"
     hostile = " ".join(HOSTILE[:6])
-    figures.write_text(yaml.safe_dump({"figures": {
-        "cited": {"value": 20.0, "unit": "tok/s", "metric": "decode_tps", "source": hostile, "note": hostile,
-                  "conditions": {"hardware": "h200", "drafter": "mtp", "k": 3, "runtime_version": hostile}},
-        "other": {"value": 30.0, "unit": "tok/s", "metric": "decode_tps", "source": hostile,
-                  "conditions": {"hardware": "h200", "drafter": "dspark", "k": 8}},
-    }, "comparisons": [{"figures": ["cited", "other"], "vary": ["drafter"]}]}))
+    figures.write_text(
+        yaml.safe_dump(
+            {
+                "figures": {
+                    "cited": {
+                        "value": 20.0,
+                        "unit": "tok/s",
+                        "metric": "decode_tps",
+                        "source": hostile,
+                        "note": hostile,
+                        "conditions": {
+                            "hardware": "h200",
+                            "drafter": "mtp",
+                            "k": 3,
+                            "runtime_version": hostile,
+                        },
+                    },
+                    "other": {
+                        "value": 30.0,
+                        "unit": "tok/s",
+                        "metric": "decode_tps",
+                        "source": hostile,
+                        "conditions": {"hardware": "h200", "drafter": "dspark", "k": 8},
+                    },
+                },
+                "comparisons": [{"figures": ["cited", "other"], "vary": ["drafter"]}],
+            }
+        )
+    )
     check_main([str(figures), "--against", str(root)])
     markdown = capsys.readouterr().out
     assert "onerror" in markdown
@@ -130,10 +167,27 @@ def test_nothing_a_server_said_runs_in_chromium(tmp_path: Path) -> None:
     root = _hostile_records(tmp_path)
     page = write_html(build_report(find_records([root]), tmp_path), tmp_path / "report.html")
     dom = subprocess.run(
-        [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync",
-         "--disable-background-networking", "--proxy-server=http://127.0.0.1:9", "--proxy-bypass-list=<-loopback>",
-         f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=5000", "--dump-dom", page.as_uri()],
-        capture_output=True, text=True, timeout=120, check=True,
+        [
+            chromium,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-sync",
+            "--disable-background-networking",
+            "--proxy-server=http://127.0.0.1:9",
+            "--proxy-bypass-list=<-loopback>",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--virtual-time-budget=5000",
+            "--dump-dom",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
     ).stdout
-    assert "<body" in dom and "onerror" in dom  # the page rendered, the hostile text is on it as text
+    assert (
+        "<body" in dom and "onerror" in dom
+    )  # the page rendered, the hostile text is on it as text
     assert 'data-pwned="yes"' not in dom

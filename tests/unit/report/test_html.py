@@ -19,14 +19,20 @@ from specexp.report.markdown import render_markdown
 from specexp.report.render import render_html, write_charts, write_html
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "records"
-HOSTILE = '<script>alert("x")</script> | `tick` [click](javascript:alert(1)) <img src=x onerror=alert(2)>'
+HOSTILE = (
+    '<script>alert("x")</script> | `tick` [click](javascript:alert(1)) <img src=x onerror=alert(2)>'
+)
 
 
 def _records_with_hostile_server_text(tmp_path: Path) -> Path:
     shutil.copytree(FIXTURES / "refused", tmp_path / "refused")
     path = next((tmp_path / "refused").rglob("result.json"))
     record = json.loads(path.read_text())
-    record["error"] = {"kind": "server_exited", "message": HOSTILE, "log_tail": HOSTILE + "\n```\n</script>"}
+    record["error"] = {
+        "kind": "server_exited",
+        "message": HOSTILE,
+        "log_tail": HOSTILE + "\n```\n</script>",
+    }
     record["conditions"]["runtime_version"] = HOSTILE
     path.write_text(json.dumps(record))
     shutil.copytree(FIXTURES / "simulated", tmp_path / "simulated")
@@ -36,8 +42,14 @@ def _records_with_hostile_server_text(tmp_path: Path) -> Path:
 def test_server_text_is_escaped_in_html(tmp_path: Path) -> None:
     root = _records_with_hostile_server_text(tmp_path)
     html = render_html(build_report(find_records([root]), root))
-    body = html.split("<body>", 1)[1].split("<script>", 1)[0]  # the page before specexp's own scripts
-    assert "<script" not in body and "<img" not in body and "javascript:" not in body.replace("javascript:alert", "")
+    body = html.split("<body>", 1)[1].split("<script>", 1)[
+        0
+    ]  # the page before specexp's own scripts
+    assert (
+        "<script" not in body
+        and "<img" not in body
+        and "javascript:" not in body.replace("javascript:alert", "")
+    )
     assert "&lt;script&gt;alert" in body
     assert 'href="javascript:' not in html
 
@@ -46,8 +58,10 @@ def test_server_text_cannot_break_a_markdown_table(tmp_path: Path) -> None:
     root = _records_with_hostile_server_text(tmp_path)
     text = render_markdown(build_report(find_records([root]), root))
     header = next(line for line in text.splitlines() if line.startswith("| run | status |"))
-    row = next(line for line in text.splitlines() if "server_exited" in line and line.startswith("|"))
-    unescaped = lambda line: len(re.findall(r"(?<!\\)\|", line))  # noqa: E731
+    row = next(
+        line for line in text.splitlines() if "server_exited" in line and line.startswith("|")
+    )
+    unescaped = lambda line: len(re.findall(r"(?<!\\)\|", line))
     assert unescaped(row) == unescaped(header)
     # the log tail stays inside its fence: a ``` from the server cannot close it
     fence = text.split("```text\n", 1)[1].split("\n```", 1)[0]
@@ -69,7 +83,18 @@ class _Charts(HTMLParser):
             self.drawn.setdefault(ident, False)
         if tag == "svg" and current:
             self.drawn[current] = True
-        if tag not in {"img", "br", "hr", "meta", "link", "input", "path", "rect", "line", "circle"}:
+        if tag not in {
+            "img",
+            "br",
+            "hr",
+            "meta",
+            "link",
+            "input",
+            "path",
+            "rect",
+            "line",
+            "circle",
+        }:
             self.stack.append(current)
 
     def handle_endtag(self, tag: str) -> None:
@@ -89,11 +114,27 @@ def test_every_chart_renders_in_headless_chromium_without_network(tmp_path: Path
     assert len(report.charts) >= 2
     page = write_html(report, tmp_path / "report.html")
     dom = subprocess.run(
-        [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync",
-         "--disable-background-networking", "--disable-component-update", "--disable-quic",
-         "--proxy-server=http://127.0.0.1:9", "--proxy-bypass-list=<-loopback>",  # no network at all
-         f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=10000", "--dump-dom", page.as_uri()],
-        capture_output=True, text=True, timeout=120, check=True,
+        [
+            chromium,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-sync",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-quic",
+            "--proxy-server=http://127.0.0.1:9",
+            "--proxy-bypass-list=<-loopback>",  # no network at all
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--virtual-time-budget=10000",
+            "--dump-dom",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
     ).stdout
     parser = _Charts()
     parser.feed(dom)
@@ -116,8 +157,13 @@ def test_report_reads_records_only(tmp_path: Path) -> None:
         "bad = [m for m in sys.modules if m.startswith('specexp.runtimes')];"
         "print(bad); raise SystemExit(1 if bad else 0)"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False,
-                          cwd=Path(__file__).resolve().parents[3])
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=Path(__file__).resolve().parents[3],
+    )
     assert done.returncode == 0, done.stdout + done.stderr
 
 
@@ -127,8 +173,20 @@ def test_report_cli_renders_several_folders(tmp_path: Path) -> None:
     for folder in ("simulated", "measured", "refused"):
         shutil.copytree(FIXTURES / folder, tmp_path / folder)
     out = tmp_path / "out" / "measurements.md"
-    assert main([str(tmp_path / "simulated"), str(tmp_path / "measured"), str(tmp_path / "refused"),
-                 "-o", str(out), "--html", str(tmp_path / "out" / "report.html")]) == 0
+    assert (
+        main(
+            [
+                str(tmp_path / "simulated"),
+                str(tmp_path / "measured"),
+                str(tmp_path / "refused"),
+                "-o",
+                str(out),
+                "--html",
+                str(tmp_path / "out" / "report.html"),
+            ]
+        )
+        == 0
+    )
     text = out.read_text()
     assert text.startswith("> **Partly simulated.**")
     assert "refused" in text and (tmp_path / "out" / "report.html").is_file()
@@ -150,17 +208,24 @@ def test_a_run_id_recorded_on_two_nodes_is_reported_not_merged(tmp_path: Path) -
     section = text.split("## Runs recorded more than once", 1)[1].split("\n## ", 1)[0]
     assert "3 run id(s) appear in more than one folder" in section
     lines = section.splitlines()
-    assert sum("node-a/" in line for line in lines) == 3 and sum("node-b/" in line for line in lines) == 3
+    assert (
+        sum("node-a/" in line for line in lines) == 3
+        and sum("node-b/" in line for line in lines) == 3
+    )
     decode = text.split("## Decode speed by drafter", 1)[1].split("\n## ", 1)[0]
     assert decode.count("`396bef051673`") == 2  # both copies shown as their own rows
 
 
-def test_a_broken_citation_is_reported_not_fatal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_broken_citation_is_reported_not_fatal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from specexp.spec import paths
 
     experiments = tmp_path / "experiments"
     experiments.mkdir()
-    (experiments / "study.yaml").write_text("# @package _global_\nexperiment: study\ncitations: [missing.yaml]\n")
+    (experiments / "study.yaml").write_text(
+        "# @package _global_\nexperiment: study\ncitations: [missing.yaml]\n"
+    )
     monkeypatch.setattr(paths, "experiments_dir", lambda: experiments)
     shutil.copytree(FIXTURES / "simulated", tmp_path / "runs")
     for path in (tmp_path / "runs").rglob("result.json"):
@@ -181,10 +246,15 @@ def test_the_vega_bundle_is_built_once_and_only_for_reports_with_charts(
     render.vega_bundle.cache_clear()
     shutil.copytree(FIXTURES / "refused", tmp_path / "refused")
     no_charts = build_report(find_records([tmp_path / "refused"]), tmp_path)
-    assert not no_charts.charts and len(render_html(no_charts)) < 100_000  # the bundle alone is ~900 kB
+    assert (
+        not no_charts.charts and len(render_html(no_charts)) < 100_000
+    )  # the bundle alone is ~900 kB
     assert not (tmp_path / "cache").exists()  # nothing built for a report that draws nothing
     bundle = render.vega_bundle()
     (cached,) = (tmp_path / "cache").glob("vega-bundle-*.js")
     render.vega_bundle.cache_clear()
-    assert render.vega_bundle() == bundle == cached.read_text(encoding="utf-8") and "</script" not in bundle
+    assert (
+        render.vega_bundle() == bundle == cached.read_text(encoding="utf-8")
+        and "</script" not in bundle
+    )
     render.vega_bundle.cache_clear()

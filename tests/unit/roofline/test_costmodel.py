@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from specexp.run.compose import load_option
 from specexp.roofline.costmodel import CostModel, Slice, model_shape
+from specexp.run.compose import load_option
 from specexp.spec.experiment import HardwareSpec, ModelSpec, QuantizationSpec
 
 
@@ -26,7 +26,9 @@ def quant(name: str) -> QuantizationSpec:
     return load_option(QuantizationSpec, "quantization", name, "quantization")
 
 
-def cost(hardware: HardwareSpec, m: str = "qwen3-8b", q: str = "bf16", kv: str = "auto") -> CostModel:
+def cost(
+    hardware: HardwareSpec, m: str = "qwen3-8b", q: str = "bf16", kv: str = "auto"
+) -> CostModel:
     return CostModel.build(hardware, model(m), quant(q), kv)
 
 
@@ -38,7 +40,12 @@ def faster_compute(h: HardwareSpec, factor: float = 2.0) -> HardwareSpec:
     peaks = {k: (v * factor if v else v) for k, v in h.peak_tflops.items()}
     a = h.achieved
     small = a.small_batch_tflops * factor if a.small_batch_tflops else None
-    return h.model_copy(update={"peak_tflops": peaks, "achieved": a.model_copy(update={"small_batch_tflops": small})})
+    return h.model_copy(
+        update={
+            "peak_tflops": peaks,
+            "achieved": a.model_copy(update={"small_batch_tflops": small}),
+        }
+    )
 
 
 def overhead(h: HardwareSpec, m: str = "qwen3-8b") -> float:
@@ -48,12 +55,18 @@ def overhead(h: HardwareSpec, m: str = "qwen3-8b") -> float:
 
 DECODE = [Slice(tokens=1, context=512, logits=1)]
 PREFILL = [Slice(tokens=8192, context=0, logits=1)]
-CASES = [("h200", "qwen3-8b", "bf16"), ("dgx_spark", "qwen3.8-27b", "fp8"), ("rtx_a6000", "qwen3-8b", "bf16"),
-         ("h100", "llama-3.1-8b", "fp8")]
+CASES = [
+    ("h200", "qwen3-8b", "bf16"),
+    ("dgx_spark", "qwen3.8-27b", "fp8"),
+    ("rtx_a6000", "qwen3-8b", "bf16"),
+    ("h100", "llama-3.1-8b", "fp8"),
+]
 
 
 @pytest.mark.parametrize(("hardware", "m", "q"), CASES)
-def test_doubling_bandwidth_halves_a_decode_steps_roofline_time(hardware: str, m: str, q: str) -> None:
+def test_doubling_bandwidth_halves_a_decode_steps_roofline_time(
+    hardware: str, m: str, q: str
+) -> None:
     h = hw(hardware)
     slow = cost(h, m, q).pass_seconds(DECODE) - overhead(h, m)
     fast = cost(faster_memory(h), m, q).pass_seconds(DECODE) - overhead(h, m)
@@ -90,20 +103,29 @@ def test_fp8_weights_make_a_bandwidth_bound_step_cheaper_than_bf16() -> None:
     bf16, fp8 = cost(h, q="bf16"), cost(h, q="fp8")
     assert fp8.weight_bytes < bf16.weight_bytes
     assert fp8.pass_seconds(DECODE) < bf16.pass_seconds(DECODE)
-    assert cost(hw("dgx_spark"), q="fp8").pass_seconds(DECODE) < cost(hw("dgx_spark"), q="bf16").pass_seconds(DECODE)
+    assert cost(hw("dgx_spark"), q="fp8").pass_seconds(DECODE) < cost(
+        hw("dgx_spark"), q="bf16"
+    ).pass_seconds(DECODE)
 
 
 def test_native_fp8_compute_makes_prefill_faster_on_hopper_but_not_on_ampere() -> None:
     hopper, ampere = hw("h200"), hw("rtx_a6000")
-    assert cost(hopper, q="fp8").pass_seconds(PREFILL) < cost(hopper, q="bf16").pass_seconds(PREFILL)
+    assert cost(hopper, q="fp8").pass_seconds(PREFILL) < cost(hopper, q="bf16").pass_seconds(
+        PREFILL
+    )
     # No FP8 tensor cores: FP8 weights are dequantized and multiplied in bf16, never faster.
-    assert cost(ampere, q="fp8").pass_seconds(PREFILL) >= cost(ampere, q="bf16").pass_seconds(PREFILL)
+    assert cost(ampere, q="fp8").pass_seconds(PREFILL) >= cost(ampere, q="bf16").pass_seconds(
+        PREFILL
+    )
 
 
 @pytest.mark.parametrize("batch", [1, 8, 64])
 def test_verify_pass_cost_grows_with_k(batch: int) -> None:
     c = cost(hw("h200"))
-    times = [c.pass_seconds([Slice(tokens=k + 1, context=1024, logits=k + 1)] * batch) for k in (0, 1, 3, 7, 15)]
+    times = [
+        c.pass_seconds([Slice(tokens=k + 1, context=1024, logits=k + 1)] * batch)
+        for k in (0, 1, 3, 7, 15)
+    ]
     assert all(a < b for a, b in zip(times, times[1:], strict=False))
 
 
@@ -134,10 +156,14 @@ def test_longer_context_costs_more_to_decode() -> None:
 
 def test_fp8_kv_cache_halves_kv_bytes_per_token() -> None:
     h = hw("h200")
-    assert cost(h, kv="fp8").kv_bytes_per_token == pytest.approx(cost(h, kv="auto").kv_bytes_per_token / 2)
+    assert cost(h, kv="fp8").kv_bytes_per_token == pytest.approx(
+        cost(h, kv="auto").kv_bytes_per_token / 2
+    )
 
 
-@pytest.mark.parametrize(("name", "params_b"), [("qwen3-8b", 8.19), ("qwen3-32b", 32.8), ("llama-3.1-8b", 8.03)])
+@pytest.mark.parametrize(
+    ("name", "params_b"), [("qwen3-8b", 8.19), ("qwen3-32b", 32.8), ("llama-3.1-8b", 8.03)]
+)
 def test_parameter_count_matches_the_published_size(name: str, params_b: float) -> None:
     m = model(name)
     s = model_shape(m)
@@ -151,5 +177,7 @@ def test_hybrid_model_caches_kv_for_full_attention_layers_only() -> None:
     assert m.full_attention_interval
     assert s.full_attention_layers == m.num_hidden_layers // m.full_attention_interval
     assert s.linear_attention_layers == m.num_hidden_layers - s.full_attention_layers
-    assert s.kv_elements_per_token == 2 * s.full_attention_layers * m.num_key_value_heads * m.head_dim
+    assert (
+        s.kv_elements_per_token == 2 * s.full_attention_layers * m.num_key_value_heads * m.head_dim
+    )
     assert s.linear_state_elements > 0

@@ -10,15 +10,14 @@ from typing import Any
 
 import pytest
 
+from specexp.measure.events import RuntimeFailure
 from specexp.measure.metrics import acceptance_by_position, acceptance_rate, tokens_per_pass
 from specexp.runtimes import promtext
 from specexp.runtimes.base import runtime_for
-from specexp.measure.events import RuntimeFailure
 from specexp.runtimes.client import RawStream, to_trace
 from tests.support.engines import DT, T0, fixture, mock
 
 PER_POS = "llamacpp:spec_decode_num_accepted_tokens_per_pos_total"
-
 
 
 def without_per_position(text: str) -> str:
@@ -29,13 +28,18 @@ def without_per_position(text: str) -> str:
 @pytest.fixture
 def llamacpp(make_spec: Callable[..., Any], tmp_path: Path) -> Callable[..., Any]:
     return lambda *overrides: runtime_for("llamacpp")(
-        make_spec("runtime=llamacpp", "runtime.model_path=/models/Qwen3.8-27B-Q8_0.gguf", *overrides), tmp_path)
-
+        make_spec(
+            "runtime=llamacpp", "runtime.model_path=/models/Qwen3.8-27B-Q8_0.gguf", *overrides
+        ),
+        tmp_path,
+    )
 
 
 def window(runtime: Any, before: str | None = None) -> Any:
     """after - before, `before` defaulting to the fixture's metrics_before.txt."""
-    first = runtime.map_counters(promtext.parse(before if before is not None else fixture("llamacpp", "metrics_before.txt")))
+    first = runtime.map_counters(
+        promtext.parse(before if before is not None else fixture("llamacpp", "metrics_before.txt"))
+    )
     after = runtime.map_counters(promtext.parse(fixture("llamacpp", "metrics_after.txt")))
     return after.delta(first)
 
@@ -59,16 +63,24 @@ def test_the_g_formatted_counter_parses_and_loses_precision(llamacpp: Callable[.
     assert after.delta(before).cached_prompt_tokens == 1280  # the true 1283 is in timings.cache_n
 
 
-def test_per_position_counters_before_drafting_are_unknown_not_zero(llamacpp: Callable[..., Any]) -> None:
+def test_per_position_counters_before_drafting_are_unknown_not_zero(
+    llamacpp: Callable[..., Any],
+) -> None:
     runtime = llamacpp("drafter=mtp", "k=3")
-    fresh = runtime.map_counters(promtext.parse(without_per_position(fixture("llamacpp", "metrics_before.txt"))))
+    fresh = runtime.map_counters(
+        promtext.parse(without_per_position(fixture("llamacpp", "metrics_before.txt")))
+    )
     assert fresh.accepted_per_position is None
     delta = window(runtime, without_per_position(fixture("llamacpp", "metrics_before.txt")))
     assert delta.accepted_per_position == (26526, 20795, 15657)
 
 
-def test_positions_the_engine_did_not_report_are_not_counted_as_rejected(llamacpp: Callable[..., Any]) -> None:
-    runtime = llamacpp("drafter=mtp", "k=5")  # the server drafted 3 positions (its n_max): 4 and 5 are unknown
+def test_positions_the_engine_did_not_report_are_not_counted_as_rejected(
+    llamacpp: Callable[..., Any],
+) -> None:
+    runtime = llamacpp(
+        "drafter=mtp", "k=5"
+    )  # the server drafted 3 positions (its n_max): 4 and 5 are unknown
     counters = runtime.map_counters(promtext.parse(fixture("llamacpp", "metrics_after.txt")))
     assert counters.accepted_per_position == (26526, 20795, 15657)
     assert acceptance_by_position(window(runtime)) == pytest.approx([0.9, 0.7, 0.5])
@@ -76,7 +88,11 @@ def test_positions_the_engine_did_not_report_are_not_counted_as_rejected(llamacp
 
 def test_without_a_drafter_acceptance_is_unknown(llamacpp: Callable[..., Any]) -> None:
     delta = window(llamacpp())
-    assert delta.drafts is None and delta.accepted_per_position is None and acceptance_rate(delta) is None
+    assert (
+        delta.drafts is None
+        and delta.accepted_per_position is None
+        and acceptance_rate(delta) is None
+    )
     assert delta.generation_tokens == 32
 
 
@@ -88,33 +104,54 @@ def test_completion_stream_becomes_a_trace(llamacpp: Callable[..., Any]) -> None
     trace = to_trace("r", raw, llamacpp("drafter=mtp", "k=3").stream_details)
     assert trace.error is None
     assert trace.first_token_at == T0  # index 0
-    assert (trace.completion_tokens, trace.prompt_tokens, trace.cached_prompt_tokens) == (32, 1290, 1283)
+    assert (trace.completion_tokens, trace.prompt_tokens, trace.cached_prompt_tokens) == (
+        32,
+        1290,
+        1283,
+    )
     assert trace.finish_reason == "length" and len(trace.events) == 32
     timings = trace.engine_timings or {}
     assert (timings["draft_n"], timings["draft_n_accepted"]) == (28, 21)
     assert timings["cache_n"] + timings["prompt_n"] == trace.prompt_tokens
 
 
-def test_engine_info_from_props_and_slots(llamacpp: Callable[..., Any], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_engine_info_from_props_and_slots(
+    llamacpp: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
     runtime = llamacpp("drafter=mtp", "k=3", "quantization=q8_0")  # the fixture's GGUF is Q8_0
-    mock(runtime, monkeypatch, {
-        "GET /props": (200, json.loads(fixture("llamacpp", "props.json"))),
-        "GET /slots": (200, json.loads(fixture("llamacpp", "slots.json"))),
-    })
+    mock(
+        runtime,
+        monkeypatch,
+        {
+            "GET /props": (200, json.loads(fixture("llamacpp", "props.json"))),
+            "GET /slots": (200, json.loads(fixture("llamacpp", "slots.json"))),
+        },
+    )
     with runtime.sync_client() as client:
         info = runtime.engine_info(client)
     assert info.version == "b1-0c1e570"
     assert info.kv_cache_tokens == 32768
     details = info.details
     assert {k: details[k] for k in ("total_slots", "model_ftype", "speculative")} == {
-        "total_slots": 1, "model_ftype": "Q8_0", "speculative": True}
-    assert (details["llama_cpp_commit"], details["llama_cpp_commit_source"]) == ("0c1e570", "build_info")
+        "total_slots": 1,
+        "model_ftype": "Q8_0",
+        "speculative": True,
+    }
+    assert (details["llama_cpp_commit"], details["llama_cpp_commit_source"]) == (
+        "0c1e570",
+        "build_info",
+    )
 
 
-
-def test_tokenize_counts_the_servers_tokens(llamacpp: Callable[..., Any], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_tokenize_counts_the_servers_tokens(
+    llamacpp: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
     runtime = llamacpp()
-    mock(runtime, monkeypatch, {"POST /tokenize": (200, json.loads(fixture("llamacpp", "tokenize.json")))})
+    mock(
+        runtime,
+        monkeypatch,
+        {"POST /tokenize": (200, json.loads(fixture("llamacpp", "tokenize.json")))},
+    )
     tokens = runtime.tokenize("The quick brown fox jumps over the lazy dog")
     assert tokens is not None and len(tokens) == 9
 
@@ -127,8 +164,16 @@ def test_argv_names_the_spec_type_and_k(llamacpp: Callable[..., Any]) -> None:
     assert "--spec-draft-model" not in argv
 
 
-@pytest.mark.parametrize(("ftype", "name"), [("all F32", "F32"), ("Q4_K - Medium", "Q4_K_M"), ("Q8_0", "Q8_0"),
-                                             ("BF16", "BF16"), ("Q5_K - Small", "Q5_K_S")])
+@pytest.mark.parametrize(
+    ("ftype", "name"),
+    [
+        ("all F32", "F32"),
+        ("Q4_K - Medium", "Q4_K_M"),
+        ("Q8_0", "Q8_0"),
+        ("BF16", "BF16"),
+        ("Q5_K - Small", "Q5_K_S"),
+    ],
+)
 def test_llama_server_file_types_read_as_gguf_names(ftype: str, name: str) -> None:
     from specexp.runtimes.llamacpp import gguf_file_type
 
@@ -138,36 +183,60 @@ def test_llama_server_file_types_read_as_gguf_names(ftype: str, name: str) -> No
 GPU_8B = ("model=qwen3-8b", "quantization=bf16", "hardware=h200")
 
 
-def test_context_is_max_model_len_times_slots_with_the_host_cache_off(llamacpp: Callable[..., Any]) -> None:
+def test_context_is_max_model_len_times_slots_with_the_host_cache_off(
+    llamacpp: Callable[..., Any],
+) -> None:
     runtime = llamacpp(*GPU_8B, "runtime.max_model_len=4096", "workload.concurrency=[1,8,32]")
     argv = runtime.build_argv(8080)
     assert (argv[argv.index("-np") + 1], argv[argv.index("-c") + 1]) == ("32", str(4096 * 32))
-    assert argv[argv.index("--cache-ram") + 1] == "0"  # cold TTFT without the host prompt cache's copies
-    assert argv[argv.index("-ngl") + 1] == "all"  # GPU hardware: offload said, not left to the build
-    assert runtime._launch == {"ctx_size": 4096 * 32, "ctx_per_slot": 4096, "host_prompt_cache_mib": 0,
-                               "gpu_layers": "all"}
+    assert (
+        argv[argv.index("--cache-ram") + 1] == "0"
+    )  # cold TTFT without the host prompt cache's copies
+    assert (
+        argv[argv.index("-ngl") + 1] == "all"
+    )  # GPU hardware: offload said, not left to the build
+    assert runtime._launch == {
+        "ctx_size": 4096 * 32,
+        "ctx_per_slot": 4096,
+        "host_prompt_cache_mib": 0,
+        "gpu_layers": "all",
+    }
 
 
-def test_a_kv_cache_larger_than_the_device_is_refused_with_its_numbers(llamacpp: Callable[..., Any]) -> None:
+def test_a_kv_cache_larger_than_the_device_is_refused_with_its_numbers(
+    llamacpp: Callable[..., Any],
+) -> None:
     # the 8B's native 40,960 tokens x 32 slots: 1.3 M tokens of f16 KV, about 193 GB on a 141 GB card
     runtime = llamacpp(*GPU_8B, "workload.concurrency=[32]")
     with pytest.raises(RuntimeFailure) as refused:
         runtime.build_argv(8080)
     failure = refused.value
     assert (failure.status, failure.kind) == ("refused", "kv_cache_does_not_fit")
-    for number in ("-c 1,310,720", "max_model_len 40,960 x 32 slots", "193.3 GB of KV", "144 KiB per token",
-                   "140.4 GiB of hardware=h200"):
+    for number in (
+        "-c 1,310,720",
+        "max_model_len 40,960 x 32 slots",
+        "193.3 GB of KV",
+        "144 KiB per token",
+        "140.4 GiB of hardware=h200",
+    ):
         assert number in failure.message
-    fits = int(failure.message.split("runtime.max_model_len to at most ")[1].split()[0].replace(",", ""))
+    fits = int(
+        failure.message.split("runtime.max_model_len to at most ")[1].split()[0].replace(",", "")
+    )
     assert 20_000 < fits < 40_960
     llamacpp(*GPU_8B, "workload.concurrency=[32]", f"runtime.max_model_len={fits}").build_argv(8080)
     with pytest.raises(RuntimeFailure):
-        llamacpp(*GPU_8B, "workload.concurrency=[32]", f"runtime.max_model_len={fits + 64}").build_argv(8080)
+        llamacpp(
+            *GPU_8B, "workload.concurrency=[32]", f"runtime.max_model_len={fits + 64}"
+        ).build_argv(8080)
 
 
 def test_extra_args_keep_their_own_host_cache_and_offload_and_the_record_says_so(
-        llamacpp: Callable[..., Any]) -> None:
-    runtime = llamacpp(*GPU_8B, "runtime.max_model_len=4096", "runtime.extra_args=[--cache-ram,8192,-ngl,20]")
+    llamacpp: Callable[..., Any],
+) -> None:
+    runtime = llamacpp(
+        *GPU_8B, "runtime.max_model_len=4096", "runtime.extra_args=[--cache-ram,8192,-ngl,20]"
+    )
     argv = runtime.build_argv(8080)
     assert argv.count("--cache-ram") == 1 and argv.count("-ngl") == 1
     assert (runtime._launch["host_prompt_cache_mib"], runtime._launch["gpu_layers"]) == (8192, "20")
@@ -180,8 +249,15 @@ def test_cpu_hardware_leaves_offload_alone(llamacpp: Callable[..., Any]) -> None
     assert argv[argv.index("-c") + 1] == "2048"
 
 
-def test_a_draft_model_on_the_gpu_is_offloaded_and_counted_in_the_kv(llamacpp: Callable[..., Any]) -> None:
-    draft = ("drafter=draft_model", "draft_model=qwen3-0.6b", "k=4", "runtime.draft_model_path=/m/draft.gguf")
+def test_a_draft_model_on_the_gpu_is_offloaded_and_counted_in_the_kv(
+    llamacpp: Callable[..., Any],
+) -> None:
+    draft = (
+        "drafter=draft_model",
+        "draft_model=qwen3-0.6b",
+        "k=4",
+        "runtime.draft_model_path=/m/draft.gguf",
+    )
     argv = llamacpp(*GPU_8B, *draft, "runtime.max_model_len=4096").build_argv(8080)
     assert argv[argv.index("--spec-draft-model") + 1] == "/m/draft.gguf"
     assert argv[argv.index("-ngld") + 1] == "all"
@@ -190,27 +266,35 @@ def test_a_draft_model_on_the_gpu_is_offloaded_and_counted_in_the_kv(llamacpp: C
         alone.build_argv(8080)
     with pytest.raises(RuntimeFailure) as with_draft:
         llamacpp(*GPU_8B, *draft, "workload.concurrency=[32]").build_argv(8080)
-    gb = lambda f: float(f.value.message.split(" GB of KV")[0].rsplit(" ", 1)[1])  # noqa: E731
+    gb = lambda f: float(f.value.message.split(" GB of KV")[0].rsplit(" ", 1)[1])
     assert gb(with_draft) > gb(without_draft)  # the draft keeps a KV cache of the same context
 
 
-@pytest.mark.parametrize(("build_info", "commit"), [("b1-0c1e570", "0c1e570"), ("b0-unknown", None)])
+@pytest.mark.parametrize(
+    ("build_info", "commit"), [("b1-0c1e570", "0c1e570"), ("b0-unknown", None)]
+)
 def test_the_llama_cpp_commit_comes_from_build_info_or_a_file_beside_the_binary(
-        tmp_path: Path, build_info: str, commit: str | None) -> None:
+    tmp_path: Path, build_info: str, commit: str | None
+) -> None:
     from specexp.runtimes.llamacpp import COMMIT_FILE, commit_of
 
     exe = tmp_path / "bin" / "llama-server"
     assert commit_of(build_info, str(exe)) == ((commit, "build_info") if commit else (None, None))
     (tmp_path / COMMIT_FILE).write_text("0c1e57098\n")
     found = commit_of(build_info, str(exe))
-    assert found == ((commit, "build_info") if commit else ("0c1e57098", str(tmp_path / COMMIT_FILE)))
+    assert found == (
+        (commit, "build_info") if commit else ("0c1e57098", str(tmp_path / COMMIT_FILE))
+    )
 
 
 def test_the_default_build_from_the_sdist_is_named_by_the_sdists_commit(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from specexp.runtimes.llamacpp import commit_of, default_executable
 
     monkeypatch.setenv("SPECEXP_CACHE", str(tmp_path))
     monkeypatch.delenv("SPECEXP_LLAMA_SERVER", raising=False)
     assert commit_of("b0-unknown", str(default_executable())) == (
-        "0c1e57098", "llama-cpp-python 0.3.36 sdist CHANGELOG.md")
+        "0c1e57098",
+        "llama-cpp-python 0.3.36 sdist CHANGELOG.md",
+    )

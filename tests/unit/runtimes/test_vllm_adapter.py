@@ -11,29 +11,50 @@ from typing import Any
 import httpx
 import pytest
 
-from specexp.measure.events import Request
+from specexp.measure.events import Request, RuntimeFailure
 from specexp.measure.metrics import acceptance_by_position, acceptance_rate, tokens_per_pass
 from specexp.runtimes import promtext
 from specexp.runtimes.base import runtime_for
-from specexp.measure.events import RuntimeFailure
 from specexp.runtimes.client import to_trace
-from tests.support.engines import DT, T0, assert_conf_documents_every_runtime_key, counter_window, fixture, mock, sse_raw
+from tests.support.engines import (
+    DT,
+    T0,
+    assert_conf_documents_every_runtime_key,
+    counter_window,
+    fixture,
+    mock,
+    sse_raw,
+)
 
 
 @pytest.fixture
-def vllm(make_spec: Callable[..., Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[..., Any]:
+def vllm(
+    make_spec: Callable[..., Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Callable[..., Any]:
     """`vllm("drafter=mtp", "k=3")` -> a VllmRuntime of that composed config (executable `vllm`)."""
     monkeypatch.setenv("SPECEXP_VLLM", "vllm")
     monkeypatch.setenv("SPECEXP_CACHE", str(tmp_path / "cache"))
     return lambda *overrides: runtime_for("vllm")(make_spec("runtime=vllm", *overrides), tmp_path)
 
 
-
 # -- argv ------------------------------------------------------------------------------------------
 
 BASE = [
-    "vllm", "serve", "Qwen/Qwen3.8-27B", "--host", "127.0.0.1", "--port", "8123",
-    "--gpu-memory-utilization", "0.9", "--quantization", "fp8", "--max-num-seqs", "256", "--max-num-batched-tokens", "8192",
+    "vllm",
+    "serve",
+    "Qwen/Qwen3.8-27B",
+    "--host",
+    "127.0.0.1",
+    "--port",
+    "8123",
+    "--gpu-memory-utilization",
+    "0.9",
+    "--quantization",
+    "fp8",
+    "--max-num-seqs",
+    "256",
+    "--max-num-batched-tokens",
+    "8192",
 ]
 
 
@@ -46,25 +67,65 @@ def spec_config(argv: list[str]) -> dict[str, Any] | None:
 def test_argv_without_a_drafter_is_exactly_the_documented_command(vllm: Callable[..., Any]) -> None:
     argv = vllm().build_argv(8123)
     # every kernel JIT compile while serving is logged, so a contaminated window is known
-    assert argv == BASE + ["--enable-prefix-caching", "--enable-prompt-tokens-details", "--jit-monitor-verbose"]
+    assert argv == BASE + [
+        "--enable-prefix-caching",
+        "--enable-prompt-tokens-details",
+        "--jit-monitor-verbose",
+    ]
 
 
-@pytest.mark.parametrize(("overrides", "expected"), [
-    (["drafter=mtp"], {"method": "mtp", "num_speculative_tokens": 3}),
-    (["drafter=mtp", "k=8"], {"method": "mtp", "num_speculative_tokens": 8}),
-    (["drafter=dspark"], {"method": "dspark", "num_speculative_tokens": 7}),
-    (["drafter=dspark", "runtime.draft_model_path=deepseek-ai/dspark_qwen3_8b_block7"],
-     {"method": "dspark", "num_speculative_tokens": 7, "model": "deepseek-ai/dspark_qwen3_8b_block7"}),
-    (["drafter=dflash", "runtime.draft_model_path=z-lab/Qwen3.8-27B-DFlash2"],
-     {"method": "dflash", "num_speculative_tokens": 15, "model": "z-lab/Qwen3.8-27B-DFlash2"}),
-    (["drafter=eagle3", "runtime.draft_model_path=yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"],
-     {"method": "eagle3", "num_speculative_tokens": 3, "model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"}),
-    (["drafter=ngram"], {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_min": 2, "prompt_lookup_max": 5}),
-    (["drafter=draft_model"], {"method": "draft_model", "num_speculative_tokens": 5, "model": "Qwen/Qwen3-0.6B"}),
-    (["drafter=draft_model", "runtime.draft_model_path=/models/draft"],
-     {"method": "draft_model", "num_speculative_tokens": 5, "model": "/models/draft"}),
-])
-def test_each_drafter_becomes_one_speculative_config(vllm: Callable[..., Any], overrides: list[str], expected: dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        (["drafter=mtp"], {"method": "mtp", "num_speculative_tokens": 3}),
+        (["drafter=mtp", "k=8"], {"method": "mtp", "num_speculative_tokens": 8}),
+        (["drafter=dspark"], {"method": "dspark", "num_speculative_tokens": 7}),
+        (
+            ["drafter=dspark", "runtime.draft_model_path=deepseek-ai/dspark_qwen3_8b_block7"],
+            {
+                "method": "dspark",
+                "num_speculative_tokens": 7,
+                "model": "deepseek-ai/dspark_qwen3_8b_block7",
+            },
+        ),
+        (
+            ["drafter=dflash", "runtime.draft_model_path=z-lab/Qwen3.8-27B-DFlash2"],
+            {
+                "method": "dflash",
+                "num_speculative_tokens": 15,
+                "model": "z-lab/Qwen3.8-27B-DFlash2",
+            },
+        ),
+        (
+            ["drafter=eagle3", "runtime.draft_model_path=yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"],
+            {
+                "method": "eagle3",
+                "num_speculative_tokens": 3,
+                "model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B",
+            },
+        ),
+        (
+            ["drafter=ngram"],
+            {
+                "method": "ngram",
+                "num_speculative_tokens": 4,
+                "prompt_lookup_min": 2,
+                "prompt_lookup_max": 5,
+            },
+        ),
+        (
+            ["drafter=draft_model"],
+            {"method": "draft_model", "num_speculative_tokens": 5, "model": "Qwen/Qwen3-0.6B"},
+        ),
+        (
+            ["drafter=draft_model", "runtime.draft_model_path=/models/draft"],
+            {"method": "draft_model", "num_speculative_tokens": 5, "model": "/models/draft"},
+        ),
+    ],
+)
+def test_each_drafter_becomes_one_speculative_config(
+    vllm: Callable[..., Any], overrides: list[str], expected: dict[str, Any]
+) -> None:
     argv = vllm(*overrides).build_argv(8123)
     assert argv[: len(BASE)] == BASE
     assert spec_config(argv) == expected
@@ -72,27 +133,64 @@ def test_each_drafter_becomes_one_speculative_config(vllm: Callable[..., Any], o
     assert argv[argv.index("--speculative-config") + 1] == json.dumps(expected)
 
 
-@pytest.mark.parametrize(("name", "expected"), [
-    ("eagle", {"method": "eagle", "num_speculative_tokens": 3, "model": "yuhuili/EAGLE-LLaMA3.1-Instruct-8B"}),
-    ("suffix", {"method": "suffix", "num_speculative_tokens": 3}),
-])
-def test_eagle_and_suffix_map_too(vllm: Callable[..., Any], name: str, expected: dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        (
+            "eagle",
+            {
+                "method": "eagle",
+                "num_speculative_tokens": 3,
+                "model": "yuhuili/EAGLE-LLaMA3.1-Instruct-8B",
+            },
+        ),
+        ("suffix", {"method": "suffix", "num_speculative_tokens": 3}),
+    ],
+)
+def test_eagle_and_suffix_map_too(
+    vllm: Callable[..., Any], name: str, expected: dict[str, Any]
+) -> None:
     runtime = vllm(f"drafter={name}", "runtime.draft_model_path=yuhuili/EAGLE-LLaMA3.1-Instruct-8B")
     assert spec_config(runtime.build_argv(8123)) == expected
 
 
 def test_server_settings_become_their_flags(vllm: Callable[..., Any]) -> None:
     argv = vllm(
-        "quantization=bf16", "runtime.max_model_len=32768", "runtime.kv_cache_dtype=fp8", "runtime.prefix_caching=false",
-        "runtime.gpu_memory_utilization=0.85", "runtime.served_model_name=qwen", "runtime.model_path=/models/q",
-        "runtime.executable=/opt/vllm/bin/vllm", "runtime.extra_args=[--tensor-parallel-size,2]",
+        "quantization=bf16",
+        "runtime.max_model_len=32768",
+        "runtime.kv_cache_dtype=fp8",
+        "runtime.prefix_caching=false",
+        "runtime.gpu_memory_utilization=0.85",
+        "runtime.served_model_name=qwen",
+        "runtime.model_path=/models/q",
+        "runtime.executable=/opt/vllm/bin/vllm",
+        "runtime.extra_args=[--tensor-parallel-size,2]",
     ).build_argv(9000)
     assert argv == [
-        "/opt/vllm/bin/vllm", "serve", "/models/q", "--host", "127.0.0.1", "--port", "9000",
-        "--gpu-memory-utilization", "0.85", "--max-model-len", "32768", "--kv-cache-dtype", "fp8",
-        "--served-model-name", "qwen", "--max-num-seqs", "256", "--max-num-batched-tokens", "8192",
-        "--disable-prefix-caching", "--enable-prompt-tokens-details", "--jit-monitor-verbose",
-        "--tensor-parallel-size", "2",
+        "/opt/vllm/bin/vllm",
+        "serve",
+        "/models/q",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "9000",
+        "--gpu-memory-utilization",
+        "0.85",
+        "--max-model-len",
+        "32768",
+        "--kv-cache-dtype",
+        "fp8",
+        "--served-model-name",
+        "qwen",
+        "--max-num-seqs",
+        "256",
+        "--max-num-batched-tokens",
+        "8192",
+        "--disable-prefix-caching",
+        "--enable-prompt-tokens-details",
+        "--jit-monitor-verbose",
+        "--tensor-parallel-size",
+        "2",
     ]  # bf16's engine_names.vllm is null: no --quantization
 
 
@@ -117,10 +215,13 @@ def test_a_model_without_hf_id_or_path_is_refused(vllm: Callable[..., Any]) -> N
 def test_the_server_runs_in_dev_mode_for_the_cache_reset(vllm: Callable[..., Any]) -> None:
     env = vllm().server_env(8123)
     assert env["VLLM_SERVER_DEV_MODE"] == "1" and env["VLLM_NO_USAGE_STATS"] == "1"
-    assert "VLLM_CPU_OMP_THREADS_BIND" not in env and "HF_HUB_OFFLINE" not in env  # a GPU box, a hub model
+    assert (
+        "VLLM_CPU_OMP_THREADS_BIND" not in env and "HF_HUB_OFFLINE" not in env
+    )  # a GPU box, a hub model
 
 
 # -- counters --------------------------------------------------------------------------------------
+
 
 def window(runtime: Any) -> Any:
     return counter_window(runtime, "vllm")
@@ -143,7 +244,9 @@ def test_counters_give_the_windows_tokens(vllm: Callable[..., Any]) -> None:
 
 
 def test_cumulative_counters_are_not_the_window(vllm: Callable[..., Any]) -> None:
-    after = vllm("drafter=mtp", "k=3").map_counters(promtext.parse(fixture("vllm", "metrics_after.txt")))
+    after = vllm("drafter=mtp", "k=3").map_counters(
+        promtext.parse(fixture("vllm", "metrics_after.txt"))
+    )
     assert (after.drafts, after.draft_tokens, after.accepted) == (6275, 18825, 12284)
     assert acceptance_rate(after) == pytest.approx(0.652537, abs=1e-6)
     assert after.extra["prefix_cache_queries_total"] == 266058
@@ -151,9 +254,20 @@ def test_cumulative_counters_are_not_the_window(vllm: Callable[..., Any]) -> Non
 
 
 def test_without_spec_decode_series_acceptance_is_unknown(vllm: Callable[..., Any]) -> None:
-    text = "\n".join(line for line in fixture("vllm", "metrics_after.txt").splitlines() if "spec_decode" not in line) + "\n"
+    text = (
+        "\n".join(
+            line
+            for line in fixture("vllm", "metrics_after.txt").splitlines()
+            if "spec_decode" not in line
+        )
+        + "\n"
+    )
     counters = vllm().map_counters(promtext.parse(text))
-    assert counters.drafts is None and counters.accepted is None and counters.accepted_per_position is None
+    assert (
+        counters.drafts is None
+        and counters.accepted is None
+        and counters.accepted_per_position is None
+    )
     assert acceptance_rate(counters.delta(counters)) is None
     assert counters.generation_tokens == 18554
 
@@ -184,6 +298,7 @@ def test_counters_read_over_http(vllm: Callable[..., Any], monkeypatch: pytest.M
 
 # -- streams ---------------------------------------------------------------------------------------
 
+
 def test_completion_stream_becomes_a_trace(vllm: Callable[..., Any]) -> None:
     runtime = vllm("drafter=mtp", "k=3")
     trace = to_trace("r", sse_raw("vllm", "stream_completion.sse"), runtime.stream_details)
@@ -204,7 +319,11 @@ def test_chat_stream_skips_the_role_chunk(vllm: Callable[..., Any]) -> None:
     runtime = vllm()
     trace = to_trace("r", sse_raw("vllm", "stream_chat.sse"), runtime.stream_details)
     assert trace.first_token_at == T0 + DT  # index 1: the role chunk carries no text
-    assert (trace.completion_tokens, trace.prompt_tokens, trace.cached_prompt_tokens) == (35, 1062, 1056)
+    assert (trace.completion_tokens, trace.prompt_tokens, trace.cached_prompt_tokens) == (
+        35,
+        1062,
+        1056,
+    )
     assert trace.finish_reason == "stop"
     assert trace.text is not None and trace.text.startswith("A prefix cache keeps")
 
@@ -219,12 +338,16 @@ def test_per_request_metrics_object_is_kept_as_engine_timings(vllm: Callable[...
 
 def test_request_body_asks_for_usage_on_every_chunk(vllm: Callable[..., Any]) -> None:
     runtime = vllm("runtime.served_model_name=qwen")
-    body = runtime.body(Request(request_id="r", prompt="hi", prompt_tokens=1, max_tokens=8, thinking=False))
+    body = runtime.body(
+        Request(request_id="r", prompt="hi", prompt_tokens=1, max_tokens=8, thinking=False)
+    )
     assert body["model"] == "qwen"
     assert body["stream_options"] == {"include_usage": True, "continuous_usage_stats": True}
     assert body["chat_template_kwargs"] == {"enable_thinking": False}
     assert body["ignore_eos"] is True and body["stream"] is True
-    plain = runtime.body(Request(request_id="r", prompt="hi", prompt_tokens=1, max_tokens=8, chat=False))
+    plain = runtime.body(
+        Request(request_id="r", prompt="hi", prompt_tokens=1, max_tokens=8, chat=False)
+    )
     assert "chat_template_kwargs" not in plain and plain["prompt"] == "hi"
 
 
@@ -238,7 +361,9 @@ ENGINE_ROUTES = {
 }
 
 
-def test_engine_info_from_version_models_and_cache_config(vllm: Callable[..., Any], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_engine_info_from_version_models_and_cache_config(
+    vllm: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
     runtime = vllm("drafter=mtp", "runtime.url=http://vllm.test")
     mock(runtime, monkeypatch, ENGINE_ROUTES)
     info = runtime.start()
@@ -247,17 +372,23 @@ def test_engine_info_from_version_models_and_cache_config(vllm: Callable[..., An
     assert info.details["max_model_len"] == 131072
     assert info.details["cache_config"]["gpu_memory_utilization"] == "0.92"
     assert info.details["spec_decode_metrics"] is True
-    assert runtime.served_model() == "Qwen/Qwen3.8-27B-FP8"  # the reached server's name, not model.hf_id
+    assert (
+        runtime.served_model() == "Qwen/Qwen3.8-27B-FP8"
+    )  # the reached server's name, not model.hf_id
 
 
-def test_engine_info_without_version_falls_back_to_the_config(vllm: Callable[..., Any], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_engine_info_without_version_falls_back_to_the_config(
+    vllm: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
     runtime = vllm("runtime.url=http://vllm.test", "runtime.version=0.32.1")
     mock(runtime, monkeypatch, {"GET /health": (200, "")})
     info = runtime.start()
     assert info.version == "0.32.1" and info.kv_cache_tokens is None
 
 
-def test_an_unreachable_url_is_refused(vllm: Callable[..., Any], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_unreachable_url_is_refused(
+    vllm: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
     runtime = vllm("runtime.url=http://vllm.test")
     mock(runtime, monkeypatch, {"GET /health": (503, "")})
     with pytest.raises(RuntimeFailure) as err:
@@ -265,28 +396,45 @@ def test_an_unreachable_url_is_refused(vllm: Callable[..., Any], monkeypatch: py
     assert (err.value.status, err.value.kind) == ("refused", "unreachable")
 
 
-def test_tokenize_and_detokenize_use_vllms_bodies(vllm: Callable[..., Any], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_tokenize_and_detokenize_use_vllms_bodies(
+    vllm: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
     runtime = vllm("runtime.served_model_name=qwen")
     seen: list[httpx.Request] = []
-    mock(runtime, monkeypatch, {
-        "POST /tokenize": (200, {"count": 3, "max_model_len": 131072, "tokens": [785, 3974, 13876]}),
-        "POST /detokenize": (200, {"prompt": "The quick brown"}),
-    }, seen)
+    mock(
+        runtime,
+        monkeypatch,
+        {
+            "POST /tokenize": (
+                200,
+                {"count": 3, "max_model_len": 131072, "tokens": [785, 3974, 13876]},
+            ),
+            "POST /detokenize": (200, {"prompt": "The quick brown"}),
+        },
+        seen,
+    )
     assert runtime.tokenize("The quick brown") == [785, 3974, 13876]
     assert runtime.detokenize([785, 3974, 13876]) == "The quick brown"
-    assert json.loads(seen[0].content) == {"model": "qwen", "prompt": "The quick brown", "add_special_tokens": False}
+    assert json.loads(seen[0].content) == {
+        "model": "qwen",
+        "prompt": "The quick brown",
+        "add_special_tokens": False,
+    }
     assert json.loads(seen[1].content) == {"model": "qwen", "tokens": [785, 3974, 13876]}
 
 
-def test_tokenize_says_none_when_the_server_cannot(vllm: Callable[..., Any], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_tokenize_says_none_when_the_server_cannot(
+    vllm: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
     runtime = vllm()
     mock(runtime, monkeypatch, {"POST /tokenize": (400, {"error": "bad"})})
     assert runtime.tokenize("x") is None and runtime.detokenize([1]) is None
 
 
 @pytest.mark.parametrize(("status", "confirmed"), [(200, True), (404, False)])
-def test_prefix_cache_reset_is_confirmed_only_by_200(vllm: Callable[..., Any], monkeypatch: pytest.MonkeyPatch,
-                                                     status: int, confirmed: bool) -> None:
+def test_prefix_cache_reset_is_confirmed_only_by_200(
+    vllm: Callable[..., Any], monkeypatch: pytest.MonkeyPatch, status: int, confirmed: bool
+) -> None:
     runtime = vllm()
     seen: list[httpx.Request] = []
     mock(runtime, monkeypatch, {"POST /reset_prefix_cache": (status, "")}, seen)

@@ -25,10 +25,14 @@ def log(name: str) -> str:
 def test_the_dense_servers_paths_are_read_from_its_log() -> None:
     paths = engine_paths(log("server_dense.log"))
     assert paths["attention_backend"] == "FLASH_ATTN" and paths["model_runner"] == "V2"
-    assert paths["async_scheduling"] == "enabled" and paths["cudagraph_mode"] == "FULL_AND_PIECEWISE"
+    assert (
+        paths["async_scheduling"] == "enabled" and paths["cudagraph_mode"] == "FULL_AND_PIECEWISE"
+    )
     assert paths["max_num_batched_tokens"] == 8192 and paths["load_format"] == "dummy"
     assert paths["jit_monitor"] == "warn" and paths["init_engine_s"] > 0
-    assert "attention_block_size" not in paths and "mamba_cache_mode" not in paths  # dense: nothing to say
+    assert (
+        "attention_block_size" not in paths and "mamba_cache_mode" not in paths
+    )  # dense: nothing to say
 
 
 def test_ngram_turns_vllm_to_its_v1_runner_without_async_scheduling() -> None:
@@ -38,7 +42,9 @@ def test_ngram_turns_vllm_to_its_v1_runner_without_async_scheduling() -> None:
 
 def test_the_hybrid_servers_block_mamba_mode_and_gdn_kernel_are_read() -> None:
     paths = engine_paths(log("server_hybrid_mtp.log"))
-    assert paths["attention_block_size"] == 800 and paths["mamba_cache_mode"] == "align"  # 784 without MTP
+    assert (
+        paths["attention_block_size"] == 800 and paths["mamba_cache_mode"] == "align"
+    )  # 784 without MTP
     assert paths["gdn_prefill_backend"] == "Triton/FLA" and paths["model_runner"] == "V1"
     assert paths["async_scheduling"] == "enabled"  # MTP keeps it
 
@@ -54,45 +60,81 @@ def test_every_compile_the_monitor_logged_is_recognised(name: str) -> None:
 
 
 @pytest.fixture
-def vllm(make_spec: Callable[..., Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[..., Any]:
+def vllm(
+    make_spec: Callable[..., Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Callable[..., Any]:
     monkeypatch.setenv("SPECEXP_VLLM", "vllm")
     monkeypatch.setenv("SPECEXP_CACHE", str(tmp_path / "cache"))
-    return lambda *overrides: runtime_for("vllm")(make_spec("runtime=vllm", "hardware=h200", "quantization=bf16",
-                                                            *overrides), tmp_path)
+    return lambda *overrides: runtime_for("vllm")(
+        make_spec("runtime=vllm", "hardware=h200", "quantization=bf16", *overrides), tmp_path
+    )
 
 
 def flag(argv: list[str], name: str) -> str:
     return argv[argv.index(name) + 1]
 
 
-def test_a_model_served_without_weights_is_its_config_only_folder(vllm: Callable[..., Any], tmp_path: Path) -> None:
+def test_a_model_served_without_weights_is_its_config_only_folder(
+    vllm: Callable[..., Any], tmp_path: Path
+) -> None:
     runtime = vllm("model=qwen3-8b", "runtime.load_format=dummy")
     argv = runtime.build_argv(8000)
     folder = Path(argv[2])
-    assert folder.is_relative_to(tmp_path / "cache" / "models") and (folder / "config.json").is_file()
-    assert flag(argv, "--load-format") == "dummy" and flag(argv, "--served-model-name") == "qwen3-8b"
+    assert (
+        folder.is_relative_to(tmp_path / "cache" / "models") and (folder / "config.json").is_file()
+    )
+    assert (
+        flag(argv, "--load-format") == "dummy" and flag(argv, "--served-model-name") == "qwen3-8b"
+    )
     assert "--language-model-only" not in argv
     assert runtime.served_model() == "qwen3-8b"
     assert runtime.server_env(8000)["HF_HUB_OFFLINE"] == "1"
 
 
-def test_the_hybrid_is_served_as_its_language_model_with_vllms_own_mtp(vllm: Callable[..., Any]) -> None:
-    argv = vllm("model=qwen3.8-27b", "runtime.load_format=dummy", "drafter=mtp", "k=3").build_argv(8000)
+def test_the_hybrid_is_served_as_its_language_model_with_vllms_own_mtp(
+    vllm: Callable[..., Any],
+) -> None:
+    argv = vllm("model=qwen3.8-27b", "runtime.load_format=dummy", "drafter=mtp", "k=3").build_argv(
+        8000
+    )
     assert "--language-model-only" in argv  # the written vision config is a stub
-    assert json.loads(flag(argv, "--speculative-config")) == {"method": "mtp", "num_speculative_tokens": 3}
+    assert json.loads(flag(argv, "--speculative-config")) == {
+        "method": "mtp",
+        "num_speculative_tokens": 3,
+    }
 
 
 def test_the_draft_model_and_the_eagle3_head_are_written_too(vllm: Callable[..., Any]) -> None:
-    draft = json.loads(flag(vllm("model=qwen3-8b", "runtime.load_format=dummy", "drafter=draft_model",
-                                 "draft_model=qwen3-8b-2layer", "k=4").build_argv(8000), "--speculative-config"))
+    draft = json.loads(
+        flag(
+            vllm(
+                "model=qwen3-8b",
+                "runtime.load_format=dummy",
+                "drafter=draft_model",
+                "draft_model=qwen3-8b-2layer",
+                "k=4",
+            ).build_argv(8000),
+            "--speculative-config",
+        )
+    )
     assert Path(draft["model"]).name.startswith("qwen3-8b-2layer-config-")
-    head = json.loads(flag(vllm("model=qwen3-8b", "runtime.load_format=dummy", "drafter=eagle3").build_argv(8000),
-                           "--speculative-config"))
-    assert head["method"] == "eagle3" and Path(head["model"]).name.startswith("qwen3-8b-eagle3-config-")
-    assert json.loads((Path(head["model"]) / "config.json").read_text())["architectures"] == ["LlamaForCausalLMEagle3"]
+    head = json.loads(
+        flag(
+            vllm("model=qwen3-8b", "runtime.load_format=dummy", "drafter=eagle3").build_argv(8000),
+            "--speculative-config",
+        )
+    )
+    assert head["method"] == "eagle3" and Path(head["model"]).name.startswith(
+        "qwen3-8b-eagle3-config-"
+    )
+    assert json.loads((Path(head["model"]) / "config.json").read_text())["architectures"] == [
+        "LlamaForCausalLMEagle3"
+    ]
 
 
 def test_weights_named_by_path_are_served_as_they_are(vllm: Callable[..., Any]) -> None:
-    argv = vllm("model=qwen3-8b", "runtime.load_format=dummy", "runtime.model_path=/models/q").build_argv(8000)
+    argv = vllm(
+        "model=qwen3-8b", "runtime.load_format=dummy", "runtime.model_path=/models/q"
+    ).build_argv(8000)
     assert argv[2] == "/models/q" and flag(argv, "--load-format") == "dummy"
     assert "--served-model-name" not in argv

@@ -23,7 +23,9 @@ REAL = "cpu-0.32.0"
 
 
 @pytest.fixture
-def vllm(make_spec: Callable[..., Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[..., Any]:
+def vllm(
+    make_spec: Callable[..., Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Callable[..., Any]:
     monkeypatch.setenv("SPECEXP_CACHE", str(tmp_path / "cache"))
     monkeypatch.delenv("SPECEXP_VLLM", raising=False)
     return lambda *overrides: runtime_for("vllm")(make_spec("runtime=vllm", *overrides), tmp_path)
@@ -49,10 +51,21 @@ def test_a_real_windows_acceptance_comes_from_its_counters(vllm: Callable[..., A
     assert window.generation_tokens == 48
 
 
-def test_a_draft_position_the_engine_did_not_report_is_unknown_not_zero(vllm: Callable[..., Any]) -> None:
+def test_a_draft_position_the_engine_did_not_report_is_unknown_not_zero(
+    vllm: Callable[..., Any],
+) -> None:
     runtime = vllm("drafter=draft_model", "k=3")
-    drop = lambda text: "\n".join(  # noqa: E731
-        line for line in text.splitlines() if 'per_pos_total{' not in line or 'position="2"' not in line) + "\n"
+
+    def drop(text):
+        return (
+            "\n".join(
+                line
+                for line in text.splitlines()
+                if "per_pos_total{" not in line or 'position="2"' not in line
+            )
+            + "\n"
+        )
+
     after = runtime.map_counters(promtext.parse(drop(fixture("vllm", f"{REAL}/metrics_after.txt"))))
     assert after.accepted_per_position == (2, 1, None)
     window = after.delta(runtime.map_counters(samples("metrics_before.txt")))
@@ -62,20 +75,34 @@ def test_a_draft_position_the_engine_did_not_report_is_unknown_not_zero(vllm: Ca
 
 def test_kv_capacity_is_what_vllm_reports_not_blocks_times_block_size() -> None:
     tokens, facts = cache_config(samples("metrics_after.txt"))
-    assert tokens == 1_048_576  # cache_config_info kv_cache_size_tokens: target and draft share 1 GiB
-    assert facts["cache_config"]["num_gpu_blocks"] == "8192" and facts["cache_config"]["block_size"] == "128"
+    assert (
+        tokens == 1_048_576
+    )  # cache_config_info kv_cache_size_tokens: target and draft share 1 GiB
+    assert (
+        facts["cache_config"]["num_gpu_blocks"] == "8192"
+        and facts["cache_config"]["block_size"] == "128"
+    )
     # the same figure is in the server's log; blocks x block size here would say 8192 x 128 = 1,048,576
     # only because this model is dense: on a hybrid model vLLM's figure is smaller
     assert logged_kv_tokens(fixture("vllm", f"{REAL}/server.log")) == tokens
-    hybrid = fixture("vllm", f"{REAL}/metrics_after.txt").replace('kv_cache_size_tokens="1048576"', 'kv_cache_size_tokens="524288"')
+    hybrid = fixture("vllm", f"{REAL}/metrics_after.txt").replace(
+        'kv_cache_size_tokens="1048576"', 'kv_cache_size_tokens="524288"'
+    )
     assert cache_config(promtext.parse(hybrid))[0] == 524_288
 
 
 def test_a_version_without_the_figure_gives_no_capacity_rather_than_a_guess() -> None:
-    text = fixture("vllm", f"{REAL}/metrics_after.txt").replace('kv_cache_size_tokens="1048576",', "")
+    text = fixture("vllm", f"{REAL}/metrics_after.txt").replace(
+        'kv_cache_size_tokens="1048576",', ""
+    )
     assert cache_config(promtext.parse(text))[0] is None
-    assert logged_kv_tokens("(EngineCore pid=1) INFO ... [kv_cache_utils.py:2327] GPU KV cache size: 722,992 tokens, "
-                            "Maximum concurrency for 131,072 tokens per request: 5.52x") == 722_992
+    assert (
+        logged_kv_tokens(
+            "(EngineCore pid=1) INFO ... [kv_cache_utils.py:2327] GPU KV cache size: 722,992 tokens, "
+            "Maximum concurrency for 131,072 tokens per request: 5.52x"
+        )
+        == 722_992
+    )
     assert logged_kv_tokens("no such line") is None
 
 
@@ -96,8 +123,14 @@ def test_a_real_chat_stream_becomes_a_trace(vllm: Callable[..., Any]) -> None:
 
 
 def test_the_generated_model_is_served_under_its_name_on_the_cpu(vllm: Callable[..., Any]) -> None:
-    runtime = vllm("model=tiny-hf", "quantization=bf16", "hardware=cpu", "drafter=draft_model",
-                   "draft_model=tiny-hf-draft-noisy", "k=3")
+    runtime = vllm(
+        "model=tiny-hf",
+        "quantization=bf16",
+        "hardware=cpu",
+        "drafter=draft_model",
+        "draft_model=tiny-hf-draft-noisy",
+        "k=3",
+    )
     argv = runtime.build_argv(8123)
     target = Path(argv[2])
     assert (target / "config.json").is_file() and (target / "tokenizer.json").is_file()
@@ -106,18 +139,23 @@ def test_the_generated_model_is_served_under_its_name_on_the_cpu(vllm: Callable[
     assert argv[argv.index("--kv-cache-memory-bytes") + 1] == str(2**30)  # not 90 % of the host
     config = json.loads(argv[argv.index("--speculative-config") + 1])
     assert config["method"] == "draft_model" and config["num_speculative_tokens"] == 3
-    assert Path(config["model"]) != target and (Path(config["model"]) / "model.safetensors").is_file()
+    assert (
+        Path(config["model"]) != target and (Path(config["model"]) / "model.safetensors").is_file()
+    )
     env = runtime.server_env(8123)
     assert env["VLLM_CPU_OMP_THREADS_BIND"] == "nobind" and env["HF_HUB_OFFLINE"] == "1"
 
 
-def test_runtime_vllm_finds_the_installed_cpu_build(make_spec: Callable[..., Any], tmp_path: Path,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_runtime_vllm_finds_the_installed_cpu_build(
+    make_spec: Callable[..., Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("SPECEXP_CACHE", str(tmp_path))
     monkeypatch.delenv("SPECEXP_VLLM", raising=False)
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     cpu, gpu = make_spec("runtime=vllm", "hardware=cpu"), make_spec("runtime=vllm", "hardware=h200")
-    assert default_executable(cpu) == "vllm"  # nothing installed: the plain name, which then fails to start
+    assert (
+        default_executable(cpu) == "vllm"
+    )  # nothing installed: the plain name, which then fails to start
     binary = tmp_path / "vllm-cpu" / "0.32.0" / "venv" / "bin" / "vllm"
     binary.parent.mkdir(parents=True)
     binary.write_text("#!/bin/sh\n")
@@ -125,15 +163,25 @@ def test_runtime_vllm_finds_the_installed_cpu_build(make_spec: Callable[..., Any
     assert default_executable(cpu) == binary == default_executable(gpu)
     monkeypatch.setenv("SPECEXP_VLLM", "/opt/vllm/bin/vllm")
     assert str(default_executable(cpu)) == "/opt/vllm/bin/vllm"
-    assert runtime_for("vllm")(make_spec("runtime=vllm", "runtime.executable=/x/vllm"), tmp_path).build_argv(1)[0] == "/x/vllm"
+    assert (
+        runtime_for("vllm")(
+            make_spec("runtime=vllm", "runtime.executable=/x/vllm"), tmp_path
+        ).build_argv(1)[0]
+        == "/x/vllm"
+    )
 
 
 def test_a_refusal_and_an_engine_death_are_told_by_vllms_own_first_error() -> None:
     refused = engine_error(fixture("vllm", f"{REAL}/server_kv_too_small.log"))
-    assert refused is not None and refused.startswith("ValueError: To serve at least one request with the model's max seq len (2048)")
+    assert refused is not None and refused.startswith(
+        "ValueError: To serve at least one request with the model's max seq len (2048)"
+    )
     assert KV_TOO_SMALL.search(refused)
     died = engine_error(fixture("vllm", f"{REAL}/server_engine_dead.log"))
-    assert died == "RuntimeError: Unsupported CPU attention configuration: head_dim=16 isa=2 kv_cache_idx=0"
+    assert (
+        died
+        == "RuntimeError: Unsupported CPU attention configuration: head_dim=16 isa=2 kv_cache_idx=0"
+    )
     assert not KV_TOO_SMALL.search(died)
     # a healthy server's log, up to the SIGTERM that stopped it (vLLM's shutdown logs an EngineDeadError)
     assert engine_error(fixture("vllm", f"{REAL}/server.log").split("[shutdown]")[0]) is None

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from specexp.run.compose import load_option
 from specexp.roofline.costmodel import CostModel, Slice
+from specexp.run.compose import load_option
 from specexp.sim.drafting import AcceptanceModel, DraftCost
 from specexp.spec.experiment import DrafterSpec, HardwareSpec, ModelSpec, QuantizationSpec
 
@@ -22,7 +22,9 @@ def drafter(name: str) -> DrafterSpec:
     return load_option(DrafterSpec, "drafter", name, "drafter")
 
 
-def acceptance(name: str, workload: str = "fresh", quantization: str = "fp8", seed: int = 0) -> AcceptanceModel:
+def acceptance(
+    name: str, workload: str = "fresh", quantization: str = "fp8", seed: int = 0
+) -> AcceptanceModel:
     return AcceptanceModel(drafter(name), workload, quantization, seed)
 
 
@@ -32,18 +34,28 @@ def long_draw(model: AcceptanceModel, k: int, n: int = DRAWS) -> np.ndarray:
 
 # docs/studies.md: "Overall acceptance on fresh_generation across a sweep of MTP k = 3, 8, 15 and DSpark
 # k = 7, 14 (same order): 79.0 %, 50.3 %, 28.9 %, 31.7 %, 15.8 %." (Qwen3.8-27B FP8.)
-CALIBRATION = [("mtp", 3, 0.790), ("mtp", 8, 0.503), ("mtp", 15, 0.289), ("dspark", 7, 0.317), ("dspark", 14, 0.158)]
+CALIBRATION = [
+    ("mtp", 3, 0.790),
+    ("mtp", 8, 0.503),
+    ("mtp", 15, 0.289),
+    ("dspark", 7, 0.317),
+    ("dspark", 14, 0.158),
+]
 
 
 @pytest.mark.parametrize(("name", "k", "published"), CALIBRATION)
-def test_expected_acceptance_reproduces_the_published_sweep(name: str, k: int, published: float) -> None:
+def test_expected_acceptance_reproduces_the_published_sweep(
+    name: str, k: int, published: float
+) -> None:
     expected = acceptance(name).expected(k)
     assert len(expected) == k
     assert float(np.mean(expected)) == pytest.approx(published, abs=PUBLISHED)
 
 
 @pytest.mark.parametrize(("name", "k", "published"), CALIBRATION)
-def test_long_seeded_draw_reproduces_the_published_sweep(name: str, k: int, published: float) -> None:
+def test_long_seeded_draw_reproduces_the_published_sweep(
+    name: str, k: int, published: float
+) -> None:
     accepted = long_draw(acceptance(name, seed=7), k)
     assert accepted.sum() / (DRAWS * k) == pytest.approx(published, abs=SAMPLING)
 
@@ -58,7 +70,9 @@ def test_long_draw_matches_the_per_position_model(name: str, k: int) -> None:
 
 def test_nvfp4_mtp_accepts_about_53_percent() -> None:
     # docs/studies.md: "MTP on the NVFP4 checkpoint accepts about 53 % of drafted tokens" (k = 3).
-    assert float(np.mean(acceptance("mtp", quantization="nvfp4").expected(3))) == pytest.approx(0.53, abs=0.005)
+    assert float(np.mean(acceptance("mtp", quantization="nvfp4").expected(3))) == pytest.approx(
+        0.53, abs=0.005
+    )
 
 
 def test_dflash_for_muse_accepts_about_25_percent() -> None:
@@ -99,7 +113,9 @@ def test_unknown_workload_class_falls_back_to_fresh() -> None:
 # --- drafting cost ----------------------------------------------------------------------
 
 
-def _draft_cost(name: str, q: str = "fp8", hw: str = "dgx_spark", m: str = "qwen3.8-27b") -> DraftCost:
+def _draft_cost(
+    name: str, q: str = "fp8", hw: str = "dgx_spark", m: str = "qwen3.8-27b"
+) -> DraftCost:
     h = load_option(HardwareSpec, "hardware", hw, "hardware")
     quant = load_option(QuantizationSpec, "quantization", q, "quantization")
     target = CostModel.build(h, load_option(ModelSpec, "model", m, "model"), quant, "auto")
@@ -122,8 +138,14 @@ def test_sequential_head_cost_is_linear_in_k_besides_a_fixed_cost_per_round() ->
 def test_a_fixed_cost_per_round_favours_deeper_drafts() -> None:
     """With acceptance fixed, the cost per drafted token falls with k only by the round's fixed part."""
     mtp = _draft_cost("mtp")
-    bare = DraftCost(mtp.drafter.model_copy(update={"cost": mtp.drafter.cost.model_copy(
-        update={"round_overhead_passes": 0.0})}), mtp.target, None, mtp.quant)
+    bare = DraftCost(
+        mtp.drafter.model_copy(
+            update={"cost": mtp.drafter.cost.model_copy(update={"round_overhead_passes": 0.0})}
+        ),
+        mtp.target,
+        None,
+        mtp.quant,
+    )
     per_token = {k: mtp.seconds(k, ONE) / k for k in (3, 8)}
     bare_per_token = {k: bare.seconds(k, ONE) / k for k in (3, 8)}
     assert per_token[8] < per_token[3]
@@ -170,11 +192,13 @@ def test_block_drafting_cost_never_falls_with_k_and_grows_once_compute_bound(nam
 
 def test_a_weaker_quantization_loses_acceptance_at_every_position() -> None:
     fp8, nvfp4 = acceptance("mtp").expected(3), acceptance("mtp", quantization="nvfp4").expected(3)
-    conditional = lambda p: [p[0]] + [b / a for a, b in zip(p, p[1:])]  # noqa: E731
+    conditional = lambda p: [p[0]] + [b / a for a, b in zip(p, p[1:])]
     assert all(n < f for n, f in zip(conditional(nvfp4), conditional(fp8)))
 
 
-def test_a_drafter_runs_over_the_prompt_in_proportion_to_its_layers_and_a_lookup_not_at_all() -> None:
+def test_a_drafter_runs_over_the_prompt_in_proportion_to_its_layers_and_a_lookup_not_at_all() -> (
+    None
+):
     # A head or block drafter keeps its own KV of the context, so it runs over every prompt token
     # a step prefills: at least its layers' share of the target's pass (more in BF16 weights, with
     # a fusion projection), never a whole one, and more for a longer context; a lookup reads nothing.

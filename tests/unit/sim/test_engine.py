@@ -19,7 +19,9 @@ from specexp.workloads.driver import Window, drive
 Spec = Callable[..., Any]
 
 
-def simulate(make_spec: Spec, tmp_path: Path, *overrides: str) -> tuple[Any, EngineInfo, list[Window]]:
+def simulate(
+    make_spec: Spec, tmp_path: Path, *overrides: str
+) -> tuple[Any, EngineInfo, list[Window]]:
     spec = make_spec(*overrides)
     runtime = runtime_for("sim")(spec, tmp_path)
     info = runtime.start()
@@ -42,7 +44,9 @@ def test_sim_records_itself_as_simulated(make_spec: Spec, tmp_path: Path) -> Non
 
 
 def test_counters_behave_like_vllms(make_spec: Spec, tmp_path: Path) -> None:
-    _, _, [window] = simulate(make_spec, tmp_path, "drafter=mtp", "k=3", "workload.output_tokens=300")
+    _, _, [window] = simulate(
+        make_spec, tmp_path, "drafter=mtp", "k=3", "workload.output_tokens=300"
+    )
     d = window.delta
     [trace] = window.traces
     assert d.drafts and d.drafts > 0
@@ -66,8 +70,14 @@ def test_no_drafter_exposes_no_speculation_counters(make_spec: Spec, tmp_path: P
 
 
 def test_counters_cover_only_the_window(make_spec: Spec, tmp_path: Path) -> None:
-    runtime, _, windows = simulate(make_spec, tmp_path, "drafter=mtp", "workload.output_tokens=40",
-                                   "workload.repeats=3", "workload.warmup=2")
+    runtime, _, windows = simulate(
+        make_spec,
+        tmp_path,
+        "drafter=mtp",
+        "workload.output_tokens=40",
+        "workload.repeats=3",
+        "workload.warmup=2",
+    )
     total = runtime.counters()
     # Warm-up requests are counted by the engine but by no window.
     assert sum(w.delta.generation_tokens for w in windows) == 3 * 40  # type: ignore[misc]
@@ -76,9 +86,17 @@ def test_counters_cover_only_the_window(make_spec: Spec, tmp_path: Path) -> None
     assert total.delta(Counters()).drafts == total.drafts
 
 
-def test_events_are_token_bearing_ordered_and_sum_to_the_completion(make_spec: Spec, tmp_path: Path) -> None:
-    _, _, windows = simulate(make_spec, tmp_path, "drafter=mtp", "k=4", "workload.output_tokens=97",
-                             "workload.concurrency=[3]")
+def test_events_are_token_bearing_ordered_and_sum_to_the_completion(
+    make_spec: Spec, tmp_path: Path
+) -> None:
+    _, _, windows = simulate(
+        make_spec,
+        tmp_path,
+        "drafter=mtp",
+        "k=4",
+        "workload.output_tokens=97",
+        "workload.concurrency=[3]",
+    )
     for trace in windows[0].traces:
         times = [e.t for e in trace.events]
         assert times == sorted(times) and times[0] > trace.sent_at
@@ -87,9 +105,16 @@ def test_events_are_token_bearing_ordered_and_sum_to_the_completion(make_spec: S
         assert trace.prompt_tokens == 32 and trace.cached_prompt_tokens == 0
 
 
-def test_more_concurrency_raises_aggregate_and_lowers_per_stream(make_spec: Spec, tmp_path: Path) -> None:
-    _, _, windows = simulate(make_spec, tmp_path, "drafter=none", "workload.output_tokens=64",
-                             "workload.concurrency=[1,4,16,64]")
+def test_more_concurrency_raises_aggregate_and_lowers_per_stream(
+    make_spec: Spec, tmp_path: Path
+) -> None:
+    _, _, windows = simulate(
+        make_spec,
+        tmp_path,
+        "drafter=none",
+        "workload.output_tokens=64",
+        "workload.concurrency=[1,4,16,64]",
+    )
     assert [w.point.concurrency for w in windows] == [1, 4, 16, 64]
     agg = [metrics(w)["aggregate_tps"] for w in windows]
     per = [metrics(w)["per_stream_tps"] for w in windows]
@@ -99,8 +124,13 @@ def test_more_concurrency_raises_aggregate_and_lowers_per_stream(make_spec: Spec
 
 def test_more_concurrency_with_a_drafter(make_spec: Spec, tmp_path: Path) -> None:
     # Acceptance draws add noise between neighbouring levels; 1 vs 64 is far beyond it.
-    _, _, windows = simulate(make_spec, tmp_path, "drafter=mtp", "workload.output_tokens=400",
-                             "workload.concurrency=[1,64]")
+    _, _, windows = simulate(
+        make_spec,
+        tmp_path,
+        "drafter=mtp",
+        "workload.output_tokens=400",
+        "workload.concurrency=[1,64]",
+    )
     single, many = (metrics(w) for w in windows)
     assert many["aggregate_tps"] > 10 * single["aggregate_tps"]
     assert many["per_stream_tps"] < 0.8 * single["per_stream_tps"]
@@ -131,16 +161,28 @@ def test_speculation_speeds_up_decoding_of_copy_heavy_text(make_spec: Spec, tmp_
 
 
 def test_higher_acceptance_gives_more_tokens_per_pass(make_spec: Spec, tmp_path: Path) -> None:
-    _, _, [fresh] = simulate(make_spec, tmp_path, "drafter=mtp", "workload=fresh_generation",
-                             "workload.output_tokens=400")
-    _, _, [copy] = simulate(make_spec, tmp_path, "drafter=mtp", "workload=edit_heavy", "workload.output_tokens=400")
+    _, _, [fresh] = simulate(
+        make_spec,
+        tmp_path,
+        "drafter=mtp",
+        "workload=fresh_generation",
+        "workload.output_tokens=400",
+    )
+    _, _, [copy] = simulate(
+        make_spec, tmp_path, "drafter=mtp", "workload=edit_heavy", "workload.output_tokens=400"
+    )
     assert metrics(copy)["acceptance_rate"] > metrics(fresh)["acceptance_rate"]
     assert metrics(copy)["tokens_per_pass"] > metrics(fresh)["tokens_per_pass"]
 
 
 def test_longer_prompts_take_longer_to_prefill(make_spec: Spec, tmp_path: Path) -> None:
-    _, _, windows = simulate(make_spec, tmp_path, "workload=prefill_sweep", "workload.prompt_lengths=[1024,8192,32768]",
-                             "workload.repeats=1")
+    _, _, windows = simulate(
+        make_spec,
+        tmp_path,
+        "workload=prefill_sweep",
+        "workload.prompt_lengths=[1024,8192,32768]",
+        "workload.repeats=1",
+    )
     ttft = [window_metrics(w.traces, w.delta, prefill_only=True)["ttft_s"] for w in windows]
     prefill = [window_metrics(w.traces, w.delta, prefill_only=True)["prefill_tps"] for w in windows]
     assert ttft[0] < ttft[1] < ttft[2]
@@ -148,8 +190,13 @@ def test_longer_prompts_take_longer_to_prefill(make_spec: Spec, tmp_path: Path) 
 
 
 def test_warm_prefix_is_served_from_the_cache(make_spec: Spec, tmp_path: Path) -> None:
-    _, _, windows = simulate(make_spec, tmp_path, "workload=prefix_cache", "workload.prompt_lengths=[16000]",
-                             "workload.repeats=1")
+    _, _, windows = simulate(
+        make_spec,
+        tmp_path,
+        "workload=prefix_cache",
+        "workload.prompt_lengths=[16000]",
+        "workload.repeats=1",
+    )
     cold, warm = windows
     assert (cold.point.cache, warm.point.cache) == ("cold", "warm")
     assert cold.traces[0].cached_prompt_tokens == 0
@@ -159,8 +206,14 @@ def test_warm_prefix_is_served_from_the_cache(make_spec: Spec, tmp_path: Path) -
 
 
 def test_without_prefix_caching_nothing_is_cached(make_spec: Spec, tmp_path: Path) -> None:
-    _, _, windows = simulate(make_spec, tmp_path, "workload=prefix_cache", "workload.prompt_lengths=[16000]",
-                             "workload.repeats=1", "runtime.prefix_caching=false")
+    _, _, windows = simulate(
+        make_spec,
+        tmp_path,
+        "workload=prefix_cache",
+        "workload.prompt_lengths=[16000]",
+        "workload.repeats=1",
+        "runtime.prefix_caching=false",
+    )
     cold, warm = windows
     assert warm.traces[0].cached_prompt_tokens == 0
     assert metrics(warm)["ttft_s"] == pytest.approx(metrics(cold)["ttft_s"])

@@ -42,8 +42,12 @@ def test_prompt_tokens_are_four_characters_each_or_token_ids() -> None:
     assert prompt_units("abcd" * 10)[0] == 10
     assert prompt_units("abcde")[0] == 2
     assert prompt_units([5, 6, 7])[0] == 3
-    text = chat_text([{"role": "system", "content": "be brief"},
-                      {"role": "user", "content": [{"type": "text", "text": "hi"}]}])
+    text = chat_text(
+        [
+            {"role": "system", "content": "be brief"},
+            {"role": "user", "content": [{"type": "text", "text": "hi"}]},
+        ]
+    )
     assert text == "system: be brief\nuser: hi"
     assert prompt_units(text)[0] == math.ceil(len(text) / 4)
 
@@ -67,11 +71,15 @@ def test_prefix_cache_matches_leading_whole_blocks_only() -> None:
     assert cache.match(a) == 0
     _store(cache, a)
     assert cache.match(b) == 2
-    c = block_hashes(prompt_units("y" + shared[1:] + "a" * 100)[1])  # differs in block 0: nothing matches
+    c = block_hashes(
+        prompt_units("y" + shared[1:] + "a" * 100)[1]
+    )  # differs in block 0: nothing matches
     assert cache.match(c) == 0
     small = _cache(2)
     _store(small, a)
-    assert len(small) == 2 and small.match(a) == 2  # a prefix's tail block is not kept when it does not fit
+    assert (
+        len(small) == 2 and small.match(a) == 2
+    )  # a prefix's tail block is not kept when it does not fit
     _store(small, c)
     assert small.match(a) == 0 and small.match(c) == 2  # least recently used first
 
@@ -92,7 +100,9 @@ def test_hybrid_prefix_resumes_only_at_state_snapshots() -> None:
     units = prompt_units("z" * 4 * 10 * 4)[1]  # 40 tokens: 10 blocks of 4
     hashes = block_hashes(units, 4)
     cache = _cache(100)
-    _store(cache, hashes, snapshots=frozenset({3, 6, 10}))  # chunk ends every 3 blocks, and the last block
+    _store(
+        cache, hashes, snapshots=frozenset({3, 6, 10})
+    )  # chunk ends every 3 blocks, and the last block
     assert cache.match(hashes) == 10
     assert cache.match(hashes, snapshots_only=True) == 10
     assert cache.match(hashes[:9], snapshots_only=True) == 6  # block 9 has no state to resume from
@@ -105,20 +115,41 @@ def test_hybrid_prefix_resumes_only_at_state_snapshots() -> None:
 
 @pytest.fixture(scope="module")
 def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with sim_server(tmp_path_factory.mktemp("sim_serve"), "hardware=h200", "model=qwen3.8-27b", "quantization=fp8",
-                    "drafter=mtp", f"k={K}", speed=SPEED, timeout_s=30) as url:
+    with sim_server(
+        tmp_path_factory.mktemp("sim_serve"),
+        "hardware=h200",
+        "model=qwen3.8-27b",
+        "quantization=fp8",
+        "drafter=mtp",
+        f"k={K}",
+        speed=SPEED,
+        timeout_s=30,
+    ) as url:
         yield url
 
 
-def _chat(rid: str, max_tokens: int, content: str = "Write a Python LRU cache with TTL expiry.",
-          **extra: Any) -> dict[str, Any]:
-    return {"model": "Qwen/Qwen3.8-27B", "messages": [{"role": "user", "content": content}],
-            "max_tokens": max_tokens, "ignore_eos": True, "temperature": 0.0, "stream": True,
-            "request_id": rid, **extra}
+def _chat(
+    rid: str,
+    max_tokens: int,
+    content: str = "Write a Python LRU cache with TTL expiry.",
+    **extra: Any,
+) -> dict[str, Any]:
+    return {
+        "model": "Qwen/Qwen3.8-27B",
+        "messages": [{"role": "user", "content": content}],
+        "max_tokens": max_tokens,
+        "ignore_eos": True,
+        "temperature": 0.0,
+        "stream": True,
+        "request_id": rid,
+        **extra,
+    }
 
 
 def _stream(url: str, bodies: list[dict[str, Any]]) -> list[RawStream]:
-    return asyncio.run(stream_all(url, [("/v1/chat/completions", b["request_id"], b) for b in bodies], 30.0))
+    return asyncio.run(
+        stream_all(url, [("/v1/chat/completions", b["request_id"], b) for b in bodies], 30.0)
+    )
 
 
 def _record(url: str, rid: str) -> dict[str, Any]:
@@ -164,7 +195,9 @@ def _tokens_for(base_url: str, wall_s: float) -> int:
     does not depend on the cost model's numbers)."""
     _stream(base_url, [_chat("probe-1", 32, **USAGE)])
     chunks = _record(base_url, "probe-1")["chunks"][1:]
-    per_s = sum(c["tokens"] for c in chunks[1:]) / (chunks[-1]["scheduled"] - chunks[0]["scheduled"])
+    per_s = sum(c["tokens"] for c in chunks[1:]) / (
+        chunks[-1]["scheduled"] - chunks[0]["scheduled"]
+    )
     return max(64, min(5000, int(per_s * wall_s)))
 
 
@@ -200,7 +233,9 @@ def test_client_timing_matches_the_server_schedule(base_url: str) -> None:
 def test_metrics_count_drafts_tokens_and_prefix_hits(base_url: str) -> None:
     n = 64
     prompt = ("Refactor this module. " + "def f(x):\n    return x + 1\n" * 600)[:13594]
-    assert math.ceil(len(f"user: {prompt}") / 4) == 3400  # not a whole number of 16- or 1600-token blocks
+    assert (
+        math.ceil(len(f"user: {prompt}") / 4) == 3400
+    )  # not a whole number of 16- or 1600-token blocks
     before = _metrics(base_url)
     raw = _stream(base_url, [_chat("metrics-1", n, prompt, **USAGE)])[0]
     after = _metrics(base_url)
@@ -212,8 +247,13 @@ def test_metrics_count_drafts_tokens_and_prefix_hits(base_url: str) -> None:
 
     drafts = delta("vllm:spec_decode_num_drafts_total")
     accepted = delta("vllm:spec_decode_num_accepted_tokens_total")
-    per_pos = [a - b for a, b in zip(promtext.positions(after, "vllm:spec_decode_num_accepted_tokens_per_pos_total") or (),
-                                     promtext.positions(before, "vllm:spec_decode_num_accepted_tokens_per_pos_total") or ())]
+    per_pos = [
+        a - b
+        for a, b in zip(
+            promtext.positions(after, "vllm:spec_decode_num_accepted_tokens_per_pos_total") or (),
+            promtext.positions(before, "vllm:spec_decode_num_accepted_tokens_per_pos_total") or (),
+        )
+    ]
     chunks = _record(base_url, "metrics-1")["chunks"]
     assert delta("vllm:generation_tokens_total") == n
     assert delta("vllm:prompt_tokens_total") == trace.prompt_tokens == 3400
@@ -230,7 +270,8 @@ def test_metrics_count_drafts_tokens_and_prefix_hits(base_url: str) -> None:
     mid = _metrics(base_url)
     again = to_trace("metrics-2", _stream(base_url, [_chat("metrics-2", 4, prompt, **USAGE)])[0])
     hits = (promtext.total(_metrics(base_url), "vllm:prefix_cache_hits_total") or 0) - (
-        promtext.total(mid, "vllm:prefix_cache_hits_total") or 0)
+        promtext.total(mid, "vllm:prefix_cache_hits_total") or 0
+    )
     assert again.cached_prompt_tokens == hits == (3399 // block - 1) * block > 0
 
 
@@ -243,7 +284,9 @@ def test_concurrent_requests_share_forward_passes(base_url: str) -> None:
         assert trace.completion_tokens == n and sum(e.tokens for e in trace.events) == n
     steps = [{c["sim_t"] for c in _record(base_url, b["request_id"])["chunks"]} for b in bodies]
     shared = set.intersection(*steps)
-    assert len(shared) >= len(min(steps, key=len)) // 2, "the four requests did not share forward passes"
+    assert len(shared) >= len(min(steps, key=len)) // 2, (
+        "the four requests did not share forward passes"
+    )
 
 
 def test_completions_endpoint_non_stream_and_errors(base_url: str) -> None:
@@ -251,11 +294,16 @@ def test_completions_endpoint_non_stream_and_errors(base_url: str) -> None:
         r = client.post("/v1/completions", json={"prompt": list(range(40)), "max_tokens": 7})
         assert r.status_code == 200
         body = r.json()
-        assert body["object"] == "text_completion" and body["choices"][0]["finish_reason"] == "length"
+        assert (
+            body["object"] == "text_completion" and body["choices"][0]["finish_reason"] == "length"
+        )
         assert body["usage"]["prompt_tokens"] == 40 and body["usage"]["completion_tokens"] == 7
         too_long = client.post("/v1/completions", json={"prompt": "hi", "max_tokens": 10**7})
         assert too_long.status_code == 400 and too_long.json()["object"] == "error"
-        assert client.post("/v1/completions", json={"model": "other", "prompt": "hi"}).status_code == 404
+        assert (
+            client.post("/v1/completions", json={"model": "other", "prompt": "hi"}).status_code
+            == 404
+        )
 
 
 def test_a_client_that_goes_away_is_aborted(base_url: str) -> None:
@@ -269,5 +317,7 @@ def test_a_client_that_goes_away_is_aborted(base_url: str) -> None:
     while not (rec := _record(base_url, "gone-1"))["finished"] and time.monotonic() < deadline:
         time.sleep(0.02)
     assert rec["finished"] and rec["aborted"] and rec["completion_tokens"] < 5000
-    running = promtext.total(promtext.parse(httpx.get(f"{base_url}/metrics").text), "vllm:num_requests_running")
+    running = promtext.total(
+        promtext.parse(httpx.get(f"{base_url}/metrics").text), "vllm:num_requests_running"
+    )
     assert running == 0

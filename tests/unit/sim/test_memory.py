@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from specexp.measure.events import RuntimeFailure
 from specexp.roofline.costmodel import CostModel
 from specexp.runtimes.base import runtime_for
-from specexp.measure.events import RuntimeFailure
 from specexp.sim.memory import memory_plan
 
 Spec = Callable[..., Any]
@@ -24,7 +24,9 @@ def kv_tokens(make_spec: Spec, tmp_path: Path, *overrides: str) -> int:
 
 
 def plan_of(spec: Any) -> Any:
-    target = CostModel.build(spec.hardware, spec.model, spec.quantization, spec.runtime.kv_cache_dtype)
+    target = CostModel.build(
+        spec.hardware, spec.model, spec.quantization, spec.runtime.kv_cache_dtype
+    )
     return memory_plan(spec, target, None)
 
 
@@ -58,7 +60,9 @@ def test_lighter_weights_leave_more_kv_cache(make_spec: Spec, tmp_path: Path) ->
 
 
 def test_weights_that_do_not_fit_are_refused_at_start(make_spec: Spec, tmp_path: Path) -> None:
-    runtime = runtime_for("sim")(make_spec("hardware=cpu", "model=qwen3-32b", "quantization=bf16"), tmp_path)
+    runtime = runtime_for("sim")(
+        make_spec("hardware=cpu", "model=qwen3-32b", "quantization=bf16"), tmp_path
+    )
     with pytest.raises(RuntimeFailure) as info:
         runtime.start()
     assert info.value.status == "refused"
@@ -68,7 +72,9 @@ def test_weights_that_do_not_fit_are_refused_at_start(make_spec: Spec, tmp_path:
 
 def test_tied_embeddings_are_counted_once(make_spec: Spec) -> None:
     spec = make_spec("model=qwen3-8b")
-    tied = spec.model_copy(update={"model": spec.model.model_copy(update={"tie_word_embeddings": True})})
+    tied = spec.model_copy(
+        update={"model": spec.model.model_copy(update={"tie_word_embeddings": True})}
+    )
     untied_weights, tied_weights = plan_of(spec).weight_bytes, plan_of(tied).weight_bytes
     target = CostModel.build(spec.hardware, spec.model, spec.quantization, "auto")
     one_copy = target.shape.lm_head_params * spec.quantization.bytes_per_weight["embeddings"]
@@ -83,8 +89,14 @@ def test_a_drafter_takes_memory_from_the_kv_cache(make_spec: Spec, tmp_path: Pat
 
 # docs/studies.md, "Facts to use as inputs": KV cache capacity reported for the FP8 model on the Spark:
 # 348,497 tokens at gpu_memory_utilization 0.44 without prefix caching, 271,315 with it (MTP k = 3).
-SPARK = ("hardware=dgx_spark", "model=qwen3.8-27b", "quantization=fp8", "drafter=mtp", "k=3",
-         "runtime.gpu_memory_utilization=0.44")
+SPARK = (
+    "hardware=dgx_spark",
+    "model=qwen3.8-27b",
+    "quantization=fp8",
+    "drafter=mtp",
+    "k=3",
+    "runtime.gpu_memory_utilization=0.44",
+)
 
 
 @pytest.mark.parametrize(("prefix_caching", "published"), [("false", 348_497), ("true", 271_315)])

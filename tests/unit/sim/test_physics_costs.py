@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from specexp.run.compose import load_option
 from specexp.roofline.costmodel import CostModel, Slice
+from specexp.run.compose import load_option
 from specexp.spec.experiment import HardwareSpec, ModelSpec, QuantizationSpec
 
 
@@ -21,10 +21,14 @@ def model(name: str) -> ModelSpec:
     return load_option(ModelSpec, "model", name, "model")
 
 
-def cost(h: str | HardwareSpec, m: str | ModelSpec = "qwen3-8b", q: str = "bf16", kv: str = "auto") -> CostModel:
+def cost(
+    h: str | HardwareSpec, m: str | ModelSpec = "qwen3-8b", q: str = "bf16", kv: str = "auto"
+) -> CostModel:
     hardware = hw(h) if isinstance(h, str) else h
     spec = model(m) if isinstance(m, str) else m
-    return CostModel.build(hardware, spec, load_option(QuantizationSpec, "quantization", q, "quantization"), kv)
+    return CostModel.build(
+        hardware, spec, load_option(QuantizationSpec, "quantization", q, "quantization"), kv
+    )
 
 
 def decode(batch: int, context: int = 0, tokens: int = 1) -> list[Slice]:
@@ -53,7 +57,7 @@ def test_a_decode_step_is_never_faster_than_its_weights_over_datasheet_bandwidth
 @pytest.mark.parametrize("h", HARDWARE)
 def test_doubling_batch_at_fixed_bytes_is_nearly_free_until_compute_bound(h: str) -> None:
     c = cost(h)
-    step = lambda b: c.pass_seconds(decode(b))  # noqa: E731  (no context: the bytes are the weights)
+    step = lambda b: c.pass_seconds(decode(b))
     assert step(2) / step(1) < 1.02
     assert step(8) / step(4) < 1.05
     # Far past the ridge point the GEMMs are compute-bound: twice the tokens, about twice the time.
@@ -63,12 +67,15 @@ def test_doubling_batch_at_fixed_bytes_is_nearly_free_until_compute_bound(h: str
 @pytest.mark.parametrize("h", HARDWARE)
 def test_fp8_weights_make_a_bandwidth_bound_step_cheaper_than_bf16(h: str) -> None:
     for batch in (1, 8):
-        assert cost(h, q="fp8").pass_seconds(decode(batch, 512)) < cost(h, q="bf16").pass_seconds(decode(batch, 512))
+        assert cost(h, q="fp8").pass_seconds(decode(batch, 512)) < cost(h, q="bf16").pass_seconds(
+            decode(batch, 512)
+        )
 
 
 def test_fp4_mlps_are_cheaper_to_decode_than_fp8_on_blackwell() -> None:
-    assert cost("dgx_spark", "qwen3.8-27b", "nvfp4").pass_seconds(decode(1, 1024)) < \
-        cost("dgx_spark", "qwen3.8-27b", "fp8").pass_seconds(decode(1, 1024))
+    assert cost("dgx_spark", "qwen3.8-27b", "nvfp4").pass_seconds(decode(1, 1024)) < cost(
+        "dgx_spark", "qwen3.8-27b", "fp8"
+    ).pass_seconds(decode(1, 1024))
 
 
 PREFILL = [Slice(tokens=8192, context=0, logits=1)]
@@ -76,7 +83,9 @@ PREFILL = [Slice(tokens=8192, context=0, logits=1)]
 
 def test_native_low_precision_speeds_up_compute_bound_prefill() -> None:
     # Hopper runs fp8 natively, and its achieved fp8 rate is above the bf16 one.
-    assert cost("h200", q="fp8").pass_seconds(PREFILL) < cost("h200", q="bf16").pass_seconds(PREFILL)
+    assert cost("h200", q="fp8").pass_seconds(PREFILL) < cost("h200", q="bf16").pass_seconds(
+        PREFILL
+    )
 
 
 @pytest.mark.parametrize("h", ["dgx_spark", "h200", "rtx_a6000"])
@@ -94,11 +103,17 @@ def test_dequantize_then_compute_costs_prefill_time_where_the_type_is_not_native
     a6000 = hw("rtx_a6000")
     assert a6000.achieved.dequant_compute < 1
     assert cost(a6000, q="fp8").pass_seconds(PREFILL) > cost(a6000, q="bf16").pass_seconds(PREFILL)
-    assert cost(a6000, q="nvfp4").pass_seconds(PREFILL) > cost(a6000, q="bf16").pass_seconds(PREFILL)
+    assert cost(a6000, q="nvfp4").pass_seconds(PREFILL) > cost(a6000, q="bf16").pass_seconds(
+        PREFILL
+    )
     # ... while decode, bandwidth-bound, still gains from the smaller weights.
-    assert cost(a6000, q="fp8").pass_seconds(decode(1, 512)) < cost(a6000, q="bf16").pass_seconds(decode(1, 512))
+    assert cost(a6000, q="fp8").pass_seconds(decode(1, 512)) < cost(a6000, q="bf16").pass_seconds(
+        decode(1, 512)
+    )
     # FP4 has no Hopper path either: nvfp4 MLPs prefill slower than native fp8 ones on an H200.
-    assert cost("h200", q="nvfp4").pass_seconds(PREFILL) > cost("h200", q="fp8").pass_seconds(PREFILL)
+    assert cost("h200", q="nvfp4").pass_seconds(PREFILL) > cost("h200", q="fp8").pass_seconds(
+        PREFILL
+    )
 
 
 @pytest.mark.parametrize("h", HARDWARE)
@@ -115,7 +130,7 @@ def test_decode_cost_grows_with_context_by_the_kv_it_reads(h: str) -> None:
 
 def test_verify_compute_grows_with_batch_times_k_plus_1_so_deep_drafts_lose_under_load() -> None:
     c = cost("h200")
-    ratio = lambda b, k: c.pass_seconds(decode(b, 1024, k + 1)) / c.pass_seconds(decode(b, 1024))  # noqa: E731
+    ratio = lambda b, k: c.pass_seconds(decode(b, 1024, k + 1)) / c.pass_seconds(decode(b, 1024))
     # Alone, verifying 16 tokens costs little more than decoding one; at batch 64 it costs several times as much.
     assert ratio(1, 15) < 1.5
     assert ratio(64, 15) > 3
@@ -130,7 +145,9 @@ def test_hybrid_layers_carry_a_recurrent_state_whose_dtype_sets_its_bytes() -> N
     bf16 = cost("dgx_spark", m.model_copy(update={"linear_state_dtype": "bfloat16"}), "fp8")
     assert m.linear_num_value_heads and m.linear_key_head_dim and m.linear_value_head_dim
     linear_layers = m.num_hidden_layers - m.num_hidden_layers // (m.full_attention_interval or 1)
-    recurrent = linear_layers * m.linear_num_value_heads * m.linear_key_head_dim * m.linear_value_head_dim
+    recurrent = (
+        linear_layers * m.linear_num_value_heads * m.linear_key_head_dim * m.linear_value_head_dim
+    )
     assert fp32.state_bytes - bf16.state_bytes == pytest.approx(recurrent * 2)
     # Every pass reads and writes each sequence's state: a bf16 state makes decode cheaper ...
     assert bf16.pass_seconds(decode(16, 4096)) < fp32.pass_seconds(decode(16, 4096))
@@ -138,7 +155,7 @@ def test_hybrid_layers_carry_a_recurrent_state_whose_dtype_sets_its_bytes() -> N
     spark = hw("dgx_spark")
     assert saved >= 16 * 2 * recurrent * 2 / (spark.memory_bandwidth_gbps * 1e9)
     # ... and the state does not grow with context, unlike a KV cache.
-    state_cost = lambda ctx: fp32.linear_attention_seconds(decode(1, ctx))  # noqa: E731
+    state_cost = lambda ctx: fp32.linear_attention_seconds(decode(1, ctx))
     assert state_cost(100_000) == state_cost(1_000)
 
 
@@ -154,4 +171,5 @@ def test_a_verify_pass_writes_a_state_copy_per_position_on_a_hybrid_model() -> N
     one = [Slice(tokens=9, context=4096, logits=9, state_writes=1)] * 8
     kept = [Slice(tokens=9, context=4096, logits=9, state_writes=9)] * 8
     assert c.pass_seconds(kept) - c.pass_seconds(one) >= 8 * 8 * c.state_bytes / (
-        hw("dgx_spark").memory_bandwidth_gbps * 1e9)
+        hw("dgx_spark").memory_bandwidth_gbps * 1e9
+    )

@@ -13,9 +13,8 @@ from typing import Any
 
 import pytest
 
+from specexp.measure.events import Request, RuntimeFailure
 from specexp.run.compose import load_option
-from specexp.measure.events import Request
-from specexp.measure.events import RuntimeFailure
 from specexp.runtimes.sim import SimRuntime
 from specexp.spec.experiment import (
     DrafterSpec,
@@ -30,17 +29,27 @@ from specexp.spec.experiment import (
 GIB = 1024**3
 
 
-def spec(hardware: str = "dgx_spark", model: str = "qwen3.8-27b", quantization: str = "fp8", drafter: str = "none",
-         k: int | None = None, model_update: dict[str, Any] | None = None, **runtime: Any) -> ExperimentSpec:
+def spec(
+    hardware: str = "dgx_spark",
+    model: str = "qwen3.8-27b",
+    quantization: str = "fp8",
+    drafter: str = "none",
+    k: int | None = None,
+    model_update: dict[str, Any] | None = None,
+    **runtime: Any,
+) -> ExperimentSpec:
     def opt(cls: type, group: str, name: str) -> Any:
         return load_option(cls, group, name, group)
 
     m = opt(ModelSpec, "model", model)
     return ExperimentSpec(
-        hardware=opt(HardwareSpec, "hardware", hardware), model=m.model_copy(update=model_update or {}),
+        hardware=opt(HardwareSpec, "hardware", hardware),
+        model=m.model_copy(update=model_update or {}),
         quantization=opt(QuantizationSpec, "quantization", quantization),
         runtime=opt(RuntimeSpec, "runtime", "sim").model_copy(update=runtime),
-        drafter=opt(DrafterSpec, "drafter", drafter), workload=opt(WorkloadSpec, "workload", "fresh_generation"), k=k,
+        drafter=opt(DrafterSpec, "drafter", drafter),
+        workload=opt(WorkloadSpec, "workload", "fresh_generation"),
+        k=k,
     )
 
 
@@ -65,7 +74,9 @@ def refused(s: ExperimentSpec, tmp_path: Path) -> RuntimeFailure:
 
 def kv_bytes_per_token_by_hand(m: ModelSpec, bytes_per_element: float = 2.0) -> float:
     hybrid = m.architecture == "hybrid"
-    full = m.num_hidden_layers // (m.full_attention_interval or 1) if hybrid else m.num_hidden_layers
+    full = (
+        m.num_hidden_layers // (m.full_attention_interval or 1) if hybrid else m.num_hidden_layers
+    )
     return 2 * full * m.num_key_value_heads * m.head_dim * bytes_per_element
 
 
@@ -91,26 +102,36 @@ def test_weights_and_drafters_come_out_of_the_kv_cache(tmp_path: Path) -> None:
     none = kv_tokens(spec(), tmp_path)
     assert kv_tokens(spec(quantization="bf16"), tmp_path) < none
     assert kv_tokens(spec(drafter="mtp", k=3), tmp_path) < none
-    assert kv_tokens(spec(drafter="dspark", k=7), tmp_path) < kv_tokens(spec(drafter="mtp", k=3), tmp_path)
+    assert kv_tokens(spec(drafter="dspark", k=7), tmp_path) < kv_tokens(
+        spec(drafter="mtp", k=3), tmp_path
+    )
 
 
-def test_prefix_caching_costs_a_hybrid_model_kv_capacity_but_not_a_dense_one(tmp_path: Path) -> None:
+def test_prefix_caching_costs_a_hybrid_model_kv_capacity_but_not_a_dense_one(
+    tmp_path: Path,
+) -> None:
     # Hybrid: the linear-attention state is kept at block-aligned points of every cached prefix.
     off = kv_tokens(spec(prefix_caching=False), tmp_path)
     on = kv_tokens(spec(prefix_caching=True), tmp_path)
     assert on < 0.9 * off
     # A runtime version whose cache never hits still pays for it.
-    broken = kv_tokens(spec(prefix_caching=True, version="0.10.1", prefix_cache_broken_versions=["0.10.*"]), tmp_path)
+    broken = kv_tokens(
+        spec(prefix_caching=True, version="0.10.1", prefix_cache_broken_versions=["0.10.*"]),
+        tmp_path,
+    )
     assert broken == on
     dense = dict(hardware="h200", model="qwen3-8b", quantization="bf16")
-    assert kv_tokens(spec(**dense, prefix_caching=True), tmp_path) == kv_tokens(spec(**dense, prefix_caching=False),
-                                                                                  tmp_path)
+    assert kv_tokens(spec(**dense, prefix_caching=True), tmp_path) == kv_tokens(
+        spec(**dense, prefix_caching=False), tmp_path
+    )
 
 
 def test_a_dense_server_starts_exactly_when_max_model_len_fits_its_kv_cache(tmp_path: Path) -> None:
     # vLLM's rule: one request of max_model_len must fit in the KV cache. With no recurrent state,
     # the boundary is the reported capacity itself.
-    base = dict(hardware="rtx_a6000", model="qwen3-8b", quantization="bf16", gpu_memory_utilization=0.5)
+    base = dict(
+        hardware="rtx_a6000", model="qwen3-8b", quantization="bf16", gpu_memory_utilization=0.5
+    )
     capacity = kv_tokens(spec(**base, max_model_len=1024), tmp_path)
     assert 1024 < capacity < 40_960
     assert kv_tokens(spec(**base, max_model_len=capacity), tmp_path) == capacity
@@ -126,8 +147,10 @@ def test_the_studys_mtp_k8_server_at_044_is_refused_while_k3_starts(tmp_path: Pa
     assert k3.info.kv_cache_tokens  # type: ignore[attr-defined]
     failure = refused(spec(drafter="mtp", k=8, gpu_memory_utilization=0.44), tmp_path)
     assert failure.kind == "kv_cache_too_small"
-    needed, available = (float(x.split(" GiB")[0].split()[-1].lstrip("(")) for x in
-                         (failure.message.split("needs ")[1], failure.message.split("memory (")[1]))
+    needed, available = (
+        float(x.split(" GiB")[0].split()[-1].lstrip("("))
+        for x in (failure.message.split("needs ")[1], failure.message.split("memory (")[1])
+    )
     assert needed > available > 0
     # The same server starts with more memory.
     assert start(spec(drafter="mtp", k=8, gpu_memory_utilization=0.85), tmp_path)
@@ -164,18 +187,31 @@ def test_yarn_extends_context_but_a_drafter_without_yarn_fails_at_start(tmp_path
 def test_a_drafter_without_yarn_caps_the_context(tmp_path: Path) -> None:
     d = spec(drafter="dspark").drafter
     assert d.max_context and not d.supports_yarn
-    runtime = start(spec(hardware="h200", model="qwen3-8b", quantization="bf16", drafter="dspark", k=7,
-                         model_update={"max_position_embeddings": 2 * d.max_context}), tmp_path)
-    assert runtime.engine.memory is not None and runtime.engine.memory.max_model_len == d.max_context
+    runtime = start(
+        spec(
+            hardware="h200",
+            model="qwen3-8b",
+            quantization="bf16",
+            drafter="dspark",
+            k=7,
+            model_update={"max_position_embeddings": 2 * d.max_context},
+        ),
+        tmp_path,
+    )
+    assert (
+        runtime.engine.memory is not None and runtime.engine.memory.max_model_len == d.max_context
+    )
     assert "capped" in runtime.info.details["context_note"]  # type: ignore[attr-defined]
 
 
 def test_a_request_beyond_max_model_len_is_answered_with_an_error(tmp_path: Path) -> None:
     runtime = start(spec(hardware="h200", max_model_len=4096), tmp_path)
-    ok, too_long = runtime.run_window([
-        Request(request_id="ok", prompt="x", prompt_tokens=1000, max_tokens=100),
-        Request(request_id="long", prompt="x", prompt_tokens=4000, max_tokens=100),
-    ])
+    ok, too_long = runtime.run_window(
+        [
+            Request(request_id="ok", prompt="x", prompt_tokens=1000, max_tokens=100),
+            Request(request_id="long", prompt="x", prompt_tokens=4000, max_tokens=100),
+        ]
+    )
     assert ok.error is None and ok.completion_tokens == 100
     assert too_long.error and "max_model_len" in too_long.error and not too_long.events
 

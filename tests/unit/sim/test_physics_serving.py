@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from specexp.run.compose import load_option
 from specexp.measure.events import Request
 from specexp.measure.metrics import window_metrics
+from specexp.run.compose import load_option
 from specexp.runtimes.sim import SimRuntime
 from specexp.spec.experiment import (
     DrafterSpec,
@@ -33,15 +33,25 @@ def opt(cls: type, group: str, name: str) -> Any:
     return load_option(cls, group, name, group)
 
 
-def spec(hardware: str = "dgx_spark", model: str = "qwen3.8-27b", quantization: str = "fp8",
-         drafter: str = "none", k: int | None = None, workload: str = "fresh_generation",
-         work: dict[str, Any] | None = None, draft_model: str | None = None, **runtime: Any) -> ExperimentSpec:
+def spec(
+    hardware: str = "dgx_spark",
+    model: str = "qwen3.8-27b",
+    quantization: str = "fp8",
+    drafter: str = "none",
+    k: int | None = None,
+    workload: str = "fresh_generation",
+    work: dict[str, Any] | None = None,
+    draft_model: str | None = None,
+    **runtime: Any,
+) -> ExperimentSpec:
     return ExperimentSpec(
-        hardware=opt(HardwareSpec, "hardware", hardware), model=opt(ModelSpec, "model", model),
+        hardware=opt(HardwareSpec, "hardware", hardware),
+        model=opt(ModelSpec, "model", model),
         quantization=opt(QuantizationSpec, "quantization", quantization),
         runtime=opt(RuntimeSpec, "runtime", "sim").model_copy(update=runtime),
         drafter=opt(DrafterSpec, "drafter", drafter),
-        workload=opt(WorkloadSpec, "workload", workload).model_copy(update=work or {}), k=k,
+        workload=opt(WorkloadSpec, "workload", workload).model_copy(update=work or {}),
+        k=k,
         draft_model=opt(ModelSpec, "model", draft_model) if draft_model else None,
     )
 
@@ -75,21 +85,58 @@ def cold_warm(s: ExperimentSpec, tmp_path: Path) -> list[tuple[float, float, int
     return out
 
 
-def prefix_spec(hardware: str = "dgx_spark", model: str = "qwen3.8-27b", quantization: str = "fp8",
-                drafter: str = "none", k: int | None = None, lengths: list[int] = HYBRID_LENGTHS,
-                **runtime: Any) -> ExperimentSpec:
-    return spec(hardware, model, quantization, drafter, k, workload="prefix_cache",
-                work={"prompt_lengths": lengths, "repeats": 1}, **runtime)
+def prefix_spec(
+    hardware: str = "dgx_spark",
+    model: str = "qwen3.8-27b",
+    quantization: str = "fp8",
+    drafter: str = "none",
+    k: int | None = None,
+    lengths: list[int] = HYBRID_LENGTHS,
+    **runtime: Any,
+) -> ExperimentSpec:
+    return spec(
+        hardware,
+        model,
+        quantization,
+        drafter,
+        k,
+        workload="prefix_cache",
+        work={"prompt_lengths": lengths, "repeats": 1},
+        **runtime,
+    )
 
 
-@pytest.mark.parametrize(("hardware", "model", "quantization", "drafter", "k", "lengths"), [
-    ("dgx_spark", "qwen3.8-27b", "fp8", "none", None, HYBRID_LENGTHS),  # hybrid, 784-token blocks
-    ("dgx_spark", "qwen3.8-27b", "fp8", "mtp", 3, HYBRID_LENGTHS),      # hybrid with MTP, 800-token blocks
-    ("h200", "qwen3-8b", "bf16", "none", None, DENSE_LENGTHS),          # dense, 16-token blocks
-])
+@pytest.mark.parametrize(
+    ("hardware", "model", "quantization", "drafter", "k", "lengths"),
+    [
+        (
+            "dgx_spark",
+            "qwen3.8-27b",
+            "fp8",
+            "none",
+            None,
+            HYBRID_LENGTHS,
+        ),  # hybrid, 784-token blocks
+        (
+            "dgx_spark",
+            "qwen3.8-27b",
+            "fp8",
+            "mtp",
+            3,
+            HYBRID_LENGTHS,
+        ),  # hybrid with MTP, 800-token blocks
+        ("h200", "qwen3-8b", "bf16", "none", None, DENSE_LENGTHS),  # dense, 16-token blocks
+    ],
+)
 def test_warm_beats_cold_and_the_gain_grows_with_prefix_length(
-        tmp_path: Path, hardware: str, model: str, quantization: str, drafter: str, k: int | None,
-        lengths: list[int]) -> None:
+    tmp_path: Path,
+    hardware: str,
+    model: str,
+    quantization: str,
+    drafter: str,
+    k: int | None,
+    lengths: list[int],
+) -> None:
     from specexp.sim.startup import plan_server
 
     s = prefix_spec(hardware, model, quantization, drafter, k, lengths)
@@ -111,16 +158,24 @@ def test_warm_beats_cold_and_the_gain_grows_with_prefix_length(
 
 
 def test_reuse_is_block_granular(tmp_path: Path) -> None:
-    rows = cold_warm(prefix_spec("h200", "qwen3-8b", "bf16", lengths=DENSE_LENGTHS, cache_block_tokens=1000), tmp_path)
+    rows = cold_warm(
+        prefix_spec("h200", "qwen3-8b", "bf16", lengths=DENSE_LENGTHS, cache_block_tokens=1000),
+        tmp_path,
+    )
     # The shared prefix is the prompt less a 16-token suffix: reuse rounds it down to whole blocks.
     assert [cached for _, _, cached in rows] == [(n - 16) // 1000 * 1000 for n in DENSE_LENGTHS]
 
 
-@pytest.mark.parametrize("runtime", [
-    {"prefix_caching": False},
-    {"version": "0.10.1", "prefix_cache_broken_versions": ["0.10.1"]},  # on, but never hits
-])
-def test_no_cache_or_a_cache_that_never_hits_gives_no_warm_gain(tmp_path: Path, runtime: dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    "runtime",
+    [
+        {"prefix_caching": False},
+        {"version": "0.10.1", "prefix_cache_broken_versions": ["0.10.1"]},  # on, but never hits
+    ],
+)
+def test_no_cache_or_a_cache_that_never_hits_gives_no_warm_gain(
+    tmp_path: Path, runtime: dict[str, Any]
+) -> None:
     for cold, warm, cached in cold_warm(prefix_spec(**runtime), tmp_path):
         assert cached == 0
         assert warm == pytest.approx(cold)
@@ -133,18 +188,36 @@ def weight_bytes_by_hand(m: ModelSpec, bytes_per_weight: float) -> float:
 
 
 @pytest.mark.parametrize("hardware", ["h200", "dgx_spark", "rtx_a6000"])
-@pytest.mark.parametrize(("drafter", "k", "draft_model"), [
-    ("none", None, None), ("ngram", 4, None), ("eagle3", 3, None), ("draft_model", 5, "qwen3-0.6b")])
+@pytest.mark.parametrize(
+    ("drafter", "k", "draft_model"),
+    [
+        ("none", None, None),
+        ("ngram", 4, None),
+        ("eagle3", 3, None),
+        ("draft_model", 5, "qwen3-0.6b"),
+    ],
+)
 def test_no_stream_decodes_faster_than_bandwidth_over_bytes_times_tokens_per_pass(
-        tmp_path: Path, hardware: str, drafter: str, k: int | None, draft_model: str | None) -> None:
+    tmp_path: Path, hardware: str, drafter: str, k: int | None, draft_model: str | None
+) -> None:
     for workload, concurrency in (("edit_heavy", 1), ("concurrency", 4)):
-        s = spec(hardware, "qwen3-8b", "bf16", drafter, k, workload=workload, draft_model=draft_model,
-                 work={"output_tokens": 200, "concurrency": [concurrency]})
+        s = spec(
+            hardware,
+            "qwen3-8b",
+            "bf16",
+            drafter,
+            k,
+            workload=workload,
+            draft_model=draft_model,
+            work={"output_tokens": 200, "concurrency": [concurrency]},
+        )
         [window] = run(s, tmp_path)
         m = metrics(window)
         model = s.model
         kv_per_token = 2 * model.num_hidden_layers * model.num_key_value_heads * model.head_dim * 2
-        per_pass = weight_bytes_by_hand(model, 2.0) + concurrency * s.workload.prompt_tokens * kv_per_token
+        per_pass = (
+            weight_bytes_by_hand(model, 2.0) + concurrency * s.workload.prompt_tokens * kv_per_token
+        )
         passes_per_s = s.hardware.memory_bandwidth_gbps * 1e9 / per_pass
         tokens_per_pass = m["tokens_per_pass"] or 1.0
         assert m["aggregate_tps"] <= passes_per_s * concurrency * tokens_per_pass
@@ -163,8 +236,8 @@ def test_deep_drafts_stop_paying_under_concurrency(tmp_path: Path) -> None:
     shallow = [a / b for a, b in zip(aggregate("eagle3", 3), base, strict=True)]
     deep = [a / b for a, b in zip(aggregate("eagle3", 8), base, strict=True)]
     assert deep[0] > 1.5 and shallow[0] > 1.5  # alone, speculation pays
-    assert deep[-1] < 1                        # under load, verifying 9 tokens per stream costs more than it saves
-    assert deep[-1] < shallow[-1]              # and the deeper draft loses first
+    assert deep[-1] < 1  # under load, verifying 9 tokens per stream costs more than it saves
+    assert deep[-1] < shallow[-1]  # and the deeper draft loses first
     assert deep[2] < deep[1]
 
 
@@ -177,8 +250,12 @@ def test_kv_capacity_limits_concurrency(tmp_path: Path) -> None:
     prompt, output = 15_000, 100
     fit = info.kv_cache_tokens // (prompt + output)
     assert 1 <= fit < 6
-    traces = runtime.run_window([
-        Request(request_id=f"r{i}", prompt="x", prompt_tokens=prompt, max_tokens=output) for i in range(6)])
+    traces = runtime.run_window(
+        [
+            Request(request_id=f"r{i}", prompt="x", prompt_tokens=prompt, max_tokens=output)
+            for i in range(6)
+        ]
+    )
     assert not any(t.error for t in traces)
     spans = sorted((t.first_token_at, t.last_token_at) for t in traces)
     finished = sorted(end for _, end in spans)

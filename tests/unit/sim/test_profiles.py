@@ -8,17 +8,17 @@ from typing import Any
 
 import pytest
 
+from specexp.fit import hardware as calibrate
 from specexp.measure.conditions import run_conditions
-from specexp.spec.errors import SpecError
 from specexp.measure.metrics import window_metrics
 from specexp.record import Provenance, RunRecord
 from specexp.report.method import _simulated_engines
 from specexp.roofline.costmodel import Slice
-from specexp.fit import hardware as calibrate
 from specexp.run.compose import build_spec
-from specexp.sim.profile import load_profile
 from specexp.runtimes.sim import SimRuntime
+from specexp.sim.profile import load_profile
 from specexp.sim.startup import start_engine
+from specexp.spec.errors import SpecError
 from specexp.spec.experiment import ExperimentSpec
 from specexp.workloads.driver import drive
 
@@ -37,11 +37,16 @@ def windows(spec: ExperimentSpec, tmp_path: Path) -> tuple[SimRuntime, list[Any]
 
 def per_stream(spec: ExperimentSpec, tmp_path: Path) -> dict[int, float]:
     _, ws = windows(spec, tmp_path)
-    return {w.point.concurrency: window_metrics(w.traces, w.delta, prefill_only=False)["decode_tps"] for w in ws}
+    return {
+        w.point.concurrency: window_metrics(w.traces, w.delta, prefill_only=False)["decode_tps"]
+        for w in ws
+    }
 
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang", "llamacpp"])
-def test_every_engine_the_spec_accepts_has_a_valid_profile_whose_figures_cite_a_source(engine: str) -> None:
+def test_every_engine_the_spec_accepts_has_a_valid_profile_whose_figures_cite_a_source(
+    engine: str,
+) -> None:
     from specexp.spec import paths
 
     profile = load_profile(engine)
@@ -68,14 +73,20 @@ def test_an_unknown_engine_is_refused_naming_the_accepted_ones() -> None:
 
 
 def _record(spec: Any, details: dict[str, Any]) -> RunRecord:
-    return RunRecord(run_id="r", status="ok", conditions=run_conditions(spec, "simulated"),
-                     provenance=Provenance(engine_info=details))
+    return RunRecord(
+        run_id="r",
+        status="ok",
+        conditions=run_conditions(spec, "simulated"),
+        provenance=Provenance(engine_info=details),
+    )
 
 
 def test_a_profile_without_a_calibration_for_the_device_says_uncalibrated(tmp_path: Path) -> None:
     results = []
     for hw in ("h200", "rtx_a6000"):
-        spec = spec_of(f"hardware={hw}", "model=qwen3-8b", "quantization=bf16", "runtime.engine=sglang")
+        spec = spec_of(
+            f"hardware={hw}", "model=qwen3-8b", "quantization=bf16", "runtime.engine=sglang"
+        )
         info = SimRuntime(spec, tmp_path).start()
         results.append(_record(spec, info.details))
     lines = _simulated_engines(results)
@@ -87,8 +98,14 @@ def test_a_profile_without_a_calibration_for_the_device_says_uncalibrated(tmp_pa
 
 def test_a_per_slot_cost_makes_per_stream_decode_fall_with_slots(tmp_path: Path) -> None:
     concurrency = "workload.concurrency=[1,4,16]"
-    common = [*H200_8B, "workload=concurrency", concurrency, "workload.output_tokens=64", "workload.prompt_tokens=256",
-              "workload.warmup=0"]
+    common = [
+        *H200_8B,
+        "workload=concurrency",
+        concurrency,
+        "workload.output_tokens=64",
+        "workload.prompt_tokens=256",
+        "workload.warmup=0",
+    ]
     llama = per_stream(spec_of(*common, "runtime.engine=llamacpp"), tmp_path)
     vllm = per_stream(spec_of(*common), tmp_path)
     assert llama[1] > llama[4] > llama[16]
@@ -102,26 +119,42 @@ def test_a_per_slot_cost_makes_per_stream_decode_fall_with_slots(tmp_path: Path)
 def with_profile(spec: ExperimentSpec, tmp_path: Path, **figures: Any) -> SimRuntime:
     """A simulated server whose engine profile is runtime.engine's with `figures` changed."""
     runtime = SimRuntime(spec, tmp_path)
-    _, runtime.engine = start_engine(spec, load_profile(spec.runtime.engine).model_copy(update=figures))
+    _, runtime.engine = start_engine(
+        spec, load_profile(spec.runtime.engine).model_copy(update=figures)
+    )
     return runtime
 
 
 def test_prefill_micro_batches_never_make_a_prefill_faster(tmp_path: Path) -> None:
-    common = [*H200_8B, "workload=prefill_sweep", "workload.prompt_lengths=[1024,8192]", "runtime.engine=llamacpp"]
+    common = [
+        *H200_8B,
+        "workload=prefill_sweep",
+        "workload.prompt_lengths=[1024,8192]",
+        "runtime.engine=llamacpp",
+    ]
     spec = spec_of(*common)
     ttft = {}
     for name, ubatch in (("micro", 512), ("whole", None)):
         runtime = with_profile(spec, tmp_path, prefill_ubatch_tokens=ubatch)
-        ttft[name] = [window_metrics(w.traces, w.delta, prefill_only=True)["ttft_s"]
-                      for w in drive(runtime, spec.workload, marker="t")]
+        ttft[name] = [
+            window_metrics(w.traces, w.delta, prefill_only=True)["ttft_s"]
+            for w in drive(runtime, spec.workload, marker="t")
+        ]
     assert all(m > w for m, w in zip(ttft["micro"], ttft["whole"], strict=True))
 
 
 @pytest.mark.parametrize("engine", ["vllm", "llamacpp"])
 def test_warm_gain_is_bounded_by_the_fixed_and_tail_costs(engine: str, tmp_path: Path) -> None:
-    spec = spec_of("hardware=dgx_spark", "model=qwen3.8-27b", "quantization=fp8", "drafter=none",
-                   "workload=prefix_cache", "workload.prompt_lengths=[3700,32000]", "workload.repeats=1",
-                   f"runtime.engine={engine}")
+    spec = spec_of(
+        "hardware=dgx_spark",
+        "model=qwen3.8-27b",
+        "quantization=fp8",
+        "drafter=none",
+        "workload=prefix_cache",
+        "workload.prompt_lengths=[3700,32000]",
+        "workload.repeats=1",
+        f"runtime.engine={engine}",
+    )
     runtime, ws = windows(spec, tmp_path)
     engine_ = runtime.engine
     p = engine_.profile
@@ -130,8 +163,12 @@ def test_warm_gain_is_bounded_by_the_fixed_and_tail_costs(engine: str, tmp_path:
         cold, warm = by[(tokens, "cold")], by[(tokens, "warm")]
         cached = warm.cached_prompt_tokens or 0
         assert 0 < cached < tokens
-        tail = engine_.passes.prefill_target.pass_seconds([Slice(tokens=tokens - cached, context=cached, logits=1)])
-        fixed = p.request_overhead_ms + tokens * p.request_overhead_us_per_token / 1e3  # cached tokens pay it too
+        tail = engine_.passes.prefill_target.pass_seconds(
+            [Slice(tokens=tokens - cached, context=cached, logits=1)]
+        )
+        fixed = (
+            p.request_overhead_ms + tokens * p.request_overhead_us_per_token / 1e3
+        )  # cached tokens pay it too
         floor = tail + (fixed + p.step_overhead_ms + p.seq_overhead_ms) / 1e3
         warm_ttft = warm.events[0].t - warm.sent_at
         cold_ttft = cold.events[0].t - cold.sent_at
@@ -140,8 +177,8 @@ def test_warm_gain_is_bounded_by_the_fixed_and_tail_costs(engine: str, tmp_path:
 
 
 def test_the_quantization_advantage_shrinks_as_batches_become_compute_bound() -> None:
-    from specexp.run.compose import load_option
     from specexp.roofline.costmodel import CostModel
+    from specexp.run.compose import load_option
     from specexp.spec.experiment import QuantizationSpec
 
     spec, fp8 = calibrate._spark()
@@ -157,15 +194,25 @@ def test_the_quantization_advantage_shrinks_as_batches_become_compute_bound() ->
     by_batch = calibrate.nvfp4_advantage((1, 2, 4, 8, 16, 32))
     ratios = list(by_batch.values())
     assert ratios[0] > 1.3  # bandwidth-bound: fewer weight bytes pay
-    assert all(a >= b for a, b in zip(ratios, ratios[1:], strict=False))  # ... never more as the step fills
+    assert all(
+        a >= b for a, b in zip(ratios, ratios[1:], strict=False)
+    )  # ... never more as the step fills
     assert abs(by_batch[16] - 1.0) < 0.05  # the studies' fact: about zero by 16 streams
     # ... because both steps are compute-bound there: more compute would make them faster, and it is
     # the device's small-batch GEMM rate that does it (without that limit the advantage holds at 16)
     hw = spec.hardware
-    faster = hw.model_copy(update={"achieved": hw.achieved.model_copy(update={"small_batch_tflops": 12.0})})
-    assert CostModel.build(faster, spec.model, q, "auto").pass_seconds(step(16)) < nvfp4.pass_seconds(step(16))
-    unlimited = hw.model_copy(update={"achieved": hw.achieved.model_copy(update={"small_batch_tflops": None})})
-    fp8_u, nvfp4_u = (CostModel.build(unlimited, spec.model, x, "auto") for x in (spec.quantization, q))
+    faster = hw.model_copy(
+        update={"achieved": hw.achieved.model_copy(update={"small_batch_tflops": 12.0})}
+    )
+    assert CostModel.build(faster, spec.model, q, "auto").pass_seconds(
+        step(16)
+    ) < nvfp4.pass_seconds(step(16))
+    unlimited = hw.model_copy(
+        update={"achieved": hw.achieved.model_copy(update={"small_batch_tflops": None})}
+    )
+    fp8_u, nvfp4_u = (
+        CostModel.build(unlimited, spec.model, x, "auto") for x in (spec.quantization, q)
+    )
     assert advantage(fp8_u, nvfp4_u, 16) > 1.3
 
 
@@ -176,11 +223,15 @@ def test_small_batch_kernels_never_make_more_tokens_cheaper() -> None:
     assert all(a <= b for a, b in zip(times, times[1:], strict=False))
     # prefill-sized passes run at the data type's own rate
     per_token = fp8._matmul_terms[1]
-    assert fp8.matmul_seconds(8192, 1) == pytest.approx(8192 * per_token + fp8._matmul_terms[2], rel=1e-3)
+    assert fp8.matmul_seconds(8192, 1) == pytest.approx(
+        8192 * per_token + fp8._matmul_terms[2], rel=1e-3
+    )
 
 
 def test_the_studies_spark_figures_are_reproduced() -> None:
-    assert 1 / calibrate.spark_pass_seconds() == pytest.approx(calibrate.SPARK_BASE_PASSES_PER_S, rel=0.01)
+    assert 1 / calibrate.spark_pass_seconds() == pytest.approx(
+        calibrate.SPARK_BASE_PASSES_PER_S, rel=0.01
+    )
     for drafter, (k, per_token) in calibrate.DRAFT_COST_PER_TOKEN.items():
         assert calibrate.draft_cost_per_token(drafter, k) == pytest.approx(per_token, rel=0.02)
 
@@ -210,8 +261,16 @@ def test_equal_micro_batches_keep_every_token_and_never_run_faster_than_filled_o
 
 
 def test_a_serial_request_cost_queues_requests_that_arrive_together(tmp_path: Path) -> None:
-    common = [*H200_8B, "runtime.engine=llamacpp", "workload=concurrency", "workload.concurrency=[4]",
-              "workload.output_tokens=4", "workload.prompt_tokens=64", "workload.warmup=0", "workload.repeats=1"]
+    common = [
+        *H200_8B,
+        "runtime.engine=llamacpp",
+        "workload=concurrency",
+        "workload.concurrency=[4]",
+        "workload.output_tokens=4",
+        "workload.prompt_tokens=64",
+        "workload.warmup=0",
+        "workload.repeats=1",
+    ]
     spec = spec_of(*common)
     last_first_token = {}
     for serial in (0.0, 100.0):
@@ -219,4 +278,6 @@ def test_a_serial_request_cost_queues_requests_that_arrive_together(tmp_path: Pa
         (window,) = drive(runtime, spec.workload, marker="t")
         last_first_token[serial] = max(t.events[0].t - t.sent_at for t in window.traces)
     assert last_first_token[0.0] < 0.4  # four 64-token prompts are quick...
-    assert last_first_token[100.0] >= 4 * 0.1  # ...but the fourth waits for three launches and its own
+    assert (
+        last_first_token[100.0] >= 4 * 0.1
+    )  # ...but the fourth waits for three launches and its own

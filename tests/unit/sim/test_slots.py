@@ -10,8 +10,8 @@ import pytest
 
 from specexp.measure.events import Request
 from specexp.roofline.costmodel import Slice
-from specexp.sim.engine import SimEngine
 from specexp.runtimes.sim import SimRuntime
+from specexp.sim.engine import SimEngine
 from specexp.sim.ubatches import equal_ubatches
 from specexp.workloads.driver import drive
 from tests.unit.sim.test_profiles import H200_8B, spec_of
@@ -29,7 +29,9 @@ def request(name: str, prompt: int = 64, out: int = 2) -> Request:
     return Request(request_id=name, prompt="x", prompt_tokens=prompt, max_tokens=out)
 
 
-def test_a_fresh_server_hands_out_its_highest_slots_first_then_the_least_recently_used(tmp_path: Path) -> None:
+def test_a_fresh_server_hands_out_its_highest_slots_first_then_the_least_recently_used(
+    tmp_path: Path,
+) -> None:
     engine = engine_of(tmp_path, "runtime.max_num_seqs=4")
     order = []
     for i in range(6):
@@ -83,21 +85,36 @@ def test_split_equal_keeps_every_token_and_gives_each_sequence_of_a_pass_the_sam
         passes = equal_ubatches(decode, prompts, 512, ids)
         assert sum(x.tokens for group in passes for x in group) == 3 + 29 + 519 + 519 + 490
         assert sum(x.logits for group in passes for x in group) == 3 + 4
-        assert all(sum(x.tokens for x in group) <= 512 and len({x.tokens for x in group}) == 1 for group in passes)
+        assert all(
+            sum(x.tokens for x in group) <= 512 and len({x.tokens for x in group}) == 1
+            for group in passes
+        )
     consecutive = equal_ubatches(decode, prompts, 512, [0, 1, 2, 3, 4, 5, 6])
-    assert [x.tokens for x in consecutive[0]] == [1] * 7  # the decode tokens ride with a token of each prompt
+    assert [x.tokens for x in consecutive[0]] == [
+        1
+    ] * 7  # the decode tokens ride with a token of each prompt
 
 
 def test_a_step_fills_its_slots_in_order_so_prompts_that_arrive_together_finish_a_batch_at_a_time(
-        tmp_path: Path) -> None:
-    spec = spec_of(*LLAMACPP, "workload=concurrency", "workload.concurrency=[8]", "workload.prompt_tokens=512",
-                   "workload.output_tokens=4", "workload.warmup=0", "workload.repeats=1")
+    tmp_path: Path,
+) -> None:
+    spec = spec_of(
+        *LLAMACPP,
+        "workload=concurrency",
+        "workload.concurrency=[8]",
+        "workload.prompt_tokens=512",
+        "workload.output_tokens=4",
+        "workload.warmup=0",
+        "workload.repeats=1",
+    )
     runtime = SimRuntime(spec, tmp_path)
     runtime.start()
     (window,) = drive(runtime, spec.workload, marker="t")
     first = sorted(t.events[0].t - t.sent_at for t in window.traces)
     prompt = window.traces[0].prompt_tokens
-    per_step = runtime.engine.profile.batch_tokens // prompt  # whole prompts a 2048-token step finishes
+    per_step = (
+        runtime.engine.profile.batch_tokens // prompt
+    )  # whole prompts a 2048-token step finishes
     assert first.count(first[0]) == per_step
     assert first[per_step] > first[0]
     # the step's remaining tokens start the next slot's prompt, so the second step finishes as many again
@@ -126,16 +143,23 @@ def test_a_pass_of_more_than_one_token_pays_the_engines_batched_cost(tmp_path: P
     engine = engine_of(tmp_path)
     extra = engine.profile.batched_pass_overhead_ms / 1e3
     assert extra > 0
-    one, two = [Slice(tokens=1, context=600, logits=1)], [Slice(tokens=1, context=600, logits=1)] * 2
+    one, two = (
+        [Slice(tokens=1, context=600, logits=1)],
+        [Slice(tokens=1, context=600, logits=1)] * 2,
+    )
     assert replayed(engine, one, [5]) == engine.target.pass_seconds(one)
     assert replayed(engine, two, [5, 6]) == engine.target.pass_seconds(two) + extra
     # slots 5 and 9 are two runs: two one-token passes, neither pays it (each rebuilds its graph,
     # as llama.cpp keeps only the last pass's to reuse, and replays its CUDA graph)
     rebuild = engine.profile.graph_rebuild_ms / 1e3
-    assert replayed(engine, two, [5, 9]) == pytest.approx(2 * (engine.target.pass_seconds(one) + rebuild))
+    assert replayed(engine, two, [5, 9]) == pytest.approx(
+        2 * (engine.target.pass_seconds(one) + rebuild)
+    )
 
 
-def test_a_pass_run_without_a_cuda_graph_costs_what_the_next_measured_width_costs(tmp_path: Path) -> None:
+def test_a_pass_run_without_a_cuda_graph_costs_what_the_next_measured_width_costs(
+    tmp_path: Path,
+) -> None:
     # Past 8 tokens llama.cpp leaves its mat-vec kernels for cuBLAS: the cost steps up there.
     engine = engine_of(tmp_path)
     table = engine.profile.ungraphed_pass_ms
@@ -143,7 +167,9 @@ def test_a_pass_run_without_a_cuda_graph_costs_what_the_next_measured_width_cost
         assert engine.passes._ungraphed_ms(tokens) == table[width]
 
 
-def test_verify_passes_wider_than_a_micro_batch_are_split_and_each_part_pays_its_graph(tmp_path: Path) -> None:
+def test_verify_passes_wider_than_a_micro_batch_are_split_and_each_part_pays_its_graph(
+    tmp_path: Path,
+) -> None:
     # 32 slots verifying k = 16 drafts each: 544 tokens, two micro-batches of all 32 slots.
     engine = engine_of(tmp_path)
     verify = [Slice(tokens=17, context=600, logits=17)] * 32
@@ -160,7 +186,8 @@ def replayed(engine: SimEngine, verify: list[Slice], ids: list[int]) -> float:
 
 
 def test_a_decode_pass_of_a_new_shape_rebuilds_its_graph_and_runs_without_a_cuda_graph_once(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     engine = engine_of(tmp_path)
     p = engine.profile
     assert p.graph_rebuild_ms > 0 and p.graph_capture_ms > 0 and p.ungraphed_pass_ms
@@ -168,13 +195,20 @@ def test_a_decode_pass_of_a_new_shape_rebuilds_its_graph_and_runs_without_a_cuda
     kernels = engine.target.pass_seconds(eight) + p.batched_pass_overhead_ms / 1e3
     ids = list(range(8))
     steps = [engine.passes.seconds(eight, [], ids) - kernels for _ in range(4)]
-    assert steps[0] == pytest.approx((p.graph_rebuild_ms + p.ungraphed_pass_ms[8]) / 1e3)  # new: rebuilt, ungraphed
+    assert steps[0] == pytest.approx(
+        (p.graph_rebuild_ms + p.ungraphed_pass_ms[8]) / 1e3
+    )  # new: rebuilt, ungraphed
     assert steps[1] == pytest.approx(p.graph_capture_ms / 1e3)  # the same again: captured
     assert steps[2] == steps[3] == pytest.approx(0.0)  # replayed
     # one slot fewer, or a context past the next 256-cell KV padding, is a new shape again
-    assert engine.passes.seconds(eight[:7], [], ids[:7]) > engine.target.pass_seconds(eight[:7]) + p.batched_pass_overhead_ms / 1e3
+    assert (
+        engine.passes.seconds(eight[:7], [], ids[:7])
+        > engine.target.pass_seconds(eight[:7]) + p.batched_pass_overhead_ms / 1e3
+    )
     longer = [Slice(tokens=1, context=800, logits=1)] * 8
-    assert engine.passes.seconds(longer, [], ids) - engine.target.pass_seconds(longer) > kernels - engine.target.pass_seconds(eight)
+    assert engine.passes.seconds(longer, [], ids) - engine.target.pass_seconds(
+        longer
+    ) > kernels - engine.target.pass_seconds(eight)
     # a step that prefills leaves no CUDA graph behind: the decode shape warms up again
     replayed(engine, eight, ids)
     engine.passes.seconds(eight, [(512, 0, 519)], [*ids, 8])
@@ -183,5 +217,7 @@ def test_a_decode_pass_of_a_new_shape_rebuilds_its_graph_and_runs_without_a_cuda
     # two runs of slots in every step: both graphs rebuilt every step, both CUDA graphs replayed
     four = eight[:4]
     runs = [*ids[:4], *(i + 20 for i in ids[4:])]
-    wrapped = replayed(engine, eight, runs) - 2 * (engine.target.pass_seconds(four) + p.batched_pass_overhead_ms / 1e3)
+    wrapped = replayed(engine, eight, runs) - 2 * (
+        engine.target.pass_seconds(four) + p.batched_pass_overhead_ms / 1e3
+    )
     assert wrapped == pytest.approx(2 * p.graph_rebuild_ms / 1e3)

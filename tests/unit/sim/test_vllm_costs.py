@@ -30,26 +30,48 @@ def median_ttft(window: Any) -> float:
     return statistics.median(t.token_events[0].t - t.sent_at for t in window.traces)
 
 
-def test_a_bursts_ttft_grows_with_its_size_by_the_frontends_cost(make_spec: Spec, tmp_path: Path) -> None:
+def test_a_bursts_ttft_grows_with_its_size_by_the_frontends_cost(
+    make_spec: Spec, tmp_path: Path
+) -> None:
     serial = load_profile("vllm").request_serial_ms / 1e3
     assert serial > 0
-    burst = windows(make_spec, tmp_path, *H200_DENSE, "workload=concurrency", "workload.concurrency=[1,8,32]",
-                    "workload.prompt_tokens=32", "workload.output_tokens=4")
+    burst = windows(
+        make_spec,
+        tmp_path,
+        *H200_DENSE,
+        "workload=concurrency",
+        "workload.concurrency=[1,8,32]",
+        "workload.prompt_tokens=32",
+        "workload.output_tokens=4",
+    )
     ttft = {w.point.concurrency: median_ttft(w) for w in burst}
     # every request of a burst waits for the frontend to have handled all of them
     assert ttft[8] - ttft[1] >= 7 * serial
     assert ttft[32] - ttft[8] >= 24 * serial
 
 
-def test_the_warm_gain_is_bounded_by_the_warm_paths_fixed_cost(make_spec: Spec, tmp_path: Path) -> None:
+def test_the_warm_gain_is_bounded_by_the_warm_paths_fixed_cost(
+    make_spec: Spec, tmp_path: Path
+) -> None:
     profile = load_profile("vllm")
-    spec = make_spec(*H200_HYBRID, "workload=prefix_cache", "workload.prompt_lengths=[16000,64000]",
-                     "runtime.max_model_len=70000")
+    spec = make_spec(
+        *H200_HYBRID,
+        "workload=prefix_cache",
+        "workload.prompt_lengths=[16000,64000]",
+        "runtime.max_model_len=70000",
+    )
     layers = plan_server(spec).target.shape.linear_attention_layers
     fixed = (profile.request_overhead_ms + layers * profile.linear_prefill_layer_ms) / 1e3
     assert fixed > 0
-    got = windows(make_spec, tmp_path, *H200_HYBRID, "workload=prefix_cache", "workload.prompt_lengths=[16000,64000]",
-                  "workload.repeats=1", "runtime.max_model_len=70000")
+    got = windows(
+        make_spec,
+        tmp_path,
+        *H200_HYBRID,
+        "workload=prefix_cache",
+        "workload.prompt_lengths=[16000,64000]",
+        "workload.repeats=1",
+        "runtime.max_model_len=70000",
+    )
     ttft = {(w.point.prompt_tokens, w.point.cache): median_ttft(w) for w in got}
     for n in (16000, 64000):
         warm = ttft[(n, "warm")]
@@ -58,15 +80,25 @@ def test_the_warm_gain_is_bounded_by_the_warm_paths_fixed_cost(make_spec: Spec, 
 
 
 def test_a_hybrid_models_block_is_vllms_page_aligned_one(make_spec: Spec) -> None:
-    plain, mtp = (plan_server(make_spec(*H200_HYBRID, *extra)) for extra in ((), ("drafter=mtp", "k=3")))
-    assert (plain.layout.block_tokens, mtp.layout.block_tokens) == (784, 800)  # as vLLM 0.26 logged them
+    plain, mtp = (
+        plan_server(make_spec(*H200_HYBRID, *extra)) for extra in ((), ("drafter=mtp", "k=3"))
+    )
+    assert (plain.layout.block_tokens, mtp.layout.block_tokens) == (
+        784,
+        800,
+    )  # as vLLM 0.26 logged them
     target = plain.target
     bf16_state = page_aligned_block(target.shape, target.kv_bytes, "bfloat16", 0)
     assert bf16_state < 784 and bf16_state % 16 == 0  # half the state, about half the block
     assert plan_server(make_spec(*H200_DENSE)).layout.block_tokens == 16  # dense: vLLM's 16
 
 
-def test_vllm_schedules_ngram_steps_without_overlapping_the_gpu(make_spec: Spec, tmp_path: Path) -> None:
+def test_vllm_schedules_ngram_steps_without_overlapping_the_gpu(
+    make_spec: Spec, tmp_path: Path
+) -> None:
     profile = load_profile("vllm")
     assert "ngram" in profile.sync_scheduling_drafters and profile.sync_step_overhead_ms > 0
-    assert profile.step_overhead_s("ngram") - profile.step_overhead_s("mtp") == profile.sync_step_overhead_ms / 1e3
+    assert (
+        profile.step_overhead_s("ngram") - profile.step_overhead_s("mtp")
+        == profile.sync_step_overhead_ms / 1e3
+    )

@@ -8,9 +8,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from specexp.measure.conditions import run_conditions
 from specexp.measure.events import Request, RequestTrace
 from specexp.measure.measurements import measurements
-from specexp.measure.conditions import run_conditions
 from specexp.runtimes.sim import SimRuntime
 from specexp.workloads.driver import drive
 
@@ -33,58 +33,93 @@ class CompilingRuntime(SimRuntime):
     def compiles_since(self, mark: int | None) -> tuple[str, ...] | None:
         self.asked += 1
         if self.asked <= self.dirty:
-            return ("WARNING [jit_monitor.py:132] Triton kernel JIT compilation during inference: some_kernel",)
+            return (
+                "WARNING [jit_monitor.py:132] Triton kernel JIT compilation during inference: some_kernel",
+            )
         return ()
 
 
-def run(make_spec: Callable[..., Any], tmp_path: Path, dirty: int, *overrides: str) -> tuple[CompilingRuntime, list[Any]]:
-    spec = make_spec("hardware=h200", "model=qwen3-8b", "quantization=bf16", "workload=concurrency",
-                     "workload.concurrency=[1,4]", "workload.prompt_tokens=64", "workload.output_tokens=8", *overrides)
+def run(
+    make_spec: Callable[..., Any], tmp_path: Path, dirty: int, *overrides: str
+) -> tuple[CompilingRuntime, list[Any]]:
+    spec = make_spec(
+        "hardware=h200",
+        "model=qwen3-8b",
+        "quantization=bf16",
+        "workload=concurrency",
+        "workload.concurrency=[1,4]",
+        "workload.prompt_tokens=64",
+        "workload.output_tokens=8",
+        *overrides,
+    )
     runtime = CompilingRuntime(spec, tmp_path, dirty)
     runtime.start()
     return runtime, list(drive(runtime, spec.workload, marker="m", warmups=True))
 
 
-def test_every_point_is_warmed_up_at_its_own_shape_before_it_is_timed(make_spec: Callable[..., Any],
-                                                                      tmp_path: Path) -> None:
+def test_every_point_is_warmed_up_at_its_own_shape_before_it_is_timed(
+    make_spec: Callable[..., Any], tmp_path: Path
+) -> None:
     runtime, windows = run(make_spec, tmp_path, 0)
     shapes = [(w.point.concurrency, len(w.traces), w.warmup) for w in windows]
     # the workload's warm-up, then per point a warm-up window of that point's size before its timed one
     assert shapes == [(1, 1, True), (1, 1, True), (1, 1, False), (4, 4, True), (4, 4, False)]
-    assert all(tag.endswith("warmup") for tag in (w.traces[0].request_id.rsplit("-", 1)[0] for w in windows[1::2]))
+    assert all(
+        tag.endswith("warmup")
+        for tag in (w.traces[0].request_id.rsplit("-", 1)[0] for w in windows[1::2])
+    )
     _, plain = run(make_spec, tmp_path / "off", 0, "workload.warmup_per_point=false")
     assert [w.warmup for w in plain] == [True, False, False]
 
 
-def test_a_window_in_which_the_engine_compiled_is_run_again_and_kept_out(make_spec: Callable[..., Any],
-                                                                        tmp_path: Path) -> None:
+def test_a_window_in_which_the_engine_compiled_is_run_again_and_kept_out(
+    make_spec: Callable[..., Any], tmp_path: Path
+) -> None:
     runtime, windows = run(make_spec, tmp_path, 1)
     timed = [w for w in windows if not w.warmup]
     dropped = [w for w in windows if w.discarded]
-    assert len(dropped) == 1 and dropped[0].compiles and dropped[0].warmup  # kept for the record, in no figure
+    assert (
+        len(dropped) == 1 and dropped[0].compiles and dropped[0].warmup
+    )  # kept for the record, in no figure
     assert [w.compiles for w in timed] == [(), ()]  # the re-run was clean
     rerun = next(w for w in timed if w.point == dropped[0].point)
-    assert rerun.traces[0].request_id.endswith("-rerun1-0")  # new prompts: no cache serves the second send
+    assert rerun.traces[0].request_id.endswith(
+        "-rerun1-0"
+    )  # new prompts: no cache serves the second send
     spec = runtime.spec
-    got = measurements(windows, run_conditions(spec, "simulated"), prefill_only=False, kv_cache_tokens=None)
+    got = measurements(
+        windows, run_conditions(spec, "simulated"), prefill_only=False, kv_cache_tokens=None
+    )
     assert [m.contaminated for m in got] == [False, False] and all(not m.contamination for m in got)
 
 
-def test_a_window_that_compiles_again_is_kept_and_marked(make_spec: Callable[..., Any], tmp_path: Path) -> None:
-    runtime, windows = run(make_spec, tmp_path, 3)  # the first point's window and its re-run, and the second's
+def test_a_window_that_compiles_again_is_kept_and_marked(
+    make_spec: Callable[..., Any], tmp_path: Path
+) -> None:
+    runtime, windows = run(
+        make_spec, tmp_path, 3
+    )  # the first point's window and its re-run, and the second's
     spec = runtime.spec
-    got = measurements(windows, run_conditions(spec, "simulated"), prefill_only=False, kv_cache_tokens=None)
+    got = measurements(
+        windows, run_conditions(spec, "simulated"), prefill_only=False, kv_cache_tokens=None
+    )
     assert [m.contaminated for m in got] == [True, False]  # the second point's re-run was clean
-    assert got[0].contamination == ["WARNING [jit_monitor.py:132] Triton kernel JIT compilation during inference: "
-                                    "some_kernel"]
+    assert got[0].contamination == [
+        "WARNING [jit_monitor.py:132] Triton kernel JIT compilation during inference: some_kernel"
+    ]
     assert json.loads(got[0].model_dump_json())["contaminated"] is True
 
 
-def test_a_runtime_whose_log_cannot_say_leaves_the_question_open(make_spec: Callable[..., Any],
-                                                                  tmp_path: Path) -> None:
-    spec = make_spec("hardware=h200", "model=qwen3-8b", "quantization=bf16", "workload.output_tokens=8")
+def test_a_runtime_whose_log_cannot_say_leaves_the_question_open(
+    make_spec: Callable[..., Any], tmp_path: Path
+) -> None:
+    spec = make_spec(
+        "hardware=h200", "model=qwen3-8b", "quantization=bf16", "workload.output_tokens=8"
+    )
     runtime = SimRuntime(spec, tmp_path)
     runtime.start()
     windows = list(drive(runtime, spec.workload, marker="m"))
-    got = measurements(windows, run_conditions(spec, "simulated"), prefill_only=False, kv_cache_tokens=None)
+    got = measurements(
+        windows, run_conditions(spec, "simulated"), prefill_only=False, kv_cache_tokens=None
+    )
     assert [m.contaminated for m in got] == [None]

@@ -10,23 +10,36 @@ from typing import Any
 
 import pytest
 
-from specexp.spec.errors import SpecError
+from specexp.measure.request_log import read_requests
 from specexp.run.job import run_job
 from specexp.run.plan import make_cell
-from specexp.measure.request_log import read_requests
+from specexp.spec.errors import SpecError
 from specexp.spec.input_files import load_dataset
 
-SMALL = ("workload=dataset", "model=qwen3-8b", "quantization=bf16", "hardware=h200", "drafter=eagle3",
-         "workload.output_tokens=24", "workload.concurrency=[2]")
+SMALL = (
+    "workload=dataset",
+    "model=qwen3-8b",
+    "quantization=bf16",
+    "hardware=h200",
+    "drafter=eagle3",
+    "workload.output_tokens=24",
+    "workload.concurrency=[2]",
+)
 
 
-def _run(make_spec: Callable[..., Any], tmp_path: Path, *overrides: str) -> tuple[dict[str, Any], Path]:
-    record = run_job(make_cell(make_spec("runtime=sim", *SMALL, *overrides)), tmp_path / "job", None, [], {})
+def _run(
+    make_spec: Callable[..., Any], tmp_path: Path, *overrides: str
+) -> tuple[dict[str, Any], Path]:
+    record = run_job(
+        make_cell(make_spec("runtime=sim", *SMALL, *overrides)), tmp_path / "job", None, [], {}
+    )
     assert record is not None
     return json.loads(record.to_json()), tmp_path / "job"
 
 
-def test_each_category_of_a_jsonl_file_gets_its_acceptance(make_spec: Callable[..., Any], tmp_path: Path) -> None:
+def test_each_category_of_a_jsonl_file_gets_its_acceptance(
+    make_spec: Callable[..., Any], tmp_path: Path
+) -> None:
     result, job_dir = _run(make_spec, tmp_path)
     assert result["status"] == "ok", result["error"]
     prompts = load_dataset("conf/workload/data/prompts_by_category.jsonl")
@@ -46,25 +59,54 @@ def test_sharegpt_conversations_are_sent_up_to_their_last_human_message(tmp_path
     assert [p.category for p in prompts] == ["multi-turn", "sharegpt"]
     assert [role for role, _ in prompts[0].messages] == ["user", "assistant", "user"]
     path = tmp_path / "chat.json"
-    path.write_text(json.dumps([{"conversations": [{"from": "human", "value": "hi"}, {"from": "gpt", "value": "yo"}]}]))
+    path.write_text(
+        json.dumps(
+            [{"conversations": [{"from": "human", "value": "hi"}, {"from": "gpt", "value": "yo"}]}]
+        )
+    )
     (only,) = load_dataset(str(path))
     assert only.messages == (("user", "hi"),)  # the reply to be generated is not sent
-    path.write_text(json.dumps([{"conversations": [{"role": "system", "content": "be brief"},
-                                                   {"role": "user", "content": "hi"}], "category": "qa"}]))
+    path.write_text(
+        json.dumps(
+            [
+                {
+                    "conversations": [
+                        {"role": "system", "content": "be brief"},
+                        {"role": "user", "content": "hi"},
+                    ],
+                    "category": "qa",
+                }
+            ]
+        )
+    )
     (openai_shape,) = load_dataset(str(path))
-    assert openai_shape.messages == (("system", "be brief"), ("user", "hi")) and openai_shape.category == "qa"
+    assert (
+        openai_shape.messages == (("system", "be brief"), ("user", "hi"))
+        and openai_shape.category == "qa"
+    )
 
 
-@pytest.mark.parametrize(("name", "content", "expected"), [
-    ("bad.jsonl", '{"prompt": "a"}\n{"text": "b"}\n', "bad.jsonl:2: prompt: missing or not text"),
-    ("bad.jsonl", '{"prompt": "a"}\n{oops\n', "bad.jsonl:2: line: not JSON"),
-    ("bad.json", '[{"messages": []}]', "bad.json: item 0: conversations: missing or empty"),
-    ("bad.json", '[{"conversations": [{"speaker": "user", "text": "x"}]}]',
-     'bad.json: item 0: conversations[0]: expected {"from": "human" or "gpt", "value": "text"}'),
-    ("bad.json", '[{"conversations": [', "bad.json:1: file: not JSON"),
-])
-def test_an_unknown_shape_is_a_one_line_error_naming_the_file(make_spec: Callable[..., Any], tmp_path: Path,
-                                                               name: str, content: str, expected: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "content", "expected"),
+    [
+        (
+            "bad.jsonl",
+            '{"prompt": "a"}\n{"text": "b"}\n',
+            "bad.jsonl:2: prompt: missing or not text",
+        ),
+        ("bad.jsonl", '{"prompt": "a"}\n{oops\n', "bad.jsonl:2: line: not JSON"),
+        ("bad.json", '[{"messages": []}]', "bad.json: item 0: conversations: missing or empty"),
+        (
+            "bad.json",
+            '[{"conversations": [{"speaker": "user", "text": "x"}]}]',
+            'bad.json: item 0: conversations[0]: expected {"from": "human" or "gpt", "value": "text"}',
+        ),
+        ("bad.json", '[{"conversations": [', "bad.json:1: file: not JSON"),
+    ],
+)
+def test_an_unknown_shape_is_a_one_line_error_naming_the_file(
+    make_spec: Callable[..., Any], tmp_path: Path, name: str, content: str, expected: str
+) -> None:
     path = tmp_path / name
     path.write_text(content, encoding="utf-8")
     with pytest.raises(SpecError) as err:
