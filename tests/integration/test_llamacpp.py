@@ -84,7 +84,7 @@ def test_temperature_zero_output_is_identical_with_and_without_the_drafter(
     single = next(
         r for r in runs if r.get("drafter") == "draft_model" and r.get("concurrency") == 1
     )
-    assert single.metrics["output_identical"] is True
+    assert single.metrics.output_identical is True
 
 
 def test_an_exact_copy_draft_accepts_every_token(llama_server: Path, tmp_path: Path) -> None:

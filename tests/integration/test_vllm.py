@@ -140,7 +140,7 @@ def test_speculation_leaves_the_temperature_zero_output_unchanged(main_sweep: Pa
             if r.get("drafter") == drafter and r.get("workload").startswith("edit_heavy")
         ]
         assert run.get("temperature") == 0.0
-        assert run.metrics["output_identical"] is True, drafter
+        assert run.metrics.output_identical is True, drafter
 
 
 def test_kv_capacity_is_the_one_vllm_reports(main_sweep: Path) -> None:
