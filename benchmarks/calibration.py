@@ -148,7 +148,7 @@ def measure(path: str, mask_kind: str = "gqa_bool") -> None:
             )
 
             def forward(x: Any, b: int, t: int, ctx: int, caches: list[Any] | None) -> Any:
-                for i, (wq, wk, wv, wo, wg, wu, wd) in enumerate(blocks):
+                for i, (wq, wk, wv, wo, wg, wu, wd) in enumerate(blocks):  # noqa: F821 - assigned below, before the first call
                     y = F.rms_norm(x, (h,))
                     q = mm(y, wq).view(b, t, heads, d).transpose(1, 2)
                     k = mm(y, wk).view(b, t, kvh, d).transpose(1, 2)
@@ -176,7 +176,7 @@ def measure(path: str, mask_kind: str = "gqa_bool") -> None:
                     y = F.rms_norm(x, (h,))
                     x = x + mm(F.silu(mm(y, wg)) * mm(y, wu), wd)
                 x = F.rms_norm(x, (h,))
-                return (x if caches is not None else x[-1:]) @ lm_head.t()
+                return (x if caches is not None else x[-1:]) @ lm_head.t()  # noqa: F821
 
             masks: dict[tuple[int, int], Any] = {}
 

@@ -19,6 +19,9 @@ def main() -> None:
     args = sys.argv[1:]
     if any(a in HELP_FLAGS for a in args):
         from specexp.run.help import help_text
+        from specexp.spec import paths
+
+        paths.set_user_dirs(paths.user_dirs_of(args))  # --help lists a user's own options too
 
         print(help_text())
         return

@@ -70,7 +70,7 @@ def compose_config(overrides: Sequence[str] = ()) -> tuple[dict[str, Any], dict[
 def _composed(overrides: tuple[str, ...]) -> tuple[dict[str, Any], dict[str, Any]]:
     from hydra.core.global_hydra import GlobalHydra
 
-    import specexp.run.sweeper
+    import specexp.run.sweeper  # noqa: F401  (registers hydra/sweeper=specexp)
     from specexp.run.compose import resolved_config
 
     GlobalHydra.instance().clear()  # whatever another test left initialized

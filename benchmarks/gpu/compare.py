@@ -234,7 +234,8 @@ def summary(all_rows: list[dict[str, Any]]) -> list[str]:
     def ratios(metric: str, pick: Any) -> list[float]:
         return [r["ratio"][metric] for r in ok if metric in r["ratio"] and pick(r)]
 
-    plain = lambda c: lambda r: r["measured"].conditions.drafter == "none" and pick_c(r, c)
+    def plain(c):
+        return lambda r: r["measured"].conditions.drafter == "none" and pick_c(r, c)
 
     def pick_c(r, c):
         return r["measured"].conditions.concurrency == c and not r["part"].startswith("prefill")
@@ -248,14 +249,20 @@ def summary(all_rows: list[dict[str, Any]]) -> list[str]:
             lines.append(
                 f"| no drafter, concurrency {c} | aggregate_tps | {_span(ratios('aggregate_tps', plain(c)))} |"
             )
-    cold = lambda r: r["part"] == "prefill"
+
+    def cold(r):
+        return r["part"] == "prefill"
+
     lines.append(
         f"| prefill 1k-32k, host cache off | prefill_tps | {_span(ratios('prefill_tps', cold))} |"
     )
     lines.append(
         f"| every cell, host cache off | ttft_s | {_span(ratios('ttft_s', lambda r: r['part'] != 'prefill-host-cache'))} |"
     )
-    draft = lambda r: r["measured"].conditions.drafter == "draft_model"
+
+    def draft(r):
+        return r["measured"].conditions.drafter == "draft_model"
+
     lines.append(
         f"| draft model (random weights), c = 1, 8, 32 | decode_tps | {_span(ratios('decode_tps', draft))} |"
     )

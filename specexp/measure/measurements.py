@@ -209,7 +209,10 @@ def _sum_deltas(deltas: list[Counters]) -> Counters:
     lists = [d.accepted_per_position for d in deltas if d.accepted_per_position is not None]
     if lists:
         width = max(len(x) for x in lists)
-        column = lambda i: [x[i] if i < len(x) else None for x in lists]
+
+        def column(i):
+            return [x[i] if i < len(x) else None for x in lists]
+
         per_pos = tuple(None if None in column(i) else sum(column(i)) for i in range(width))  # type: ignore[arg-type]
     return Counters(
         drafts=total([d.drafts for d in deltas]),

@@ -304,10 +304,11 @@ def load_model(name: str) -> ModelSpec:
 
     from specexp.spec import paths
 
-    file = paths.conf_dir() / "model" / f"{name}.yaml"
-    if not file.is_file():
+    file = paths.option_file("model", name)
+    if file is None:
         raise ValueError(
-            f"model={name}: no such file {file}; accepted: {', '.join(paths.options('model'))}"
+            f"model={name}: no conf/model/{name}.yaml in {', '.join(map(str, paths.config_dirs()))}; "
+            f"accepted: {', '.join(paths.options('model'))}"
         )
     data = OmegaConf.to_container(OmegaConf.load(file))
     return ModelSpec.model_validate(data)

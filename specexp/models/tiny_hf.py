@@ -253,7 +253,10 @@ def tokenizer_config_json(shape: HfShape) -> dict[str, object]:
 
 def files(seed: int, shape: HfShape, noise: float) -> dict[str, bytes]:
     """Every file of the model directory, by name."""
-    dump = lambda obj: (json.dumps(obj, indent=2, ensure_ascii=False) + "\n").encode()
+
+    def dump(obj):
+        return (json.dumps(obj, indent=2, ensure_ascii=False) + "\n").encode()
+
     return {
         "config.json": dump(config_json(shape)),
         "generation_config.json": dump(

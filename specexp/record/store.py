@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -121,27 +121,42 @@ def complete_result(root: Path, run_id: str) -> Path | None:
     return None
 
 
-def results_lines(records: Iterable[RunRecord]) -> list[dict[str, object]]:
-    """One flat line per measurement (or per record without measurements), for pandas/duckdb."""
+Judged = Mapping[tuple[str, int], Mapping[str, object]]
+"""(run id, measurement index) -> the read-time judgments of that measurement (specexp.check.judgments)."""
+
+
+def results_lines(
+    records: Iterable[RunRecord], judged: Judged | None = None
+) -> list[dict[str, object]]:
+    """One line per measurement (or per record without measurements), for pandas, polars or
+    duckdb: run id, status, the conditions and metrics, and the `judgments` made when the
+    records are read (output identity, the baseline and the speedup over it) where given."""
     lines: list[dict[str, object]] = []
     for record in records:
         base = {"run_id": record.run_id, "status": record.status}
         if not record.measurements:
             lines.append({**base, "conditions": record.conditions.model_dump(), "metrics": {}})
-        for m in record.measurements:
-            lines.append(
-                {**base, "conditions": m.conditions.model_dump(), "metrics": m.metrics.model_dump()}
-            )
+        for i, m in enumerate(record.measurements):
+            line = {
+                **base,
+                "conditions": m.conditions.model_dump(),
+                "metrics": m.metrics.model_dump(),
+            }
+            if judged is not None:
+                line["judgments"] = dict(judged.get((record.run_id, i), {}))
+            lines.append(line)
     return lines
 
 
 def write_results_jsonl(
-    sweep_dir: Path, found: Sequence[tuple[Path, RunRecord]] | None = None
+    sweep_dir: Path,
+    found: Sequence[tuple[Path, RunRecord]] | None = None,
+    judged: Judged | None = None,
 ) -> Path:
     """Rebuild results.jsonl of a sweep directory from its result.json files (`found`: those
-    already read)."""
+    already read), with the judgments made on reading them."""
     records = [r for _, r in (find_records([sweep_dir]) if found is None else found)]
-    text = "".join(json.dumps(line) + "\n" for line in results_lines(records))
+    text = "".join(json.dumps(line) + "\n" for line in results_lines(records, judged))
     path = sweep_dir / RESULTS_JSONL
     atomic_write(path, text)
     return path

@@ -2,6 +2,10 @@
 
 Renders any set of result folders (several sweeps, several machines) into one report. Reads
 records only: no server, no GPU, nothing under specexp.runtimes.
+
+`--format csv` or `--format jsonl` writes the measurements as one flat table instead (a row per
+measurement, a column per condition, metric and judgment: specexp.record.table), to `-o` or to
+standard output.
 """
 
 from __future__ import annotations
@@ -12,8 +16,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from specexp.check import load_figures
-from specexp.record import RecordError, find_records
-from specexp.report.write import write_report
+from specexp.check.judgments import judgments
+from specexp.record import RecordError, find_records, results_lines
+from specexp.record.table import flat_rows, to_csv, to_jsonl
 from specexp.spec.errors import SpecError
 
 
@@ -25,7 +30,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         "dirs", nargs="+", type=Path, help="result folders (searched for result.json)"
     )
     parser.add_argument(
-        "-o", "--output", type=Path, default=Path("measurements.md"), help="Markdown report"
+        "-o",
+        "--output",
+        type=Path,
+        default=None,
+        help="Markdown report (default measurements.md); with --format csv|jsonl, the table (default: stdout)",
+    )
+    parser.add_argument(
+        "--format",
+        choices=("md", "csv", "jsonl"),
+        default="md",
+        help="md: the report (default); csv, jsonl: the measurements as one flat table",
     )
     parser.add_argument("--html", type=Path, default=None, help="also write this HTML report")
     parser.add_argument(
@@ -55,12 +70,24 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    if args.format != "md":
+        rows = flat_rows(results_lines([r for _, r in found], judgments(found)))
+        text = to_csv(rows) if args.format == "csv" else to_jsonl(rows)
+        if args.output is None:
+            sys.stdout.write(text)
+        else:
+            args.output.write_text(text, encoding="utf-8")
+            print(args.output)
+        return 0
+    from specexp.report.write import write_report  # the rendering libraries: only for a report
+
     try:
         cited = [load_figures(path) for path in args.cite]
     except SpecError as err:
         print(f"specexp.report: {err.line()}", file=sys.stderr)
         return 2
-    for path in write_report(found, args.output, args.html, title=args.title, cited=cited):
+    output = args.output or Path("measurements.md")
+    for path in write_report(found, output, args.html, title=args.title, cited=cited):
         print(path)
     return 0
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from specexp.check.judgments import SECTIONS, sections
 from specexp.report import charts, open_loop
 from specexp.report.blocks import Block, Heading, Paragraph, TableBlock
 from specexp.report.format import Markdown, cell, code_span, header, number, run_cell, with_spread
@@ -29,30 +30,11 @@ from specexp.spec.vocabulary import M
 
 
 def classify(rows: Sequence[Row]) -> dict[str, list[Row]]:
-    """Rows by section: decode, concurrency, rate (open-loop), prefill, prefix_cache."""
-    caches: dict[str, set[str]] = {}
-    concurrencies: dict[str, set[int]] = {}
-    for r in rows:
-        caches.setdefault(r.run_id, set()).add(str(r.conditions.cache))
-        concurrencies.setdefault(r.run_id, set()).add(int(r.conditions.concurrency or 1))
-    out: dict[str, list[Row]] = {
-        "decode": [],
-        "concurrency": [],
-        "rate": [],
-        "prefill": [],
-        "prefix_cache": [],
-    }
-    for r in rows:
-        if r.conditions.request_rate is not None:
-            out["rate"].append(r)
-        elif {"cold", "warm"} <= caches[r.run_id] or "warm" in caches[r.run_id]:
-            out["prefix_cache"].append(r)
-        elif r.conditions.output_tokens == 1:
-            out["prefill"].append(r)
-        elif max(concurrencies[r.run_id]) > 1:
-            out["concurrency"].append(r)
-        else:
-            out["decode"].append(r)
+    """Rows by section: decode, concurrency, rate (open-loop), prefill, prefix_cache (the rule of
+    specexp.check.judgments.sections, which results.jsonl's speedups follow too)."""
+    out: dict[str, list[Row]] = {name: [] for name in SECTIONS}
+    for r, section in zip(rows, sections(rows), strict=True):
+        out[section].append(r)
     return out
 
 

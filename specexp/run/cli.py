@@ -65,6 +65,7 @@ def run_single(overrides: list[str]) -> None:
 
 def main(args: list[str]) -> None:
     logging.getLogger("httpx").setLevel(logging.WARNING)
+    paths.set_user_dirs(paths.user_dirs_of(args))  # listed, validated and suggested beside conf/
     try:
         check_overrides([a for a in args if "=" in a and not a.startswith("-")])
         hydra_store.register()

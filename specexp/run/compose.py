@@ -214,6 +214,12 @@ def _hydra_compose(overrides: list[str]) -> DictConfig:
     from specexp.run import hydra_store
 
     hydra_store.register()
+    if paths.user_dirs() and not any(
+        o.lstrip("+").startswith("hydra.searchpath=") for o in overrides
+    ):
+        # the user's --config-dir: Hydra's search path, as the command line gave it to the app
+        entries = ",".join(f"file://{d}" for d in paths.user_dirs())
+        overrides = [*overrides, f"hydra.searchpath=[{entries}]"]
     with initialize_config_dir(config_dir=str(paths.conf_dir()), version_base="1.3"):
         return compose("config", overrides=overrides, return_hydra_config=True)
 
@@ -301,7 +307,7 @@ def _refuse_overrides_that_do_nothing(spec: ExperimentSpec, overrides: Sequence[
                 f"override {override}",
                 key,
                 f"does nothing: workload {w.name} sends its instruction "
-                "alone (workload.material: none), at its own length; set workload.material=filler "
+                "alone (workload.material: none), at its own length; set ++workload.material=filler "
                 "(or source_file) to fill prompts to a length",
             )
 

@@ -35,12 +35,14 @@ def _provenance(overrides: list[str], config: dict[str, Any], **facts: Any) -> P
 def skipped_result(
     cell: Cell, reason: str, overrides: list[str], config: dict[str, Any]
 ) -> RunRecord:
-    """The record of a cell that means nothing: status skipped, and why."""
+    """The record of a cell that means nothing (status skipped) or that no server could serve
+    (refused at plan time: its requests do not fit the context), and why."""
     started = provenance.now()
+    refused = reason == cell.refuse_reason and not cell.skip_reason
     return RunRecord(
         run_id=cell.run_id,
-        status="skipped",
-        error=ErrorInfo(kind="meaningless_cell", message=reason),
+        status="refused" if refused else "skipped",
+        error=ErrorInfo(kind="context_too_long" if refused else "meaningless_cell", message=reason),
         conditions=run_conditions(
             cell.spec,
             runtime_for(cell.spec.runtime.name).source,

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import yaml
 
+from specexp.record import write_record
 from specexp.run import progress
 from specexp.run.compose import Composed
-from specexp.run.job import run_job
+from specexp.run.job import run_job, skipped_result
 from specexp.run.plan import make_cell
 from specexp.runtimes import pool
 
@@ -43,6 +44,10 @@ def run_composed(
     if sweep_progress is not None:
         sweep_progress.started_job(description)
     try:
+        if cell.refuse_reason and not cell.skip_reason:  # known before any server starts
+            write_record(job_dir, skipped_result(cell, cell.refuse_reason, overrides, data))
+            print(f"job {cell.run_id}: refused: {cell.refuse_reason}", flush=True)
+            return "refused"
         record = run_job(cell, job_dir, root, overrides, data, rerun=bool(data.get("rerun")))
         status = record.status if record else "ok"
         detail = (

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from specexp.sim.context import model_context
 from specexp.spec.experiment import ExperimentSpec
 from specexp.spec.runtime import RUN_ID_DEFAULTS
 
@@ -38,6 +39,9 @@ class Cell:
     """Equal for cells one running server can serve."""
     skip_reason: str | None = None
     """Why the cell is not run, when it means nothing."""
+    refuse_reason: str | None = None
+    """Why no server could serve the cell, known before any starts (its requests do not fit the
+    context): recorded as refused, and the sweep goes on."""
     note: str | None = None
     """What canonicalization changed (e.g. a k dropped for drafter=none)."""
 
@@ -64,6 +68,7 @@ def make_cell(spec: ExperimentSpec) -> Cell:
         ),
         server_key=_server_key(canonical),
         skip_reason=_meaningless(canonical),
+        refuse_reason=too_long(canonical),
         note=note,
     )
 
@@ -119,6 +124,39 @@ def _meaningless(spec: ExperimentSpec) -> str | None:
     return None
 
 
+def too_long(spec: ExperimentSpec) -> str | None:
+    """Why the cell's longest request (prompt + output) cannot fit the context the server runs
+    with (runtime.max_model_len, else the model's native or YaRN-extended length), with the
+    overrides that would fit; None when it fits."""
+    w, native = spec.workload, model_context(spec)
+    context = spec.runtime.max_model_len or native
+    prompt = max(w.prompt_lengths) if w.prompt_lengths else w.prompt_tokens
+    need = prompt + w.output_tokens
+    if need <= context:
+        return None
+    where = (
+        "runtime.max_model_len"
+        if spec.runtime.max_model_len
+        else f"model={spec.model.name}'s "
+        + ("YaRN-extended context" if spec.model.yarn_factor else "native context")
+    )
+    fixes = []
+    if context - prompt >= 1:
+        fixes.append(f"workload.output_tokens={context - prompt}")
+    if need <= native and spec.runtime.max_model_len:
+        fixes.append(f"runtime.max_model_len={need}")
+    lengths = "workload.prompt_lengths" if w.prompt_lengths else "workload.prompt_tokens"
+    fixes.append(
+        f"{lengths} at most {context - w.output_tokens:,}"
+        if context > w.output_tokens
+        else "a shorter workload.output_tokens"
+    )
+    return (
+        f"prompt {prompt:,} + output {w.output_tokens:,} = {need:,} tokens exceeds the context of "
+        f"{context:,} ({where}); fits with {' or '.join(fixes)}"
+    )
+
+
 def _digest(spec: ExperimentSpec, **fields: Any) -> str:
     data = spec.model_dump(mode="json", **fields)  # type: ignore[arg-type]
     if (
@@ -158,8 +196,8 @@ def make_plan(cells: Sequence[Cell]) -> Plan:
             )
             continue
         seen[cell.run_id] = index
-        if cell.skip_reason:
-            skipped.append((index, cell, cell.skip_reason))
+        if cell.skip_reason or cell.refuse_reason:
+            skipped.append((index, cell, cell.skip_reason or cell.refuse_reason))
         else:
             run.append((index, cell))
     first_seen: dict[str, int] = {}

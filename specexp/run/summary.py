@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from specexp.check.judgments import judgments
 from specexp.record import find_records, write_results_jsonl
 from specexp.run.report_ahead import ReportAhead
 
@@ -29,7 +30,7 @@ def write_sweep_outputs(root: Path, ahead: ReportAhead | None = None) -> list[Pa
         if ahead is not None:
             ahead.close()
         return []
-    written = [write_results_jsonl(root, found)]
+    written = [write_results_jsonl(root, found, judgments(found))]
     rendered = ahead.render(root) if ahead is not None else None
     if rendered is not None:
         return [*written, *rendered]

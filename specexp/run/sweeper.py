@@ -196,7 +196,7 @@ def expand(
 def record_skipped(sweep_dir: Path, jobs: list[list[str]], plan: Plan) -> None:
     """A result.json with status skipped, and why, for every cell that means nothing."""
     for index, cell, reason in plan.skipped:
-        if cell.skip_reason and reason == cell.skip_reason:
+        if reason in (cell.skip_reason, cell.refuse_reason):
             config = cell.spec.model_dump(mode="json")
             write_record(
                 sweep_dir / job_dir_name(jobs[index], cell.run_id),
@@ -224,5 +224,6 @@ def describe_plan(
         lines.append(f"  {verb} {cell.run_id}  {' '.join(jobs[i]) or '(defaults)'}{tail}")
         lines += [f"        note: {note}" for note in warnings_for(cell)]
     for i, cell, reason in plan.skipped:
-        lines.append(f"  skip  {cell.run_id}  {' '.join(jobs[i]) or '(defaults)'}: {reason}")
+        verb = "refuse" if reason == cell.refuse_reason and not cell.skip_reason else "skip  "
+        lines.append(f"  {verb} {cell.run_id}  {' '.join(jobs[i]) or '(defaults)'}: {reason}")
     return "\n".join(lines)

@@ -254,7 +254,9 @@ class LlamaCppRuntime(HttpRuntime):
         return extras
 
     def map_counters(self, samples: list[promtext.Sample]) -> Counters:
-        t = lambda name: promtext.total(samples, f"llamacpp:{name}")
+        def t(name):
+            return promtext.total(samples, f"llamacpp:{name}")
+
         spec_on = self.spec.drafter.name != "none"
         return Counters(
             drafts=t("spec_decode_num_drafts_total") if spec_on else None,

@@ -173,7 +173,10 @@ class SglangRuntime(HttpRuntime):
         """`sglang:*` series (2.2) summed over their shards (is_streaming, DP ranks); acceptance
         inferred as in the module docstring; the spec gauges (refreshed only every
         --decode-log-interval batches, so never a window's figure) kept in `extra`."""
-        t = lambda name: promtext.shard_total(samples, f"sglang:{name}")
+
+        def t(name):
+            return promtext.shard_total(samples, f"sglang:{name}")
+
         generation = t("generation_tokens_total")
         verify = t("spec_verify_calls_total")
         k = self.spec.k

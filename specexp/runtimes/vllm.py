@@ -318,7 +318,10 @@ class VllmRuntime(HttpRuntime):
     def map_counters(self, samples: list[promtext.Sample]) -> Counters:
         """`vllm:*` series (docs/engines.md 1.2), summed over `engine` (DP ranks). Spec-decode series
         exist only with a speculative config, so without one those counters are None."""
-        t = lambda name: promtext.total(samples, f"vllm:{name}")
+
+        def t(name):
+            return promtext.total(samples, f"vllm:{name}")
+
         drafts = t("spec_decode_num_drafts_total")
         cached = t("prompt_tokens_cached_total")
         if cached is None:

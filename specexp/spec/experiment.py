@@ -61,7 +61,7 @@ class Achieved(_Spec):
 class HardwareSpec(_Spec):
     name: str
     description: str = ""
-    arch: Literal["ampere", "hopper", "blackwell", "cpu"]
+    arch: Literal["ampere", "ada", "hopper", "blackwell", "cpu", "rdna", "cdna"]
     gpu_count: int = Field(default=1, ge=0)
     """Accelerators the server uses (0: a CPU-only server)."""
     memory_gib: float = Field(gt=0)
@@ -113,6 +113,10 @@ class ModelSpec(_Spec):
     """A target model, in the field names of a Hugging Face config.json."""
 
     name: str
+    from_config: bool = Field(default=False, exclude=True)
+    """Read the fields from a Hugging Face config.json (`model=hf`: config_json or hf_id)."""
+    config_json: str | None = Field(default=None, exclude=True)
+    """The config.json the fields were read from (a path of this machine: not in the run id)."""
     hf_id: str | None = None
     architectures: list[str] = []
     """The Hugging Face architecture of the checkpoint (config.json `architectures`), which a

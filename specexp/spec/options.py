@@ -45,8 +45,8 @@ def load_option(
     model: type[BaseModel], group: str, name: str, key: str, where: str = "config"
 ) -> Any:
     """Load and validate one option file of a group, e.g. a draft model from conf/model/."""
-    path = paths.conf_dir() / group / f"{name}.yaml"
-    if not path.is_file():
+    path = paths.option_file(group, name)
+    if path is None:
         raise SpecError(
             where, key, f"no {group} named '{name}'", accepted=paths.options(group), value=name
         )
@@ -67,6 +67,10 @@ def validate_option(
         raise SpecError(
             f"conf/{group}", group, "missing or not a mapping", accepted=paths.options(group)
         )
+    if model is ModelSpec and data.get("from_config"):  # model=hf: the fields of a config.json
+        from specexp.spec.model_config import from_config_json
+
+        data = from_config_json(data, where_set("model", (group, choice), overrides))
     if model is RuntimeSpec:  # one settings model per runtime, chosen by its name
         chosen = settings_for(data.get("name"))
         if chosen is None:
@@ -155,5 +159,8 @@ def where_set(
     if matches:
         return f"override {max(matches)[1]}"
     if file and file[0]:
+        found = paths.option_file(file[0], file[1]) if file[1] else None
+        if found is not None and found.parent.parent != paths.conf_dir():
+            return str(found)  # a user's config directory: its own path
         return f"conf/{file[0]}/{file[1]}.yaml"
     return "config"

@@ -1,10 +1,20 @@
-"""Where the config vocabulary and the experiments are: the clone's, or the wheel's copy."""
+"""Where the config vocabulary and the experiments are: the clone's, or the wheel's copy, and
+the user's own config directories (`--config-dir DIR`, `hydra.searchpath=[file://DIR]`).
+
+A user directory has the layout of `conf/` (`DIR/hardware/my-gpu.yaml`, `DIR/model/...`): its
+options are found, listed, validated and suggested beside the shipped ones. Hydra searches
+`conf/` first, so a user option named like a shipped one is never composed: give yours its own
+name (specexp searches in the same order).
+"""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from pathlib import Path
 
 _PACKAGE = Path(__file__).resolve().parents[1]
+_user_dirs: tuple[Path, ...] = ()
 
 
 def _find(name: str) -> Path:
@@ -29,7 +39,57 @@ def templates_dir() -> Path:
     return _find("templates")
 
 
+def set_user_dirs(dirs: Sequence[str | Path]) -> None:
+    """The user's config directories (the command line's), searched after `conf/`."""
+    global _user_dirs
+    _user_dirs = tuple(Path(d).expanduser().resolve() for d in dirs)
+
+
+def user_dirs() -> tuple[Path, ...]:
+    return _user_dirs
+
+
+def config_dirs() -> tuple[Path, ...]:
+    """Every directory options are searched in, first match wins: `conf/`, then the user's (the
+    order of Hydra's search path: its primary config directory, then `hydra.searchpath`)."""
+    return (conf_dir(), *_user_dirs)
+
+
+def option_file(group: str, name: str) -> Path | None:
+    """The file of option `name` of `group` (`hardware`, ...), or None where no directory has it."""
+    folders = (
+        [experiments_dir(), *(d / "experiment" for d in _user_dirs)]
+        if group == "experiment"
+        else [d / group for d in config_dirs()]
+    )
+    return next((f / f"{name}.yaml" for f in folders if (f / f"{name}.yaml").is_file()), None)
+
+
 def options(group: str) -> list[str]:
-    """The option names of a config group (file stems), sorted."""
-    folder = experiments_dir() if group == "experiment" else conf_dir() / group
-    return sorted(p.stem for p in folder.glob("*.yaml"))
+    """The option names of a config group (file stems) in every directory searched, sorted."""
+    if group == "experiment":
+        folders = [experiments_dir(), *(d / "experiment" for d in _user_dirs)]
+    else:
+        folders = [d / group for d in config_dirs()]
+    return sorted({p.stem for folder in folders for p in folder.glob("*.yaml")})
+
+
+_SEARCHPATH = re.compile(r"^\+{0,2}hydra\.searchpath=\[?(.*?)\]?$")
+
+
+def user_dirs_of(args: Sequence[str]) -> list[str]:
+    """The config directories a command line names: `--config-dir DIR` (`-cd DIR`,
+    `--config-dir=DIR`) and `hydra.searchpath=[file://DIR,...]` (pkg:// entries are Python
+    packages: not directories of this machine, and left to Hydra)."""
+    found: list[str] = []
+    for i, arg in enumerate(args):
+        if arg in ("--config-dir", "-cd") and i + 1 < len(args):
+            found.append(args[i + 1])
+        elif arg.startswith("--config-dir="):
+            found.append(arg.split("=", 1)[1])
+        elif match := _SEARCHPATH.match(arg):
+            for entry in match.group(1).split(","):
+                entry = entry.strip().strip("'\"")
+                if entry.startswith("file://"):
+                    found.append(entry[len("file://") :])
+    return found

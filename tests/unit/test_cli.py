@@ -195,7 +195,14 @@ def test_sweep_writes_results_jsonl(
     lines = jsonl(sweep / "results.jsonl")
     assert len(lines) == sum(len(r["measurements"]) for r in read_results(sweep)) == 7
     for line in lines:
-        assert set(line) == {"run_id", "status", "conditions", "metrics"}
+        assert set(line) == {"run_id", "status", "conditions", "metrics", "judgments"}
+        assert set(line["judgments"]) == {
+            "output_identical",
+            "baseline_run_id",
+            "speedup_metric",
+            "speedup_vs_baseline",
+            "speedup_within_noise",
+        }
 
 
 def _tables(text: str) -> list[tuple[list[str], list[list[str]]]]:

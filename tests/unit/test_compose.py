@@ -4,6 +4,7 @@ one line naming the file or override, the key, the accepted values and a did-you
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -40,9 +41,20 @@ def test_every_group_folder_is_a_known_group() -> None:
 
 @pytest.mark.parametrize(("group", "option"), _options(), ids=lambda v: str(v))
 def test_every_conf_option_composes_and_validates(
-    group: str, option: str, compose_cfg: Callable[..., Any]
+    group: str, option: str, compose_cfg: Callable[..., Any], tmp_path: Path
 ) -> None:
     overrides = [f"{group}={option}"]
+    if (group, option) == ("model", "hf"):  # reads a config.json: one that specexp writes
+        from specexp.models.hf_config import config_json
+        from specexp.spec.experiment import ModelSpec
+        from specexp.spec.options import load_option
+
+        path = tmp_path / "hf" / "config.json"
+        path.parent.mkdir()
+        path.write_text(
+            json.dumps(config_json(load_option(ModelSpec, "model", "qwen3-8b", "model")))
+        )
+        overrides.append(f"model.config_json={path}")
     data, choices = compose_cfg(*overrides)
     assert choices[group] == option
     spec = to_spec(data, choices, overrides)
@@ -68,7 +80,7 @@ def _sweep_jobs(name: str) -> list[list[str]]:
     from hydra.core.global_hydra import GlobalHydra
     from omegaconf import OmegaConf
 
-    import specexp.run.sweeper
+    import specexp.run.sweeper  # noqa: F401  (registers hydra/sweeper=specexp)
     from specexp.run import hydra_store
 
     hydra_store.register()

@@ -210,3 +210,41 @@ def test_a_sweep_of_drafters_gets_its_baseline_and_prints_speedups(
     )
     assert proc.returncode == 0, proc.stderr
     assert [r["conditions"]["drafter"] for r in read_results(off)] == ["mtp"]
+
+
+def test_a_request_longer_than_the_context_is_refused_at_plan_time_with_what_fits(
+    make_spec: Spec,
+) -> None:
+    cell = make_cell(make_spec("workload=edit_heavy", "runtime.max_model_len=8192"))
+    prompt, output = cell.spec.workload.prompt_tokens, cell.spec.workload.output_tokens
+    assert prompt + output > 8192
+    reason = cell.refuse_reason or ""
+    assert f"{prompt:,}" in reason and f"{output:,}" in reason and "8,192" in reason
+    fixes = re.findall(r"(workload\.output_tokens=\d+|runtime\.max_model_len=\d+)", reason)
+    assert fixes, reason
+    for fix in fixes:  # every override the line suggests composes, and then the cell fits
+        fitted = make_cell(make_spec("workload=edit_heavy", "runtime.max_model_len=8192", fix))
+        assert fitted.refuse_reason is None, fix
+    fits = make_cell(make_spec("workload=edit_heavy", "runtime.max_model_len=16384"))
+    assert fits.refuse_reason is None
+    assert make_plan([cell, fits]).run == [(1, fits)]
+
+
+def test_a_sweep_records_a_cell_too_long_for_its_context_as_refused_and_goes_on(
+    specexp_cli: Cli, tmp_path: Path, read_results: Callable[[Path], list[dict[str, Any]]]
+) -> None:
+    proc = specexp_cli(
+        "-m",
+        "workload=edit_heavy",
+        "runtime.max_model_len=4096,16384",
+        f"hydra.sweep.dir={tmp_path}",
+    )
+    assert proc.returncode == 0, proc.stderr
+    by_len = {
+        r["provenance"]["config"]["runtime"]["max_model_len"]: r for r in read_results(tmp_path)
+    }
+    assert by_len[16384]["status"] == "ok"
+    refused = by_len[4096]
+    assert refused["status"] == "refused" and refused["error"]["kind"] == "context_too_long"
+    [line] = [x for x in proc.stdout.splitlines() if refused["run_id"] in x and "refuse" in x]
+    assert "exceeds the context of 4,096" in line and "runtime.max_model_len=" in line

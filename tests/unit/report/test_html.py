@@ -61,7 +61,10 @@ def test_server_text_cannot_break_a_markdown_table(tmp_path: Path) -> None:
     row = next(
         line for line in text.splitlines() if "server_exited" in line and line.startswith("|")
     )
-    unescaped = lambda line: len(re.findall(r"(?<!\\)\|", line))
+
+    def unescaped(line):
+        return len(re.findall(r"(?<!\\)\|", line))
+
     assert unescaped(row) == unescaped(header)
     # the log tail stays inside its fence: a ``` from the server cannot close it
     fence = text.split("```text\n", 1)[1].split("\n```", 1)[0]

@@ -266,7 +266,10 @@ def test_a_draft_model_on_the_gpu_is_offloaded_and_counted_in_the_kv(
         alone.build_argv(8080)
     with pytest.raises(RuntimeFailure) as with_draft:
         llamacpp(*GPU_8B, *draft, "workload.concurrency=[32]").build_argv(8080)
-    gb = lambda f: float(f.value.message.split(" GB of KV")[0].rsplit(" ", 1)[1])
+
+    def gb(f):
+        return float(f.value.message.split(" GB of KV")[0].rsplit(" ", 1)[1])
+
     assert gb(with_draft) > gb(without_draft)  # the draft keeps a KV cache of the same context
 
 

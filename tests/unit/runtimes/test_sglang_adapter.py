@@ -259,14 +259,17 @@ def test_the_identity_holds_for_every_request_not_once_per_window(
         if "sglext" in c
     )
     generate = json.loads(fixture("sglang", "generate_response.json"))["meta_info"]
-    text = lambda gen, verify, n: (
-        "# TYPE sglang:generation_tokens_total counter\n"
-        f'sglang:generation_tokens_total{{model_name="m",is_streaming="true"}} {gen}\n'
-        "# TYPE sglang:spec_verify_calls_total counter\n"
-        f'sglang:spec_verify_calls_total{{model_name="m"}} {verify}\n'
-        "# TYPE sglang:num_requests_total counter\n"
-        f'sglang:num_requests_total{{model_name="m",is_streaming="true"}} {n}\n'
-    )
+
+    def text(gen, verify, n):
+        return (
+            "# TYPE sglang:generation_tokens_total counter\n"
+            f'sglang:generation_tokens_total{{model_name="m",is_streaming="true"}} {gen}\n'
+            "# TYPE sglang:spec_verify_calls_total counter\n"
+            f'sglang:spec_verify_calls_total{{model_name="m"}} {verify}\n'
+            "# TYPE sglang:num_requests_total counter\n"
+            f'sglang:num_requests_total{{model_name="m",is_streaming="true"}} {n}\n'
+        )
+
     runtime = sglang("drafter=mtp", "k=3")
     delta = runtime.map_counters(promtext.parse(text(36 + 128, 11 + 40, 2))).delta(
         runtime.map_counters(promtext.parse(text(0, 0, 0)))
@@ -283,11 +286,14 @@ def test_data_parallel_ranks_are_summed_and_replicas_counted_once(
     sglang: Callable[..., Any],
 ) -> None:
     """Two DP ranks of two TP workers each: each rank's count is exported by both of its workers."""
-    series = lambda name, per_rank: "".join(
-        f'{name}{{dp_rank="{dp}",engine_type="unified",model_name="m",moe_ep_rank="0",pp_rank="0",tp_rank="{tp}"}} {v}\n'
-        for dp, v in enumerate(per_rank)
-        for tp in (2 * dp, 2 * dp + 1)
-    )
+
+    def series(name, per_rank):
+        return "".join(
+            f'{name}{{dp_rank="{dp}",engine_type="unified",model_name="m",moe_ep_rank="0",pp_rank="0",tp_rank="{tp}"}} {v}\n'
+            for dp, v in enumerate(per_rank)
+            for tp in (2 * dp, 2 * dp + 1)
+        )
+
     text = (
         "# TYPE sglang:spec_verify_calls_total counter\n"
         + series("sglang:spec_verify_calls_total", [30.0, 20.0])

@@ -192,7 +192,10 @@ def test_block_drafting_cost_never_falls_with_k_and_grows_once_compute_bound(nam
 
 def test_a_weaker_quantization_loses_acceptance_at_every_position() -> None:
     fp8, nvfp4 = acceptance("mtp").expected(3), acceptance("mtp", quantization="nvfp4").expected(3)
-    conditional = lambda p: [p[0]] + [b / a for a, b in zip(p, p[1:])]
+
+    def conditional(p):
+        return [p[0]] + [b / a for a, b in zip(p, p[1:])]
+
     assert all(n < f for n, f in zip(conditional(nvfp4), conditional(fp8)))
 
 

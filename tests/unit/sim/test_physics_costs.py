@@ -57,7 +57,10 @@ def test_a_decode_step_is_never_faster_than_its_weights_over_datasheet_bandwidth
 @pytest.mark.parametrize("h", HARDWARE)
 def test_doubling_batch_at_fixed_bytes_is_nearly_free_until_compute_bound(h: str) -> None:
     c = cost(h)
-    step = lambda b: c.pass_seconds(decode(b))
+
+    def step(b):
+        return c.pass_seconds(decode(b))
+
     assert step(2) / step(1) < 1.02
     assert step(8) / step(4) < 1.05
     # Far past the ridge point the GEMMs are compute-bound: twice the tokens, about twice the time.
@@ -130,7 +133,10 @@ def test_decode_cost_grows_with_context_by_the_kv_it_reads(h: str) -> None:
 
 def test_verify_compute_grows_with_batch_times_k_plus_1_so_deep_drafts_lose_under_load() -> None:
     c = cost("h200")
-    ratio = lambda b, k: c.pass_seconds(decode(b, 1024, k + 1)) / c.pass_seconds(decode(b, 1024))
+
+    def ratio(b, k):
+        return c.pass_seconds(decode(b, 1024, k + 1)) / c.pass_seconds(decode(b, 1024))
+
     # Alone, verifying 16 tokens costs little more than decoding one; at batch 64 it costs several times as much.
     assert ratio(1, 15) < 1.5
     assert ratio(64, 15) > 3
@@ -154,8 +160,11 @@ def test_hybrid_layers_carry_a_recurrent_state_whose_dtype_sets_its_bytes() -> N
     saved = fp32.pass_seconds(decode(16, 4096)) - bf16.pass_seconds(decode(16, 4096))
     spark = hw("dgx_spark")
     assert saved >= 16 * 2 * recurrent * 2 / (spark.memory_bandwidth_gbps * 1e9)
+
     # ... and the state does not grow with context, unlike a KV cache.
-    state_cost = lambda ctx: fp32.linear_attention_seconds(decode(1, ctx))
+    def state_cost(ctx):
+        return fp32.linear_attention_seconds(decode(1, ctx))
+
     assert state_cost(100_000) == state_cost(1_000)
 
 

@@ -1,0 +1,82 @@
+"""The read-time judgments of a set of records, as data: what the report shows beside each
+measurement and results.jsonl carries for pandas, polars or duckdb.
+
+- `output_identical`: the completions equal the baseline's (temperature 0; specexp.check.identity);
+- `baseline_run_id`: the drafter=none measurement it is compared with (the vocabulary's one
+  baseline rule), and `speedup_vs_baseline`: its `speedup_metric` over the baseline's, as the
+  report's table of its section divides: `decode_tps` in the decode section (a run of single
+  streams), `aggregate_tps` in the concurrency section (a run that measured more than one
+  stream at once); the prefill, prefix-cache and open-loop sections show no speedup, so their
+  measurements have none. `speedup_within_noise`: the two (min-max) spreads over the repeats
+  overlap, so the difference is not beyond the run-to-run spread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from specexp.check.runs import Run, runs_of
+from specexp.record import RunRecord
+from specexp.spec.vocabulary import is_baseline_of
+
+SECTIONS = ("decode", "concurrency", "rate", "prefill", "prefix_cache")
+"""What a measurement measured, as the report's sections split them."""
+SPEEDUP_METRIC = {"decode": "decode_tps", "concurrency": "aggregate_tps"}
+"""The throughput a speedup divides, in the sections that show one."""
+
+
+def sections(runs: Sequence[Run]) -> list[str]:
+    """Each measurement's section: open-loop (a request rate), prefix cache (a warm cache in its
+    run), prefill (one output token), concurrency (its run measured several streams at once),
+    else decode."""
+    caches: dict[str, set[str]] = {}
+    concurrencies: dict[str, set[int]] = {}
+    for r in runs:
+        caches.setdefault(r.run_id, set()).add(str(r.conditions.cache))
+        concurrencies.setdefault(r.run_id, set()).add(int(r.conditions.concurrency or 1))
+    out = []
+    for r in runs:
+        if r.conditions.request_rate is not None:
+            out.append("rate")
+        elif "warm" in caches[r.run_id]:
+            out.append("prefix_cache")
+        elif r.conditions.output_tokens == 1:
+            out.append("prefill")
+        elif max(concurrencies[r.run_id]) > 1:
+            out.append("concurrency")
+        else:
+            out.append("decode")
+    return out
+
+
+def judgments(found: Sequence[tuple[Path, RunRecord]]) -> dict[tuple[str, int], dict[str, Any]]:
+    """(run id, measurement index) -> its judgments, for every measurement of a finished run."""
+    runs = runs_of(found, partial=True)
+    out: dict[tuple[str, int], dict[str, Any]] = {}
+    for run, section in zip(runs, sections(runs), strict=True):
+        index = int(run.id.split("#", 1)[1]) if "#" in run.id else 0
+        metric = SPEEDUP_METRIC.get(section)
+        base = next((b for b in runs if is_baseline_of(b.conditions, run.conditions)), None)
+        if metric is None:
+            base = None  # a section without speedups: the baseline is still found by the report's tables
+        ours, theirs = (
+            (run.metrics.get(metric), base.metrics.get(metric)) if base and metric else (None, None)
+        )
+        speedup = ours / theirs if ours and theirs else None
+        spread = run.spread.get(metric) if metric else None
+        base_spread = base.spread.get(metric) if base and metric else None
+        noise = (
+            None
+            if speedup is None or not spread or not base_spread
+            else bool(spread[0] <= base_spread[1] and base_spread[0] <= spread[1])
+        )
+        out[(run.run_id, index)] = {
+            "output_identical": run.metrics.output_identical,
+            "baseline_run_id": base.run_id if base else None,
+            "speedup_metric": metric if base else None,
+            "speedup_vs_baseline": speedup,
+            "speedup_within_noise": noise,
+        }
+    return out
