@@ -116,7 +116,11 @@ def rows(measured_root: Path, sim_root: Path) -> list[dict[str, Any]]:
                 "status": record.status,
                 "error": record.error,
                 "server_argv": record.provenance.server_argv,
-                "engine_info": record.provenance.engine_info,
+                "engine_info": (  # as the engine reported it: the keys it set, no others
+                    record.provenance.engine_info.model_dump(exclude_unset=True)
+                    if record.provenance.engine_info is not None
+                    else None
+                ),
             }
             if not record.measurements:
                 out.append({**base, "measured": None, "simulated": None, "ratio": {}})

@@ -103,7 +103,8 @@ def _steps(first_ms: list[float], gap_ms: float = 15.0) -> str:
 
 def record_lines(result: RunRecord, part: str) -> list[str]:
     """One line per measurement of a result.json, in the form of gpu-h200-llamacpp.jsonl."""
-    info = result.provenance.engine_info or {}
+    facts = result.provenance.engine_info
+    info = facts.model_dump(exclude_unset=True) if facts is not None else {}  # the keys it reported
     return [
         json.dumps(
             {

@@ -160,7 +160,9 @@ def markdown(
         if argv:
             servers.setdefault(
                 " ".join(a for a in argv if not a.isdigit()),
-                job.record.provenance.engine_info or {},
+                job.record.provenance.engine_info.model_dump(exclude_unset=True)
+                if job.record.provenance.engine_info is not None
+                else {},
             )
     lines += [
         "## The servers and the paths vLLM chose",

@@ -8,7 +8,7 @@ or metric that the vocabulary does not define.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
@@ -69,19 +69,93 @@ class ErrorInfo(_Record):
     """The last lines of the server's log."""
 
 
+class EngineFacts(_Record):
+    """What the engine said about itself when it started (or was reached). The facts every engine
+    may report are typed fields; an engine's own further facts (vLLM's cache blocks and paths,
+    the simulator's memory plan) are kept beside them as it reported them."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    version: str | None = None
+    kv_cache_tokens: int | None = None
+    """KV-cache capacity in tokens, as the engine reported it at start."""
+    reused_server: bool | None = None
+    """The job ran on a server an earlier job of the sweep started."""
+    max_model_len: int | None = None
+    cache_block_tokens: int | None = None
+    total_slots: int | None = None
+    """llama.cpp: the server's parallel slots."""
+    engine_profile: str | None = None
+    """The simulator: the engine profile it imitated (conf/sim_engine/)."""
+    engine_calibration: str | None = None
+    """The simulator: what that profile's figures rest on for this device, or "uncalibrated"."""
+
+
+class ConfigOption(NamedTuple):
+    """One config group's option as the job composed it: its name and what describes it."""
+
+    name: str | None
+    description: str | None
+    hf_id: str | None
+
+
+class PromptSource(NamedTuple):
+    """Where a job's prompts came from (its workload as composed)."""
+
+    workload: str | None
+    material: str | None
+    """none, source_file or filler: what fills a prompt to its length."""
+    dataset_file: str | None
+    turn_material: str | None
+    """Agentic sessions: what each turn's new message is made of."""
+
+
 class Provenance(_Record):
     specexp_version: str | None = None
     git_sha: str | None = None
     python: str | None = None
     host: str | None = None
+    visible_gpus: str | None = None
+    """CUDA_VISIBLE_DEVICES as the job saw it: the GPUs a scheduler (Ray, SLURM) gave it; null
+    where none was set."""
     started_at: str | None = None
     finished_at: str | None = None
     overrides: list[str] = []
     config: dict[str, Any] = {}
     """The resolved configuration of the job (never an API key: only the variable's name)."""
     server_argv: list[str] | None = None
-    engine_info: dict[str, Any] | None = None
-    """What the engine said about itself: version, KV capacity, reuse of the server, details."""
+    engine_info: EngineFacts | None = None
+    """What the engine said about itself: version, KV capacity, reuse of the server, its own facts."""
+
+    def option(self, group: str) -> ConfigOption:
+        """The option of config `group` (hardware, model, quantization...) the job composed."""
+        node = self.config.get(group)
+        node = node if isinstance(node, dict) else {}
+        text = lambda key: str(node[key]) if node.get(key) is not None else None  # noqa: E731
+        return ConfigOption(text("name"), text("description"), text("hf_id"))
+
+    def prompt_source(self) -> PromptSource:
+        node = self.config.get("workload")
+        node = node if isinstance(node, dict) else {}
+        session = node.get("session") if isinstance(node.get("session"), dict) else {}
+        text = lambda v: str(v) if v is not None else None  # noqa: E731
+        return PromptSource(
+            text(node.get("name")),
+            text(node.get("material")),
+            text(node.get("dataset_file")),
+            text(session.get("turn_material")),
+        )
+
+    @property
+    def slo(self) -> dict[str, Any] | None:
+        """The service-level objectives the job was judged against (`slo.*`), if any was set."""
+        slo = self.config.get("slo")
+        return (
+            slo
+            if isinstance(slo, dict)
+            and any(v is not None for k, v in slo.items() if k != "percentile")
+            else None
+        )
 
 
 class ClientLoad(_Record):

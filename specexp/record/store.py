@@ -129,8 +129,9 @@ def results_lines(
     records: Iterable[RunRecord], judged: Judged | None = None
 ) -> list[dict[str, object]]:
     """One line per measurement (or per record without measurements), for pandas, polars or
-    duckdb: run id, status, the conditions and metrics, and the `judgments` made when the
-    records are read (output identity, the baseline and the speedup over it) where given."""
+    duckdb: run id, status, the conditions and metrics, each metric's [min, max] over the repeats
+    (`spread`), and the `judgments` made when the records are read (output identity, the
+    baseline and the speedup over it) where given."""
     lines: list[dict[str, object]] = []
     for record in records:
         base = {"run_id": record.run_id, "status": record.status}
@@ -141,6 +142,7 @@ def results_lines(
                 **base,
                 "conditions": m.conditions.model_dump(),
                 "metrics": m.metrics.model_dump(),
+                "spread": dict(m.spread),
             }
             if judged is not None:
                 line["judgments"] = dict(judged.get((record.run_id, i), {}))

@@ -6,6 +6,11 @@ records only: no server, no GPU, nothing under specexp.runtimes.
 `--format csv` or `--format jsonl` writes the measurements as one flat table instead (a row per
 measurement, a column per condition, metric and judgment: specexp.record.table), to `-o` or to
 standard output.
+
+`--compare BEFORE AFTER` compares two sweeps (folders, or a folder and a results.jsonl): the
+change between them, every pair's headline metrics, what could not be paired
+(specexp.report.compare); `--fail-if-slower PCT` exits 1 when AFTER is worse by more than PCT %
+beyond noise.
 """
 
 from __future__ import annotations
@@ -27,7 +32,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m specexp.report", description=__doc__.split("\n\n")[1]
     )
     parser.add_argument(
-        "dirs", nargs="+", type=Path, help="result folders (searched for result.json)"
+        "dirs", nargs="*", type=Path, help="result folders (searched for result.json)"
+    )
+    parser.add_argument(
+        "--compare",
+        nargs=2,
+        type=Path,
+        metavar=("BEFORE", "AFTER"),
+        default=None,
+        help="compare two sweeps: folders of records, or a folder and a results.jsonl",
+    )
+    parser.add_argument(
+        "--fail-if-slower",
+        type=float,
+        default=None,
+        metavar="PCT",
+        help="with --compare: exit 1 when a paired headline metric is worse by more than PCT %% beyond noise",
     )
     parser.add_argument(
         "-o",
@@ -55,6 +75,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="published figures to set beside the runs (docs/vocabulary.md section 4); repeatable",
     )
     args = parser.parse_args(argv)
+    if args.compare is not None:
+        return _compare(args)
+    if not args.dirs:
+        parser.error("give result folders, or --compare BEFORE AFTER")
     missing = [d for d in args.dirs if not d.exists()]
     if missing:
         print(f"specexp.report: {missing[0]}: no such folder", file=sys.stderr)
@@ -89,6 +113,38 @@ def main(argv: Sequence[str] | None = None) -> int:
     output = args.output or Path("measurements.md")
     for path in write_report(found, output, args.html, title=args.title, cited=cited):
         print(path)
+    return 0
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from specexp.report.build import Report
+    from specexp.report.compare import blocks, compare, read_side
+    from specexp.report.markdown import render_markdown
+
+    missing = [p for p in args.compare if not p.exists()]
+    if missing:
+        print(f"specexp.report: {missing[0]}: no such folder or file", file=sys.stderr)
+        return 2
+    try:
+        before, after = (read_side(p) for p in args.compare)
+    except RecordError as err:
+        print(f"specexp.report: {err.line()}", file=sys.stderr)
+        return 2
+    result = compare(before, after)
+    title = f"Comparison: {before.name} → {after.name}"
+    report = Report(None, title, blocks(result, args.fail_if_slower))
+    text = render_markdown(report)
+    if args.output is None:
+        sys.stdout.write(text)
+    else:
+        args.output.write_text(text, encoding="utf-8")
+        print(args.output)
+    if args.html is not None:
+        from specexp.report.render import write_html
+
+        print(write_html(report, args.html))
+    if args.fail_if_slower is not None and result.slower(args.fail_if_slower):
+        return 1
     return 0
 
 

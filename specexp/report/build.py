@@ -13,6 +13,7 @@ from specexp.report.blocks import Block, Chart, Heading, Paragraph, TableBlock
 from specexp.report.by_turn import category_section, split, turn_section
 from specexp.report.checks import check_sections
 from specexp.report.format import Markdown, cell, code_span, link
+from specexp.report.headline import findings_section
 from specexp.report.method import method_section
 from specexp.report.open_loop import rate_section, slo_text
 from specexp.report.sections import (
@@ -76,12 +77,11 @@ def build_report(
     turns, categories, rest = split(rows)  # sessions and dataset files have sections of their own
     sections = classify(rest)
     fixed = fixed_conditions(rows)
-    blocks: list[Block] = [Paragraph(f"{len(rows)} measurement(s) from {len(results)} run(s).")]
+    blocks: list[Block] = findings_section(rows, failures)
+    blocks.append(Paragraph(f"{len(rows)} measurement(s) from {len(results)} run(s)."))
     blocks += method_section(rows, results)
     blocks += decode_section(sections["decode"], fixed)
-    slo = slo_text(
-        next((r.provenance.config["slo"] for r in results if r.provenance.config.get("slo")), None)
-    )
+    slo = slo_text(next((r.provenance.slo for r in results if r.provenance.slo), None))
     blocks += concurrency_section(sections["concurrency"], fixed, slo)
     blocks += rate_section(sections["rate"], fixed, slo)
     blocks += prefill_section(sections["prefill"], fixed)

@@ -11,8 +11,32 @@ import altair as alt
 from specexp.report.blocks import Chart
 from specexp.report.tables import Row
 
-WIDTH = 260
-HEIGHT = 180
+WIDTH = 420
+HEIGHT = 260
+"""One panel, in pixels: legible at a report's width (two panels side by side fit 1,000 px)."""
+
+
+def _legend_toggles(chart: alt.Chart, field: str, tooltip: Sequence[str]) -> alt.Chart:
+    """Click a legend entry to bring its series forward (the others fade); hover a point for its
+    run id and conditions. In the SVG files every series is drawn in full."""
+    pick = alt.selection_point(fields=[field], bind="legend")
+    return chart.add_params(pick).encode(
+        opacity=alt.condition(pick, alt.value(1.0), alt.value(0.15)),
+        tooltip=list(tooltip),
+    )
+
+
+def _who(row: Row) -> dict[str, Any]:
+    """What a tooltip says of a point: its run and the conditions that set it."""
+    c = row.conditions
+    return {
+        "run": row.run_id,
+        "conditions": " · ".join(
+            str(v)
+            for v in (c.hardware, c.model, c.quantization, c.runtime, c.workload)
+            if v is not None
+        ),
+    }
 
 
 def _name(text: str) -> str:
@@ -51,6 +75,7 @@ def tps_vs_k(
             "k": r.conditions.k or 0,
             "setup": _setup(r, setups),
             "decode_tps": r.metrics.decode_tps,
+            **_who(r),
         }
         for r in rows
         if r.metrics.decode_tps
@@ -71,17 +96,15 @@ def tps_vs_k(
         )
         .properties(width=WIDTH, height=HEIGHT)
     )
-    facet = {"column": alt.Column("workload:N")}
+    base = _legend_toggles(
+        base, "drafter", ["drafter:N", "k:Q", "decode_tps:Q", "run:N", "conditions:N"]
+    )
+    facet = {"column": alt.Column("workload:N", title=None)}
     if setups:
         facet["row"] = alt.Row("setup:N", title=" · ".join(setups))
-    chart = base.facet(**facet).properties(title=label)
-    return [
-        Chart(
-            _name(name),
-            f"Decode tok/s vs k: {label}" if label else "Decode tok/s vs k",
-            _spec(chart),
-        )
-    ]
+    title = f"Decode tok/s vs k: {label}" if label else "Decode tok/s vs k"
+    chart = base.facet(**facet).properties(title=title)
+    return [Chart(_name(name), title, _spec(chart))]
 
 
 def acceptance_by_position(
@@ -94,6 +117,7 @@ def acceptance_by_position(
             "arm": _arm(r, setups),
             "position": i + 1,
             "accepted": v,
+            **_who(r),
         }
         for r in rows
         for i, v in enumerate(r.metrics.acceptance_by_position or [])
@@ -115,16 +139,13 @@ def acceptance_by_position(
             color=alt.Color("arm:N", title="drafter"),
         )
         .properties(width=WIDTH, height=HEIGHT)
-        .facet(column=alt.Column("workload:N"))
-        .properties(title=label)
     )
-    return [
-        Chart(
-            _name(name),
-            f"Acceptance by draft position: {label}" if label else "Acceptance by draft position",
-            _spec(chart),
-        )
-    ]
+    chart = _legend_toggles(
+        chart, "arm", ["arm:N", "position:O", "accepted:Q", "run:N", "conditions:N"]
+    )
+    title = f"Acceptance by draft position: {label}" if label else "Acceptance by draft position"
+    chart = chart.facet(column=alt.Column("workload:N", title=None)).properties(title=title)
+    return [Chart(_name(name), title, _spec(chart))]
 
 
 def concurrency_scaling(
@@ -137,6 +158,7 @@ def concurrency_scaling(
             "concurrency": r.conditions.concurrency,
             "metric": metric,
             "tok/s": r.metrics.get(metric),
+            **_who(r),
         }
         for r in rows
         for metric in ("aggregate_tps", "per_stream_tps")
@@ -153,16 +175,13 @@ def concurrency_scaling(
             color=alt.Color("arm:N", title="drafter"),
         )
         .properties(width=WIDTH, height=HEIGHT)
-        .facet(column=alt.Column("metric:N", title=None))
-        .properties(title=label)
     )
-    return [
-        Chart(
-            _name(name),
-            f"Throughput vs concurrency: {label}" if label else "Throughput vs concurrency",
-            _spec(chart),
-        )
-    ]
+    chart = _legend_toggles(
+        chart, "arm", ["arm:N", "concurrency:Q", "tok/s:Q", "run:N", "conditions:N"]
+    )
+    title = f"Throughput vs concurrency: {label}" if label else "Throughput vs concurrency"
+    chart = chart.facet(column=alt.Column("metric:N", title=None)).properties(title=title)
+    return [Chart(_name(name), title, _spec(chart))]
 
 
 def prefill_by_length(rows: Sequence[Row], name: str) -> list[Chart]:
@@ -172,6 +191,7 @@ def prefill_by_length(rows: Sequence[Row], name: str) -> list[Chart]:
             "prompt_tokens": r.conditions.prompt_tokens,
             "prefill_tps": r.metrics.prefill_tps,
             "setup": f"{r.conditions.hardware} · {r.conditions.quantization} · {r.conditions.runtime}",
+            **_who(r),
         }
         for r in rows
         if r.metrics.prefill_tps
@@ -194,6 +214,7 @@ def cold_warm_ttft(rows: Sequence[Row], name: str) -> list[Chart]:
             "ttft_s": r.metrics.ttft_s,
             "cache": r.conditions.cache,
             "setup": f"{r.conditions.hardware} · {r.conditions.quantization}",
+            **_who(r),
         }
         for r in rows
         if r.metrics.ttft_s
@@ -224,6 +245,12 @@ def _by_length(
             y=alt.Y(f"{y}:Q", title=y_title),
             **channels,
         )
-        .properties(width=WIDTH * 2, height=HEIGHT)
+        .properties(width=WIDTH * 2, height=HEIGHT, title=title)
+    )
+    field = channels["color"].shorthand.split(":")[0]
+    chart = _legend_toggles(
+        chart,
+        field,
+        [channels["color"].shorthand, "prompt_tokens:Q", f"{y}:Q", "run:N", "conditions:N"],
     )
     return [Chart(_name(name), title, _spec(chart))]

@@ -6,18 +6,20 @@ from collections.abc import Sequence
 from typing import Any
 
 from specexp.record import RunRecord
+from specexp.record.schema import ConfigOption
 from specexp.report.blocks import Block, Heading, Paragraph, TableBlock
 from specexp.report.format import Markdown, cell, code_span, number
 from specexp.report.tables import Row, fixed_conditions
 from specexp.spec.vocabulary import CONDITIONS
 
 
-def _config(results: Sequence[RunRecord], group: str, name: Any) -> dict[str, Any]:
+def _option(results: Sequence[RunRecord], group: str, name: Any) -> ConfigOption:
+    """The option `name` of config `group` as a job composed it (its description, its checkpoint)."""
     for r in results:
-        node = r.provenance.config.get(group) or {}
-        if isinstance(node, dict) and node.get("name") == name:
-            return node
-    return {}
+        option = r.provenance.option(group)
+        if option.name == name:
+            return option
+    return ConfigOption(None, None, None)
 
 
 def _values(rows: Sequence[Row], key: str) -> list[Any]:
@@ -33,13 +35,13 @@ def method_section(rows: Sequence[Row], results: Sequence[RunRecord]) -> list[Bl
         return [Heading("Method"), Paragraph("No run produced a measurement.")]
     lines = []
     for hw in _values(rows, "hardware"):
-        desc = _config(results, "hardware", hw).get("description")
+        desc = _option(results, "hardware", hw).description
         lines.append(f"- **Hardware**: {code_span(hw)}" + (f" ({cell(desc)})" if desc else ""))
     for model in _values(rows, "model"):
-        hf = _config(results, "model", model).get("hf_id")
+        hf = _option(results, "model", model).hf_id
         lines.append(f"- **Model**: {code_span(model)}" + (f" ({cell(hf)})" if hf else ""))
     for q in _values(rows, "quantization"):
-        desc = _config(results, "quantization", q).get("description")
+        desc = _option(results, "quantization", q).description
         lines.append(f"- **Weights**: {code_span(q)}" + (f": {cell(desc)}" if desc else ""))
     runtimes = {(r.conditions.runtime, r.conditions.runtime_version) for r in rows}
     lines.append(
@@ -138,14 +140,14 @@ def _filler_warnings(rows: Sequence[Row], results: Sequence[RunRecord]) -> list[
         if r.conditions.drafter not in (None, "none") and r.metrics.acceptance_rate is not None
     ]
     for w in _values(drafted, "workload"):
-        config = _config(results, "workload", str(w).split("@")[0])
-        session = config.get("session") or {}
-        if config.get("dataset_file") or (
-            isinstance(session, dict) and session.get("turn_material") == "source_file"
-        ):
+        name = str(w).split("@")[0]
+        source = next(
+            (p for r in results if (p := r.provenance.prompt_source()).workload == name), None
+        )
+        if source is None or source.dataset_file or source.turn_material == "source_file":
             continue
-        if config.get("material") in ("filler", "none"):
-            what = "random filler prose" if config["material"] == "filler" else "a bare instruction"
+        if source.material in ("filler", "none"):
+            what = "random filler prose" if source.material == "filler" else "a bare instruction"
             out.append(
                 f"- **Warning**: {code_span(w)} measures drafting on {what}; acceptance on such prompts "
                 "means nothing for real traffic (give real prompts with `workload.dataset_file`)"
@@ -158,10 +160,10 @@ def _simulated_engines(results: Sequence[RunRecord]) -> list[str]:
     on: a profile not calibrated for the device says so."""
     seen: dict[tuple[str, str], str] = {}
     for r in results:
-        info = r.provenance.engine_info or {}
-        if info.get("engine_profile"):
-            key = (str(info["engine_profile"]), str(r.conditions.hardware))
-            seen[key] = str(info.get("engine_calibration") or "uncalibrated")
+        info = r.provenance.engine_info
+        if info is not None and info.engine_profile:
+            key = (info.engine_profile, str(r.conditions.hardware))
+            seen[key] = info.engine_calibration or "uncalibrated"
     return [
         f"- **Simulated engine** {code_span(profile)} on {code_span(hw)}: "
         + (

@@ -3,6 +3,7 @@ off, so any text from a server arrives escaped) and its charts drawn by an inlin
 
 from __future__ import annotations
 
+import html
 import importlib.metadata
 import json
 import re
@@ -14,6 +15,7 @@ from markdown_it import MarkdownIt
 
 from specexp.record import atomic_write
 from specexp.report.build import Report
+from specexp.report.headline import anchor
 from specexp.report.markdown import environment, render_markdown
 from specexp.spec.cache import cache_dir
 
@@ -49,10 +51,34 @@ def vega_bundle() -> str:
     return bundle
 
 
+_HEADING = re.compile(r"<h([23])>(.*?)</h\1>")
+_SHARED = re.compile(
+    r"<p>(Conditions shared by every figure on this page[^<]*)</p>\s*(<table>.*?</table>)", re.S
+)
+
+
+def _heading_ids(body: str) -> str:
+    """Each section and table heading gets the id GitHub gives it, so findings link to tables."""
+    seen: dict[str, int] = {}
+
+    def add(m: re.Match[str]) -> str:
+        slug = anchor(html.unescape(re.sub(r"<[^>]+>", "", m.group(2))))
+        n = seen.get(slug, 0)
+        seen[slug] = n + 1
+        return f'<h{m.group(1)} id="{slug}{f"-{n}" if n else ""}">{m.group(2)}</h{m.group(1)}>'
+
+    return _HEADING.sub(add, body)
+
+
 def render_html(report: Report) -> str:
     markdown = MarkdownIt("commonmark", {"html": False}).enable("table")
     body = markdown.render(render_markdown(report))
     body = _IMG.sub(lambda m: f'<div class="chart" id="chart-{m.group(1)}"></div>', body)
+    body = _heading_ids(body)
+    # the shared conditions are reference, not a finding: folded until asked for
+    body = _SHARED.sub(
+        lambda m: f"<details><summary>{m.group(1)}</summary>{m.group(2)}</details>", body
+    )
     specs = json.dumps({c.name: c.spec for c in report.charts}).replace("</", "<\\/")
     return (
         environment()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 import platform
 import subprocess
 from datetime import UTC, datetime
@@ -40,4 +41,6 @@ def environment() -> dict[str, str | None]:
         "git_sha": git_sha(),
         "python": platform.python_version(),
         "host": platform.node() or None,
+        # the GPUs a scheduler gave the job (Ray and SLURM set it): which devices its server used
+        "visible_gpus": os.environ.get("CUDA_VISIBLE_DEVICES") or None,
     }

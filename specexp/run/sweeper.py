@@ -115,7 +115,7 @@ class Sweeper(HydraSweeper):
                     [*overrides, f"hydra.sweep.subdir='{job_dir_name(overrides, cell.run_id)}'"]
                     for overrides, cell in todo
                 ]
-                returns = self.launcher.launch(batch, initial_job_idx=0) if batch else []
+                returns = _launch_elsewhere(self.launcher, batch, [cell for _, cell in todo])
                 for r in returns:
                     _ = r.return_value  # re-raises what a job raised (Ctrl-C ends the sweep)
         finally:
@@ -152,6 +152,37 @@ class Sweeper(HydraSweeper):
         assert self.composer is not None
         composed = self.composer.compose(overrides)
         return make_cell(composed.spec), bool(composed.config.get("rerun"))
+
+
+def job_resources(cell: Cell) -> dict[str, float]:
+    """What one job asks a cluster scheduler for: a GPU job its `hardware.gpu_count` GPUs (its
+    server runs on them), a simulated or CPU job one CPU and no GPU."""
+    gpus = 0 if cell.spec.runtime.name == "sim" else max(cell.spec.hardware.gpu_count, 0)
+    return {"num_cpus": 1, "num_gpus": gpus}
+
+
+def _launch_elsewhere(launcher: Launcher, batch: list[list[str]], cells: list[Cell]) -> list[Any]:
+    """Jobs handed to a launcher that runs them elsewhere, in plan order. Ray's launcher takes one
+    `remote` resource request for every job it launches, so jobs go to it in runs of equal needs,
+    each run asking for what its jobs need (`job_resources`)."""
+    if not batch:
+        return []
+    ray_cfg = getattr(launcher, "ray_cfg", None)
+    if ray_cfg is None:
+        return list(launcher.launch(batch, initial_job_idx=0))
+    base = dict(ray_cfg.remote or {})
+    returns: list[Any] = []
+    start = 0
+    while start < len(batch):
+        needs = job_resources(cells[start])
+        end = start
+        while end < len(batch) and job_resources(cells[end]) == needs:
+            end += 1
+        ray_cfg.remote = {**needs, **base}  # what the user set for hydra.launcher.ray.remote wins
+        returns += launcher.launch(batch[start:end], initial_job_idx=start)
+        start = end
+    ray_cfg.remote = base
+    return returns
 
 
 def _runs_here(launcher: Launcher) -> bool:

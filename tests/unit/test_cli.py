@@ -195,7 +195,7 @@ def test_sweep_writes_results_jsonl(
     lines = jsonl(sweep / "results.jsonl")
     assert len(lines) == sum(len(r["measurements"]) for r in read_results(sweep)) == 7
     for line in lines:
-        assert set(line) == {"run_id", "status", "conditions", "metrics", "judgments"}
+        assert set(line) == {"run_id", "status", "conditions", "metrics", "spread", "judgments"}
         assert set(line["judgments"]) == {
             "output_identical",
             "baseline_run_id",

@@ -128,6 +128,7 @@ def test_results_jsonl_has_one_line_per_measurement(
                     "status": "ok",
                     "conditions": m["conditions"],
                     "metrics": m["metrics"],
+                    "spread": m["spread"],
                 }
             )
         )

@@ -1,0 +1,237 @@
+"""The report's first section, "Findings": what the records say, written by rules, not by hand.
+
+- per workload, setup and concurrency, the fastest configuration and its speedup over the
+  drafter=none baseline (over the metric its table divides: specexp.check.judgments), with its
+  spread, or "within noise" when the spreads of the two overlap;
+- where speculation stops paying: in k (a drafter's best k, and the larger k that falls back),
+  and in concurrency (the first level at which an arm is slower than no drafter);
+- the highest request rate that meets the SLO, per arm, where one was set;
+- what was refused, failed, skipped or client-bound;
+- which figures are simulated.
+
+Every finding links to the section whose table holds its numbers.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from specexp.check.judgments import SPEEDUP_METRIC, sections
+from specexp.record.escape import Markdown, cell, code_span
+from specexp.report.blocks import Block, Heading, Paragraph
+from specexp.report.format import number
+from specexp.report.tables import DRAFTER_KEYS, Row, baseline
+from specexp.spec.vocabulary import CONDITIONS, METRICS, value_key
+
+TITLES = {
+    "decode": "Decode speed by drafter",
+    "concurrency": "Throughput under concurrency",
+    "rate": "Open-loop load",
+}
+"""Each section's heading (specexp.report.sections writes them), to link to."""
+MAX_FASTEST = 12
+"""Fastest-configuration lines at most; the rest are in the tables."""
+
+
+def anchor(title: str) -> str:
+    """The id GitHub and the HTML report give a heading: lower case, punctuation dropped, spaces
+    to hyphens."""
+    return re.sub(r"[^\w\- ]", "", title.strip().lower()).replace(" ", "-")
+
+
+def _link(section: str) -> str:
+    return f"[table](#{anchor(TITLES[section])})"
+
+
+def _arm(row: Row) -> str:
+    d, k = row.conditions.drafter, row.conditions.k
+    return code_span(d) + (f" k={number(k)}" if k is not None else "")
+
+
+def _speedup(row: Row, base: Row, metric: str) -> tuple[float, bool | None] | None:
+    ours, theirs = row.metrics.get(metric), base.metrics.get(metric)
+    if not ours or not theirs:
+        return None
+    a, b = row.spread.get(metric), base.spread.get(metric)
+    noise = (
+        None
+        if not a or not b or (a[0] == a[1] and b[0] == b[1])
+        else bool(a[0] <= b[1] and b[0] <= a[1])
+    )
+    return ours / theirs, noise
+
+
+def _setup(base: Row, bases: Sequence[Row]) -> str:
+    """Where a finding holds: the baseline's workload and concurrency, and what else sets it apart
+    from the other baselines (the conditions that vary among them)."""
+    skip = {
+        *DRAFTER_KEYS,
+        "runtime_version",
+        "repeats",
+        "workload",
+        "concurrency",
+        "prompt_tokens",
+        "output_tokens",
+    }
+    varying = [
+        c
+        for c in CONDITIONS
+        if c not in skip and len({value_key(b.conditions.get(c)) for b in bases}) > 1
+    ]
+    where = f"{code_span(base.conditions.workload)} at concurrency {number(base.conditions.concurrency or 1)}"
+    return ", ".join([where, *(f"{c} {cell(number(base.conditions.get(c)))}" for c in varying)])
+
+
+def findings_section(rows: Sequence[Row], failures: Sequence[Any]) -> list[Block]:
+    lines: list[str] = []
+    kinds = sections(rows)
+    by_row = {id(r): s for r, s in zip(rows, kinds, strict=True)}
+    bases = [r for r in rows if r.conditions.drafter == "none" and by_row[id(r)] in SPEEDUP_METRIC]
+    fastest, stops = [], []
+    for base in bases:
+        section = by_row[id(base)]
+        metric = SPEEDUP_METRIC[section]
+        arms = [
+            (r, s)
+            for r in rows
+            if by_row[id(r)] == section
+            and r.conditions.drafter != "none"
+            and baseline(r, [base]) is base
+            and (s := _speedup(r, base, metric)) is not None
+        ]
+        if not arms:
+            continue
+        best, (ratio, noise) = max(arms, key=lambda item: item[1][0])
+        where = _setup(base, bases)
+        spread = best.spread.get(metric)
+        shown = f"{number(best.metrics.get(metric), metric)}"
+        if spread and spread[0] != spread[1]:
+            shown += f" ({number(spread[0], metric)}–{number(spread[1], metric)})"
+        verdict = "within noise of" if noise else ("faster than" if ratio > 1 else "slower than")
+        unit = METRICS[metric].unit
+        fastest.append(
+            f"- {where}: fastest {_arm(best)}, **{ratio:.2f}×** {verdict} no drafter in `{metric}` "
+            f"({shown} vs {number(base.metrics.get(metric), metric)} {unit}) {_link(section)}"
+        )
+        stops += _k_crossover(arms, where, section)
+    lines += fastest[:MAX_FASTEST]
+    if len(fastest) > MAX_FASTEST:
+        lines.append(f"- … {len(fastest) - MAX_FASTEST} more setups in the tables below")
+    lines += stops[:MAX_FASTEST] + _concurrency_crossover(rows, by_row)
+    lines += _slo_lines(rows, by_row)
+    lines += _trouble(rows, failures)
+    simulated = sum(1 for r in rows if r.conditions.source == "simulated")
+    if rows and simulated == len(rows):
+        lines.append(
+            "- Every figure is **simulated** by specexp's simulator, not measured on a server."
+        )
+    elif simulated:
+        lines.append(
+            f"- {simulated} of {len(rows)} figures are **simulated** (their `source` says so)."
+        )
+    if not lines:
+        return []
+    return [Heading("Findings"), Paragraph(Markdown("\n".join(lines)))]
+
+
+def _k_crossover(
+    arms: Sequence[tuple[Row, tuple[float, bool | None]]], where: str, section: str
+) -> list[str]:
+    """Per drafter with several k: its best k, and the largest k when that gives back speed."""
+    out = []
+    drafters = sorted({r.conditions.drafter for r, _ in arms})
+    for drafter in drafters:
+        ks = sorted(
+            (
+                (r.conditions.k, s[0])
+                for r, s in arms
+                if r.conditions.drafter == drafter and r.conditions.k
+            ),
+            key=lambda x: x[0],
+        )
+        if len(ks) < 2:
+            continue
+        best_k, best = max(ks, key=lambda x: x[1])
+        last_k, last = ks[-1]
+        if last_k != best_k and last < best * 0.95:
+            out.append(
+                f"- {where}: {code_span(drafter)} pays most at k={best_k} ({best:.2f}×); k={last_k} "
+                f"falls back to {last:.2f}× {_link(section)}"
+            )
+    return out
+
+
+def _concurrency_crossover(rows: Sequence[Row], by_row: dict[int, str]) -> list[str]:
+    """Per drafter arm under concurrency: the first level at which it is slower than no drafter."""
+    out = []
+    arms: dict[tuple[Any, ...], list[tuple[int, float]]] = {}
+    for r in rows:
+        if by_row[id(r)] != "concurrency" or r.conditions.drafter == "none":
+            continue
+        base = baseline(r, rows)
+        s = _speedup(r, base, "aggregate_tps") if base is not None else None
+        if s is not None:
+            key = (
+                r.conditions.drafter,
+                r.conditions.k,
+                r.conditions.workload,
+                r.conditions.hardware,
+            )
+            arms.setdefault(key, []).append((int(r.conditions.concurrency or 1), s[0]))
+    for (drafter, k, workload, _), levels in sorted(arms.items(), key=lambda kv: str(kv[0])):
+        levels.sort()
+        loss = next(((c, x) for c, x in levels if x < 1), None)
+        if loss is not None and len(levels) > 1:
+            arm = code_span(drafter) + (f" k={k}" if k is not None else "")
+            out.append(
+                f"- {cell(workload)}: {arm} stops paying at concurrency {loss[0]} ({loss[1]:.2f}× "
+                f"`aggregate_tps`) {_link('concurrency')}"
+            )
+    return out[:MAX_FASTEST]
+
+
+def _slo_lines(rows: Sequence[Row], by_row: dict[int, str]) -> list[str]:
+    """Per arm of the open-loop rows with an SLO: the highest rate with every lower one meeting it."""
+    arms: dict[tuple[Any, ...], list[Row]] = {}
+    for r in rows:
+        if (
+            by_row[id(r)] == "rate"
+            and "slo_met" in r.load
+            and r.conditions.request_rate is not None
+        ):
+            arms.setdefault((r.conditions.drafter, r.conditions.k), []).append(r)
+    out = []
+    for (drafter, k), members in sorted(arms.items(), key=str):
+        met = None
+        for r in sorted(members, key=lambda r: r.conditions.request_rate):
+            if not r.load.get("slo_met"):
+                break
+            met = r.conditions.request_rate
+        arm = (
+            "no drafter"
+            if drafter == "none"
+            else code_span(drafter) + (f" k={k}" if k is not None else "")
+        )
+        what = (
+            f"meets the SLO up to {number(met)} req/s"
+            if met is not None
+            else "misses the SLO at the lightest load"
+        )
+        out.append(f"- {arm} {what} {_link('rate')}")
+    return out
+
+
+def _trouble(rows: Sequence[Row], failures: Sequence[Any]) -> list[str]:
+    out = []
+    for status in ("refused", "failed", "skipped"):
+        n = sum(1 for f in failures if f.status == status)
+        if n:
+            out.append(f"- {n} run(s) {status} [list](#runs-that-did-not-complete)")
+    bound = sum(1 for r in rows if (r.client or {}).get("bound"))
+    if bound:
+        out.append(
+            f"- {bound} figure(s) **client-bound**: the measuring client, not the server, set the pace"
+        )
+    return out

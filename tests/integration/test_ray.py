@@ -1,0 +1,111 @@
+"""Sweeps on a Ray cluster (`hydra/launcher=ray`, hydra-ray-launcher) started on 127.0.0.1 by the
+test: simulated jobs and a real llama-server job, each asking Ray for what it needs, their records
+merged into one report as with SLURM."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.integration.conftest import REPO
+
+pytestmark = pytest.mark.slow
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    ray = Path(sys.executable).parent / "ray"
+    if not ray.is_file():
+        pytest.skip("ray is not installed (the test extra installs it)")
+    port = _free_port()
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+    start = [
+        str(ray),
+        "start",
+        "--head",
+        "--node-ip-address=127.0.0.1",
+        f"--port={port}",
+        "--num-cpus=2",
+        "--num-gpus=0",
+        "--include-dashboard=false",
+        "--disable-usage-stats",
+    ]
+    done = subprocess.run(start, capture_output=True, text=True, timeout=180, env=env, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        subprocess.run(
+            [str(ray), "stop", "--force"], capture_output=True, timeout=120, env=env, check=False
+        )
+
+
+def _sweep(address: str, out: Path, *overrides: str) -> subprocess.CompletedProcess[str]:
+    argv = [
+        sys.executable,
+        "-m",
+        "specexp",
+        "-m",
+        "hydra/launcher=ray",
+        f"+hydra.launcher.ray.init.address={address}",
+        "+hydra.launcher.ray.init.object_store_memory=null",
+        *overrides,
+        f"hydra.sweep.dir={out}",
+    ]
+    return subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=600, check=False)
+
+
+def _records(root: Path) -> list[dict]:
+    return [json.loads(p.read_text()) for p in sorted(root.rglob("result.json"))]
+
+
+def test_simulated_jobs_run_on_ray_and_merge_into_one_report(
+    ray_cluster: str, tmp_path: Path
+) -> None:
+    done = _sweep(ray_cluster, tmp_path, "drafter=mtp,dspark", "k=3", "workload.output_tokens=64")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Ray Launcher is launching" in done.stdout + done.stderr
+    records = _records(tmp_path)
+    assert sorted(r["conditions"]["drafter"] for r in records) == ["dspark", "mtp", "none"]
+    assert all(r["status"] == "ok" for r in records)
+    assert len((tmp_path / "results.jsonl").read_text().splitlines()) == 3
+    text = (tmp_path / "measurements.md").read_text()
+    assert all(r["run_id"] in text for r in records) and "## Findings" in text
+
+
+def test_a_llama_server_job_runs_on_ray(
+    ray_cluster: str, llama_server: Path, tmp_path: Path
+) -> None:
+    done = _sweep(
+        ray_cluster,
+        tmp_path,
+        "runtime=llamacpp",
+        "model=tiny",
+        "quantization=f32",
+        "hardware=cpu",
+        "runtime.extra_args=[-t,2]",
+        "workload.output_tokens=32",
+        "drafter=none",
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    (record,) = _records(tmp_path)
+    assert record["status"] == "ok" and record["conditions"]["runtime"] == "llamacpp"
+    assert record["measurements"][0]["metrics"]["decode_tps"] > 0
+    assert (
+        shutil.which("pgrep") is None
+        or not subprocess.run(["pgrep", "-f", str(tmp_path)], capture_output=True).stdout
+    )  # the worker stopped its server
