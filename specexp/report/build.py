@@ -77,7 +77,7 @@ def build_report(
     turns, categories, rest = split(rows)  # sessions and dataset files have sections of their own
     sections = classify(rest)
     fixed = fixed_conditions(rows)
-    blocks: list[Block] = findings_section(rows, failures)
+    blocks: list[Block] = findings_section(rows, failures, results)
     blocks.append(Paragraph(f"{len(rows)} measurement(s) from {len(results)} run(s)."))
     blocks += method_section(rows, results)
     blocks += decode_section(sections["decode"], fixed)

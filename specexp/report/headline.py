@@ -6,7 +6,7 @@
 - where speculation stops paying: in k (a drafter's best k, and the larger k that falls back),
   and in concurrency (the first level at which an arm is slower than no drafter);
 - the highest request rate that meets the SLO, per arm, where one was set;
-- what was refused, failed, skipped or client-bound;
+- what was refused, failed, skipped, partial, contaminated or client-bound;
 - which figures are simulated.
 
 Every finding links to the section whose table holds its numbers.
@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from specexp.check.judgments import SPEEDUP_METRIC, sections
+from specexp.record import RunRecord
 from specexp.record.escape import Markdown, cell, code_span
 from specexp.report.blocks import Block, Heading, Paragraph
 from specexp.report.format import number
@@ -84,7 +85,9 @@ def _setup(base: Row, bases: Sequence[Row]) -> str:
     return ", ".join([where, *(f"{c} {cell(number(base.conditions.get(c)))}" for c in varying)])
 
 
-def findings_section(rows: Sequence[Row], failures: Sequence[Any]) -> list[Block]:
+def findings_section(
+    rows: Sequence[Row], failures: Sequence[Any], records: Sequence[RunRecord] = ()
+) -> list[Block]:
     lines: list[str] = []
     kinds = sections(rows)
     by_row = {id(r): s for r, s in zip(rows, kinds, strict=True)}
@@ -121,7 +124,7 @@ def findings_section(rows: Sequence[Row], failures: Sequence[Any]) -> list[Block
         lines.append(f"- … {len(fastest) - MAX_FASTEST} more setups in the tables below")
     lines += stops[:MAX_FASTEST] + _concurrency_crossover(rows, by_row)
     lines += _slo_lines(rows, by_row)
-    lines += _trouble(rows, failures)
+    lines += _trouble(rows, failures, records)
     simulated = sum(1 for r in rows if r.conditions.source == "simulated")
     if rows and simulated == len(rows):
         lines.append(
@@ -223,12 +226,23 @@ def _slo_lines(rows: Sequence[Row], by_row: dict[int, str]) -> list[str]:
     return out
 
 
-def _trouble(rows: Sequence[Row], failures: Sequence[Any]) -> list[str]:
+def _trouble(
+    rows: Sequence[Row], failures: Sequence[Any], records: Sequence[RunRecord] = ()
+) -> list[str]:
     out = []
     for status in ("refused", "failed", "skipped"):
         n = sum(1 for f in failures if f.status == status)
         if n:
             out.append(f"- {n} run(s) {status} [list](#runs-that-did-not-complete)")
+    measurements = [m for r in records for m in r.measurements]
+    partial = sum(1 for m in measurements if m.partial)
+    if partial:
+        out.append(f"- {partial} figure(s) **partial**: kept from runs that stopped part-way")
+    dirty = sum(1 for m in measurements if m.contaminated)
+    if dirty:
+        out.append(
+            f"- {dirty} figure(s) **contaminated**: the engine's log shows a compile inside a timed window"
+        )
     bound = sum(1 for r in rows if (r.client or {}).get("bound"))
     if bound:
         out.append(
