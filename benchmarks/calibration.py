@@ -315,6 +315,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         measure(args.measure, args.mask)
         return
     from specexp.fit import hardware as calibrate
+    from specexp.fit import spark
     from specexp.run.compose import load_option
     from specexp.sim.memory import ENGINE_RESERVED_GIB
     from specexp.spec.experiment import HardwareSpec
@@ -367,19 +368,19 @@ def main(argv: Sequence[str] | None = None) -> None:
     print("## KV capacity (memory model)\n")
     print(
         "Qwen3.8-27B FP8 + MTP k = 3 on the simulated DGX Spark vs the capacities docs/studies.md reports "
-        f"(engine reserve {ENGINE_RESERVED_GIB:g} GiB, fitted to them by `calibrate.fit_reserved`):\n"
+        f"(engine reserve {ENGINE_RESERVED_GIB:g} GiB, fitted to them by `specexp.fit.spark.fit_reserved`):\n"
     )
     print(
         "| gpu_memory_utilization | prefix caching | reported (tokens) | simulated (tokens) | error |"
     )
     print("|---:|---|---:|---:|---:|")
-    for util, pc, tokens in calibrate.SPARK_CAPACITY:
-        sim_tokens = calibrate.kv_tokens(calibrate.spark_spec(util, pc), ENGINE_RESERVED_GIB)
+    for util, pc, tokens in spark.SPARK_CAPACITY:
+        sim_tokens = spark.kv_tokens(spark.spark_spec(util, pc), ENGINE_RESERVED_GIB)
         print(
             f"| {util:g} | {'on' if pc else 'off'} | {tokens:,} | {sim_tokens:,} | "
             f"{100 * (sim_tokens / tokens - 1):+.1f} % |"
         )
-    reserved, rms = calibrate.fit_reserved()
+    reserved, rms = spark.fit_reserved()
     print(
         f"\nLeast-squares reserve over the three: {reserved:.2f} GiB (rms error {100 * rms:.1f} %)."
     )

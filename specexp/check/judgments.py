@@ -27,6 +27,16 @@ SPEEDUP_METRIC = {"decode": "decode_tps", "concurrency": "aggregate_tps"}
 """The throughput a speedup divides, in the sections that show one."""
 
 
+def within_noise(ours: Sequence[float] | None, theirs: Sequence[float] | None) -> bool | None:
+    """Whether two figures' (min-max) spreads over their repeats overlap, so that their difference
+    is not beyond the run-to-run spread; None when there is no spread to judge by (a side without
+    one, or one repeat on each side). The one noise rule of the report, its findings,
+    results.jsonl and `--compare`."""
+    if not ours or not theirs or (ours[0] == ours[1] and theirs[0] == theirs[1]):
+        return None
+    return bool(ours[0] <= theirs[1] and theirs[0] <= ours[1])
+
+
 def sections(runs: Sequence[Run]) -> list[str]:
     """Each measurement's section: open-loop (a request rate), prefix cache (a warm cache in its
     run), prefill (one output token), concurrency (its run measured several streams at once),
@@ -65,12 +75,10 @@ def judgments(found: Sequence[tuple[Path, RunRecord]]) -> dict[tuple[str, int], 
             (run.metrics.get(metric), base.metrics.get(metric)) if base and metric else (None, None)
         )
         speedup = ours / theirs if ours and theirs else None
-        spread = run.spread.get(metric) if metric else None
-        base_spread = base.spread.get(metric) if base and metric else None
         noise = (
             None
-            if speedup is None or not spread or not base_spread
-            else bool(spread[0] <= base_spread[1] and base_spread[0] <= spread[1])
+            if speedup is None or metric is None or base is None
+            else within_noise(run.spread.get(metric), base.spread.get(metric))
         )
         out[(run.run_id, index)] = {
             "output_identical": run.metrics.output_identical,

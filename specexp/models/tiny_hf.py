@@ -40,7 +40,7 @@ BOS_ID, EOS_ID = 256, 258  # <|endoftext|>, <|im_end|>
 EMITTED = sorted({*range(0x20, 0x7F), 0x0A})
 """Token ids (= byte values) greedy decoding may choose: printable ASCII and newline."""
 CPU_HEAD_SIZES = (32, 64, 80, 96, 112, 128, 160, 192, 224, 256, 512)
-"""Head sizes vLLM's CPU attention backend runs (vllm-on-cpu.md)."""
+"""Head sizes vLLM's CPU attention backend runs (docs/engines.md section 7.2)."""
 
 CHAT_TEMPLATE = (
     "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"

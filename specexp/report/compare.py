@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from specexp.check.judgments import judgments
+from specexp.check.judgments import judgments, within_noise
 from specexp.record import find_records, results_lines
 from specexp.record.escape import Markdown, cell, code_span
 from specexp.report.blocks import Block, Heading, Paragraph, TableBlock
@@ -171,16 +171,15 @@ def _deltas(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[Delta]:
         x, y = a["metrics"].get(m), b["metrics"].get(m)
         if not isinstance(x, (int, float)) or not isinstance(y, (int, float)) or not x:
             continue
-        sa, sb = (a.get("spread") or {}).get(m), (b.get("spread") or {}).get(m)
-        known = bool(sa and sb and (sa[0] != sa[1] or sb[0] != sb[1]))
+        noise = within_noise((a.get("spread") or {}).get(m), (b.get("spread") or {}).get(m))
         higher = METRICS[m].better == "higher"
         if y == x:
             verdict = "same"
-        elif known and sa[0] <= sb[1] and sb[0] <= sa[1]:
+        elif noise:
             verdict = "within noise"
         else:
             verdict = "faster" if (y > x) == higher else "slower"
-        out.append(Delta(m, float(x), float(y), y / x, verdict, known))
+        out.append(Delta(m, float(x), float(y), y / x, verdict, noise is not None))
     return out
 
 

@@ -18,20 +18,14 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from specexp.check.judgments import SPEEDUP_METRIC, sections
+from specexp.check.judgments import SPEEDUP_METRIC, sections, within_noise
 from specexp.record import RunRecord
 from specexp.record.escape import Markdown, cell, code_span
 from specexp.report.blocks import Block, Heading, Paragraph
 from specexp.report.format import number
-from specexp.report.tables import DRAFTER_KEYS, Row, baseline
+from specexp.report.tables import DRAFTER_KEYS, TITLES, Row, baseline
 from specexp.spec.vocabulary import CONDITIONS, METRICS, value_key
 
-TITLES = {
-    "decode": "Decode speed by drafter",
-    "concurrency": "Throughput under concurrency",
-    "rate": "Open-loop load",
-}
-"""Each section's heading (specexp.report.sections writes them), to link to."""
 MAX_FASTEST = 12
 """Fastest-configuration lines at most; the rest are in the tables."""
 
@@ -55,13 +49,7 @@ def _speedup(row: Row, base: Row, metric: str) -> tuple[float, bool | None] | No
     ours, theirs = row.metrics.get(metric), base.metrics.get(metric)
     if not ours or not theirs:
         return None
-    a, b = row.spread.get(metric), base.spread.get(metric)
-    noise = (
-        None
-        if not a or not b or (a[0] == a[1] and b[0] == b[1])
-        else bool(a[0] <= b[1] and b[0] <= a[1])
-    )
-    return ours / theirs, noise
+    return ours / theirs, within_noise(row.spread.get(metric), base.spread.get(metric))
 
 
 def _setup(base: Row, bases: Sequence[Row]) -> str:
@@ -233,7 +221,7 @@ def _trouble(
     for status in ("refused", "failed", "skipped"):
         n = sum(1 for f in failures if f.status == status)
         if n:
-            out.append(f"- {n} run(s) {status} [list](#runs-that-did-not-complete)")
+            out.append(f"- {n} run(s) {status} [list](#{anchor(TITLES['failures'])})")
     measurements = [m for r in records for m in r.measurements]
     partial = sum(1 for m in measurements if m.partial)
     if partial:

@@ -18,6 +18,7 @@ from specexp.report.format import Markdown, cell, code_span, header, number, run
 from specexp.report.tables import (
     DRAFTER_KEYS,
     SPEC_KEYS,
+    TITLES,
     Row,
     baseline,
     group,
@@ -59,7 +60,7 @@ def rate_section(rows: Sequence[Row], fixed: dict[str, Any], slo: str | None) ->
     if not rows:
         return []
     blocks: list[Block] = [
-        Heading("Open-loop load"),
+        Heading(TITLES["rate"]),
         Paragraph(
             Markdown(
                 "Requests sent on an arrival schedule at `request_rate` req/s, whatever the server's pace "

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from specexp.check.judgments import SECTIONS, sections
+from specexp.check.judgments import SECTIONS, sections, within_noise
 from specexp.report import charts, open_loop
 from specexp.report.blocks import Block, Heading, Paragraph, TableBlock
 from specexp.report.format import Markdown, cell, code_span, header, number, run_cell, with_spread
@@ -19,6 +19,7 @@ from specexp.report.tables import (
     CHART_KEYS,
     DRAFTER_KEYS,
     SPEC_KEYS,
+    TITLES,
     Row,
     baseline,
     group,
@@ -51,8 +52,7 @@ def _speedup(row: Row, base: Row | None, metric: str) -> str:
 
 def overlaps(a: Row, b: Row, metric: str) -> bool:
     """The two rows' (min–max) spreads of `metric` overlap: their difference is within noise."""
-    ours, theirs = a.spread.get(metric), b.spread.get(metric)
-    return bool(ours and theirs and ours[0] <= theirs[1] and theirs[0] <= ours[1])
+    return bool(within_noise(a.spread.get(metric), b.spread.get(metric)))
 
 
 def _versus_best(row: Row, members: Sequence[Row], metric: str) -> str:
@@ -80,7 +80,7 @@ def decode_section(rows: Sequence[Row], fixed: dict[str, Any]) -> list[Block]:
     if not rows:
         return []
     blocks: list[Block] = [
-        Heading("Decode speed by drafter"),
+        Heading(TITLES["decode"]),
         Paragraph(
             Markdown(
                 "Single stream on an otherwise idle server. Speedup is `decode_tps` ÷ the `drafter=none` "
@@ -155,7 +155,7 @@ def concurrency_section(
     if not rows:
         return []
     blocks: list[Block] = [
-        Heading("Throughput under concurrency"),
+        Heading(TITLES["concurrency"]),
         Paragraph(
             Markdown(
                 "`concurrency` distinct requests sent at once. Speedup is `aggregate_tps` ÷ the `drafter=none` "
@@ -350,7 +350,7 @@ def failures_section(failures: Sequence[Any]) -> list[Block]:
     from specexp.report.blocks import CodeBlock
 
     blocks: list[Block] = [
-        Heading("Runs that did not complete"),
+        Heading(TITLES["failures"]),
         Paragraph(
             Markdown(
                 "Refused servers, failures while measuring, and cells left out as meaningless."

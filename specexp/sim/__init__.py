@@ -1,7 +1,8 @@
 """The simulated serving engine (runtime=sim): first principles on a virtual clock.
 
 - `engine`: the serving engine (`SimEngine.submit` / `step`; `run` steps a whole window):
-  continuous batching, drafting and acceptance, the KV pool and counters;
+  continuous batching, drafting and acceptance, the KV pool and counters; `sequences`: what it
+  keeps of each request and how a request enters and leaves it;
 - `kvcache`: the cache layout and the KV pool with the one prefix cache in it;
 - `memory`, `context`, `drafting`: what a server decides at start, what drafting costs and
   how many drafts are accepted; `passes`, `ubatches`: what one forward pass costs;

@@ -21,7 +21,7 @@ from specexp.spec.experiment import ExperimentSpec
 GIB = 1024**3
 ENGINE_RESERVED_GIB = 2.81
 """Memory an engine holds besides weights, activations and KV: CUDA context, cuBLAS/NCCL
-workspaces, CUDA graphs, allocator slack, GiB. Fitted (calibrate.fit_reserved, least squares) to
+workspaces, CUDA graphs, allocator slack, GiB. Fitted (specexp.fit.spark.fit_reserved, least squares) to
 the KV capacities docs/studies.md reports for Qwen3.8-27B FP8 + MTP on the DGX Spark: 348,497 / 271,315
 tokens at gpu_memory_utilization 0.44 without / with prefix caching (simulated +1.0 % / +1.7 %) and
 959,920 at 0.85 (simulated -9.5 %); benchmarks/results/calibration.md records them."""

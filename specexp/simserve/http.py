@@ -8,7 +8,6 @@ Connections are kept alive between requests, as httpx expects.
 from __future__ import annotations
 
 import asyncio
-import json
 import signal
 import sys
 import time
@@ -18,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
 
-from specexp.simserve import openai
+from specexp.simserve import openai, wire
 from specexp.simserve.metrics import CONTENT_TYPE, Exporter
 from specexp.simserve.openai import ApiError, Completion
 from specexp.simserve.realtime import Delivery, Job, RealTimeEngine
@@ -28,15 +27,6 @@ HOST = "127.0.0.1"
 MAX_HEAD_BYTES = 1 << 20
 KEEP_RECORDS = 10_000
 """Requests whose per-chunk timings /debug/requests keeps (oldest dropped first)."""
-REASONS = {
-    200: "OK",
-    400: "Bad Request",
-    404: "Not Found",
-    405: "Method Not Allowed",
-    413: "Payload Too Large",
-    431: "Request Header Fields Too Large",
-    500: "Internal Server Error",
-}
 
 
 class _Record:
@@ -118,16 +108,16 @@ class SimServer:
                 except (asyncio.IncompleteReadError, ConnectionError):
                     return
                 except asyncio.LimitOverrunError:
-                    _write_json(writer, 431, {"detail": "request head too large"}, close=True)
+                    wire.write_json(writer, 431, {"detail": "request head too large"}, close=True)
                     return
                 try:
-                    method, target, version, headers = _parse_head(head)
+                    method, target, version, headers = wire.parse_head(head)
                     length = int(headers.get("content-length", "0") or 0)
                 except ValueError:
-                    _write_json(writer, 400, {"detail": "malformed request"}, close=True)
+                    wire.write_json(writer, 400, {"detail": "malformed request"}, close=True)
                     return
                 if "chunked" in headers.get("transfer-encoding", "").lower():
-                    _write_json(
+                    wire.write_json(
                         writer,
                         400,
                         {"detail": "chunked request bodies are not supported"},
@@ -180,22 +170,22 @@ class SimServer:
         }
         try:
             if method == "GET" and path in gets:
-                _respond(writer, *gets[path]())
+                wire.respond(writer, *gets[path]())
             elif method == "GET" and path.startswith("/debug/requests/"):
-                _respond(writer, *self._debug_request(path.rsplit("/", 1)[1]))
+                wire.respond(writer, *self._debug_request(path.rsplit("/", 1)[1]))
             elif method == "POST" and path in posts:
                 return await posts[path](headers, body, arrived, writer)
             elif path in gets or path in posts:
-                _write_json(writer, 405, {"detail": "Method Not Allowed"})
+                wire.write_json(writer, 405, {"detail": "Method Not Allowed"})
             else:
-                _write_json(writer, 404, {"detail": "Not Found"})
+                wire.write_json(writer, 404, {"detail": "Not Found"})
             return True
         except ApiError as err:
-            _write_json(writer, err.status, err.body())
+            wire.write_json(writer, err.status, err.body())
             return True
         except Exception as err:
             traceback.print_exc(file=sys.stderr)
-            _write_json(
+            wire.write_json(
                 writer, 500, ApiError(500, f"{type(err).__name__}: {err}").body(), close=True
             )
             return False
@@ -248,7 +238,7 @@ class SimServer:
         self, headers: dict[str, str], body: bytes, arrived: float, writer: asyncio.StreamWriter
     ) -> bool:
         self.engine.reset_prefix_cache()
-        _write(writer, 200, b"", "application/json")
+        wire.write(writer, 200, b"", "application/json")
         return True
 
     async def _chat(
@@ -276,7 +266,7 @@ class SimServer:
         if req.stream:
             sink = _stream_sink(req, created, writer)
             writer.write(
-                _head(
+                wire.head(
                     200,
                     [
                         ("content-type", "text/event-stream; charset=utf-8"),
@@ -312,7 +302,7 @@ class SimServer:
             return False
         if not req.stream:
             payload = openai.full_response(req, created, job.generated, job.cached_tokens)
-            _write_json(writer, 200, payload, extra=[("x-request-id", req.request_id)])
+            wire.write_json(writer, 200, payload, extra=[("x-request-id", req.request_id)])
             record.response_sent = time.perf_counter()
         return True
 
@@ -343,58 +333,6 @@ def _stream_sink(
 
 def _buffer_sink(writer: asyncio.StreamWriter) -> Callable[[Job, Delivery, bool], bool]:
     return lambda job, d, final: not writer.is_closing()
-
-
-def _parse_head(head: bytes) -> tuple[str, str, str, dict[str, str]]:
-    lines = head.decode("latin-1").split("\r\n")
-    method, target, version = lines[0].split(" ", 2)
-    headers: dict[str, str] = {}
-    for line in lines[1:]:
-        if not line:
-            continue
-        name, _, value = line.partition(":")
-        headers[name.strip().lower()] = value.strip()
-    return method.upper(), target, version.strip().upper(), headers
-
-
-def _head(status: int, headers: list[tuple[str, str]]) -> bytes:
-    lines = [
-        f"HTTP/1.1 {status} {REASONS.get(status, 'Unknown')}",
-        "server: specexp-sim",
-        *(f"{k}: {v}" for k, v in headers),
-    ]
-    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
-
-
-def _respond(writer: asyncio.StreamWriter, status: int, payload: Any, content_type: str) -> None:
-    if isinstance(payload, bytes):
-        _write(writer, status, payload, content_type or "application/octet-stream")
-    else:
-        _write_json(writer, status, payload)
-
-
-def _write(
-    writer: asyncio.StreamWriter,
-    status: int,
-    body: bytes,
-    content_type: str,
-    extra: list[tuple[str, str]] | None = None,
-    close: bool = False,
-) -> None:
-    headers = [("content-type", content_type), ("content-length", str(len(body))), *(extra or [])]
-    if close:
-        headers.append(("connection", "close"))
-    writer.write(_head(status, headers) + body)
-
-
-def _write_json(
-    writer: asyncio.StreamWriter,
-    status: int,
-    obj: Any,
-    extra: list[tuple[str, str]] | None = None,
-    close: bool = False,
-) -> None:
-    _write(writer, status, json.dumps(obj).encode(), "application/json", extra, close)
 
 
 async def serve(

@@ -27,8 +27,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from specexp.measure.events import Counters, EngineInfo
-from specexp.sim.engine import Seq, SimEngine
+from specexp.sim.engine import SimEngine
 from specexp.sim.kvcache import CHAT_TURN_TOKENS
+from specexp.sim.sequences import Seq
 from specexp.sim.startup import start_engine
 from specexp.simserve.prompts import block_hashes
 from specexp.spec.experiment import ExperimentSpec

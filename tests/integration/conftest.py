@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from specexp.runtimes.llamacpp import default_executable
-from specexp.runtimes.vllm import VLLM_CPU_VERSION
+from specexp.runtimes.vllm_install import VLLM_CPU_VERSION
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from specexp.fit import hardware as calibrate
+from specexp.fit import spark
 from specexp.measure.conditions import run_conditions
 from specexp.measure.metrics import window_metrics
 from specexp.record import Provenance, RunRecord
@@ -181,7 +181,7 @@ def test_the_quantization_advantage_shrinks_as_batches_become_compute_bound() ->
     from specexp.run.compose import load_option
     from specexp.spec.experiment import QuantizationSpec
 
-    spec, fp8 = calibrate._spark()
+    spec, fp8 = spark._spark()
     q = load_option(QuantizationSpec, "quantization", "nvfp4", "quantization")
     nvfp4 = CostModel.build(spec.hardware, spec.model, q, "auto")
 
@@ -191,7 +191,7 @@ def test_the_quantization_advantage_shrinks_as_batches_become_compute_bound() ->
     def advantage(a: CostModel, b: CostModel, batch: int) -> float:
         return a.pass_seconds(step(batch)) / b.pass_seconds(step(batch))
 
-    by_batch = calibrate.nvfp4_advantage((1, 2, 4, 8, 16, 32))
+    by_batch = spark.nvfp4_advantage((1, 2, 4, 8, 16, 32))
     ratios = list(by_batch.values())
     assert ratios[0] > 1.3  # bandwidth-bound: fewer weight bytes pay
     assert all(
@@ -218,7 +218,7 @@ def test_the_quantization_advantage_shrinks_as_batches_become_compute_bound() ->
 
 def test_small_batch_kernels_never_make_more_tokens_cheaper() -> None:
     """The small-batch GEMM limit raises the cost of a few tokens, never lowers a larger pass below a smaller one."""
-    _, fp8 = calibrate._spark()
+    _, fp8 = spark._spark()
     times = [fp8.matmul_seconds(m, 1) for m in (1, 2, 8, 16, 17, 64, 256, 1024, 4096)]
     assert all(a <= b for a, b in zip(times, times[1:], strict=False))
     # prefill-sized passes run at the data type's own rate
@@ -229,11 +229,9 @@ def test_small_batch_kernels_never_make_more_tokens_cheaper() -> None:
 
 
 def test_the_studies_spark_figures_are_reproduced() -> None:
-    assert 1 / calibrate.spark_pass_seconds() == pytest.approx(
-        calibrate.SPARK_BASE_PASSES_PER_S, rel=0.01
-    )
-    for drafter, (k, per_token) in calibrate.DRAFT_COST_PER_TOKEN.items():
-        assert calibrate.draft_cost_per_token(drafter, k) == pytest.approx(per_token, rel=0.02)
+    assert 1 / spark.spark_pass_seconds() == pytest.approx(spark.SPARK_BASE_PASSES_PER_S, rel=0.01)
+    for drafter, (k, per_token) in spark.DRAFT_COST_PER_TOKEN.items():
+        assert spark.draft_cost_per_token(drafter, k) == pytest.approx(per_token, rel=0.02)
 
 
 def test_equal_micro_batches_keep_every_token_and_never_run_faster_than_filled_ones() -> None:

@@ -1,5 +1,5 @@
-"""The fixed costs of the `vllm` engine profile that a real vLLM on an H200 showed (benchmarks/results/
-vllm_calibration.md): the laws they impose on what the simulator answers, whatever their fitted values."""
+"""The fixed costs of the `vllm` engine profile that a real vLLM on an H200 showed
+(benchmarks/results/vllm_calibration.md): the laws they impose on what the simulator answers, whatever their fitted values."""
 
 from __future__ import annotations
 

@@ -1,0 +1,188 @@
+"""The metrics of docs/vocabulary.md section 2: each one's unit, direction, definition and label.
+specexp.measure.metrics computes them; specexp.spec.vocabulary names them (`M.ttft_s`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class MetricDef:
+    name: str
+    unit: str
+    better: str
+    """"higher", "lower" or "" (no direction)."""
+    definition: str
+    label: str
+
+
+METRICS: dict[str, MetricDef] = {
+    m.name: m
+    for m in (
+        MetricDef(
+            "decode_tps",
+            "tok/s",
+            "higher",
+            "(completion tokens - 1) / (last token - first token), one request",
+            "decode",
+        ),
+        MetricDef(
+            "e2e_tps",
+            "tok/s",
+            "higher",
+            "completion tokens / (last token - request sent), one request; includes prefill",
+            "e2e",
+        ),
+        MetricDef(
+            "aggregate_tps",
+            "tok/s",
+            "higher",
+            "all requests of a concurrency level: sum of completion tokens / (last token of any - first sent)",
+            "aggregate",
+        ),
+        MetricDef(
+            "per_stream_tps",
+            "tok/s",
+            "higher",
+            "mean over requests of e2e_tps at a concurrency level",
+            "per stream",
+        ),
+        MetricDef(
+            "ttft_s",
+            "s",
+            "lower",
+            "request sent -> first chunk that carries generated tokens",
+            "TTFT",
+        ),
+        MetricDef(
+            "prefill_tps",
+            "tok/s",
+            "higher",
+            "(prompt tokens - cached prompt tokens) / ttft_s, with max_tokens = 1",
+            "prefill",
+        ),
+        MetricDef(
+            "tpot_s", "s", "lower", "(e2e latency - ttft_s) / (completion tokens - 1)", "TPOT"
+        ),
+        MetricDef(
+            "itl_s",
+            "s",
+            "lower",
+            "per chunk, not per token: mean gap between consecutive token-bearing chunks, one request (tpot_s is the per-token figure; itl_s / tokens_per_chunk = tpot_s)",
+            "ITL",
+        ),
+        MetricDef(
+            "tokens_per_chunk",
+            "tok",
+            "",
+            "tokens per gap: (completion tokens - tokens of the first chunk) / (token-bearing chunks - 1), the tokens each itl_s gap brought (speculation packs several per chunk)",
+            "tok/chunk",
+        ),
+        MetricDef(
+            "acceptance_rate",
+            "ratio",
+            "higher",
+            "delta accepted draft tokens / delta proposed draft tokens, engine counters over the window",
+            "acceptance",
+        ),
+        MetricDef(
+            "acceptance_by_position",
+            "ratios",
+            "higher",
+            "for draft position i = 1..k: delta accepted at position i / delta drafts",
+            "accepted by position",
+        ),
+        MetricDef(
+            "tokens_per_pass",
+            "tok",
+            "higher",
+            "1 + delta accepted / delta drafts (acceptance length)",
+            "tok/pass",
+        ),
+        MetricDef(
+            "cached_prompt_tokens",
+            "tok",
+            "",
+            "prompt tokens served from the prefix cache, as the engine reports them",
+            "cached",
+        ),
+        MetricDef(
+            "kv_cache_tokens",
+            "tok",
+            "higher",
+            "KV cache capacity the engine reports at start",
+            "KV capacity",
+        ),
+        MetricDef(
+            "output_identical",
+            "bool",
+            "",
+            "at temperature 0, completion equals the drafter=none completion of the same prompt",
+            "identical",
+        ),
+        MetricDef(
+            "mean_power_w",
+            "W",
+            "",
+            "GPU energy over the window / window duration (NVML, every GPU the server uses)",
+            "power",
+        ),
+        MetricDef(
+            "energy_j_per_token",
+            "J/tok",
+            "lower",
+            "GPU energy over the window / completion tokens of the window; with max_tokens = 1, / uncached prompt tokens",
+            "energy/tok",
+        ),
+        MetricDef(
+            "achieved_rate_rps",
+            "req/s",
+            "",
+            "open-loop: requests sent per second, (requests - 1) / (last send - first send), every repeat's median",
+            "achieved rate",
+        ),
+        MetricDef(
+            "scheduled_rate_rps",
+            "req/s",
+            "",
+            "open-loop: the same over the arrival schedule the client was given (what request_rate drew for this window)",
+            "scheduled rate",
+        ),
+        MetricDef(
+            "slo_attainment",
+            "ratio",
+            "higher",
+            "share of a point's requests (every repeat) that finished without error with ttft_s, tpot_s and e2e_s each within the SLO set for it (slo.*)",
+            "SLO attainment",
+        ),
+        MetricDef(
+            "goodput_rps",
+            "req/s",
+            "higher",
+            "requests meeting every SLO per second: open-loop, slo_attainment x achieved_rate_rps of each repeat; a closed-loop burst, such requests / (last token of any - first sent); every repeat's median",
+            "goodput",
+        ),
+    )
+}
+
+DISTRIBUTED = {
+    "ttft": ("TTFT", "ttft_s of each request"),
+    "tpot": ("TPOT", "tpot_s of each request (per token)"),
+    "chunk_gap": (
+        "chunk gap",
+        "every gap between consecutive token-bearing chunks of every request (per chunk)",
+    ),
+    "e2e": ("e2e", "e2e_s of each request: request sent -> last token-bearing chunk"),
+}
+"""Latency distributions over the requests of a measurement's window set (every repeat, pooled)."""
+STATS = ("p50", "p90", "p99", "mean")
+for _key, (_label, _what) in DISTRIBUTED.items():
+    for _stat in STATS:
+        _name = f"{_key}_{_stat}_s"
+        METRICS[_name] = MetricDef(
+            _name,
+            "s",
+            "lower",
+            f"{_stat} over the requests of every repeat of a point: {_what}",
+            f"{_label} {_stat}",
+        )
