@@ -122,7 +122,8 @@ def _device_of(
     cost = CostModel.build(datasheet, names[C.model], names[C.quantization], str(kv))
     basis = (
         f"{hw.name} datasheet {hw.memory_bandwidth_gbps:g} GB/s x {gpus} GPU; "
-        f"{cost.weight_bytes / 1e9:.1f} GB of {c[C.quantization]} weights read per pass"
+        f"{cost.weight_bytes_read(1) / 1e9:.1f} GB of {c[C.quantization]} weights read per pass"
+        + (" of one token" if cost.shape.experts else "")
     )
     return _Device(cost, basis)
 
@@ -228,10 +229,10 @@ def _prefill(fig: Figure, measured: Mapping[str, Any]) -> Limit | str:
         return "prompt_tokens unknown"
     cm, s = device.cost, device.cost.shape
     dtypes = cm.quant.compute_dtype
-    compute = 2 * s.mlp_params * prompt / cm.flops_rate(
+    compute = 2 * s.active_mlp_params * prompt / cm.flops_rate(
         dtypes["mlp"]
     ) + 2 * s.attention_params * prompt / cm.flops_rate(dtypes["attention"])
-    moved = (cm.weight_bytes + prompt * cm.kv_bytes_per_token) / cm.bandwidth
+    moved = (cm.weight_bytes_read(prompt) + prompt * cm.kv_bytes_per_token) / cm.bandwidth
     return Limit(
         fig.metric,
         "max",

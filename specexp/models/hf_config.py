@@ -7,7 +7,7 @@ this way, and specexp does it for any conf/model/ shape (`runtime.load_format=du
 download: a folder holds
 
 - `config.json`, the model's fields under the Hugging Face architecture its `architectures` names
-  (dense Qwen3 and Llama, and Qwen3.5's hybrid of Gated DeltaNet and gated full attention, with its
+  (dense Qwen3 and Llama, Qwen3's mixture of experts, and Qwen3.5's hybrid of Gated DeltaNet and gated full attention, with its
   MTP layer where the model has one), and the defaults of that family for what conf/model/ does
   not state (norm epsilon, rope);
 - `generation_config.json`;
@@ -43,12 +43,24 @@ DENSE = {
 }
 """Dense architectures written, with the family's defaults for what conf/model/ does not state
 (Qwen3-8B's and Llama-3.1-8B's config.json)."""
+MOE = {
+    "Qwen3MoeForCausalLM": {
+        "model_type": "qwen3_moe",
+        "rms_norm_eps": 1e-6,
+        "rope_theta": 1_000_000.0,
+        "decoder_sparse_step": 1,
+        "mlp_only_layers": [],
+        "norm_topk_prob": True,
+    }
+}
+"""Mixture-of-experts architectures written, with the family's defaults (Qwen3-30B-A3B's
+config.json: every layer sparse, top-k weights renormalized, no shared expert)."""
 HYBRID = "Qwen3_5ForConditionalGeneration"
 """Qwen3.5's hybrid layout (text_config of model_type qwen3_5_text; vLLM registers it under this
 multimodal architecture only, and serves its text model alone with `--language-model-only`)."""
 EAGLE3 = "LlamaForCausalLMEagle3"
 """The EAGLE-3 head architecture vLLM's `eagle3` method loads for a dense target."""
-ACCEPTED = (*DENSE, HYBRID)
+ACCEPTED = (*DENSE, *MOE, HYBRID)
 
 
 class ConfigError(ValueError):
@@ -70,6 +82,17 @@ def architecture_of(model: ModelSpec) -> str:
     if (name == HYBRID) != (model.architecture == "hybrid"):
         raise ConfigError(
             f"model={model.name}: architecture {model.architecture} does not match architectures {name!r}"
+        )
+    if (name in MOE) != (model.moe is not None):
+        raise ConfigError(
+            f"model={model.name}: architectures {name!r} "
+            + ("is a mixture of experts; the model has no moe" if name in MOE else "has no experts")
+        )
+    if name in MOE and (
+        model.moe.shared_expert_intermediate_size or model.moe.first_k_dense_replace  # type: ignore[union-attr]
+    ):
+        raise ConfigError(
+            f"model={model.name}: {name} has neither a shared expert nor leading dense layers"
         )
     return name
 
@@ -96,6 +119,20 @@ def _common(model: ModelSpec) -> dict[str, Any]:
 def config_json(model: ModelSpec) -> dict[str, Any]:
     """The model's config.json."""
     name = architecture_of(model)
+    if name in MOE:
+        family, moe = MOE[name], model.moe
+        assert moe is not None
+        return {
+            "architectures": [name],
+            **_common(model),
+            **family,
+            "num_experts": moe.num_experts,
+            "num_experts_per_tok": moe.num_experts_per_tok,
+            "moe_intermediate_size": moe.moe_intermediate_size,
+            "rope_scaling": None,
+            "torch_dtype": model.torch_dtype,
+            "use_cache": True,
+        }
     if name in DENSE:
         family = DENSE[name]
         return {

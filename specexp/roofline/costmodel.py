@@ -13,6 +13,9 @@ roofline, max(bytes / bandwidth, FLOPs / compute):
 - linear attention (hybrid models): reads each sequence's recurrent state once and writes it
   back once per kept copy (a verify pass keeps one per draft position, for rollback).
 
+A mixture of experts reads the routed experts its tokens touch (`ModelShape.touched_share`) and
+computes with the k experts of each token.
+
 Summing the groups, rather than taking one max over the whole pass, is what the H200 step
 times show (benchmarks/calibration.py): at 64 x 16 verify tokens the GEMMs are
 compute-bound while attention still pays its KV reads. Whether a group is bandwidth- or
@@ -124,6 +127,7 @@ class CostModel:
     # --- sizes ------------------------------------------------------------------------
 
     def _params(self) -> dict[str, float]:
+        """Parameters held per component (every expert of a mixture of experts)."""
         s = self.shape
         return {
             "mlp": s.mlp_params,
@@ -131,11 +135,22 @@ class CostModel:
             "embeddings": s.lm_head_params,
         }
 
+    def _active_params(self) -> dict[str, float]:
+        """Parameters one token computes with per component (k experts of a mixture)."""
+        return {**self._params(), "mlp": self.shape.active_mlp_params}
+
     @property
     def weight_bytes(self) -> float:
-        """Weights one pass reads (the input embeddings are looked up, not read)."""
+        """Every weight a pass may read (the input embeddings are looked up, not read); a pass
+        over few tokens of a mixture of experts reads less (`weight_bytes_read`)."""
         b = self.quant.bytes_per_weight
         return sum(p * b[c] for c, p in self._params().items())  # type: ignore[index]
+
+    def weight_bytes_read(self, tokens: int) -> float:
+        """Weights a pass over `tokens` tokens reads: the routed experts' expected share."""
+        s, b = self.shape, self.quant.bytes_per_weight
+        unread = s.routed_expert_params * (1.0 - s.touched_share(tokens))
+        return self.weight_bytes - unread * b["mlp"]
 
     @property
     def resident_weight_bytes(self) -> float:
@@ -161,21 +176,30 @@ class CostModel:
     # --- passes -----------------------------------------------------------------------
 
     @cached_property
-    def _matmul_terms(self) -> tuple[float, float, float]:
-        """(seconds to stream every weight once, compute seconds per token, per projected logit)."""
+    def _matmul_terms(self) -> tuple[float, float, float, float]:
+        """(seconds to stream every weight once, the routed experts' part of them, compute
+        seconds per token, per projected logit)."""
         q, moved, per_token, per_logit = self.quant, 0.0, 0.0, 0.0
+        active = self._active_params()
         for c, params in self._params().items():
             dtype = q.compute_dtype[c]  # type: ignore[index]
             moved += params * q.bytes_per_weight[c] / self.weight_bandwidth(dtype)  # type: ignore[index]
             if c == "embeddings":
                 per_logit += 2 * params / self.flops_rate(dtype)
             else:
-                per_token += 2 * params / self.flops_rate(dtype)
-        return moved, per_token, per_logit
+                per_token += 2 * active[c] / self.flops_rate(dtype)
+        mlp_dtype = q.compute_dtype["mlp"]
+        routed = (
+            self.shape.routed_expert_params
+            * q.bytes_per_weight["mlp"]
+            / self.weight_bandwidth(mlp_dtype)
+        )
+        return moved, routed, per_token, per_logit
 
     def matmul_seconds(self, tokens: int, logits: int) -> float:
         """The weight matmuls of a pass over `tokens` tokens, `logits` of them projected."""
-        moved, per_token, per_logit = self._matmul_terms
+        every, routed, per_token, per_logit = self._matmul_terms
+        moved = every - routed * (1.0 - self.shape.touched_share(tokens))
         if self.hardware.achieved.small_batch_tflops is None:
             return max(moved, tokens * per_token + logits * per_logit)
         return max(moved, self._small_batch_compute(tokens, logits))
@@ -185,7 +209,7 @@ class CostModel:
         each component at min(its data type's rate, the cap x max(1, rows / small_batch_rows))."""
         a, q, seconds = self.hardware.achieved, self.quant, 0.0
         cap = float(a.small_batch_tflops or 0.0) * 1e12
-        for c, params in self._params().items():
+        for c, params in self._active_params().items():
             rows = logits if c == "embeddings" else tokens
             if rows <= 0:
                 continue
@@ -258,12 +282,14 @@ class CostModel:
         overhead_share: float,
         kv_bytes: float = 0.0,
         layers: float = 0.0,
+        compute_params: float | None = None,
     ) -> float:
-        """A pass of a small network (a drafter head): its weights once, 2 x params x tokens FLOPs,
-        `kv_bytes` of KV cache read by its attention layers, `overhead_share` of the per-step
-        overhead and the per-layer overhead of its `layers`."""
+        """A pass of a small network (a drafter head): `params` read once, 2 x `compute_params`
+        (else `params`) x tokens FLOPs, `kv_bytes` of KV cache read by its attention layers,
+        `overhead_share` of the per-step overhead and the per-layer overhead of its `layers`."""
         moved = params * bytes_per_weight / self.weight_bandwidth(dtype) + kv_bytes / self.bandwidth
-        compute = 2 * params * tokens / self.flops_rate(dtype)
+        compute = 2 * (params if compute_params is None else compute_params) * tokens
+        compute /= self.flops_rate(dtype)
         hw = self.hardware
         return (
             max(moved, compute)

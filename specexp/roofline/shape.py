@@ -3,6 +3,13 @@
 Dense models cache K and V for every layer. Hybrid models cache them only for their
 full-attention layers; their linear-attention (Gated DeltaNet) layers carry a fixed-size
 recurrent state per sequence instead, plus a short convolution state.
+
+A mixture of experts holds every expert's weights, and a pass reads those of the experts its
+tokens were routed to: each token goes through `num_experts_per_tok` of `num_experts`, so a pass
+over T tokens reads the expected share 1 - (1 - k/E)^T of them (routing taken as independent and
+uniform; real routers are skewed, which reads somewhat less). One decode token reads k/E of the
+experts; a verify pass of k + 1 tokens per sequence reads more, which is why speculation gains
+less on a MoE than on a dense model of its active size. FLOPs follow the k experts per token.
 """
 
 from __future__ import annotations
@@ -51,6 +58,45 @@ class ModelShape:
     """Channels of one linear-attention layer's short convolution (2 x key dim + value dim)."""
     linear_conv_width: int = 0
     """Past tokens its convolution state holds (kernel - 1)."""
+    routed_expert_params: float = 0.0
+    """Routed experts' parameters over all MoE layers (part of mlp_params); 0 for dense MLPs."""
+    experts: int = 0
+    """Routed experts per MoE layer."""
+    experts_per_token: int = 0
+    """Routed experts each token goes through."""
+    full_layer_expert_params: float = 0.0
+    """Routed experts' parameters of one full decoder layer (part of full_layer_params)."""
+
+    def touched_share(self, tokens: int) -> float:
+        """Expected share of routed experts a pass over `tokens` tokens reads (1 for dense)."""
+        if not self.experts:
+            return 1.0
+        return 1.0 - (1.0 - self.experts_per_token / self.experts) ** max(tokens, 0)
+
+    @property
+    def active_share(self) -> float:
+        """Share of routed experts one token computes with (k / E; 1 for dense)."""
+        return self.experts_per_token / self.experts if self.experts else 1.0
+
+    def mlp_params_read(self, tokens: int) -> float:
+        """MLP parameters a pass over `tokens` tokens reads."""
+        return self.mlp_params - self.routed_expert_params * (1.0 - self.touched_share(tokens))
+
+    @property
+    def active_mlp_params(self) -> float:
+        """MLP parameters one token computes with."""
+        return self.mlp_params - self.routed_expert_params * (1.0 - self.active_share)
+
+    def full_layer_params_read(self, tokens: int) -> float:
+        """Parameters of one full decoder layer a pass over `tokens` tokens reads."""
+        return self.full_layer_params - self.full_layer_expert_params * (
+            1.0 - self.touched_share(tokens)
+        )
+
+    @property
+    def full_layer_active_params(self) -> float:
+        """Parameters of one full decoder layer one token computes with."""
+        return self.full_layer_params - self.full_layer_expert_params * (1.0 - self.active_share)
 
     @property
     def layer_params(self) -> float:
@@ -90,7 +136,19 @@ def model_shape(m: ModelSpec) -> ModelShape:
     linear = layers - full
     q_dim, kv_dim = m.num_attention_heads * m.head_dim, m.num_key_value_heads * m.head_dim
     full_attn = hidden * q_dim * 2 + hidden * kv_dim * 2
-    mlp_layer = 3.0 * hidden * m.intermediate_size
+    dense_mlp = 3.0 * hidden * m.intermediate_size
+    mlp_layer, mlp_total, experts_layer, dense_layers = dense_mlp, dense_mlp * layers, 0.0, 0
+    if m.moe is not None:
+        e = m.moe
+        experts_layer = 3.0 * hidden * e.moe_intermediate_size * e.num_experts
+        # router, routed experts, shared expert
+        mlp_layer = (
+            hidden * e.num_experts
+            + experts_layer
+            + 3.0 * hidden * e.shared_expert_intermediate_size
+        )
+        dense_layers = min(e.first_k_dense_replace, layers)
+        mlp_total = dense_mlp * dense_layers + mlp_layer * (layers - dense_layers)
     lin_attn = lin_state = lin_conv = lin_flops = 0.0
     k_dim = v_dim = 0
     if linear:
@@ -106,7 +164,7 @@ def model_shape(m: ModelSpec) -> ModelShape:
     lm_head = float(m.vocab_size * hidden)
     return ModelShape(
         hidden_size=hidden,
-        mlp_params=mlp_layer * layers,
+        mlp_params=mlp_total,
         attention_params=full_attn * full + lin_attn * linear,
         lm_head_params=lm_head,
         full_attention_layers=full,
@@ -122,4 +180,8 @@ def model_shape(m: ModelSpec) -> ModelShape:
         input_embedding_params=0.0 if m.tie_word_embeddings else lm_head,
         linear_conv_dim=float(2 * k_dim + v_dim) if linear else 0.0,
         linear_conv_width=max((m.linear_conv_kernel_dim or 1) - 1, 0) if linear else 0,
+        routed_expert_params=experts_layer * (layers - dense_layers),
+        experts=m.moe.num_experts if m.moe else 0,
+        experts_per_token=m.moe.num_experts_per_tok if m.moe else 0,
+        full_layer_expert_params=experts_layer,
     )

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from specexp.measure.conditions import run_conditions
-from specexp.measure.events import EngineInfo, RuntimeFailure, Window
+from specexp.measure.events import EngineInfo, Request, RuntimeFailure, Window
 from specexp.measure.measurements import measurements
 from specexp.measure.request_log import write_requests
 from specexp.record import ErrorInfo, Provenance, RunRecord, complete_result, write_record
@@ -22,8 +22,9 @@ from specexp.run import interrupt, provenance
 from specexp.run.plan import Cell
 from specexp.runtimes import pool
 from specexp.runtimes.base import Runtime, runtime_for
+from specexp.spec.workload import WorkloadSpec
 from specexp.workloads.driver import drive
-from specexp.workloads.prompts import PromptBuilder
+from specexp.workloads.prompts import CountPrompt, PromptBuilder
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +105,12 @@ def run_job(
         )
         progress.argv, progress.drafter_config = runtime.server_argv(), runtime.drafter_config()
         prompts = (
-            PromptBuilder(spec.workload, runtime.tokenize, runtime.detokenize)
+            PromptBuilder(
+                spec.workload,
+                runtime.tokenize,
+                runtime.detokenize,
+                prompt_counter(runtime, spec.workload),
+            )
             if runtime_cls.reads_prompts
             else None
         )
@@ -144,6 +150,21 @@ def run_job(
         if runtime is not None and not runtime.reusable:
             pool.discard(runtime)
     return _finish(cell, progress, runtime, job_dir, overrides, config, started)
+
+
+def prompt_counter(runtime: Runtime, workload: WorkloadSpec) -> CountPrompt:
+    """The server's count of a prompt text sent as the workload's requests are: chat or
+    completion, with its thinking switch."""
+    probe = Request(
+        request_id="count",
+        prompt="",
+        prompt_tokens=0,
+        max_tokens=1,
+        temperature=workload.temperature,
+        thinking=workload.thinking,
+        chat=workload.endpoint == "chat",
+    )
+    return lambda text: runtime.count_prompt(replace(probe, prompt=text))
 
 
 def _as_failure(err: Exception, runtime: Runtime | None) -> RuntimeFailure:

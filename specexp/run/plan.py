@@ -157,8 +157,17 @@ def too_long(spec: ExperimentSpec) -> str | None:
     )
 
 
+ADDED_WHEN_SET = {"model": ("moe",)}
+"""Fields added after run ids were first issued: left out of the digest while unset, so that
+every earlier cell keeps its id."""
+
+
 def _digest(spec: ExperimentSpec, **fields: Any) -> str:
     data = spec.model_dump(mode="json", **fields)  # type: ignore[arg-type]
+    for group, names in ADDED_WHEN_SET.items():
+        for name in names:
+            if isinstance(data.get(group), dict) and data[group].get(name) is None:
+                data[group].pop(name, None)
     if (
         "runtime" in data
     ):  # every runtime's keys, as when one model held them: earlier run ids stay valid

@@ -93,6 +93,11 @@ class Runtime(ABC):
         """Text of `tokens` by the server's tokenizer (None: this engine cannot say)."""
         return None
 
+    def count_prompt(self, request: Request) -> int | None:
+        """The prompt tokens the server will count for `request` as it is sent: the chat template
+        and its special tokens included (None: this engine cannot say)."""
+        return None
+
     def drafter_config(self) -> str | None:
         """The `drafter_config` condition: the engine's drafter shape where k alone does not say
         it (SGLang's steps/topk/draft-tokens, e.g. "3/1/4"); None: nothing to add."""

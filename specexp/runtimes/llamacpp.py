@@ -330,6 +330,25 @@ class LlamaCppRuntime(HttpRuntime):
             else None
         )
 
+    def count_prompt(self, request: Request) -> int | None:
+        """A chat request's body as it is sent, to `POST /v1/chat/completions/input_tokens`
+        (`{"input_tokens": N}`: the template applied and tokenized with its special tokens, as a
+        completion is; docs/engines.md 3.6); a completion's prompt to `/tokenize` with
+        `add_special`, as `/v1/completions` tokenizes it."""
+        with self.sync_client() as client:
+            if request.chat:
+                data = json_of(
+                    client.post("/v1/chat/completions/input_tokens", json=self.body(request))
+                )
+                count = data.get("input_tokens") if isinstance(data, dict) else None
+                return int(count) if isinstance(count, int) else None
+            response = client.post(
+                "/tokenize", json={"content": request.prompt, "add_special": True}
+            )
+        data = json_of(response)
+        tokens = data.get("tokens") if isinstance(data, dict) else None
+        return len(tokens) if isinstance(tokens, list) else None
+
     def detokenize(self, tokens: list[int]) -> str | None:
         with self.sync_client() as client:
             response = client.post("/detokenize", json={"tokens": tokens})

@@ -23,7 +23,7 @@ import httpx
 
 from specexp.measure.events import Counters, EngineInfo, Request, RequestTrace, RuntimeFailure
 from specexp.models import hf_config
-from specexp.runtimes import promtext
+from specexp.runtimes import promtext, vllm_tokens
 from specexp.runtimes.base import register
 from specexp.runtimes.client import RawStream
 from specexp.runtimes.http import HttpRuntime, get, json_of
@@ -361,20 +361,18 @@ class VllmRuntime(HttpRuntime):
 
     # -- tokenizer and cache ---------------------------------------------------------------------
     def tokenize(self, text: str) -> list[int] | None:
-        """`POST /tokenize {"model", "prompt"}` -> `{"count", "max_model_len", "tokens"}`
-        (vllm/entrypoints/serve/tokenize/protocol.py, TokenizeCompletionRequest/TokenizeResponse;
-        docs/engines.md is silent). Special tokens are left out, as llama.cpp's adapter does."""
-        data = self._post(
-            "/tokenize", {"model": self.served_model(), "prompt": text, "add_special_tokens": False}
+        return vllm_tokens.tokens_of(
+            self._post("/tokenize", vllm_tokens.tokenize_body(self.served_model(), text))
         )
-        if isinstance(data, dict) and isinstance(data.get("tokens"), list):
-            return [int(t) for t in data["tokens"]]
-        return None
+
+    def count_prompt(self, request: Request) -> int | None:
+        return vllm_tokens.count_of(
+            self._post("/tokenize", vllm_tokens.count_body(self.served_model(), request))
+        )
 
     def detokenize(self, tokens: list[int]) -> str | None:
-        """`POST /detokenize {"model", "tokens"}` -> `{"prompt"}` (same protocol module)."""
-        data = self._post("/detokenize", {"model": self.served_model(), "tokens": tokens})
-        return str(data["prompt"]) if isinstance(data, dict) and "prompt" in data else None
+        body = {"model": self.served_model(), "tokens": tokens}
+        return vllm_tokens.text_of(self._post("/detokenize", body))
 
     def reset_prefix_cache(self) -> bool:
         """`POST /reset_prefix_cache`: True on 200. The route exists only with VLLM_SERVER_DEV_MODE

@@ -29,11 +29,18 @@ preparation and argmax, captured in the same CUDA graph); it also pays the per-l
 of its own layers."""
 
 
-def head_params(drafter: DrafterSpec, target: CostModel) -> float:
-    """Parameters of a drafter head: target-shaped layers plus its fusion projection."""
+def head_params(drafter: DrafterSpec, target: CostModel, tokens: int | None = None) -> float:
+    """Parameters of a drafter head: target-shaped layers plus its fusion projection; with
+    `tokens`, those a pass over that many tokens reads (a MoE layer's routed share)."""
     c, s = drafter.cost, target.shape
-    layer = s.full_layer_params or s.layer_params
-    return c.target_layers * layer + c.fusion_inputs * s.hidden_size**2
+    layer = s.full_layer_params_read(tokens) if tokens is not None else s.full_layer_params
+    return c.target_layers * (layer or s.layer_params) + c.fusion_inputs * s.hidden_size**2
+
+
+def head_active_params(drafter: DrafterSpec, target: CostModel) -> float:
+    """Parameters of a drafter head one token computes with."""
+    c, s = drafter.cost, target.shape
+    return c.target_layers * s.full_layer_active_params + c.fusion_inputs * s.hidden_size**2
 
 
 def head_bytes_per_weight(drafter: DrafterSpec, quant: QuantizationSpec) -> float:
@@ -103,13 +110,14 @@ class DraftCost:
         dtype = self._head_dtype()
         tokens = sum(s.tokens for s in prefill)
         layers = t.small_pass_seconds(
-            head_params(d, t),
+            head_params(d, t, tokens),
             head_bytes_per_weight(d, self.quant),
             tokens,
             dtype,
             DRAFT_PASS_OVERHEAD,
             0.0,
             c.target_layers,
+            compute_params=head_active_params(d, t),
         )
         full = t.shape.full_attention_layers
         return layers + (
@@ -125,8 +133,8 @@ class DraftCost:
             assert self.draft_model is not None
             passes = [Slice(tokens=1, context=s.context, logits=1) for s in slices]
             return k * self.draft_model.pass_seconds(passes) + c.overhead_ms / 1e3
-        params = head_params(d, t)
         bpw = head_bytes_per_weight(d, self.quant)
+        active = head_active_params(d, t)
         dtype = self._head_dtype()
         lm_bytes = self.quant.bytes_per_weight["embeddings"]
         lm_dtype = self.quant.compute_dtype["embeddings"]
@@ -140,14 +148,28 @@ class DraftCost:
                     "bf16",
                 )
             one = t.small_pass_seconds(
-                params, bpw, batch, dtype, DRAFT_PASS_OVERHEAD, kv, c.target_layers
+                head_params(d, t, batch),
+                bpw,
+                batch,
+                dtype,
+                DRAFT_PASS_OVERHEAD,
+                kv,
+                c.target_layers,
+                compute_params=active,
             )
             head = t.small_pass_seconds(vocab_params, lm_bytes, batch, lm_dtype, 0.0)
             return k * (one + head) / c.kernel_efficiency + c.overhead_ms / 1e3
         # block: one pass drafts the whole block of k tokens per sequence
         tokens = batch * k
         one = t.small_pass_seconds(
-            params, bpw, tokens, dtype, DRAFT_PASS_OVERHEAD, kv, c.target_layers
+            head_params(d, t, tokens),
+            bpw,
+            tokens,
+            dtype,
+            DRAFT_PASS_OVERHEAD,
+            kv,
+            c.target_layers,
+            compute_params=active,
         )
         head = t.small_pass_seconds(t.shape.lm_head_params, lm_bytes, tokens, lm_dtype, 0.0)
         return (one + head) / c.kernel_efficiency + c.overhead_ms / 1e3

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, model_validator
 
 from specexp.spec.base import _Spec
 from specexp.spec.runtime import AnyRuntime, RuntimeSpec
@@ -95,6 +95,32 @@ class MtpSpec(_Spec):
     """Draft positions the head was trained for; deeper drafts reuse it recursively."""
 
 
+class MoeSpec(_Spec):
+    """A mixture of experts in place of the dense MLP, in config.json's field names."""
+
+    num_experts: int = Field(ge=2)
+    """Routed experts per MoE layer (config.json `num_experts`, `n_routed_experts` or
+    `num_local_experts`)."""
+    num_experts_per_tok: int = Field(ge=1)
+    """Routed experts each token goes through (top-k)."""
+    moe_intermediate_size: int = Field(ge=1)
+    """Width of one expert's gated MLP (Mixtral: its `intermediate_size`)."""
+    shared_expert_intermediate_size: int = Field(default=0, ge=0)
+    """Width of the MLP every token goes through beside its routed experts (Qwen's shared
+    expert; DeepSeek's and GLM's `n_shared_experts` x `moe_intermediate_size`); 0: none."""
+    first_k_dense_replace: int = Field(default=0, ge=0)
+    """Leading layers with a dense MLP of `intermediate_size` instead (DeepSeek, GLM)."""
+
+    @model_validator(mode="after")
+    def _top_k_within_experts(self) -> MoeSpec:
+        if self.num_experts_per_tok > self.num_experts:
+            raise ValueError(
+                f"num_experts_per_tok {self.num_experts_per_tok} exceeds num_experts "
+                f"{self.num_experts}"
+            )
+        return self
+
+
 class GeneratedGguf(_Spec):
     """A tiny random-weight GGUF that specexp writes itself (specexp.models.tiny_gguf)."""
 
@@ -141,6 +167,8 @@ class ModelSpec(_Spec):
     linear_conv_kernel_dim: int | None = None
     mtp: MtpSpec | None = None
     """The model's own multi-token-prediction head, if it ships one."""
+    moe: MoeSpec | None = None
+    """A mixture of experts in place of the dense MLP; None: dense MLPs."""
     generated_gguf: GeneratedGguf | None = None
     """specexp writes this model's weights itself (no download), for real llama-server runs."""
     generated_hf: GeneratedHf | None = None

@@ -14,8 +14,14 @@ needs reading:
   newer transformers' `dtype`), YaRN (`rope_scaling` or `rope_parameters` of type yarn: its factor);
 - `quantization_config`: its `quant_method` is named in `quantization_hint` (the weights specexp
   simulates are the `quantization=` group's; choose the matching one);
-- a mixture of experts (`num_experts`, `n_routed_experts`, `num_local_experts`): refused, since
-  the roofline models dense MLPs only and would count every expert's weights as read.
+- a mixture of experts: `moe` from `num_experts` (or `n_routed_experts`, DeepSeek and GLM;
+  `num_local_experts`, Mixtral and gpt-oss), `num_experts_per_tok` (or `experts_per_token`),
+  `moe_intermediate_size` (else `intermediate_size`, Mixtral's expert width), a shared expert
+  (`shared_expert_intermediate_size`, Qwen; `n_shared_experts` x the expert width, DeepSeek and
+  GLM) and leading dense layers (`first_k_dense_replace`); sparse layers other than every layer
+  after those (`decoder_sparse_step` > 1, `mlp_only_layers`) are refused;
+- multi-head latent attention (`kv_lora_rank`, DeepSeek-V2/V3): refused, since its compressed KV
+  cache is not what the roofline counts.
 
 What a config lacks is a one-line error naming the file and the field.
 """
@@ -48,6 +54,7 @@ COPIED = (
     "linear_conv_kernel_dim",
 )
 MOE_KEYS = ("num_experts", "n_routed_experts", "num_local_experts")
+TOP_K_KEYS = ("num_experts_per_tok", "experts_per_token")
 HUB = "https://huggingface.co"
 
 
@@ -117,13 +124,12 @@ def model_fields(config: Mapping[str, Any], source: str) -> dict[str, Any]:
     """ModelSpec fields from a config.json's contents (`source` names it in errors)."""
     text = dict(config.get("text_config") or config)
     architectures = list(config.get("architectures") or text.get("architectures") or [])
-    if any(text.get(k) for k in MOE_KEYS):
-        experts = next(text[k] for k in MOE_KEYS if text.get(k))
+    if text.get("kv_lora_rank"):
         raise SpecError(
             source,
-            "model",
-            f"a mixture of {experts} experts: specexp's roofline models dense MLPs "
-            "only (it would count every expert's weights as read); not supported yet",
+            "model.kv_lora_rank",
+            "multi-head latent attention: its compressed KV cache is not what specexp's "
+            "roofline counts; not supported",
         )
     missing = [k for k in REQUIRED if text.get(k) is None]
     if missing:
@@ -142,6 +148,7 @@ def model_fields(config: Mapping[str, Any], source: str) -> dict[str, Any]:
     if dtype:
         fields["torch_dtype"] = str(dtype)
     fields.update(_layout(text, source))
+    fields["moe"] = _experts(text, source)
     mtp = text.get("mtp_num_hidden_layers") or text.get("num_nextn_predict_layers")
     fields["mtp"] = {"num_hidden_layers": int(mtp)} if mtp else None
     if text.get("mamba_ssm_dtype") in ("float32", "bfloat16"):
@@ -179,6 +186,38 @@ def _layout(text: Mapping[str, Any], source: str) -> dict[str, Any]:
             source, f"model.{missing[0]}", f"a hybrid config.json without {', '.join(missing)}"
         )
     return {"architecture": "hybrid", "full_attention_interval": interval}
+
+
+def _experts(text: Mapping[str, Any], source: str) -> dict[str, int] | None:
+    experts = next((int(text[k]) for k in MOE_KEYS if text.get(k)), 0)
+    if not experts:
+        return None
+    top_k = next((int(text[k]) for k in TOP_K_KEYS if text.get(k)), 0)
+    if not top_k:
+        raise SpecError(
+            source,
+            "model.num_experts_per_tok",
+            f"a mixture of {experts} experts without num_experts_per_tok (or experts_per_token)",
+        )
+    if int(text.get("decoder_sparse_step") or 1) != 1 or text.get("mlp_only_layers"):
+        raise SpecError(
+            source,
+            "model.decoder_sparse_step",
+            "sparse layers other than every layer after the first_k_dense_replace dense ones "
+            "(decoder_sparse_step > 1 or mlp_only_layers): not supported",
+        )
+    width = int(text.get("moe_intermediate_size") or text["intermediate_size"])
+    shared = (
+        int(text.get("shared_expert_intermediate_size") or 0)
+        or int(text.get("n_shared_experts") or 0) * width
+    )
+    return {
+        "num_experts": experts,
+        "num_experts_per_tok": top_k,
+        "moe_intermediate_size": width,
+        "shared_expert_intermediate_size": shared,
+        "first_k_dense_replace": int(text.get("first_k_dense_replace") or 0),
+    }
 
 
 def quantization_hint(config: Mapping[str, Any]) -> str | None:

@@ -265,6 +265,28 @@ def test_requests_jsonl_has_every_request_with_the_servers_response_id(draft_swe
         )
 
 
+@pytest.mark.parametrize("endpoint", ["chat", "completions"])
+def test_every_prompt_is_the_promised_length_as_llama_server_counts_it(
+    llama_server: Path, tmp_path: Path, endpoint: str
+) -> None:
+    """The chat template and BOS included: llama-server's own count of every request (warm-ups
+    too) is the length the workload promised (specexp's estimate alone was 20 over)."""
+    done = run_specexp(
+        tmp_path,
+        *TINY[:4],
+        "workload=prefill_sweep",
+        "workload.prompt_lengths=[300,1000]",
+        "workload.repeats=1",
+        f"workload.endpoint={endpoint}",
+        "runtime.extra_args=[-t,2]",
+    )
+    assert done.returncode == 0, done.stderr
+    (job,) = [p.parent for p in tmp_path.glob("*/result.json")]
+    lines = [json.loads(x) for x in (job / "requests.jsonl").read_text().splitlines()]
+    assert sorted(x["prompt_tokens"] for x in lines if not x["warmup"]) == [300, 1000]
+    assert {x["prompt_tokens"] for x in lines} == {300, 1000}
+
+
 def test_the_completions_endpoint_is_measured_too(llama_server: Path, tmp_path: Path) -> None:
     done = run_specexp(
         tmp_path, *TINY, "workload.endpoint=completions", "workload.output_tokens=16"

@@ -98,6 +98,17 @@ def test_every_job_is_measured_on_the_server_it_started(main_sweep: Path) -> Non
     assert sorted(reused.values()) == [False, False, False, True]
 
 
+def test_every_prompt_is_the_promised_length_as_vllm_counts_it(main_sweep: Path) -> None:
+    """The chat template included: vLLM's own usage count of every request (warm-ups too) is the
+    length the workload promised."""
+    promised = {"edit_heavy": {600}, "prefix_cache": set(PREFIX_LENGTHS)}
+    for job in sorted(p.parent for p in main_sweep.glob("*/result.json")):
+        record = json.loads((job / "result.json").read_text())
+        lines = [json.loads(x) for x in (job / "requests.jsonl").read_text().splitlines()]
+        workload = record["conditions"]["workload"].split("@")[0]
+        assert {x["prompt_tokens"] for x in lines} == promised[workload], job.name
+
+
 def test_ngram_and_a_draft_model_accept_drafts_by_the_real_counters(main_sweep: Path) -> None:
     jobs = by_job(main_sweep)
     for drafter in ("ngram", "draft_model"):

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from specexp.models.hf_config import ConfigError, config_json
+from specexp.roofline.shape import model_shape
 from specexp.run.compose import build_spec
 from specexp.spec import paths
 from specexp.spec.errors import SpecError
@@ -64,6 +65,77 @@ def test_the_config_json_specexp_writes_reads_back_to_the_same_shape(
     assert (spec.model.mtp is None) == (model.mtp is None)
     if model.mtp is not None:
         assert spec.model.mtp.num_hidden_layers == model.mtp.num_hidden_layers
+    assert spec.model.moe == model.moe
+
+
+def test_a_mixture_of_experts_is_among_the_shapes_read_back() -> None:
+    assert any(m.moe is not None for m in _shipped())
+
+
+MIXTRAL = {
+    "architectures": ["MixtralForCausalLM"],
+    "hidden_size": 4096,
+    "intermediate_size": 14336,
+    "num_attention_heads": 32,
+    "num_hidden_layers": 32,
+    "num_key_value_heads": 8,
+    "max_position_embeddings": 32768,
+    "vocab_size": 32000,
+    "num_local_experts": 8,
+    "num_experts_per_tok": 2,
+}
+"""Mixtral-8x7B-v0.1's config.json (its shape fields): the expert width is `intermediate_size`."""
+GLM_AIR = {
+    "architectures": ["Glm4MoeForCausalLM"],
+    "hidden_size": 4096,
+    "intermediate_size": 10944,
+    "moe_intermediate_size": 1408,
+    "num_attention_heads": 96,
+    "num_hidden_layers": 46,
+    "num_key_value_heads": 8,
+    "head_dim": 128,
+    "max_position_embeddings": 131072,
+    "vocab_size": 151552,
+    "n_routed_experts": 128,
+    "n_shared_experts": 1,
+    "num_experts_per_tok": 8,
+    "first_k_dense_replace": 1,
+    "num_nextn_predict_layers": 1,
+}
+"""GLM-4.5-Air's config.json (its shape fields): one shared expert, one leading dense layer, an
+MTP layer."""
+
+
+def test_public_mixtures_of_experts_are_read_with_their_own_spellings() -> None:
+    mixtral = model_fields(MIXTRAL, "config.json")["moe"]
+    assert mixtral == {
+        "num_experts": 8,
+        "num_experts_per_tok": 2,
+        "moe_intermediate_size": 14336,
+        "shared_expert_intermediate_size": 0,
+        "first_k_dense_replace": 0,
+    }
+    glm = model_fields(GLM_AIR, "config.json")
+    assert glm["moe"] == {
+        "num_experts": 128,
+        "num_experts_per_tok": 8,
+        "moe_intermediate_size": 1408,
+        "shared_expert_intermediate_size": 1408,
+        "first_k_dense_replace": 1,
+    }
+    assert glm["mtp"] == {"num_hidden_layers": 1}
+
+
+def test_a_mixture_counts_every_expert_held_and_k_of_them_per_token(tmp_path: Path) -> None:
+    """Mixtral-8x7B's published counts: 46.7 B parameters, 12.9 B of them per token."""
+    path = tmp_path / "Mixtral-8x7B" / "config.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(MIXTRAL))
+    shape = model_shape(build_spec(["model=hf", f"model.config_json={path}"]).model)
+    held = shape.total_params + shape.input_embedding_params
+    per_token = held - shape.routed_expert_params * (1 - shape.active_share)
+    assert held / 1e9 == pytest.approx(46.7, abs=0.1)
+    assert per_token / 1e9 == pytest.approx(12.9, abs=0.1)
 
 
 def test_a_public_config_with_its_own_spelling_is_read(tmp_path: Path) -> None:
@@ -130,7 +202,15 @@ def test_yarn_and_deepseek_style_mtp_are_read() -> None:
                 "max_position_embeddings": 8,
                 "num_experts": 64,
             },
-            "mixture of 64 experts",
+            "mixture of 64 experts without num_experts_per_tok",
+        ),
+        (
+            {**MIXTRAL, "decoder_sparse_step": 2},
+            "decoder_sparse_step > 1",
+        ),
+        (
+            {**MIXTRAL, "kv_lora_rank": 512},
+            "multi-head latent attention",
         ),
         (
             {

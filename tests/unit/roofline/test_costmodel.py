@@ -181,3 +181,44 @@ def test_hybrid_model_caches_kv_for_full_attention_layers_only() -> None:
         s.kv_elements_per_token == 2 * s.full_attention_layers * m.num_key_value_heads * m.head_dim
     )
     assert s.linear_state_elements > 0
+
+
+def test_a_mixture_of_experts_holds_every_expert_and_a_decode_token_reads_k_of_them() -> None:
+    """Qwen3-30B-A3B: 128 experts, 8 per token. All 61 GB of bf16 weights are held; one decode
+    token reads the non-expert weights and 8/128 of the experts'."""
+    c = cost(hw("h200"), "qwen3-30b-a3b")
+    s = c.shape
+    assert c.resident_weight_bytes / 1e9 == pytest.approx(61.1, abs=0.2)
+    routed = s.routed_expert_params * 2.0
+    assert c.weight_bytes_read(1) == pytest.approx(c.weight_bytes - routed * (1 - 8 / 128))
+    assert c.weight_bytes_read(10_000) == pytest.approx(c.weight_bytes)
+
+
+def test_a_verify_pass_reads_more_experts_so_it_costs_a_mixture_more_than_a_dense_model() -> None:
+    """Four tokens in one pass read about 3.6 x the routed experts one token reads: on a MoE the
+    pass grows where a dense model's stays almost flat, which is why speculation gains less."""
+    h = hw("h200")
+
+    def growth(m: str) -> float:
+        c = cost(h, m)
+        one = c.pass_seconds([Slice(tokens=1, context=512, logits=1)])
+        return c.pass_seconds([Slice(tokens=4, context=512, logits=4)]) / one
+
+    assert growth("qwen3-30b-a3b") > growth("qwen3-8b") + 0.3
+    c = cost(h, "qwen3-30b-a3b")
+    assert c.shape.touched_share(4) / c.shape.touched_share(1) == pytest.approx(3.64, abs=0.01)
+
+
+def test_a_mixture_computes_with_its_active_parameters() -> None:
+    """Prefill is compute-bound: twice the compute halves its matmul time, and its FLOPs are
+    those of the 3.3 B active parameters, not the 30.5 B held."""
+    h = hw("h200")
+    c = cost(h, "qwen3-30b-a3b")
+    tokens = 16_384
+    matmul = c.matmul_seconds(tokens, 1)
+    assert cost(faster_compute(h), "qwen3-30b-a3b").matmul_seconds(tokens, 1) == pytest.approx(
+        matmul / 2, rel=0.02
+    )
+    s = c.shape
+    active = s.active_mlp_params + s.attention_params
+    assert matmul == pytest.approx(2 * active * tokens / c.flops_rate("bf16"), rel=0.05)

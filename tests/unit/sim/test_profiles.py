@@ -222,9 +222,9 @@ def test_small_batch_kernels_never_make_more_tokens_cheaper() -> None:
     times = [fp8.matmul_seconds(m, 1) for m in (1, 2, 8, 16, 17, 64, 256, 1024, 4096)]
     assert all(a <= b for a, b in zip(times, times[1:], strict=False))
     # prefill-sized passes run at the data type's own rate
-    per_token = fp8._matmul_terms[1]
+    per_token = fp8._matmul_terms[2]
     assert fp8.matmul_seconds(8192, 1) == pytest.approx(
-        8192 * per_token + fp8._matmul_terms[2], rel=1e-3
+        8192 * per_token + fp8._matmul_terms[3], rel=1e-3
     )
 
 
