@@ -48,14 +48,18 @@ CONDITION_KEYS = (
     "cache",
     "turn",
     "category",
+    "task",
+    "eval_items",
     "prefix_caching",
     "thinking",
     "temperature",
+    "top_p",
     "repeats",
     "source",
 )
 """docs/vocabulary.md section 1: the first written 23, plus `max_model_len` and `draft_model`, plus
-`turn` and `category` (agentic sessions, dataset files)."""
+`turn` and `category` (agentic sessions, dataset files), plus `task`, `eval_items` and `top_p`
+(the answer checks)."""
 
 
 def compose_config(overrides: Sequence[str] = ()) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -26,7 +26,9 @@ from specexp.check.relevance import (
     relevant_to,
 )
 from specexp.check.values import same, show
-from specexp.spec.vocabulary import CONDITIONS, METRICS
+from specexp.spec.vocabulary import CONDITIONS, METRICS, C
+from specexp.stats.paired import WITHIN
+from specexp.stats.proportions import ScorePair, compare_proportions
 
 DEFINITION_NOTES: Mapping[frozenset[str], str] = MappingProxyType(
     {
@@ -93,6 +95,8 @@ class Comparison:
     stands_in: tuple[str, ...] = ()
     """Conditions a simulated side stands in for (not compared)."""
     findings: tuple[Finding, ...] = ()
+    score_noise: ScorePair | None = None
+    """Two task scores with both item counts: their unpaired interval (docs/answers.md section 3)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -116,6 +120,14 @@ class Comparison:
             ],
             "stands_in": list(self.stands_in),
             "findings": [f.to_json() for f in self.findings],
+            "score_noise": None
+            if self.score_noise is None
+            else {
+                "difference": self.score_noise.difference,
+                "interval": [self.score_noise.low, self.score_noise.high],
+                "level": self.score_noise.level,
+                "verdict": self.score_noise.verdict,
+            },
         }
 
 
@@ -169,8 +181,19 @@ def compare(a: Figure, b: Figure, vary: Iterable[str] = ()) -> Comparison:
         tuple(varied),
         _not_relevant(a, b),
         tuple(stands_in),
+        score_noise=score_noise(a, b),
     )
     return _with_findings(result)
+
+
+def score_noise(a: Figure, b: Figure) -> ScorePair | None:
+    """Two task scores, each with its item count: the unpaired interval of their difference."""
+    if a.metric != "task_score" or b.metric != "task_score":
+        return None
+    n_a, n_b = a.conditions.get(C.eval_items), b.conditions.get(C.eval_items)
+    if not isinstance(n_a, int) or not isinstance(n_b, int):
+        return None
+    return compare_proportions(float(a.value), n_a, float(b.value), n_b)
 
 
 def _parent_equal(c: str, a: Figure, b: Figure) -> bool:
@@ -221,6 +244,8 @@ def _with_findings(c: Comparison) -> Comparison:
                 u.condition,
             )
         )
+    if c.metrics == ("task_score", "task_score"):
+        out.append(_noise_finding(c))
     if c.unstated:
         out.append(
             finding(
@@ -231,6 +256,26 @@ def _with_findings(c: Comparison) -> Comparison:
             )
         )
     return Comparison(**{**c.__dict__, "findings": tuple(out)})
+
+
+def _noise_finding(c: Comparison) -> Finding:
+    p = c.score_noise
+    if p is None:
+        return finding(
+            "score_noise_unknown",
+            c.figures,
+            "eval_items stated for both scores",
+            "an item count is not stated: the noise of a score depends on it",
+            "eval_items",
+        )
+    text = (
+        f"{100 * p.first:.1f} vs {100 * p.second:.1f} over {p.first_items:,} and "
+        f"{p.second_items:,} items: {100 * p.difference:+.1f} points, 95 % interval "
+        f"[{100 * p.low:+.1f}, {100 * p.high:+.1f}] (unpaired)"
+    )
+    if p.verdict == WITHIN:
+        return finding("score_within_noise", c.figures, "a difference beyond noise", text)
+    return finding("score_beyond_noise", c.figures, "scores within noise", text)
 
 
 def run_comparisons(figures: Mapping[str, Figure], specs: Sequence[Any]) -> list[Comparison]:

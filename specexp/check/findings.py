@@ -51,6 +51,24 @@ RULES: Mapping[str, Rule] = MappingProxyType(
                 "the authors may share it; state it where the sources say it",
             ),
             Rule(
+                "score_beyond_noise",
+                "warning",
+                "two task scores differ by more than their item counts allow (an unpaired 95 % interval of the difference leaves out 0; docs/answers.md section 3)",
+                "the drafter (or whatever differs) changed answers: pair the runs item by item to see which",
+            ),
+            Rule(
+                "score_within_noise",
+                "info",
+                "two task scores are within noise of each other at their item counts (the 95 % interval of the difference holds 0)",
+                "the interval says how large a change the item counts could hide",
+            ),
+            Rule(
+                "score_noise_unknown",
+                "warning",
+                "whether two task scores are within noise cannot be judged: an item count (eval_items) is not stated",
+                "state each score's eval_items (GSM8K's test set: 1,319; HumanEval: 164; MMLU-Pro: 12,032)",
+            ),
+            Rule(
                 "source_conflict",
                 "error",
                 "two entries of the same figure from the same source disagree on a condition",

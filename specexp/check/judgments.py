@@ -9,6 +9,10 @@ measurement and results.jsonl carries for pandas, polars or duckdb.
   stream at once); the prefill, prefix-cache and open-loop sections show no speedup, so their
   measurements have none. `speedup_within_noise`: the two (min-max) spreads over the repeats
   overlap, so the difference is not beyond the run-to-run spread.
+- the answer checks (specexp.check.answers, docs/answers.md): `sampled_verdict`,
+  `sampled_p_value` and `sampled_detectable_shift` of a sampling workload's drafter run against its
+  baseline; `score_difference` (drafter - baseline), `score_interval` (its paired bootstrap 95 %
+  interval), `mcnemar_p` and `score_verdict` of a task run. Null where there is no such check.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from specexp.check.answers import AnswerCheck, answer_checks
 from specexp.check.runs import Run, runs_of
 from specexp.record import RunRecord
 from specexp.spec.vocabulary import is_baseline_of
@@ -61,9 +66,24 @@ def sections(runs: Sequence[Run]) -> list[str]:
     return out
 
 
+def answer_judgments(check: AnswerCheck | None) -> dict[str, Any]:
+    sampled = check.sampled if check else None
+    scores = check.scores if check else None
+    return {
+        "sampled_verdict": sampled.verdict if sampled else None,
+        "sampled_p_value": sampled.p_value if sampled else None,
+        "sampled_detectable_shift": sampled.detectable_shift if sampled else None,
+        "score_difference": scores.difference if scores else None,
+        "score_interval": [scores.low, scores.high] if scores else None,
+        "mcnemar_p": scores.mcnemar_p if scores else None,
+        "score_verdict": scores.verdict if scores else None,
+    }
+
+
 def judgments(found: Sequence[tuple[Path, RunRecord]]) -> dict[tuple[str, int], dict[str, Any]]:
     """(run id, measurement index) -> its judgments, for every measurement of a finished run."""
     runs = runs_of(found, partial=True)
+    answers = answer_checks([r for _, r in found])
     out: dict[tuple[str, int], dict[str, Any]] = {}
     for run, section in zip(runs, sections(runs), strict=True):
         index = int(run.id.split("#", 1)[1]) if "#" in run.id else 0
@@ -86,5 +106,6 @@ def judgments(found: Sequence[tuple[Path, RunRecord]]) -> dict[tuple[str, int], 
             "speedup_metric": metric if base else None,
             "speedup_vs_baseline": speedup,
             "speedup_within_noise": noise,
+            **answer_judgments(answers.get((run.run_id, index))),
         }
     return out

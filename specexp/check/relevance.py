@@ -139,6 +139,23 @@ _IDENTITY = {
 }
 
 
+_SCORES = {
+    "model": "the model being scored",
+    "quantization": "lower-precision weights can lose points",
+    "kv_cache_dtype": "a lower-precision KV cache perturbs the logits",
+    "runtime": "engines differ in templates, stops and verification",
+    "runtime_version": "verification bugs come and go with versions",
+    "drafter": "the method whose effect on answers is checked",
+    "k": "longer drafts verify more tokens in one batched pass",
+    "drafter_config": "tree verification differs from chain verification",
+    "task": "a score is of one task",
+    "eval_items": "how many items a score is over: its noise",
+    "thinking": "reasoning mode changes the answers",
+    "temperature": "sampling changes the answers",
+    "top_p": "the nucleus sampled from",
+}
+
+
 def _dist(key: str) -> tuple[str, ...]:
     """The latency distribution metrics of `key` (specexp.measure.metrics.DISTRIBUTED)."""
     return tuple(f"{key}_{stat}_s" for stat in ("p50", "p90", "p99", "mean"))
@@ -220,6 +237,12 @@ FAMILIES: Mapping[str, Family] = MappingProxyType(
                 "greedy output unchanged by speculation",
                 ("output_identical",),
                 MappingProxyType(_IDENTITY),
+            ),
+            Family(
+                "scores",
+                "task scores with and without speculation",
+                ("task_score",),
+                MappingProxyType(_SCORES),
             ),
         )
     }

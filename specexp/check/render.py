@@ -91,6 +91,14 @@ def comparison_md(c: Comparison, number: int) -> list[str]:
             + ", ".join(f"{code_span(u)}" for u in c.unstated),
             "",
         ]
+    noise = next((f for f in c.findings if f.rule.startswith("score_")), None)
+    if noise is not None:
+        verdict = {
+            "score_within_noise": "within noise",
+            "score_beyond_noise": "beyond noise",
+            "score_noise_unknown": "cannot be judged",
+        }[noise.rule]
+        out += [f"**Scores {verdict}:** {cell(noise.found)}", ""]
     return out
 
 

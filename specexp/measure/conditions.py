@@ -64,9 +64,12 @@ def run_conditions(
         "cache": None,
         "turn": None,
         "category": None,
+        "task": w.task.name if w.task else None,
+        "eval_items": None,
         "prefix_caching": spec.runtime.prefix_caching,
         "thinking": w.thinking,
         "temperature": w.temperature,
+        "top_p": w.top_p,
         "repeats": w.repeats,
         "source": source,
     }

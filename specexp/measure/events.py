@@ -31,6 +31,9 @@ class Request:
     ignore_eos: bool = True
     temperature: float = 0.0
     thinking: bool = False
+    top_p: float = 1.0
+    seed: int | None = None
+    """The request's own sampling seed (sent as `seed`; None: the engine's)."""
     cache_group: str | None = None
     """Requests with the same group share a prefix of `shared_prefix_tokens` tokens."""
     shared_prefix_tokens: int = 0
@@ -46,6 +49,22 @@ class Request:
     """Nested shared prefixes, outermost first: (group, tokens) says the first `tokens` tokens are
     the same text for every request naming `group` (a shared system prompt, then a session's
     conversation so far). Takes the place of `cache_group` where given."""
+
+
+class TaskScore(NamedTuple):
+    """A task item's score (record.schema.TaskItem)."""
+
+    score: float
+    target: str | None
+    response: str | None
+
+
+class Sampled(NamedTuple):
+    """A sampled completion's facts (record.schema.SampledOutput)."""
+
+    prompt: str
+    seed: int
+    tokens: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -196,6 +215,12 @@ class Window:
     discarded: str | None = None
     """Why a window that was run again counts in no figure ("contaminated": the engine compiled a
     kernel during it); None for every other window."""
+    sampled: dict[str, Sampled] = field(default_factory=dict)
+    """A sampling workload: each request's prompt key, seed and first tokens, by request id."""
+    task_items: dict[str, TaskScore] = field(default_factory=dict)
+    """A task run: each item's score by `task/doc_id`."""
+    task: dict[str, Any] | None = None
+    """A task run: what lm-eval ran and its summary scores."""
 
 
 class RuntimeFailure(Exception):

@@ -19,7 +19,14 @@ from specexp.measure.metrics import (
     tokens_per_pass,
     window_metrics,
 )
-from specexp.record.schema import ClientLoad, Conditions, Measurement, Metrics
+from specexp.record.schema import (
+    ClientLoad,
+    Conditions,
+    Measurement,
+    Metrics,
+    SampledOutput,
+    TaskItem,
+)
 from specexp.spec.experiment import SloSpec
 from specexp.spec.vocabulary import M
 
@@ -86,6 +93,8 @@ def _measurement(
     metrics[M.acceptance_by_position] = acceptance_by_position(pooled)
     metrics[M.tokens_per_pass] = tokens_per_pass(pooled)
     metrics[M.kv_cache_tokens] = kv_cache_tokens
+    scores = [t.score for w in windows for t in w.task_items.values()]
+    metrics[M.task_score] = statistics.fmean(scores) if scores else None
     traces = [t for w in windows for t in w.traces]
     metrics.update(latency_distributions(traces, prefill_only=prefill_only))
     prompt_counts = [t.prompt_tokens for t in traces if t.prompt_tokens is not None]
@@ -99,6 +108,7 @@ def _measurement(
             "cache": point.cache,
             "turn": point.turn,
             "category": point.category,
+            "eval_items": sum(len(w.task_items) for w in windows) or None,
             "repeats": len(windows),
         }
     )
@@ -131,6 +141,17 @@ def _measurement(
         else None,
         contaminated=_contaminated(windows),
         contamination=[line for w in windows for line in w.compiles or ()],
+        sampled={
+            rid: SampledOutput(prompt=s.prompt, seed=s.seed, tokens=list(s.tokens))
+            for w in windows
+            for rid, s in w.sampled.items()
+        },
+        task_items={
+            key: TaskItem(score=t.score, target=t.target, response=t.response)
+            for w in windows
+            for key, t in w.task_items.items()
+        },
+        task=next((w.task for w in windows if w.task is not None), None),
     )
 
 

@@ -175,6 +175,27 @@ class ClientLoad(_Record):
     the figures say more about the client than about the server."""
 
 
+class SampledOutput(_Record):
+    """One sampled completion of the sampled-output check: the facts its verdict is judged from."""
+
+    prompt: str
+    """Which of the workload's sample prompts (p0, p1, ...): the test's stratum."""
+    seed: int
+    """The seed the request was sent with."""
+    tokens: list[str]
+    """Its first tokens, as the server's tokenizer reads the completion (ids), else its words."""
+
+
+class TaskItem(_Record):
+    """One scored item of a task run through lm-evaluation-harness."""
+
+    score: float
+    """1 right, 0 wrong (partial credit between)."""
+    target: str | None = None
+    response: str | None = None
+    """The model's answer as lm-eval filtered it (cut to 200 characters)."""
+
+
 class Measurement(_Record):
     conditions: Conditions  # type: ignore[valid-type]
     metrics: Metrics  # type: ignore[valid-type]
@@ -209,6 +230,13 @@ class Measurement(_Record):
     contamination: list[str] = []
     """The log lines behind `contaminated`, as the engine wrote them (at most 8 a window, cut to 300
     characters)."""
+    sampled: dict[str, SampledOutput] = {}
+    """A sampling workload (`workload.samples`): each completion's prompt, seed and first tokens, by
+    request id."""
+    task_items: dict[str, TaskItem] = {}
+    """workload=task_scores: each item's score by `task/doc_id`."""
+    task: dict[str, Any] | None = None
+    """workload=task_scores: what lm-eval ran (its version, task, argv without secrets, scores)."""
 
 
 class RunRecord(_Record):

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from specexp.check.figures import FigureSet
 from specexp.record import RunRecord
+from specexp.report.answers import answers_section
 from specexp.report.blocks import Block, Chart, Heading, Paragraph, TableBlock
 from specexp.report.by_turn import category_section, split, turn_section
 from specexp.report.checks import check_sections
@@ -87,6 +88,7 @@ def build_report(
     blocks += prefill_section(sections["prefill"], fixed)
     blocks += prefix_cache_section(sections["prefix_cache"], fixed)
     blocks += turn_section(turns, fixed) + category_section(categories, fixed)
+    blocks += answers_section(results)
     blocks += check_sections(results, rows, sections, cited)
     blocks += failures_section(failures)
     blocks += duplicates_section(found, report_dir)

@@ -43,7 +43,7 @@ def skipped_result(
     return RunRecord(
         run_id=cell.run_id,
         status="refused" if refused else "skipped",
-        error=ErrorInfo(kind="context_too_long" if refused else "meaningless_cell", message=reason),
+        error=ErrorInfo(kind=cell.refuse_kind if refused else "meaningless_cell", message=reason),
         conditions=run_conditions(
             cell.spec,
             runtime_for(cell.spec.runtime.name).source,

@@ -41,7 +41,9 @@ class Cell:
     """Why the cell is not run, when it means nothing."""
     refuse_reason: str | None = None
     """Why no server could serve the cell, known before any starts (its requests do not fit the
-    context): recorded as refused, and the sweep goes on."""
+    context; the simulator asked for text): recorded as refused, and the sweep goes on."""
+    refuse_kind: str = "context_too_long"
+    """The refused record's error kind: context_too_long, or no_text (the simulator)."""
     note: str | None = None
     """What canonicalization changed (e.g. a k dropped for drafter=none)."""
 
@@ -68,8 +70,24 @@ def make_cell(spec: ExperimentSpec) -> Cell:
         ),
         server_key=_server_key(canonical),
         skip_reason=_meaningless(canonical),
-        refuse_reason=too_long(canonical),
+        refuse_reason=no_text(canonical) or too_long(canonical),
+        refuse_kind="no_text" if no_text(canonical) else "context_too_long",
         note=note,
+    )
+
+
+def no_text(spec: ExperimentSpec) -> str | None:
+    """Why the simulator cannot answer the cell: the answer checks compare what a model says, and the
+    simulator says nothing (its toy sampler, `runtime.toy_sampler`, is for testing the checks)."""
+    w = spec.workload
+    check = "workload.samples" if w.samples is not None else None
+    if w.task is not None:
+        check = "workload.task"
+    if spec.runtime.name != "sim" or check is None or getattr(spec.runtime, "toy_sampler", None):
+        return None
+    return (
+        f"runtime=sim generates no text, and workload={w.name} ({check}) compares what a model "
+        "answers: run it on a real engine (runtime=llamacpp, vllm, sglang, ollama or openai)"
     )
 
 
@@ -157,7 +175,7 @@ def too_long(spec: ExperimentSpec) -> str | None:
     )
 
 
-ADDED_WHEN_SET = {"model": ("moe",)}
+ADDED_WHEN_SET = {"model": ("moe",), "draft_model": ("moe",)}
 """Fields added after run ids were first issued: left out of the digest while unset, so that
 every earlier cell keeps its id."""
 

@@ -28,7 +28,7 @@ from specexp.run.job import skipped_result
 from specexp.run.local import run_local
 from specexp.run.plan import Cell, Plan, make_cell, make_plan, warnings_for
 from specexp.run.report_ahead import ReportAhead
-from specexp.run.summary import write_sweep_outputs
+from specexp.run.summary import answer_lines, write_sweep_outputs
 from specexp.runtimes import pool
 from specexp.spec.errors import SpecError, exit_on_spec_error
 
@@ -123,6 +123,8 @@ class Sweeper(HydraSweeper):
             pool.release()
             written = write_sweep_outputs(sweep_dir, ahead)
             print(f"sweep: {sweep_dir}\n" + "\n".join(f"  {p}" for p in written), flush=True)
+            for line in answer_lines(sweep_dir):
+                print(line, flush=True)
         return returns
 
     def _baselines(self, jobs: list[list[str]], cells: list[tuple[Cell, bool]]) -> set[int]:

@@ -241,6 +241,10 @@ class HttpRuntime(Runtime):
         }
         if request.ignore_eos:
             body["ignore_eos"] = True
+        if request.top_p != 1.0:
+            body["top_p"] = request.top_p
+        if request.seed is not None:
+            body["seed"] = request.seed
         if request.chat:
             body["messages"] = messages_of(request)
         else:

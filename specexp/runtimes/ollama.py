@@ -72,6 +72,10 @@ class OllamaRuntime(HttpRuntime):
             "num_predict": request.max_tokens,
             "temperature": request.temperature,
         }
+        if request.top_p != 1.0:
+            options["top_p"] = request.top_p
+        if request.seed is not None:
+            options["seed"] = request.seed  # api/types.go Options.Seed
         k = self.spec.k
         if self.spec.drafter.name != "none" and k is not None:
             options["draft_num_predict"] = k

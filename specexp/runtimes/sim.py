@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from specexp.measure.events import Counters, EngineInfo, Request, RequestTrace
 from specexp.runtimes.base import Runtime, register
+from specexp.sim import sampling
 from specexp.sim.engine import SimEngine
 from specexp.sim.startup import start_engine
 from specexp.spec.runtime import SimRuntimeSpec
@@ -25,7 +27,22 @@ class SimRuntime(Runtime):
         return info
 
     def run_window(self, requests: Sequence[Request]) -> list[RequestTrace]:
-        return self.engine.run(requests, self.spec.workload.max_concurrency)
+        traces = self.engine.run(requests, self.spec.workload.max_concurrency)
+        fault = self.spec.runtime.toy_sampler
+        if fault is None:
+            return traces
+        k = self.spec.k or 0
+        return [
+            replace(
+                t,
+                text=sampling.text_of(
+                    sampling.generate(
+                        r.prompt, r.max_tokens, k, r.temperature, r.top_p, r.seed or 0, fault
+                    )
+                ),
+            )
+            for t, r in zip(traces, requests, strict=True)
+        ]
 
     def counters(self) -> Counters:
         return self.engine.counters()

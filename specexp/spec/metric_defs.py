@@ -121,6 +121,14 @@ METRICS: dict[str, MetricDef] = {
             "identical",
         ),
         MetricDef(
+            "task_score",
+            "ratio",
+            "higher",
+            "share of a task's items answered right (lm-eval's per-item score, averaged; partial "
+            "credit counts its share), over eval_items items",
+            "score",
+        ),
+        MetricDef(
             "mean_power_w",
             "W",
             "",

@@ -72,6 +72,12 @@ class SimRuntimeSpec(RuntimeSpec):
     prefix_cache_broken_versions: list[str] = []
     """Versions of the imitated engine (fnmatch patterns, against runtime.version) whose prefix cache
     silently never hits: it is on and costs KV capacity, but nothing is reused."""
+    toy_sampler: Literal["lossless", "accept_greedy", "skew"] | None = Field(
+        default=None, exclude_if=lambda v: v is None
+    )
+    """For testing the answer checks only: the simulator's completions are drawn from a toy
+    sampling model (specexp.sim.sampling), honestly (`lossless`) or with a planted fault; its text
+    means nothing. None: the simulator generates no text, and the answer checks are refused."""
 
 
 class EndpointRuntimeSpec(RuntimeSpec):

@@ -27,6 +27,30 @@ class SessionSpec(_Spec):
     agent) or unique prose."""
 
 
+class TaskSpec(_Spec):
+    """A task scored by lm-evaluation-harness against the server a job started (docs/answers.md
+    section 2)."""
+
+    name: str
+    """An lm-eval task (gsm8k, humaneval, mmlu_pro, ...), or `specexp_arithmetic`: the local
+    GSM8K-format task specexp writes itself (no download)."""
+    limit: int | None = Field(default=None, ge=1)
+    """Items scored (lm-eval --limit); None: every item of the task."""
+    items: int = Field(default=60, ge=1)
+    """Items of the local task specexp writes (`specexp_arithmetic`)."""
+    num_concurrent: int = Field(default=4, ge=1)
+    """Requests lm-eval keeps in flight (its model_args num_concurrent)."""
+    model_type: Literal["local-chat-completions", "local-completions"] = "local-chat-completions"
+    """lm-eval's OpenAI-compatible model: chat (the chat template applies) or completions."""
+    max_gen_toks: int = Field(default=64, ge=1)
+    include_path: str | None = None
+    """A directory of the user's own lm-eval task YAMLs (lm-eval --include_path)."""
+    confirm_run_unsafe_code: bool = False
+    """HumanEval and other code tasks run the model's code: lm-eval asks for this opt-in."""
+    fewshot: int | None = Field(default=None, ge=0)
+    """Few-shot examples (lm-eval --num_fewshot); None: the task's own default."""
+
+
 class WorkloadSpec(_Spec):
     name: str
     version: int = Field(ge=1)
@@ -68,7 +92,18 @@ class WorkloadSpec(_Spec):
     about 30 tokens of a BPE tokenizer, 95 of the byte-level tokenizer of its config-only folders). Left
     out of run ids at its default."""
     temperature: float = Field(default=0.0, ge=0)
+    top_p: float = Field(default=1.0, gt=0, le=1, exclude_if=lambda v: v == 1.0)
+    """Nucleus sampling: tokens are drawn from the smallest set holding this much probability
+    (1: all). Left out of run ids at its default."""
     thinking: bool = False
+    samples: int | None = Field(default=None, ge=1, exclude_if=lambda v: v is None)
+    """Sampled-output check (docs/answers.md section 1): this many completions of each prompt of
+    `sample_prompts`, each with a seed of its own, whose first `output_tokens` tokens are kept so
+    that a drafter run's can be tested against its baseline's. None: not a sampling workload."""
+    sample_prompts: list[str] = Field(default=[], exclude_if=lambda v: not v)
+    """The prompts sampled (each a stratum of the test); [] with `samples`: `prompt` alone."""
+    task: TaskSpec | None = Field(default=None, exclude_if=lambda v: v is None)
+    """Task scores through lm-evaluation-harness in place of timed windows (workload=task_scores)."""
     endpoint: Literal["chat", "completions"] = Field(
         default="chat", exclude_if=lambda v: v == "chat"
     )

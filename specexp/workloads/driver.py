@@ -23,7 +23,9 @@ from specexp.spec.experiment import SloSpec, WorkloadSpec
 from specexp.workloads import openloop
 from specexp.workloads.datasets import drive_dataset
 from specexp.workloads.prompts import PromptBuilder
+from specexp.workloads.sampling import drive_samples
 from specexp.workloads.sessions import drive_sessions
+from specexp.workloads.tasks import drive_task
 from specexp.workloads.trace import drive_trace
 from specexp.workloads.window import discarded, opening_warm_up, timed, warm_up, warmup_tokens
 
@@ -69,6 +71,12 @@ def drive(
         return
     if workload.dataset_file is not None:
         yield from drive_dataset(runtime, workload, marker, builder, chat, warmups)
+        return
+    if workload.samples is not None:
+        yield from drive_samples(runtime, workload, marker, chat, warmups)
+        return
+    if workload.task is not None:
+        yield from drive_task(runtime, workload)
         return
     build = prompt_for or default_prompt(workload)
     warm_tokens = warmup_tokens(workload)

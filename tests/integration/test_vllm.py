@@ -286,3 +286,35 @@ def test_a_model_and_an_eagle3_head_are_served_without_weights(dummy_sweep: Path
         )
         # the CPU build arms no kernel JIT monitor: the log cannot say whether a window compiled
         assert m["contaminated"] is None
+
+
+def test_sampled_outputs_with_a_noisy_draft_are_not_called_lossy(
+    vllm_executable: Path, tmp_path: Path
+) -> None:
+    """vLLM's rejection sampler at temperatures 0.7 and 1.0, per-request seeds, partial acceptance
+    (docs/answers.md section 1): the verdict is never "differs" for this honest engine, and each
+    completion keeps its seed and vLLM's token ids."""
+    done = run_specexp(
+        tmp_path,
+        *TINY,
+        "drafter=draft_model",
+        "draft_model=tiny-hf-draft-noisy",
+        "workload=lossless_sampling",
+        "workload.samples=60",
+        "workload.temperature=0.7,1.0",
+    )
+    assert done.returncode == 0, done.stderr
+    rows = [json.loads(x) for x in (tmp_path / "results.jsonl").read_text().splitlines()]
+    drafted = [r for r in rows if r["conditions"]["drafter"] == "draft_model"]
+    assert sorted(r["conditions"]["temperature"] for r in drafted) == [0.7, 1.0]
+    for r in drafted:
+        assert r["status"] == "ok"
+        assert r["judgments"]["sampled_verdict"] in ("same distribution", "not enough samples")
+        assert 0.0 < r["metrics"]["acceptance_rate"] < 1.0
+    for record in results(tmp_path):
+        (m,) = record["measurements"]
+        assert len(m["sampled"]) == 4 * 60
+        assert all(
+            1 <= len(s["tokens"]) <= 4 and all(t.isdigit() for t in s["tokens"])
+            for s in m["sampled"].values()
+        )

@@ -202,6 +202,13 @@ def test_sweep_writes_results_jsonl(
             "speedup_metric",
             "speedup_vs_baseline",
             "speedup_within_noise",
+            "sampled_verdict",
+            "sampled_p_value",
+            "sampled_detectable_shift",
+            "score_difference",
+            "score_interval",
+            "mcnemar_p",
+            "score_verdict",
         }
 
 
