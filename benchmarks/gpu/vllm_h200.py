@@ -10,6 +10,9 @@ Here, on what came back:
 
     .venv/bin/python benchmarks/gpu/vllm_h200.py report --records OUT/records.tar.gz
 
+A sweep of its own in place of the studies: `start --sweep OVERRIDE --sweep ...` (a multirun of those
+overrides, e.g. the mixture of experts of `MOE_SWEEP`), and `report --name NAME` for its own report.
+
 The sweeps are the studies of `experiments/h200_vllm_dense.yaml` and `h200_vllm_hybrid.yaml`, run with
 `runtime=vllm runtime.load_format=dummy`: vLLM serves every model without weights from the config-only
 folders specexp writes for the conf/model/ shapes (specexp.models.hf_config), the EAGLE-3 head too. They
@@ -54,6 +57,21 @@ RUNS = [("h200_vllm_dense", ["drafter=none"]), ("h200_vllm_hybrid", []), ("h200_
 """In order of what the profile's fit needs most: the dense model's baselines (drafter=none on the command
 line turns every cell of the grid into its baseline), the hybrid model's cells, then the dense drafters
 (the baselines, complete by then, are skipped)."""
+MOE_SWEEP = [
+    "hardware=h200",
+    "model=qwen3-30b-a3b",
+    "quantization=bf16",
+    "workload=concurrency",
+    "workload.concurrency=[1,4,16,64]",
+    "workload.prompt_tokens=512",
+    "workload.output_tokens=256",
+    "workload.repeats=2",
+    "drafter=none,ngram",
+    "k=4",
+    "runtime.extra_args=[--enable-per-request-metrics]",
+]
+"""Qwen3-30B-A3B (128 experts, 8 a token) without a drafter and with n-gram k = 4, whose drafts a
+dummy model accepts nearly whole: the verify passes read the experts 5 tokens a sequence touch."""
 MEASURED = ["runtime=vllm", "runtime.load_format=dummy", "runtime.start_timeout_s=900"]
 DEVICE_ENV = {
     "VLLM_USE_FLASHINFER_SAMPLER": "0",
@@ -97,7 +115,7 @@ def install(out: Path) -> None:
     log("install: done", out)
 
 
-def start(out: Path, deadline_s: float, extra: list[str]) -> None:
+def start(out: Path, deadline_s: float, extra: list[str], sweep: list[str]) -> None:
     """Copy the repository to COPY and run `run` there in a session of its own, detached."""
     if COPY.exists():
         shutil.rmtree(COPY)
@@ -116,6 +134,7 @@ def start(out: Path, deadline_s: float, extra: list[str]) -> None:
                 "--deadline-s",
                 str(deadline_s),
                 *[f"--extra={e}" for e in extra],
+                *[f"--sweep={e}" for e in sweep],
             ],
             cwd=COPY,
             stdout=console,
@@ -139,7 +158,7 @@ def vllm_executable() -> Path:
     return wrapper
 
 
-def run(deadline_s: float, extra: list[str]) -> int:
+def run(deadline_s: float, extra: list[str], sweep: list[str] | None = None) -> int:
     """Every experiment in turn, measured on vLLM; each stops starting jobs at the deadline. `extra`
     overrides are appended (to try the driver on another machine: hardware=cpu model=tiny-hf ...)."""
     t0 = time.monotonic()
@@ -151,8 +170,9 @@ def run(deadline_s: float, extra: list[str]) -> int:
         "SPECEXP_CACHE": str(WORK / "cache"),
         "VLLM_CACHE_ROOT": str(WORK / "vllm-cache"),
     }
-    for name, only in RUNS:
-        flags = [*FLAGS[name], *only]
+    runs: list[tuple[str, list[str]]] = [("sweep", sweep)] if sweep else RUNS
+    for name, only in runs:
+        flags = [*FLAGS.get(name, []), *only]
         left = deadline_s - (time.monotonic() - t0)
         if left < 60:
             log(f"run: {name} not started ({left:.0f} s left)")
@@ -163,7 +183,7 @@ def run(deadline_s: float, extra: list[str]) -> int:
             sys.executable,
             "-m",
             "specexp",
-            f"+experiment={name}",
+            *([f"+experiment={name}"] if not sweep else ["-m"]),
             *(o for o in base if o.split("=", 1)[0] not in given),
             *extra,
             f"hydra.sweep.dir={WORK / 'sweeps' / name}",
@@ -286,6 +306,13 @@ def main() -> int:
         "--extra", action="append", default=[], help="start/run: an override added to every sweep"
     )
     parser.add_argument(
+        "--sweep",
+        action="append",
+        default=[],
+        help="start/run: a sweep of these overrides in place of the studies ('moe': MOE_SWEEP)",
+    )
+    parser.add_argument("--name", default=None, help="report: the results file's name")
+    parser.add_argument(
         "--records",
         type=Path,
         action="append",
@@ -303,9 +330,10 @@ def main() -> int:
         elif stage == "install":
             install(args.out)
         elif stage == "start":
-            start(args.out, args.deadline_s, args.extra)
+            sweep = MOE_SWEEP if args.sweep == ["moe"] else args.sweep
+            start(args.out, args.deadline_s, args.extra, sweep)
         elif stage == "run":
-            return run(args.deadline_s, args.extra)
+            return run(args.deadline_s, args.extra, args.sweep)
         elif stage == "wait":
             wait(args.wait_s, args.out)
         elif stage == "pack":
@@ -315,7 +343,10 @@ def main() -> int:
 
             measured = vllm_report.unpack(args.records, args.work)
             for path in vllm_report.write(
-                measured, REPO / "benchmarks" / "results", stamp=datetime.date.today().isoformat()
+                measured,
+                REPO / "benchmarks" / "results",
+                stamp=datetime.date.today().isoformat(),
+                **({"name": args.name} if args.name else {}),
             ):
                 log(f"report: {path}")
     return 0

@@ -194,12 +194,12 @@ def markdown(
     return "\n".join(lines) + "\n"
 
 
-def write(measured_root: Path, results_dir: Path, stamp: str) -> list[Path]:
+def write(measured_root: Path, results_dir: Path, stamp: str, name: str = NAME) -> list[Path]:
     all_jobs = [j for j in fr.load_jobs(measured_root)]
     sims = {
         j.record.run_id: fr.simulate(j, "vllm") if j.record.measurements else {} for j in all_jobs
     }
     results_dir.mkdir(parents=True, exist_ok=True)
-    md = results_dir / f"{NAME}.md"
+    md = results_dir / f"{name}.md"
     md.write_text(markdown(all_jobs, sims, stamp, measured_root))
     return [md]

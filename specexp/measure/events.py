@@ -34,6 +34,10 @@ class Request:
     top_p: float = 1.0
     seed: int | None = None
     """The request's own sampling seed (sent as `seed`; None: the engine's)."""
+    token_ids: bool = False
+    """Ask for the generated token ids beside the text, where the engine can give them (vLLM's
+    `return_token_ids`): the sampled-output check reads every generated token, and a completion
+    whose tokens decode to no text yet (a partial UTF-8 character) would otherwise arrive empty."""
     cache_group: str | None = None
     """Requests with the same group share a prefix of `shared_prefix_tokens` tokens."""
     shared_prefix_tokens: int = 0
@@ -79,6 +83,8 @@ class RequestTrace:
     cached_prompt_tokens: int | None = None
     token_source: Literal["server", "client"] = "server"
     text: str | None = None
+    token_ids: tuple[int, ...] | None = None
+    """The generated token ids, where the request asked for them and the server sent them."""
     finish_reason: str | None = None
     engine_timings: dict[str, Any] | None = None
     error: str | None = None

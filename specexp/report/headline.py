@@ -7,6 +7,7 @@
   and in concurrency (the first level at which an arm is slower than no drafter);
 - the highest request rate that meets the SLO, per arm, where one was set;
 - what was refused, failed, skipped, partial, contaminated or client-bound;
+- what the answer checks say (the sampled outputs' and task scores' verdicts);
 - which figures are simulated.
 
 Every finding links to the section whose table holds its numbers.
@@ -18,9 +19,11 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from specexp.check.answers import answer_checks
 from specexp.check.judgments import SPEEDUP_METRIC, sections, within_noise
 from specexp.record import RunRecord
 from specexp.record.escape import Markdown, cell, code_span
+from specexp.report.answers import TITLE as ANSWERS
 from specexp.report.blocks import Block, Heading, Paragraph
 from specexp.report.format import number
 from specexp.report.tables import DRAFTER_KEYS, TITLES, Row, baseline
@@ -112,6 +115,7 @@ def findings_section(
         lines.append(f"- … {len(fastest) - MAX_FASTEST} more setups in the tables below")
     lines += stops[:MAX_FASTEST] + _concurrency_crossover(rows, by_row)
     lines += _slo_lines(rows, by_row)
+    lines += _answer_lines(records)
     lines += _trouble(rows, failures, records)
     simulated = sum(1 for r in rows if r.conditions.source == "simulated")
     if rows and simulated == len(rows):
@@ -125,6 +129,30 @@ def findings_section(
     if not lines:
         return []
     return [Heading("Findings"), Paragraph(Markdown("\n".join(lines)))]
+
+
+def _answer_lines(records: Sequence[RunRecord]) -> list[str]:
+    """What the answer checks say, drafter run by drafter run (docs/answers.md)."""
+    by_id = {r.run_id: r for r in records}
+    out = []
+    link = f"[table](#{anchor(ANSWERS)})"
+    for (run_id, _), check in sorted(answer_checks(records).items()):
+        c = by_id[run_id].conditions
+        arm = code_span(str(c.drafter)) + (f" k={number(c.k)}" if c.k is not None else "")
+        if check.sampled is not None:
+            s = check.sampled
+            out.append(
+                f"- {arm} at temperature {c.temperature:g}, sampled outputs against the "
+                f"baseline's: **{s.verdict}** (p = {s.p_value:.4f}, {s.samples[1]:,} samples) {link}"
+            )
+        if check.scores is not None:
+            p = check.scores
+            out.append(
+                f"- {arm} on `{c.task or c.workload}`, task score against the baseline's: **{p.verdict}** "
+                f"({100 * p.difference:+.1f} points [{100 * p.low:+.1f}, {100 * p.high:+.1f}], "
+                f"{p.items:,} items) {link}"
+            )
+    return out
 
 
 def _k_crossover(

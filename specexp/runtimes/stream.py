@@ -103,6 +103,16 @@ def chunk_text(chunk: dict[str, Any]) -> str:
     return str(choice.get("text") or "")
 
 
+def chunk_token_ids(chunk: dict[str, Any]) -> list[int]:
+    """The generated token ids a chunk carries, where the server was asked for them (vLLM's
+    `return_token_ids`: `choices[0].token_ids`, the chunk's delta)."""
+    choices = chunk.get("choices")
+    if not choices or not isinstance(choices[0], dict):
+        return []
+    ids = choices[0].get("token_ids")
+    return [int(i) for i in ids] if isinstance(ids, list) else []
+
+
 def _cumulative_tokens(chunk: dict[str, Any]) -> int | None:
     usage = chunk.get("usage")
     if isinstance(usage, dict) and chunk.get("choices"):
@@ -132,6 +142,7 @@ def to_trace(
     finish: str | None = None
     response_id: str | None = None
     seen, tracked = 0, False
+    token_ids: list[int] = []
     for t, chunk in raw.chunks:
         if response_id is None and isinstance(chunk.get("id"), str):
             response_id = chunk["id"]
@@ -147,6 +158,10 @@ def to_trace(
         if chunk.get("done_reason"):  # Ollama native
             finish = str(chunk["done_reason"])
         grew = cumulative - seen if cumulative is not None else 0
+        ids = chunk_token_ids(chunk)
+        token_ids += ids
+        if ids and not text:  # tokens that decode to no text yet (a partial UTF-8 character)
+            grew, tracked = max(grew, len(ids)), True
         # A chunk carries tokens when it has text, or when a per-chunk count (continuous usage,
         # per-token timings) that was already being tracked grew; a final summary chunk with
         # the whole count and no text is not a token event.
@@ -185,6 +200,7 @@ def to_trace(
         cached_prompt_tokens=cached,
         token_source=source,  # type: ignore[arg-type]
         text="".join(texts),
+        token_ids=tuple(token_ids) if token_ids else None,
         finish_reason=finish,
         engine_timings=engine_timings,
         error=raw.error,

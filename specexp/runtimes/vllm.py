@@ -251,6 +251,8 @@ class VllmRuntime(HttpRuntime):
         }
         if request.chat:
             extras["chat_template_kwargs"] = {"enable_thinking": request.thinking}
+        if request.token_ids:
+            extras["return_token_ids"] = True  # choices[0].token_ids on every chunk
         return extras
 
     def stream_details(self, raw: RawStream) -> dict[str, Any]:

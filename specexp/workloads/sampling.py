@@ -5,8 +5,9 @@ with a seed of its own, in windows of `concurrency` requests.
 The same prompt text goes to every drafter of a sweep (no marker in it: its completions are
 compared across runs), while the seeds differ between runs (the drafter and k are part of them),
 so the baseline's samples and the drafter's are independent draws, as the test assumes. Each
-completion's first `output_tokens` tokens are read back with the server's tokenizer (its ids),
-else split into words: either is a fixed function of the text, so two arms that sample one
+completion's first `output_tokens` tokens are the generated ids where the engine returns them
+(vLLM's `return_token_ids`), else the completion read back with the server's tokenizer (its ids),
+else split into words: the last two are a fixed function of the text, so two arms that sample one
 distribution of texts give one distribution of these tokens too.
 """
 
@@ -31,6 +32,8 @@ def sample_seed(marker: str, arm: str, request_id: str) -> int:
 
 
 def tokens_of(runtime: Runtime, trace: RequestTrace, positions: int) -> tuple[str, ...]:
+    if trace.token_ids:
+        return tuple(str(i) for i in trace.token_ids[:positions])
     text = trace.text or ""
     ids = runtime.tokenize(text) if text else []
     pieces = [str(i) for i in ids] if ids is not None else WORD.findall(text)
@@ -59,6 +62,7 @@ def drive_samples(
                     temperature=workload.temperature,
                     top_p=workload.top_p,
                     seed=sample_seed(marker, arm, rid),
+                    token_ids=True,
                     thinking=workload.thinking,
                     chat=chat,
                 )

@@ -444,3 +444,40 @@ def test_prefix_cache_reset_is_confirmed_only_by_200(
 
 def test_conf_file_documents_every_runtime_key() -> None:
     assert_conf_documents_every_runtime_key("vllm")
+
+
+def test_a_sampling_request_asks_for_token_ids_and_seeds(vllm: Callable[..., Any]) -> None:
+    body = vllm().body(
+        Request(
+            request_id="r",
+            prompt="hi",
+            prompt_tokens=1,
+            max_tokens=4,
+            temperature=0.7,
+            top_p=0.9,
+            seed=17,
+            token_ids=True,
+        )
+    )
+    assert body["return_token_ids"] is True and body["seed"] == 17 and body["top_p"] == 0.9
+
+
+def test_tokens_that_decode_to_no_text_yet_are_still_tokens(vllm: Callable[..., Any]) -> None:
+    """Byte-level tokens of a partial UTF-8 character arrive with empty content: with
+    `return_token_ids` each chunk's ids say what was generated."""
+    raw = sse_raw("vllm", "stream_chat.sse")
+    chunks = [(t, c) for t, c in raw.chunks if c.get("choices") and c["choices"][0].get("delta")]
+    t0 = chunks[0][0]
+    raw.chunks[:] = [
+        (
+            t0 + 0.01 * i,
+            {
+                "id": "x",
+                "choices": [{"index": 0, "delta": {"content": ""}, "token_ids": [200 + i]}],
+            },
+        )
+        for i in range(4)
+    ]
+    trace = to_trace("r", raw, vllm().stream_details)
+    assert trace.error is None and trace.token_ids == (200, 201, 202, 203)
+    assert sum(e.tokens for e in trace.events) == 4
