@@ -28,6 +28,33 @@ class AnswerCheck:
     sampled: SampledComparison | None = None
     scores: PairedScores | None = None
 
+    @property
+    def what(self) -> str:
+        return "sampled outputs" if self.sampled is not None else "task score"
+
+    @property
+    def verdict(self) -> str:
+        if self.sampled is not None:
+            return self.sampled.verdict
+        return self.scores.verdict if self.scores is not None else ""
+
+    @property
+    def details(self) -> str:
+        """The figures behind the verdict, in one parenthesis's words (the sweep's closing lines,
+        the report's findings)."""
+        if self.sampled is not None:
+            s = self.sampled
+            shift = "-" if s.detectable_shift is None else f"{100 * s.detectable_shift:.1f} pt"
+            return f"p {s.p_value:.4f}, {s.samples[1]:,} samples, detectable {shift}"
+        if self.scores is None:
+            return ""
+        p = self.scores
+        return (
+            f"{100 * p.drafter_score:.1f} vs {100 * p.baseline_score:.1f}, "
+            f"{100 * p.difference:+.1f} points [{100 * p.low:+.1f}, {100 * p.high:+.1f}], "
+            f"McNemar p {p.mcnemar_p:.3f}, {p.items:,} items"
+        )
+
 
 _DONE: dict[tuple[str, int, str], AnswerCheck] = {}
 """Checks already made in this process (records of finished runs do not change)."""
@@ -59,6 +86,12 @@ def _check(m: Measurement, base: Measurement, run_id: str, base_id: str) -> Answ
         )
         return AnswerCheck(base_id, scores=scores) if scores else None
     return None
+
+
+def checked_runs(records: Sequence[RunRecord]) -> list[tuple[RunRecord, AnswerCheck]]:
+    """Each checked drafter run with its check, in run-id order."""
+    by_id = {r.run_id: r for r in records}
+    return [(by_id[run_id], check) for (run_id, _), check in sorted(answer_checks(records).items())]
 
 
 def answer_checks(records: Sequence[RunRecord]) -> dict[tuple[str, int], AnswerCheck]:

@@ -19,7 +19,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from specexp.check.answers import answer_checks
+from specexp.check.answers import checked_runs
 from specexp.check.judgments import SPEEDUP_METRIC, sections, within_noise
 from specexp.record import RunRecord
 from specexp.record.escape import Markdown, cell, code_span
@@ -133,25 +133,20 @@ def findings_section(
 
 def _answer_lines(records: Sequence[RunRecord]) -> list[str]:
     """What the answer checks say, drafter run by drafter run (docs/answers.md)."""
-    by_id = {r.run_id: r for r in records}
-    out = []
     link = f"[table](#{anchor(ANSWERS)})"
-    for (run_id, _), check in sorted(answer_checks(records).items()):
-        c = by_id[run_id].conditions
+    out = []
+    for record, check in checked_runs(records):
+        c = record.conditions
         arm = code_span(str(c.drafter)) + (f" k={number(c.k)}" if c.k is not None else "")
-        if check.sampled is not None:
-            s = check.sampled
-            out.append(
-                f"- {arm} at temperature {c.temperature:g}, sampled outputs against the "
-                f"baseline's: **{s.verdict}** (p = {s.p_value:.4f}, {s.samples[1]:,} samples) {link}"
-            )
-        if check.scores is not None:
-            p = check.scores
-            out.append(
-                f"- {arm} on `{c.task or c.workload}`, task score against the baseline's: **{p.verdict}** "
-                f"({100 * p.difference:+.1f} points [{100 * p.low:+.1f}, {100 * p.high:+.1f}], "
-                f"{p.items:,} items) {link}"
-            )
+        where = (
+            f"at temperature {c.temperature:g}"
+            if check.sampled is not None
+            else f"on `{c.task or c.workload}`"
+        )
+        out.append(
+            f"- {arm} {where}, {check.what} against the baseline's: **{check.verdict}** "
+            f"({check.details}) {link}"
+        )
     return out
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from specexp.check.answers import answer_checks
+from specexp.check.answers import checked_runs
 from specexp.check.judgments import judgments
 from specexp.record import find_records, write_results_jsonl
 from specexp.run.report_ahead import ReportAhead
@@ -51,27 +51,12 @@ def write_sweep_outputs(root: Path, ahead: ReportAhead | None = None) -> list[Pa
 
 def answer_lines(root: Path) -> list[str]:
     """One line per answer check of the sweep: the drafter run, its baseline and the verdict."""
-    records = [r for _, r in find_records([root])]
-    by_id = {r.run_id: r for r in records}
     lines = []
-    for (run_id, _), check in sorted(answer_checks(records).items()):
-        c = by_id[run_id].conditions
+    for record, check in checked_runs([r for _, r in find_records([root])]):
+        c = record.conditions
         setup = f"{c.drafter}" + (f" k={c.k}" if c.k is not None else "")
-        head = (
-            f"answers: {run_id} {setup} vs {check.baseline_run_id}, temperature {c.temperature:g}"
+        lines.append(
+            f"answers: {record.run_id} {setup} vs {check.baseline_run_id}, temperature "
+            f"{c.temperature:g}: {check.verdict} ({check.details})"
         )
-        if check.sampled is not None:
-            s = check.sampled
-            shift = "-" if s.detectable_shift is None else f"{100 * s.detectable_shift:.1f} pt"
-            lines.append(
-                f"{head}: {s.verdict} (p {s.p_value:.4f}, {s.samples[1]:,} samples, "
-                f"detectable {shift})"
-            )
-        if check.scores is not None:
-            p = check.scores
-            lines.append(
-                f"{head}: {p.verdict} ({100 * p.drafter_score:.1f} vs {100 * p.baseline_score:.1f}, "
-                f"{100 * p.difference:+.1f} points [{100 * p.low:+.1f}, {100 * p.high:+.1f}], "
-                f"McNemar p {p.mcnemar_p:.3f}, {p.items:,} items)"
-            )
     return lines
