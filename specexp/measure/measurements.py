@@ -22,6 +22,7 @@ from specexp.measure.metrics import (
 from specexp.record.schema import (
     ClientLoad,
     Conditions,
+    CounterDeltas,
     Measurement,
     Metrics,
     SampledOutput,
@@ -133,6 +134,7 @@ def _measurement(
         },
         errors=[t.error for t in traces if t.error],
         engine_timings=[t.engine_timings for t in traces if t.engine_timings] or None,
+        engine_counters=_counters(pooled),
         prefix_cache_reset=_reset(windows),
         partial=partial,
         client=_client(windows),
@@ -212,6 +214,18 @@ def _client(windows: list[Window]) -> ClientLoad | None:
         send_lag_p99_s=round(percentile(lags, 99), 6) if lags else None,
         send_lag_max_s=round(lag_max, 6),
         bound=busy >= CLIENT_BUSY or lag_max >= CLIENT_LAG_S,
+    )
+
+
+def _counters(pooled: Counters) -> CounterDeltas | None:
+    if pooled.draft_tokens is None and pooled.accepted is None:
+        return None
+    per_pos = pooled.accepted_per_position
+    return CounterDeltas(
+        drafts=pooled.drafts,
+        draft_tokens=pooled.draft_tokens,
+        accepted=pooled.accepted,
+        accepted_per_position=list(per_pos) if per_pos is not None else None,
     )
 
 

@@ -158,6 +158,22 @@ class Provenance(_Record):
         )
 
 
+class CounterDeltas(_Record):
+    """The engine's own speculative counters over a measurement's timed windows (each window's
+    after minus before, summed): what acceptance_rate, acceptance_by_position and tokens_per_pass
+    are computed from, kept so they can be recomputed and held against the engine's per-request
+    counts (llama-server's `timings.draft_n` / `draft_n_accepted`)."""
+
+    drafts: float | None
+    """Draft rounds (llama.cpp spec_decode_num_drafts_total, vLLM num_drafts)."""
+    draft_tokens: float | None
+    """Tokens proposed."""
+    accepted: float | None
+    """Tokens accepted."""
+    accepted_per_position: list[float | None] | None
+    """Tokens accepted at each draft position (1-based position i at index i - 1)."""
+
+
 class ClientLoad(_Record):
     """What the measuring client spent on a measurement, and whether it, not the server, set the pace."""
 
@@ -209,6 +225,9 @@ class Measurement(_Record):
     """A digest of each completion's text by request id: the fact output identity is judged from."""
     errors: list[str] = []
     engine_timings: list[dict[str, Any]] | None = None
+    engine_counters: CounterDeltas | None = None
+    """The speculative counter deltas the acceptance metrics were computed from; None where the
+    engine exposes none or nothing drafted."""
     prefix_cache_reset: bool | None = None
     partial: bool = False
     """The job did not finish; the windows it completed are kept."""

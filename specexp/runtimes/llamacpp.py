@@ -19,17 +19,13 @@ from typing import Any
 import httpx
 
 from specexp.measure.events import Counters, EngineInfo, Request, RuntimeFailure
-from specexp.models.packaged import WeightsError, ensure_weights
-from specexp.models.tiny_gguf import TinyModelShape, ensure_model
-from specexp.models.tiny_hybrid_gguf import TinyHybridShape
-from specexp.models.tiny_hybrid_gguf import ensure_model as ensure_hybrid_model
-from specexp.roofline.memory import kv_bytes_per_token, parameter_bytes
+from specexp.roofline.memory import kv_bytes_per_token
 from specexp.runtimes import promtext
 from specexp.runtimes.base import register
+from specexp.runtimes.gguf_files import gguf_path, weight_bytes
 from specexp.runtimes.http import HttpRuntime, json_of
 from specexp.spec import paths
 from specexp.spec.cache import cache_dir
-from specexp.spec.experiment import ModelSpec
 from specexp.spec.runtime import LlamacppRuntimeSpec
 
 LLAMA_CPP_PYTHON_VERSION = "0.3.36"
@@ -41,6 +37,9 @@ build from it reports build_info "b0-unknown" unless the commit is passed to CMa
 COMMIT_FILE = "llama.cpp-commit"
 """A file beside the binary's bin/ folder naming the commit it was built from (benchmarks/gpu writes it)."""
 HOST_PROMPT_CACHE_FLAGS = ("--cache-ram", "-cram")
+NGRAM_SIZE_N = 3
+"""The n-gram ngram-simple matches (`--spec-ngram-simple-size-n`; llama.cpp's default 12 drops
+every draft shorter than 12: docs/engines.md 3.1). min(3, k) drafts on copy-edits."""
 GPU_LAYER_FLAGS = ("-ngl", "--gpu-layers", "--n-gpu-layers")
 
 DRAFT_FILE_WEIGHTS = ("separate", "either")
@@ -65,50 +64,6 @@ def default_executable() -> Path:
     if env:
         return Path(env)
     return cache_dir() / "llama-server" / LLAMA_CPP_PYTHON_VERSION / "bin" / "llama-server"
-
-
-def gguf_path(model: ModelSpec, given: str | None) -> str:
-    """The GGUF to load: the one named in the config, or the one specexp generates."""
-    if given:
-        return given
-    if model.packaged_weights is not None:
-        try:
-            return str(ensure_weights(model.packaged_weights))
-        except WeightsError as exc:
-            raise RuntimeFailure("refused", "missing_model", f"model={model.name}: {exc}") from exc
-    if model.generated_gguf is not None and model.architecture == "hybrid":
-        try:
-            hybrid = TinyHybridShape.of(model)
-        except ValueError as exc:
-            raise RuntimeFailure("refused", "bad_model", str(exc)) from exc
-        return str(
-            ensure_hybrid_model(
-                cache_dir() / "models", seed=model.generated_gguf.seed, shape=hybrid
-            )
-        )
-    if model.generated_gguf is not None:
-        shape = TinyModelShape(
-            layers=model.num_hidden_layers,
-            embd=model.hidden_size,
-            ff=model.intermediate_size,
-            heads=model.num_attention_heads,
-            kv_heads=model.num_key_value_heads,
-            context=model.max_position_embeddings,
-        )
-        g = model.generated_gguf
-        return str(ensure_model(cache_dir() / "models", seed=g.seed, shape=shape, noise=g.noise))
-    raise RuntimeFailure(
-        "refused",
-        "missing_model",
-        f"model={model.name} has no GGUF: set runtime.model_path=/path/to/{model.name}.gguf",
-    )
-
-
-def weight_bytes(model: ModelSpec, bytes_per_weight: float, file: str | None) -> float:
-    """The GGUF's size where it is on this machine, else the parameters at `bytes_per_weight`."""
-    if file and Path(file).is_file():
-        return float(Path(file).stat().st_size)
-    return parameter_bytes(model, bytes_per_weight)
 
 
 def commit_of(build_info: str | None, executable: str) -> tuple[str | None, str | None]:
@@ -230,9 +185,13 @@ class LlamaCppRuntime(HttpRuntime):
         spec_type, k = drafted
         args = ["--spec-type", spec_type, "--spec-draft-n-max", str(k)]
         if drafter == "ngram":
-            # ngram-simple drafts the m tokens after the matched n-gram: m is its k (checked against
-            # a real llama-server: drafts then carry exactly k positions). n stays llama.cpp's default.
+            # ngram-simple drafts the m tokens after the last n-gram of the context (prompt and
+            # output) seen before; m is its k. It drops a draft shorter than n, and n defaults to 12
+            # (docs/engines.md 3.1): left at that, k < 12 never drafts. n is min(3, k) unless
+            # extra_args set it.
             args += ["--spec-ngram-simple-size-m", str(k)]
+            if self._ngram_n(k) is not None:
+                args += ["--spec-ngram-simple-size-n", str(self._ngram_n(k))]
         if self.spec.drafter.weights in DRAFT_FILE_WEIGHTS:
             if draft is None:
                 raise RuntimeFailure(
@@ -246,6 +205,20 @@ class LlamaCppRuntime(HttpRuntime):
             ):
                 args += ["-ngld", "all"]
         return args
+
+    def _ngram_n(self, k: int) -> int | None:
+        """The n-gram length specexp sets for ngram-simple (None: the user's extra_args set it)."""
+        if _flag_value(list(self.spec.runtime.extra_args), ("--spec-ngram-simple-size-n",)):
+            return None
+        return min(NGRAM_SIZE_N, k)
+
+    def drafter_config(self) -> str | None:
+        """ngram: "ngram-simple n=N m=K", the match length beside the draft length k."""
+        if self.spec.drafter.name != "ngram" or self.spec.k is None:
+            return None
+        n = self._ngram_n(self.spec.k)
+        given = _flag_value(list(self.spec.runtime.extra_args), ("--spec-ngram-simple-size-n",))
+        return f"ngram-simple n={n if n is not None else given} m={self.spec.k}"
 
     def served_model(self) -> str:
         return self.spec.runtime.served_model_name or self.spec.model.name

@@ -232,6 +232,17 @@ def quantization_hint(config: Mapping[str, Any]) -> str | None:
     )
 
 
+def _name_of(config: Mapping[str, Any], hf_id: object, path: object) -> str:
+    """What records call a model read from a config.json (never `hf`, so two files are two models):
+    the Hub id's name, else the config's `_name_or_path`, else the folder of a `config.json`, else
+    the file's stem (`qwen-7b.json` -> qwen-7b)."""
+    named = config.get("_name_or_path")
+    file = Path(str(path)) if path else None
+    fallback = file.parent.name if file and file.name == "config.json" else (file and file.stem)
+    chosen = hf_id or (named if isinstance(named, str) and named.strip() else None) or fallback
+    return str(chosen or "hf").rstrip("/").split("/")[-1].lower()
+
+
 def from_config_json(model: Mapping[str, Any], where: str) -> dict[str, Any]:
     """The model group's data with the fields of its config.json filled in: `config_json` (a
     path) or `hf_id` (the cache or the Hub) when the option asks for it (`from_config: true`),
@@ -254,7 +265,7 @@ def from_config_json(model: Mapping[str, Any], where: str) -> dict[str, Any]:
     }
     name = stated.pop("name", None)
     if not name or name == "hf":
-        name = str(hf_id or Path(str(path)).parent.name or "hf").split("/")[-1].lower()
+        name = _name_of(config, hf_id, path)
     return {
         **fields,
         **stated,

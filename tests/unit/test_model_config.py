@@ -251,3 +251,16 @@ def test_model_hf_without_a_source_says_what_to_give() -> None:
     assert (
         "model.config_json=PATH" in err.value.line() and "model.hf_id=ORG/NAME" in err.value.line()
     )
+
+
+def test_models_read_from_two_files_in_one_folder_are_two_models(tmp_path: Path) -> None:
+    """Records name a config.json model by the file (its `_name_or_path`, its folder when it is a
+    config.json, else its stem), never `hf`: two files are never paired as one model."""
+    config = config_json(load_option(ModelSpec, "model", "qwen3-8b", "model"))
+    (tmp_path / "mine-8b.json").write_text(json.dumps(config))
+    (tmp_path / "theirs.json").write_text(json.dumps({**config, "_name_or_path": "Org/Theirs-8B"}))
+    names = {
+        build_spec(["model=hf", f"model.config_json={tmp_path / f}"]).model.name
+        for f in ("mine-8b.json", "theirs.json")
+    }
+    assert names == {"mine-8b", "theirs-8b"}
