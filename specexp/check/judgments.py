@@ -8,7 +8,9 @@ measurement and results.jsonl carries for pandas, polars or duckdb.
   streams), `aggregate_tps` in the concurrency section (a run that measured more than one
   stream at once); the prefill, prefix-cache and open-loop sections show no speedup, so their
   measurements have none. `speedup_within_noise`: the two (min-max) spreads over the repeats
-  overlap, so the difference is not beyond the run-to-run spread.
+  overlap, so the difference is not beyond the run-to-run spread. `pass_cost_steps`: what one
+  speculative pass costs in plain decode steps of the baseline (tokens_per_pass x baseline
+  decode_tps / decode_tps): a drafter pays when it is below tokens_per_pass.
 - the answer checks (specexp.check.answers, docs/answers.md): `sampled_verdict`,
   `sampled_p_value` and `sampled_detectable_shift` of a sampling workload's drafter run against its
   baseline; `score_difference` (drafter - baseline), `score_interval` (its paired bootstrap 95 %
@@ -66,6 +68,19 @@ def sections(runs: Sequence[Run]) -> list[str]:
     return out
 
 
+def pass_cost_steps(run: Run, base: Run | None) -> float | None:
+    """What one speculative pass (drafting plus verifying) costs, in plain decode steps of the
+    baseline: tokens_per_pass x baseline decode_tps / decode_tps. A drafter pays when this is
+    below its tokens per pass; None without both decode rates and acceptance counters."""
+    if base is None:
+        return None
+    per_pass, ours = run.metrics.tokens_per_pass, run.metrics.decode_tps
+    theirs = base.metrics.decode_tps
+    if not per_pass or not ours or not theirs:
+        return None
+    return per_pass * theirs / ours
+
+
 def answer_judgments(check: AnswerCheck | None) -> dict[str, Any]:
     sampled = check.sampled if check else None
     scores = check.scores if check else None
@@ -106,6 +121,7 @@ def judgments(found: Sequence[tuple[Path, RunRecord]]) -> dict[tuple[str, int], 
             "speedup_metric": metric if base else None,
             "speedup_vs_baseline": speedup,
             "speedup_within_noise": noise,
+            "pass_cost_steps": pass_cost_steps(run, base),
             **answer_judgments(answers.get((run.run_id, index))),
         }
     return out

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from specexp.check.answers import checked_runs
-from specexp.check.judgments import SPEEDUP_METRIC, sections, within_noise
+from specexp.check.judgments import SPEEDUP_METRIC, pass_cost_steps, sections, within_noise
 from specexp.record import RunRecord
 from specexp.record.escape import Markdown, cell, code_span
 from specexp.report.answers import TITLE as ANSWERS
@@ -76,6 +76,26 @@ def _setup(base: Row, bases: Sequence[Row]) -> str:
     return ", ".join([where, *(f"{c} {cell(number(base.conditions.get(c)))}" for c in varying)])
 
 
+def _ranking(ranked: list[tuple[float, str, str]]) -> list[str]:
+    """Workloads ordered by their best single-stream speedup, when more than one workload ran and
+    each workload has one setup (several setups per workload are ranked in their own lines)."""
+    workloads = [w for _, w, _ in ranked]
+    if len(set(workloads)) < 2 or len(set(workloads)) != len(workloads):
+        return []
+    order = sorted(ranked, key=lambda item: -item[0])
+    said = " > ".join(f"{code_span(w)} {ratio:.2f}× ({arm})" for ratio, w, arm in order)
+    return [f"- Workloads by their best single-stream speedup: {said}"]
+
+
+def _pass_cost(run: Row, base: Row) -> str:
+    """ ", 4.85 tokens per pass at 5.59 plain decode steps a pass": why a drafter pays or not."""
+    steps = pass_cost_steps(run, base)
+    per_pass = run.metrics.tokens_per_pass
+    if steps is None or per_pass is None:
+        return ""
+    return f", {per_pass:.2f} tokens per pass at {steps:.2f} plain decode steps a pass"
+
+
 def findings_section(
     rows: Sequence[Row], failures: Sequence[Any], records: Sequence[RunRecord] = ()
 ) -> list[Block]:
@@ -84,6 +104,7 @@ def findings_section(
     by_row = {id(r): s for r, s in zip(rows, kinds, strict=True)}
     bases = [r for r in rows if r.conditions.drafter == "none" and by_row[id(r)] in SPEEDUP_METRIC]
     fastest, stops = [], []
+    ranked: list[tuple[float, str, str]] = []
     for base in bases:
         section = by_row[id(base)]
         metric = SPEEDUP_METRIC[section]
@@ -103,19 +124,32 @@ def findings_section(
         shown = f"{number(best.metrics.get(metric), metric)}"
         if spread and spread[0] != spread[1]:
             shown += f" ({number(spread[0], metric)}–{number(spread[1], metric)})"
-        verdict = "within noise of" if noise else ("faster than" if ratio > 1 else "slower than")
         unit = METRICS[metric].unit
-        fastest.append(
-            f"- {where}: fastest {_arm(best)}, **{ratio:.2f}×** {verdict} no drafter in `{metric}` "
-            f"({shown} vs {number(base.metrics.get(metric), metric)} {unit}) {_link(section)}"
-        )
+        versus = f"({shown} vs {number(base.metrics.get(metric), metric)} {unit})"
+        cost = _pass_cost(best, base)
+        if noise:
+            said = f"fastest {_arm(best)}, **{ratio:.2f}×**, within noise of no drafter"
+        elif ratio > 1:
+            said = f"fastest {_arm(best)}, **{ratio:.2f}×** faster than no drafter"
+        elif round(ratio, 2) >= 1.0:
+            said = f"**no drafter is faster**: the best, {_arm(best)}, is level with none ({ratio:.2f}×)"
+        else:  # no drafter pays: say so, and by how much the best of them is slower
+            said = (
+                f"**no drafter is fastest**: the best, {_arm(best)}, is **{1 / ratio:.2f}× slower** "
+                f"({ratio:.2f}×)"
+            )
+        fastest.append(f"- {where}: {said} in `{metric}` {versus}{cost} {_link(section)}")
         stops += _k_crossover(arms, where, section)
+        if section == "decode" and (base.conditions.concurrency or 1) == 1:
+            ranked.append((ratio, str(base.conditions.workload), _arm(best)))
+    lines += _ranking(ranked)
     lines += fastest[:MAX_FASTEST]
     if len(fastest) > MAX_FASTEST:
         lines.append(f"- … {len(fastest) - MAX_FASTEST} more setups in the tables below")
     lines += stops[:MAX_FASTEST] + _concurrency_crossover(rows, by_row)
     lines += _slo_lines(rows, by_row)
     lines += _answer_lines(records)
+    lines += _identity_lines(rows)
     lines += _trouble(rows, failures, records)
     simulated = sum(1 for r in rows if r.conditions.source == "simulated")
     if rows and simulated == len(rows):
@@ -235,6 +269,46 @@ def _slo_lines(rows: Sequence[Row], by_row: dict[int, str]) -> list[str]:
         )
         out.append(f"- {arm} {what} {_link('rate')}")
     return out
+
+
+BATCH_VARIANT = {
+    "llamacpp": "llama.cpp verifies a draft as one batch of k + 1 tokens, and its CPU kernels "
+    "round a batch differently from one token at a time, so near-ties in the target's logits can "
+    "flip (docs/engines.md 7.4)"
+}
+"""Why an engine's greedy output can change with drafting although its verification is exact."""
+
+
+def _identity_lines(rows: Sequence[Row]) -> list[str]:
+    """A line per workload whose greedy output changed with a drafter, with the engine's reason; a
+    run that accepted no draft at all and still differs shows that the verify batch, not the
+    drafts, changed the text."""
+    differs = [r for r in rows if r.metrics.output_identical is False]
+    out = []
+    for workload in _values_of(differs, "workload"):
+        these = [r for r in differs if r.conditions.workload == workload]
+        arms = ", ".join(sorted({_arm(r) for r in these}))
+        line = f"- `{workload}`: greedy output (temperature 0) **differs** from no drafter's with {arms}"
+        runtime = str(these[0].conditions.runtime)
+        if runtime in BATCH_VARIANT:
+            line += f"; {BATCH_VARIANT[runtime]}"
+        none_accepted = [r for r in these if r.metrics.acceptance_rate == 0]
+        if none_accepted:
+            line += (
+                f"; {_arm(none_accepted[0])} accepted no draft at all and differs too, so the "
+                "difference is the verify pass's arithmetic, not a drafted token"
+            )
+        out.append(line)
+    return out
+
+
+def _values_of(rows: Sequence[Row], condition: str) -> list[Any]:
+    seen: list[Any] = []
+    for r in rows:
+        v = r.conditions.get(condition)
+        if v not in seen:
+            seen.append(v)
+    return seen
 
 
 def _trouble(

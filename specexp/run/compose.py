@@ -306,7 +306,7 @@ def _refuse_overrides_that_do_nothing(spec: ExperimentSpec, overrides: Sequence[
                 f"override {override}",
                 key,
                 f"does nothing: workload {w.name} sends its instruction "
-                "alone (workload.material: none), at its own length; set ++workload.material=filler "
+                "alone (workload.material: none), at its own length; set ++workload.material=prose "
                 "(or source_file) to fill prompts to a length",
             )
 

@@ -37,8 +37,8 @@ def test_every_suggested_override_composes(workload: str, trigger: str) -> None:
 def test_the_hints_of_a_workload_without_material_are_tried() -> None:
     with pytest.raises(SpecError) as err:
         build_spec(["workload=fresh_generation", "workload.prompt_tokens=100"])
-    assert _hints(err.value) == ["++workload.material=filler"]
+    assert _hints(err.value) == ["++workload.material=prose"]
     spec = build_spec(
-        ["workload=fresh_generation", "workload.prompt_tokens=100", "++workload.material=filler"]
+        ["workload=fresh_generation", "workload.prompt_tokens=100", "++workload.material=prose"]
     )
-    assert spec.workload.material == "filler" and spec.workload.prompt_tokens == 100
+    assert spec.workload.material == "prose" and spec.workload.prompt_tokens == 100

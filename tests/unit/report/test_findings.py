@@ -44,3 +44,37 @@ def test_refused_partial_and_contaminated_figures_are_said(tmp_path: Path) -> No
     assert "1 run(s) refused [list](#runs-that-did-not-complete)" in findings
     assert "1 figure(s) **contaminated**" in findings
     assert "partial" not in findings  # no run stopped part-way here
+
+
+def test_a_slowdown_is_said_as_one_with_the_cost_of_a_pass(tmp_path: Path) -> None:
+    """When every drafter is slower, the finding says no drafter is fastest and by how much the
+    best is slower, and gives the cost of its pass: tokens_per_pass / speedup decode steps."""
+    shutil.copytree(FIXTURES / "simulated", tmp_path / "simulated")
+    paths = sorted(tmp_path.rglob("result.json"))
+    records = {p: json.loads(p.read_text()) for p in paths}
+    base = next(
+        r["measurements"][0]["metrics"]["decode_tps"]
+        for r in records.values()
+        if r["conditions"]["drafter"] == "none"
+    )
+    per_pass = {}
+    for p, r in records.items():
+        if r["conditions"]["drafter"] == "none":
+            continue
+        m = r["measurements"][0]
+        m["metrics"]["decode_tps"] = base * 0.8
+        m["samples"].pop("decode_tps", None)
+        m["spread"].pop("decode_tps", None)
+        per_pass[(r["conditions"]["drafter"], r["conditions"]["k"])] = m["metrics"][
+            "tokens_per_pass"
+        ]
+        p.write_text(json.dumps(r))
+    findings = _findings(tmp_path)
+    assert "**no drafter is fastest**: the best, " in findings
+    assert "is **1.25× slower** (0.80×)" in findings
+    costs = {
+        f"{tpp:.2f} tokens per pass at {tpp / 0.8:.2f} plain decode steps a pass"
+        for tpp in per_pass.values()
+    }
+    assert any(c in findings for c in costs), findings
+    assert "faster than no drafter" not in findings

@@ -53,7 +53,7 @@ def builder(material: str = "filler", counted: bool = True) -> tuple[PromptBuild
 
 
 @pytest.mark.parametrize("tokens", [64, 300, 1000, 2048])
-@pytest.mark.parametrize("material", ["filler", "source_file"])
+@pytest.mark.parametrize("material", ["prose", "filler", "source_file"])
 def test_a_prompt_is_the_promised_length_as_the_server_counts_it(
     tokens: int, material: str
 ) -> None:
@@ -85,3 +85,18 @@ def test_a_cache_groups_requests_share_their_material() -> None:
     assert tok.count_chat(first) == 800
     shared = first.rsplit("[", 1)[0]
     assert second.startswith(shared) and len(shared) > 0.9 * len(first)
+
+
+def test_prose_is_real_text_with_its_own_start_for_every_request() -> None:
+    """Two requests' prose differs from its first words (no prefix cache serves one with the
+    other's), and every word is from written text, not a random draw of a word list."""
+    from specexp.workloads.material import PROSE, prose
+
+    b, _ = builder("prose")
+    first, second = (b(f"r{i}", 600, None, 0) for i in (1, 2))
+    body = [p.split("\n", 1)[1].rsplit("\n\n", 1)[0] for p in (first, second)]
+    assert body[0][:80] != body[1][:80]
+    corpus = PROSE.read_text(encoding="utf-8")
+    for text in (prose("a", 2000), prose("b", 50)):
+        for paragraph in text.split("\n\n"):
+            assert paragraph in corpus
