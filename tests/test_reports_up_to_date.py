@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -26,11 +27,18 @@ def test_committed_study_reports_are_up_to_date() -> None:
     assert done.returncode == 0, done.stderr
 
 
-def test_every_experiment_has_a_committed_report_marked_simulated() -> None:
+def test_every_experiment_has_a_committed_report_that_says_where_its_figures_come_from() -> None:
+    """A study on the simulator opens with the simulated banner; a study measured on a real engine
+    (its records say `source: measured`, cpu_real_pair) must not carry it."""
     for experiment in sorted((REPO / "experiments").glob("*.yaml")):
         report = REPO / "reports" / experiment.stem / "measurements.md"
         assert report.is_file(), f"no {report}: run scripts/regenerate-reports"
-        assert report.read_text().startswith("> **Simulated.**")
+        sources = {
+            json.loads(p.read_text())["conditions"]["source"]
+            for p in report.parent.glob("*/result.json")
+        }
+        simulated = report.read_text().startswith("> **Simulated.**")
+        assert simulated == (sources == {"simulated"}), (experiment.stem, sources)
         assert (report.parent / "report.html").is_file()
 
 

@@ -202,6 +202,7 @@ def test_sweep_writes_results_jsonl(
             "speedup_metric",
             "speedup_vs_baseline",
             "speedup_within_noise",
+            "pass_cost_steps",
             "sampled_verdict",
             "sampled_p_value",
             "sampled_detectable_shift",

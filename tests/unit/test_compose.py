@@ -323,8 +323,8 @@ def test_conf_and_experiments_of_the_clone_are_used(repo: Path) -> None:
     ("overrides", "works"),
     [
         (["workload=prefill_sweep", "workload.prompt_tokens=2048"], "workload.prompt_lengths=[N]"),
-        (["workload=fresh_generation", "workload.prompt_tokens=2048"], "workload.material=filler"),
-        (["workload=short_chat", "+workload.prompt_lengths=[128,256]"], "workload.material=filler"),
+        (["workload=fresh_generation", "workload.prompt_tokens=2048"], "workload.material=prose"),
+        (["workload=short_chat", "+workload.prompt_lengths=[128,256]"], "workload.material=prose"),
     ],
 )
 def test_an_override_that_does_nothing_names_the_key_that_works(
