@@ -274,7 +274,10 @@ def _slo_lines(rows: Sequence[Row], by_row: dict[int, str]) -> list[str]:
 BATCH_VARIANT = {
     "llamacpp": "llama.cpp verifies a draft as one batch of k + 1 tokens, and its CPU kernels "
     "round a batch differently from one token at a time, so near-ties in the target's logits can "
-    "flip (docs/engines.md 7.4)"
+    "flip (docs/engines.md 7.4)",
+    "vllm": "vLLM verifies a draft as one batched pass of k + 1 tokens, and on the CPU its kernels "
+    "round that batch differently from a one-token step, so near-ties in the target's logits can "
+    "flip (docs/engines.md 7.2)",
 }
 """Why an engine's greedy output can change with drafting although its verification is exact."""
 
