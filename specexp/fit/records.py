@@ -88,6 +88,43 @@ def acceptance(record: RunRecord) -> list[float] | None:
     return [round(statistics.median(r[i] for r in rows), 4) for i in range(width)]
 
 
+def draft_shape(record: RunRecord) -> tuple[float | None, float | None]:
+    """(draft_rate, draft_continue) of the job, from the engine's own counts over its measurements:
+    drafts per decode step (a step emits its accepted drafts and one token of its own; a request's
+    first token comes from its prompt), and the chance a draft goes on past each position that gives
+    its mean length (draft tokens per draft). None where the engine counted neither, or for a figure
+    that is 1 (every step drafts; every draft is k long)."""
+    c = record.conditions
+    k = (c.k or 0) if c.drafter != "none" else 0  # type: ignore[attr-defined]
+    drafts = tokens = accepted = steps = 0.0
+    for m in record.measurements:  # type: ignore[attr-defined]
+        e, timings = m.engine_counters, m.engine_timings or []
+        if not e or not e.drafts or not timings:
+            continue
+        emitted = sum(float(t.get("predicted_n") or 0) for t in timings)
+        drafts, tokens, accepted = (
+            drafts + e.drafts,
+            tokens + (e.draft_tokens or 0),
+            accepted + (e.accepted or 0),
+        )
+        steps += emitted - len(timings) - (e.accepted or 0)
+    if not k:
+        return None, None
+    if not drafts:  # timings without a draft: the server drafted nothing over the job
+        timed = any(m.engine_timings for m in record.measurements)  # type: ignore[attr-defined]
+        return (0.0 if timed else None), None
+    rate = min(drafts / steps, 1.0) if steps > 0 else None
+    mean = tokens / drafts
+    go_on = None
+    if mean < k - 1e-6:  # sum of go_on**i, i < k, is the mean length: bisection
+        lo, hi = 0.0, 1.0
+        for _ in range(60):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if sum(mid**i for i in range(k)) < mean else (lo, mid)
+        go_on = round(lo, 4)
+    return (round(rate, 4) if rate is not None and rate < 0.9999 else None), go_on
+
+
 def byte_suffix_tokens(record: RunRecord) -> int | None:
     """A cache-reuse job's new suffix in tokens where its server counted bytes (the byte-level tokenizer of
     the config-only folders specexp writes, runtime.load_format=dummy): the marker, the instruction and,
@@ -108,16 +145,38 @@ def sim_overrides(record: RunRecord, engine: str) -> list[str]:
     kept = [
         o for o in record.provenance.overrides if not o.lstrip("+").startswith(ENGINE_OVERRIDES)
     ]
-    out = ["runtime=sim", f"runtime.engine={engine}", *kept]
+    out = ["runtime=sim", f"runtime.engine={engine}", *kept, *_engine_only_keys(kept)]
     accepted = acceptance(record)
+    workload_class = (record.provenance.config.get("workload") or {}).get(
+        "acceptance_class", "fresh"
+    )
     if accepted:
-        workload_class = (record.provenance.config.get("workload") or {}).get(
-            "acceptance_class", "fresh"
-        )
         out.append(f"drafter.acceptance.{workload_class}=[{','.join(str(a) for a in accepted)}]")
+    rate, go_on = draft_shape(record)
+    if rate is not None:
+        out.append(f"++drafter.draft_rate={{{workload_class}:{rate}}}")
+    if go_on is not None:
+        out.append(f"++drafter.draft_continue={{{workload_class}:{go_on}}}")
     suffix = byte_suffix_tokens(record)
     if suffix is not None:
         out.append(f"workload.suffix_tokens={suffix}")
+    return out
+
+
+def _engine_only_keys(overrides: Sequence[str]) -> list[str]:
+    """Deletions (`~runtime.KEY`) of the runtime keys an experiment file sets that the simulator has
+    not (a study's `runtime.extra_args` for its server): the study's cells, on the simulator."""
+    from omegaconf import OmegaConf
+
+    from specexp.spec.paths import experiments_dir
+    from specexp.spec.runtime import SimRuntimeSpec
+
+    out = []
+    for o in overrides:
+        if o.lstrip("+").startswith("experiment="):
+            path = experiments_dir() / f"{o.split('=', 1)[1]}.yaml"
+            runtime = OmegaConf.load(path).get("runtime") or {}
+            out += [f"~runtime.{key}" for key in runtime if key not in SimRuntimeSpec.model_fields]
     return out
 
 

@@ -16,6 +16,9 @@ roofline, max(bytes / bandwidth, FLOPs / compute):
 A mixture of experts reads the routed experts its tokens touch (`ModelShape.touched_share`) and
 computes with the k experts of each token.
 
+On a CPU (`Achieved.serial_batched_matmuls`) a pass over more than one token streams the weights
+and computes one after the other: it pays their sum, not their max.
+
 Summing the groups, rather than taking one max over the whole pass, is what the H200 step
 times show (benchmarks/calibration.py): at 64 x 16 verify tokens the GEMMs are
 compute-bound while attention still pays its KV reads. Whether a group is bandwidth- or
@@ -200,9 +203,14 @@ class CostModel:
         """The weight matmuls of a pass over `tokens` tokens, `logits` of them projected."""
         every, routed, per_token, per_logit = self._matmul_terms
         moved = every - routed * (1.0 - self.shape.touched_share(tokens))
-        if self.hardware.achieved.small_batch_tflops is None:
-            return max(moved, tokens * per_token + logits * per_logit)
-        return max(moved, self._small_batch_compute(tokens, logits))
+        a = self.hardware.achieved
+        if a.small_batch_tflops is None:
+            compute = tokens * per_token + logits * per_logit
+        else:
+            compute = self._small_batch_compute(tokens, logits)
+        if a.serial_batched_matmuls and tokens > 1:  # a CPU's cores load, then compute
+            return moved + compute
+        return max(moved, compute)
 
     def _small_batch_compute(self, tokens: int, logits: int) -> float:
         """Matmul compute seconds when small-batch kernels cap the rate (`Achieved.small_batch_tflops`):

@@ -178,6 +178,9 @@ def too_long(spec: ExperimentSpec) -> str | None:
 ADDED_WHEN_SET = {
     "model": ("moe", "packaged_weights", "draft_model"),
     "draft_model": ("moe", "packaged_weights", "draft_model"),
+    "drafter": ("draft_rate", "draft_continue"),
+    "hardware": ("achieved.serial_batched_matmuls",),
+    "quantization": ("dequantized_from",),
 }
 """Fields added after run ids were first issued: left out of the digest while unset, so that
 every earlier cell keeps its id."""
@@ -187,8 +190,12 @@ def _digest(spec: ExperimentSpec, **fields: Any) -> str:
     data = spec.model_dump(mode="json", **fields)  # type: ignore[arg-type]
     for group, names in ADDED_WHEN_SET.items():
         for name in names:
-            if isinstance(data.get(group), dict) and data[group].get(name) is None:
-                data[group].pop(name, None)
+            *parents, leaf = name.split(".")
+            node = data.get(group)
+            for part in parents:
+                node = node.get(part) if isinstance(node, dict) else None
+            if isinstance(node, dict) and node.get(leaf) is None:
+                node.pop(leaf, None)
     if (
         "runtime" in data
     ):  # every runtime's keys, as when one model held them: earlier run ids stay valid

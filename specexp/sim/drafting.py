@@ -23,6 +23,8 @@ from specexp.spec.experiment import DrafterSpec, QuantizationSpec
 
 GOLDEN = 0.6180339887498949
 """The golden ratio's fractional part: the step of the draws' low-discrepancy sequence."""
+SILVER = 0.4142135623730951
+"""sqrt(2) - 1: the step of the sequence of whether a step drafts at all, apart from the golden one."""
 DRAFT_PASS_OVERHEAD = 0.1
 """Share of a target pass's per-step overhead that one drafter pass pays (assumed: its input
 preparation and argmax, captured in the same CUDA graph); it also pays the per-layer overhead
@@ -77,9 +79,19 @@ class DraftCost:
     target: CostModel
     draft_model: CostModel | None
     quant: QuantizationSpec
+    catch_up: bool = False
+    """A draft model runs over the target's batch first (EngineProfile.draft_model_catch_up)."""
+
+    @property
+    def samples(self) -> bool:
+        """It samples every token it drafts from its own logits (every drafter but a lookup): with
+        EngineProfile.sampling per_token each costs the engine's sampler (llama.cpp's draft model
+        draws each with top-k 10 over the whole vocabulary)."""
+        return self.drafter.kind != "lookup"
 
     def seconds(self, k: int, slices: list[Slice]) -> float:
-        """Drafting time before one verify pass of `slices` (one slice per sequence)."""
+        """Drafting time before one verify pass of `slices` (one slice per sequence, of its drafted
+        tokens plus one; a sequence that drafts nothing brings one token)."""
         if k <= 0 or not slices:
             return 0.0
         return (
@@ -124,15 +136,31 @@ class DraftCost:
             t.attention_seconds(prefill) * drafter_kv_layers(d) / full if full else 0.0
         )
 
+    def _draft_model_seconds(self, k: int, slices: list[Slice]) -> float:
+        """A draft model's passes: with `catch_up`, one over the target's verify tokens (its last
+        token's logits only); then one a position for the sequences still drafting, a draft cut
+        short by p_min taking one more (the pass whose token it drew and dropped)."""
+        model = self.draft_model
+        assert model is not None
+        seconds = 0.0
+        if self.catch_up:
+            seconds += model.pass_seconds(
+                [Slice(s.tokens, s.context, int(i == 0)) for i, s in enumerate(slices)]
+            )
+        passes = [(s, s.tokens if s.tokens <= k else k) for s in slices if s.tokens > 1]
+        for i in range(max((n for _, n in passes), default=0)):
+            seconds += model.pass_seconds(
+                [Slice(tokens=1, context=s.context, logits=1) for s, n in passes if n > i]
+            )
+        return seconds
+
     def draft_seconds(self, k: int, slices: list[Slice]) -> float:
         d, c, t = self.drafter, self.drafter.cost, self.target
         batch = len(slices)
         if d.kind == "lookup":
             return c.overhead_ms / 1e3
         if d.kind == "draft_model":
-            assert self.draft_model is not None
-            passes = [Slice(tokens=1, context=s.context, logits=1) for s in slices]
-            return k * self.draft_model.pass_seconds(passes) + c.overhead_ms / 1e3
+            return self._draft_model_seconds(k, slices) + c.overhead_ms / 1e3
         bpw = head_bytes_per_weight(d, self.quant)
         active = head_active_params(d, t)
         dtype = self._head_dtype()
@@ -197,7 +225,12 @@ class AcceptanceModel:
         scale = drafter.quantization_scale.get(quantization, 1.0)
         self.by_position = [min(1.0, p * scale ** (i + 1)) for i, p in enumerate(table)]
         self.tail = drafter.acceptance_tail
-        self._u = float(np.random.default_rng(seed).random())
+        self.rate = (drafter.draft_rate or {}).get(workload_class, 1.0)
+        self.go_on = (drafter.draft_continue or {}).get(workload_class, 1.0)
+        rng = np.random.default_rng(seed)
+        self._u = float(rng.random())
+        self._v = float(rng.random())
+        """The draws of whether a step drafts at all: a sequence of their own."""
         self._thresholds: dict[int, list[float]] = {}
 
     def _random(self) -> float:
@@ -227,9 +260,22 @@ class AcceptanceModel:
 
     def draw(self, k: int) -> int:
         """Accepted draft tokens of one verify step (0..k)."""
+        return self.propose(k)[1]
+
+    def propose(self, k: int) -> tuple[int, int]:
+        """(tokens drafted, tokens of them accepted) of one sequence's decode step: (0, 0) when it
+        drafts nothing (`draft_rate`). One draw decides both: a draft is i long or more with chance
+        draft_continue**(i-1), never shorter than what is accepted."""
+        if self.rate < 1.0:
+            v, self._v = self._v, (self._v + SILVER) % 1.0
+            if v >= self.rate:
+                return 0, 0
         u, accepted = self._random(), 0
         for threshold in self.thresholds(k):
             if u >= threshold:
                 break
             accepted += 1
-        return accepted
+        drafted = k
+        if self.go_on < 1.0:  # u below go_on**(i - 1): position i drafted
+            drafted = 1 + sum(1 for i in range(1, k) if u < self.go_on**i)
+        return max(drafted, accepted), accepted

@@ -247,11 +247,12 @@ class SimEngine:
         if self._slot_last_used:  # llama-server builds its batch slot by slot, in slot order
             running = sorted(running, key=lambda s: s.slot)
         decoding = [s for s in running if not s.in_prefill]
+        proposed = [self._propose() for _ in decoding]  # (drafted, accepted) per sequence
         verify = [
-            Slice(tokens=k + 1, context=s.context, logits=k + 1, state_writes=k + 1)
-            for s in decoding
+            Slice(tokens=d + 1, context=s.context, logits=d + 1, state_writes=d + 1)
+            for s, (d, _) in zip(decoding, proposed, strict=True)
         ]
-        budget -= len(verify) * (k + 1)
+        budget -= sum(x.tokens for x in verify)
         chunks: list[tuple[Seq, int]] = []
         for s in running:
             if s.in_prefill and budget > 0:
@@ -279,10 +280,14 @@ class SimEngine:
             seconds += self.draft.seconds(k, verify) + self.draft.prefill_seconds(
                 [Slice(tokens=n, context=s.prefilled, logits=0) for s, n in chunks]
             )
-        sampled = len(decoding) + sum(1 for s, n in chunks if s.prefilled + n == s.prompt)
-        p = self.profile
+        p, drafts_sampled = self.profile, self.draft is not None and self.draft.samples
+        sampled = (
+            sum(a + 1 + d * drafts_sampled for d, a in proposed)
+            if p.sampling == "per_token"
+            else len(decoding)
+        ) + sum(1 for s, n in chunks if s.prefilled + n == s.prompt)
         self.clock += seconds + self._step_s + p.seq_overhead_ms * sampled / 1e3
-        emitted = [(s, self._emit(s, self._verify())) for s in decoding]
+        emitted = [(s, self._emit(s, a + 1)) for s, (_, a) in zip(decoding, proposed, strict=True)]
         for s, n in chunks:
             s.checkpoints |= self.layout.kept_states(
                 s.prefilled, s.prefilled + n, s.prompt, s.junction
@@ -306,18 +311,19 @@ class SimEngine:
             restores * state / p.checkpoint_restore_gbps if p.checkpoint_restore_gbps else 0.0
         )
 
-    def _verify(self) -> int:
-        """Tokens one sequence emits from one decode step: accepted drafts + the bonus token."""
+    def _propose(self) -> tuple[int, int]:
+        """One sequence's draft this step, counted: (tokens drafted, tokens of them accepted); it
+        emits the accepted ones and the bonus token."""
         if self.k == 0 or self.acceptance is None:
-            return 1
-        accepted = self.acceptance.draw(self.k)
+            return 0, 0
+        drafted, accepted = self.acceptance.propose(self.k)
         c = self.counts
-        c.drafts += 1
-        c.draft_tokens += self.k
+        c.drafts += drafted > 0
+        c.draft_tokens += drafted
         c.accepted += accepted
         for i in range(accepted):
             c.per_position[i] += 1
-        return accepted + 1
+        return drafted, accepted
 
     def _emit(self, s: Seq, tokens: int) -> int:
         tokens = min(tokens, s.max_tokens - s.generated)

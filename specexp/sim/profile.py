@@ -26,7 +26,7 @@ not named is simulated **uncalibrated**, and the report's Method says so.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -148,8 +148,21 @@ class EngineProfile(BaseModel):
     sync_step_overhead_ms: float = Field(default=0.0, ge=0)
     """CPU time of a step the engine schedules synchronously (`sync_scheduling_drafters`), ms: the
     scheduler, the drafter's proposal and the next step's inputs no longer overlap the GPU's pass."""
+    sampling: Literal["per_sequence", "per_token"] = "per_sequence"
+    """What `seq_overhead_ms` is paid for. per_sequence: once per sequence that samples in a step;
+    per_token: once per token a step emits (llama-server samples a verify's positions one by one,
+    up to the first that differs from the draft: common_sampler_sample_and_accept_n) and once per
+    token a model drafter drafts (it samples its own logits: specexp.sim.drafting.DraftCost.samples)."""
+    draft_model_catch_up: bool = False
+    """A draft model also runs over every token of the target's batch, in one batched pass, before
+    it drafts (llama.cpp's draft-simple `process` takes the target's batch, prompts and verify
+    tokens alike), besides its sequential passes: one per position drafted, and one more for the
+    position whose token it drew under p_min. False: k sequential passes."""
     calibrations: dict[str, str] = {}
     """Device id -> what the figures were checked against on it."""
+    devices: dict[str, dict[str, Any]] = {}
+    """Device id -> figures of this profile that differ on that device (the engine's kernels and
+    threads differ from one backend to another: llama.cpp's CPU backend has no CUDA graphs)."""
 
     def step_overhead_s(self, drafter: str) -> float:
         """The fixed CPU time of one step with `drafter`, seconds."""
@@ -157,14 +170,23 @@ class EngineProfile(BaseModel):
         return (self.step_overhead_ms + sync) / 1e3
 
 
-def load_profile(name: str | None) -> EngineProfile:
-    """The profile conf/sim_engine/<name>.yaml (None: vllm); SpecError naming the accepted ones."""
+def load_profile(name: str | None, device: str | None = None) -> EngineProfile:
+    """The profile conf/sim_engine/<name>.yaml (None: vllm), with its figures for `device` where it
+    names that device; SpecError naming the accepted ones."""
     from specexp.spec.options import load_option
 
     profile: EngineProfile = load_option(
         EngineProfile, "sim_engine", name or DEFAULT, "runtime.engine"
     )
-    return profile
+    return for_device(profile, device)
+
+
+def for_device(profile: EngineProfile, device: str | None) -> EngineProfile:
+    """`profile` with its figures for `device` (`devices`), validated as the profile's own."""
+    figures = profile.devices.get(device or "")
+    if not figures:
+        return profile
+    return EngineProfile.model_validate({**profile.model_dump(), **figures})
 
 
 def calibration(profile: EngineProfile, spec: ExperimentSpec) -> str:

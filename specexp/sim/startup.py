@@ -42,7 +42,7 @@ def plan_server(
     """The server's start-time decisions; RuntimeFailure where a real engine refuses to start.
     `profile` replaces runtime.engine's (a calibration trying figures)."""
     rt = spec.runtime
-    profile = profile or load_profile(rt.engine)
+    profile = profile or load_profile(rt.engine, spec.hardware.name)
     hardware = spec.hardware
     if profile.layer_overhead_us is not None:  # the engine's own kernels' fixed cost per layer
         hardware = hardware.model_copy(update={"layer_overhead_us": profile.layer_overhead_us})
@@ -57,8 +57,8 @@ def plan_server(
         )
     draft_model = None
     if spec.drafter.cost.uses_draft_model and spec.draft_model is not None:
-        draft_model = CostModel.build(
-            spec.hardware, spec.draft_model, spec.quantization, rt.kv_cache_dtype
+        draft_model = CostModel.build(  # run by the same engine: its own per-layer cost too
+            hardware, spec.draft_model, spec.quantization, rt.kv_cache_dtype
         )
     k = spec.k or 0
     context = context_limit(spec, k)
@@ -133,7 +133,13 @@ def start_engine(
     profile = plan.profile
     draft = acceptance = None
     if k > 0:
-        draft = DraftCost(spec.drafter, target, plan.draft_model, spec.quantization)
+        draft = DraftCost(
+            spec.drafter,
+            target,
+            plan.draft_model,
+            spec.quantization,
+            catch_up=profile.draft_model_catch_up,
+        )
         acceptance = AcceptanceModel(
             spec.drafter, spec.workload.acceptance_class, spec.quantization.name, spec.seed
         )

@@ -56,6 +56,11 @@ class Achieved(_Spec):
     None: matmuls run at their data type's rate at any batch."""
     small_batch_rows: int = Field(default=16, ge=1)
     """Tokens per weight read up to which `small_batch_tflops` holds (the kernels' tile rows)."""
+    serial_batched_matmuls: bool | None = None
+    """True: a pass over more than one token streams the weights and computes one after the other
+    (their sum), where a one-token pass overlaps them (their max): on a CPU the same few cores load
+    the weights and compute, and llama.cpp's one-token mat-vec kernels stream while they compute
+    (fitted: conf/hardware/cpu.yaml). None: every pass overlaps them."""
 
 
 class HardwareSpec(_Spec):
@@ -230,6 +235,10 @@ class QuantizationSpec(_Spec):
     """Bytes per weight of a drafter shipped with the checkpoint (MTP tensors)."""
     engine_names: dict[str, str | None] = {}
     """What each runtime calls this scheme (vLLM `--quantization`, a GGUF file type, ...)."""
+    dequantized_from: str | None = None
+    """The GGUF file type (llama.cpp's name, e.g. Q4_K_M) whose values these weights are: an engine
+    that reads no GGUF loads the model's packaged GGUF dequantized into a Hugging Face folder
+    (specexp.models.hf_from_gguf). None: the weights are the checkpoint's own."""
 
 
 class DrafterCost(_Spec):
@@ -286,6 +295,17 @@ class DrafterSpec(_Spec):
     """Per workload class: fraction of drafts whose position i (1-based) is accepted."""
     acceptance_tail: float = Field(default=0.5, ge=0, le=1)
     """Beyond the listed positions, each deeper position keeps this share of the last."""
+    draft_rate: dict[str, float] | None = None
+    """Per workload class, the share of decode steps at which the drafter proposes a draft at all (a
+    lookup finds no match in fresh text, and the step verifies its one token alone); a class not
+    listed, or None: every step drafts. `acceptance` is per draft proposed."""
+    draft_continue: dict[str, float] | None = None
+    """Per workload class, the chance that a draft goes on past each position, up to k (llama-server
+    caps a draft at the tokens left to generate, less one, and stops its draft model under
+    --spec-draft-p-min where one is set; a lookup stops at its match's end): a draft is i positions
+    long or more with chance draft_continue**(i-1),
+    and drafting stops where acceptance does (one draw decides both, so the measured acceptance by
+    position holds). A class not listed, or None: every draft is k long."""
     quantization_scale: dict[str, float] = {}
     """Per weight quantization, a multiplier of every position's conditional acceptance (position i
     keeps scale**i of its share): a drafter reads the target's states, and coarser weights blur them."""
