@@ -27,17 +27,29 @@ class SessionSpec(_Spec):
     agent) or unique prose."""
 
 
+UNSAFE_CODE_TASKS = ("specexp_code", "humaneval", "mbpp", "cruxeval", "longproc")
+"""Tasks that run the model's code (lm-eval 0.4.13's `unsafe_code: true`, and specexp's own
+`specexp_code`), by name or name prefix: composing one without the opt-in is refused."""
+
+
+def runs_model_code(name: str) -> bool:
+    """Whether one of the tasks (lm-eval's comma-separated list) runs the model's code."""
+    return any(t.strip().startswith(UNSAFE_CODE_TASKS) for t in name.split(","))
+
+
 class TaskSpec(_Spec):
     """A task scored by lm-evaluation-harness against the server a job started (docs/answers.md
     section 2)."""
 
     name: str
-    """An lm-eval task (gsm8k, humaneval, mmlu_pro, ...), or `specexp_arithmetic`: the local
-    GSM8K-format task specexp writes itself (no download)."""
+    """An lm-eval task (gsm8k, humaneval, mmlu_pro, ...), or a local task specexp writes itself
+    (no download): `specexp_arithmetic` (GSM8K's format) or `specexp_code` (Python functions run
+    against their tests; needs `confirm_run_unsafe_code`)."""
     limit: int | None = Field(default=None, ge=1)
     """Items scored (lm-eval --limit); None: every item of the task."""
     items: int = Field(default=60, ge=1)
-    """Items of the local task specexp writes (`specexp_arithmetic`)."""
+    """Items of the local task specexp writes (`specexp_arithmetic`; `specexp_code` has 41
+    problems and writes at most that many)."""
     num_concurrent: int = Field(default=4, ge=1)
     """Requests lm-eval keeps in flight (its model_args num_concurrent)."""
     model_type: Literal["local-chat-completions", "local-completions"] = "local-chat-completions"
@@ -46,9 +58,19 @@ class TaskSpec(_Spec):
     include_path: str | None = None
     """A directory of the user's own lm-eval task YAMLs (lm-eval --include_path)."""
     confirm_run_unsafe_code: bool = False
-    """HumanEval and other code tasks run the model's code: lm-eval asks for this opt-in."""
+    """HumanEval, specexp_code and other code tasks run the model's code: lm-eval asks for this
+    opt-in (--confirm_run_unsafe_code), and a known code task without it is refused."""
     fewshot: int | None = Field(default=None, ge=0)
     """Few-shot examples (lm-eval --num_fewshot); None: the task's own default."""
+
+    @model_validator(mode="after")
+    def _opt_in_to_run_code(self) -> TaskSpec:
+        if runs_model_code(self.name) and not self.confirm_run_unsafe_code:
+            raise ValueError(
+                f"task {self.name} runs the model's code (lm-eval's unsafe_code): set "
+                "workload.task.confirm_run_unsafe_code=true to run it"
+            )
+        return self
 
 
 class WorkloadSpec(_Spec):

@@ -10,7 +10,10 @@ argv list. An API key, where the runtime names one, reaches it only in its envir
 `specexp_arithmetic` is a task specexp writes itself: GSM8K's format (a question, then a worked
 answer ending in `#### N`) with exact answers, scored by GSM8K's strict match, so the tests run
 offline; a tiny model's score on it is near zero, and the pairing, the statistics and the records
-are what they check.
+are what they check. Its prompt states the answer's format: a chat model asked zero-shot answers
+"51 - 99 = -48", which strict match reads as no answer (a score of 0 however right it is).
+`specexp_code` (`code_task`) is the other local task: small Python functions run against their
+tests, with lm-eval's opt-in to run a model's code.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from specexp.runtimes.base import Runtime
 from specexp.runtimes.http import HttpRuntime
 from specexp.spec.cache import cache_dir
 from specexp.spec.workload import TaskSpec, WorkloadSpec
+from specexp.workloads.code_task import CODE_TASK, write_code_task
 
 LM_EVAL_VERSION = "0.4.13"
 LOCAL_TASK = "specexp_arithmetic"
@@ -44,10 +48,10 @@ dataset_kwargs:
 test_split: test
 fewshot_split: test
 output_type: generate_until
-doc_to_text: "Question: {{{{question}}}}\\nAnswer:"
+doc_to_text: "Question: {{{{question}}}}\\nGive the result on the last line, written as \\"#### <number>\\".\\nAnswer:"
 doc_to_target: "{{{{answer}}}}"
 generation_kwargs:
-  until: ["\\n\\n", "Question:"]
+  until: ["Question:"]
   do_sample: false
   temperature: 0.0
 filter_list:
@@ -64,7 +68,7 @@ metric_list:
     ignore_punctuation: false
     regexes_to_ignore: [",", "\\\\$", "(?s).*#### ", "\\\\.$"]
 metadata:
-  version: 1.0
+  version: 2.0
 """
 
 
@@ -85,6 +89,10 @@ def write_local_task(folder: Path, items: int, seed: int = 0) -> Path:
     data.write_text("\n".join(lines) + "\n", encoding="utf-8")
     (folder / "specexp_arithmetic.yaml").write_text(TASK_YAML.format(data=data), encoding="utf-8")
     return folder
+
+
+LOCAL_TASKS = {LOCAL_TASK: write_local_task, CODE_TASK: write_code_task}
+"""The tasks specexp writes itself into the job's folder (no download), by name."""
 
 
 def lm_eval_executable() -> str:
@@ -190,8 +198,8 @@ def drive_task(runtime: Runtime, workload: WorkloadSpec) -> Iterator[Window]:
             "refused", "no_endpoint", f"runtime={runtime.name} has no HTTP endpoint for lm-eval"
         )
     include = Path(task.include_path).expanduser() if task.include_path else None
-    if task.name == LOCAL_TASK and include is None:
-        include = write_local_task(job_dir / "lm_eval_tasks", task.items)
+    if include is None and task.name in LOCAL_TASKS:
+        include = LOCAL_TASKS[task.name](job_dir / "lm_eval_tasks", task.items)
     out = job_dir / "lm_eval"
     argv = lm_eval_argv(
         lm_eval_executable(), task, runtime.base_url, runtime.served_model(), out, include
@@ -199,6 +207,8 @@ def drive_task(runtime: Runtime, workload: WorkloadSpec) -> Iterator[Window]:
     env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_TOKEN"))}
     key_env = getattr(runtime.spec.runtime, "api_key_env", None)
     env["OPENAI_API_KEY"] = os.environ.get(key_env, "EMPTY") if key_env else "EMPTY"
+    if task.confirm_run_unsafe_code:  # the user's opt-in: Hugging Face's code_eval (HumanEval's)
+        env["HF_ALLOW_CODE_EVAL"] = "1"
     before = runtime.counters()
     log = job_dir / "lm_eval.log"
     with log.open("w", encoding="utf-8") as sink:
