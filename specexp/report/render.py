@@ -22,12 +22,18 @@ from specexp.spec.cache import cache_dir
 _IMG = re.compile(r'<p><img src="charts/([A-Za-z0-9_.-]+)\.svg" alt="[^"<>]*" ?/?></p>')
 
 
+SVG_CONFIG = {"font": "DejaVu Sans"}
+"""The SVGs' text in one named font, so that vl-convert measures the same text widths on every machine
+that has it (Debian's base image does: fonts-dejavu-core), whatever else is installed: `sans-serif`
+resolved to Liberation Sans once Chromium's fonts came in, and every chart moved by a pixel."""
+
+
 def write_charts(report: Report, folder: Path) -> list[Path]:
     """One SVG per chart, for the Markdown report (rendered offline by vl-convert)."""
     written = []
     for chart in report.charts:
         path = folder / f"{chart.name}.svg"
-        atomic_write(path, vl_convert.vegalite_to_svg(chart.spec))
+        atomic_write(path, vl_convert.vegalite_to_svg(chart.spec, config=SVG_CONFIG))
         written.append(path)
     return written
 

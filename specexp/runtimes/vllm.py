@@ -9,13 +9,13 @@ and prefix-cache settings of the runtime config, `--enable-prompt-tokens-details
 (1.2), the KV capacity is the one vLLM reports (`cache_config_info` kv_cache_size_tokens, else its
 "KV cache size: N tokens" log line), token counts come from `/tokenize`, and the prefix cache is
 emptied with `POST /reset_prefix_cache`. A generated model (model=tiny-hf) is written by
-specexp.models.tiny_hf and served under its specexp name.
+specexp.models.tiny_hf, a packaged GGUF is dequantized (quantization=q4_k_m_bf16:
+specexp.models.hf_from_gguf), and either is served under its specexp name.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -36,7 +36,7 @@ from specexp.runtimes.vllm_facts import (
     logged_kv_tokens,
     mean,
 )
-from specexp.runtimes.vllm_install import default_executable, written_dir
+from specexp.runtimes.vllm_install import cpu_env, default_executable, written_dir
 from specexp.spec.cache import cache_dir
 from specexp.spec.runtime import VllmRuntimeSpec
 
@@ -119,12 +119,9 @@ class VllmRuntime(HttpRuntime):
         return argv + list(rt.extra_args)
 
     def _writes_model(self) -> bool:
-        rt = self.spec.runtime
-        return (
-            not rt.model_path
-            and not rt.url
-            and (self.spec.model.generated_hf is not None or rt.load_format == "dummy")
-        )
+        rt, written = self.spec.runtime, self.spec.quantization.dequantized_from is not None
+        written = written or self.spec.model.generated_hf is not None or rt.load_format == "dummy"
+        return not rt.model_path and not rt.url and written
 
     def _multimodal_wrapper(self) -> bool:
         return hf_config.HYBRID in self.spec.model.architectures or (
@@ -132,10 +129,11 @@ class VllmRuntime(HttpRuntime):
         )
 
     def model_ref(self) -> str:
-        """runtime.model_path, else the folder specexp writes (a generated model, or the config-only
-        folder of load_format=dummy), else hf_id."""
+        """runtime.model_path, else the folder specexp writes (a generated model, the config-only
+        folder of load_format=dummy, a packaged GGUF dequantized), else hf_id."""
         if not self.spec.runtime.model_path:
-            written = written_dir(self.spec.model, self.spec.runtime.load_format)
+            rt = self.spec.runtime
+            written = written_dir(self.spec.model, rt.load_format, self.spec.quantization)
             if written is not None:
                 return written
         return super().model_ref()
@@ -148,7 +146,7 @@ class VllmRuntime(HttpRuntime):
     def draft_model_ref(self) -> str | None:
         draft = self.spec.draft_model
         if draft is not None and not self.spec.runtime.draft_model_path:
-            written = written_dir(draft, self.spec.runtime.load_format)
+            written = written_dir(draft, self.spec.runtime.load_format, self.spec.quantization)
             if written is not None:
                 return written
         return super().draft_model_ref()
@@ -186,8 +184,8 @@ class VllmRuntime(HttpRuntime):
     def server_env(self, port: int) -> dict[str, str]:
         """Environment of the started server: dev mode, for `POST /reset_prefix_cache` (it only
         mounts extra endpoints and changes nothing that is measured); no usage reports; for
-        hardware=cpu, OpenMP threads left unpinned (vLLM's `auto` pins one per core, which a
-        shared CPU does not have to give); offline for a generated model (nothing to fetch)."""
+        hardware=cpu, OpenMP threads left unpinned and Intel OpenMP preloaded (vllm_install.cpu_env);
+        offline for a model specexp writes (nothing to fetch)."""
         # PYTHONUNBUFFERED: Triton prints its autotuning to stdout, which a log file would hold back
         # until after the window it happened in
         env = {
@@ -197,7 +195,7 @@ class VllmRuntime(HttpRuntime):
             "PYTHONUNBUFFERED": "1",
         }
         if self.spec.hardware.arch == "cpu":
-            env["VLLM_CPU_OMP_THREADS_BIND"] = os.environ.get("VLLM_CPU_OMP_THREADS_BIND", "nobind")
+            env.update(cpu_env(self.spec.runtime.executable or default_executable(self.spec)))
         if self._writes_model():
             env.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"})
         return env
