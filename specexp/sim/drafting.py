@@ -138,8 +138,9 @@ class DraftCost:
 
     def _draft_model_seconds(self, k: int, slices: list[Slice]) -> float:
         """A draft model's passes: with `catch_up`, one over the target's verify tokens (its last
-        token's logits only); then one a position for the sequences still drafting, a draft cut
-        short by p_min taking one more (the pass whose token it drew and dropped)."""
+        token's logits only); then one a position for the sequences still drafting, a draft shorter
+        than k taking one more (llama.cpp's p_min stop: the pass whose token it drew and dropped; a
+        draft capped by the tokens left to generate is counted the same, one pass over)."""
         model = self.draft_model
         assert model is not None
         seconds = 0.0

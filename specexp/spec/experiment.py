@@ -6,7 +6,7 @@ them. Unknown keys and values of the wrong type are errors (``extra="forbid"``).
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
@@ -22,6 +22,8 @@ __all__ = [
 ]  # re-exported: part of the one spec
 
 Dtype = Literal["bf16", "fp8", "fp4", "int8", "int4"]
+Share = Annotated[float, Field(ge=0, le=1)]
+"""A fraction, 0 to 1."""
 Component = Literal["mlp", "attention", "embeddings"]
 
 
@@ -295,17 +297,17 @@ class DrafterSpec(_Spec):
     """Per workload class: fraction of drafts whose position i (1-based) is accepted."""
     acceptance_tail: float = Field(default=0.5, ge=0, le=1)
     """Beyond the listed positions, each deeper position keeps this share of the last."""
-    draft_rate: dict[str, float] | None = None
+    draft_rate: dict[str, Share] | None = None
     """Per workload class, the share of decode steps at which the drafter proposes a draft at all (a
     lookup finds no match in fresh text, and the step verifies its one token alone); a class not
     listed, or None: every step drafts. `acceptance` is per draft proposed."""
-    draft_continue: dict[str, float] | None = None
+    draft_continue: dict[str, Share] | None = None
     """Per workload class, the chance that a draft goes on past each position, up to k (llama-server
     caps a draft at the tokens left to generate, less one, and stops its draft model under
     --spec-draft-p-min where one is set; a lookup stops at its match's end): a draft is i positions
-    long or more with chance draft_continue**(i-1),
-    and drafting stops where acceptance does (one draw decides both, so the measured acceptance by
-    position holds). A class not listed, or None: every draft is k long."""
+    long or more with chance draft_continue**(i-1), and drafting stops where acceptance does (one
+    draw decides both, so the measured acceptance by position holds). A class not listed, or None:
+    every draft is k long."""
     quantization_scale: dict[str, float] = {}
     """Per weight quantization, a multiplier of every position's conditional acceptance (position i
     keeps scale**i of its share): a drafter reads the target's states, and coarser weights blur them."""

@@ -129,3 +129,10 @@ def test_a_bad_figure_for_a_device_is_refused_when_the_profile_loads() -> None:
         for_device(bad, "cpu")
     with pytest.raises(SpecError):
         load_profile("no-such-engine", "cpu")
+
+
+def test_a_draft_rate_outside_zero_to_one_is_refused_naming_the_key() -> None:
+    with pytest.raises(SpecError, match="draft_rate"):
+        build_spec([*CPU_PAIR, "drafter=ngram", "k=4", "++drafter.draft_rate={copy:1.5}"])
+    with pytest.raises(SpecError, match="draft_continue"):
+        build_spec([*CPU_PAIR, "drafter=ngram", "k=4", "++drafter.draft_continue={copy:-0.1}"])
