@@ -124,6 +124,18 @@ def run_specexp(
     )
 
 
+def run_compare(*args: str) -> subprocess.CompletedProcess[str]:
+    """`python -m specexp.report --compare ARGS` in a subprocess; output captured as text."""
+    return subprocess.run(
+        [PYTHON, "-m", "specexp.report", "--compare", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
 @pytest.fixture(scope="session")
 def specexp_cli() -> Callable[..., subprocess.CompletedProcess[str]]:
     return run_specexp

@@ -81,7 +81,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             runs = runs_of(find_records(args.against))
         report = check(figures, runs)
     except (SpecError, RecordError) as err:
-        print(f"specexp.check: {one_line(err.line())}", file=sys.stderr)
+        for line in err.lines() if isinstance(err, SpecError) else [err.line()]:
+            print(f"specexp.check: {one_line(line)}", file=sys.stderr)
         return 2
     sys.stdout.write(render_json(report) if args.format == "json" else render_md(report))
     return report.exit_status

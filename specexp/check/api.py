@@ -15,12 +15,13 @@ from typing import Any
 from specexp.check.against import Citation, cite
 from specexp.check.compare import Comparison, run_comparisons, source_conflicts
 from specexp.check.figures import Figure, FigureSet, load_figures, merge, parse_figures
-from specexp.check.findings import Finding
-from specexp.check.plausibility import LIMITS, Limit, implausible, limit
+from specexp.check.findings import Finding, finding
+from specexp.check.plausibility import Limit, implausible, limit
 from specexp.check.runs import Run
 from specexp.check.sidebyside import DEFAULT_VARY, SideBySide, check_side_by_side
 from specexp.check.yamlread import read_yaml
 from specexp.spec.errors import SpecError
+from specexp.spec.vocabulary import METRICS
 
 
 @dataclass(frozen=True)
@@ -165,13 +166,26 @@ def default_tables(runs: Sequence[Run]) -> list[SideBySide]:
 
 
 def implausible_runs(runs: Sequence[Run]) -> list[Finding]:
-    """Every run metric beyond its physical limit (checked with the run's own acceptance)."""
+    """Every run metric outside what its definition allows or beyond its physical limit (checked
+    with the run's own acceptance), and every run whose server counted tokens it never streamed."""
     out = []
     for run in runs:
-        for metric in LIMITS:
+        for metric in METRICS:
             fig = run.figure(metric)
             if fig is not None and (x := implausible(fig, run.metrics)) is not None:
                 out.append(x)
+        if run.beyond_stream:
+            out.append(
+                finding(
+                    "implausible",
+                    (run.id,),
+                    "the server's usage counts at most the tokens it streamed (each token is "
+                    "at least one byte of text, or one token id)",
+                    f"{sum(run.beyond_stream.values()):,} token(s) more, over "
+                    f"{len(run.beyond_stream)} request(s): every tok/s figure of the run is "
+                    "computed from that count",
+                )
+            )
     return out
 
 

@@ -1,7 +1,7 @@
 """Cited figures: the YAML of docs/vocabulary.md section 4, validated once into frozen values.
 
 Every problem is a `SpecError`: one line naming the file, the key (``figures.ID.KEY``) and
-the accepted values. A figure keeps only the conditions it states; a condition it omits (or
+the accepted values; a file's every problem is reported at once, one line each. A figure keeps only the conditions it states; a condition it omits (or
 writes as null) is unknown. With `drafter: none`, `k` and `drafter_config` are known to be
 none.
 """
@@ -17,7 +17,7 @@ from typing import Any
 
 from specexp.check.values import UNITS, check_value
 from specexp.check.yamlread import read_yaml
-from specexp.spec.errors import SpecError
+from specexp.spec.errors import Mistakes, SpecError, did_you_mean
 from specexp.spec.vocabulary import CONDITIONS, METRICS, C
 
 FIGURE_KEYS = ("value", "unit", "metric", "source", "conditions", "note")
@@ -100,55 +100,94 @@ def merge(sets: Sequence[FigureSet]) -> FigureSet:
 def parse_figures(data: Any, where: str, *, extra_keys: Sequence[str] = ()) -> FigureSet:
     """Validate parsed YAML (`figures:` and optional `comparisons:`) into a FigureSet.
 
-    `extra_keys` are top-level keys to ignore (an experiment file's own keys).
+    `extra_keys` are top-level keys to ignore (an experiment file's own keys). Every mistake of
+    the file is reported at once, one line each.
     """
     if not isinstance(data, Mapping):
         raise SpecError(
             where, "figures", "expected a mapping with a 'figures' key", accepted=TOP_KEYS
         )
-    for key in data:
-        if key not in TOP_KEYS and key not in extra_keys:
-            raise SpecError(where, _k(key), "unknown key", accepted=TOP_KEYS, value=key)
+    mistakes = Mistakes()
+    own = {k: v for k, v in data.items() if k not in extra_keys}
+    meant = _unknown_keys(own, where, "", TOP_KEYS, mistakes)
     raw = data.get("figures")
     if not isinstance(raw, Mapping) or not raw:
-        raise SpecError(where, "figures", "missing, empty or not a mapping of id -> figure")
+        if "figures" not in meant:
+            mistakes.add(
+                SpecError(where, "figures", "missing, empty or not a mapping of id -> figure")
+            )
+        mistakes.raise_any()
     figures: dict[str, Figure] = {}
+    written: list[str] = []
     for fid, body in raw.items():
         if isinstance(fid, bool) or not isinstance(fid, (str, int)) or not str(fid).strip():
-            raise SpecError(where, f"figures.{_k(fid)}", "a figure id must be a non-empty string")
-        if str(fid) in figures:
-            raise SpecError(where, f"figures.{_k(fid)}", "id written twice")
-        figures[str(fid)] = _figure(str(fid), body, where)
-    comparisons = _comparisons(data.get("comparisons"), figures, where)
+            mistakes.add(
+                SpecError(where, f"figures.{_k(fid)}", "a figure id must be a non-empty string")
+            )
+        elif str(fid) in written:
+            mistakes.add(SpecError(where, f"figures.{_k(fid)}", "id written twice"))
+        else:
+            written.append(str(fid))
+            with mistakes.noted():
+                figures[str(fid)] = _figure(str(fid), body, where)
+    comparisons: tuple[ComparisonSpec, ...] = ()
+    with mistakes.noted():
+        comparisons = _comparisons(data.get("comparisons"), written, where)
+    mistakes.raise_any()
     return FigureSet(where, MappingProxyType(figures), comparisons)
+
+
+def _unknown_keys(
+    body: Mapping[Any, Any], where: str, key: str, accepted: Sequence[str], mistakes: Mistakes
+) -> set[str]:
+    """Note each key of `body` not in `accepted`; return the accepted keys they look like
+    misspellings of (whose absence is the same mistake, not another)."""
+    meant = set()
+    for k in body:
+        if k not in accepted:
+            name = f"{key}.{_k(k)}" if key else _k(k)
+            mistakes.add(SpecError(where, name, "unknown key", accepted=accepted, value=k))
+            meant.add(did_you_mean(k, accepted))
+    return {m for m in meant if m is not None}
 
 
 def _known_keys(body: Any, where: str, key: str, accepted: Sequence[str]) -> None:
     """`body` must be a mapping whose keys are all in `accepted`."""
     if not isinstance(body, Mapping):
         raise SpecError(where, key, "expected a mapping", accepted=accepted)
-    for k in body:
-        if k not in accepted:
-            raise SpecError(where, f"{key}.{_k(k)}", "unknown key", accepted=accepted, value=k)
+    mistakes = Mistakes()
+    _unknown_keys(body, where, key, accepted, mistakes)
+    mistakes.raise_any()
 
 
 def _figure(fid: str, body: Any, where: str) -> Figure:
     key = f"figures.{_k(fid)}"
-    _known_keys(body, where, key, FIGURE_KEYS)
+    if not isinstance(body, Mapping):
+        raise SpecError(where, key, "expected a mapping", accepted=FIGURE_KEYS)
+    mistakes = Mistakes()
+    meant = _unknown_keys(body, where, key, FIGURE_KEYS, mistakes)
     for k in REQUIRED_KEYS:
-        if body.get(k) is None:
-            raise SpecError(where, f"{key}.{k}", "missing value")
-    metric = body["metric"]
-    if not isinstance(metric, str) or metric not in METRICS:
-        raise SpecError(
-            where, f"{key}.metric", f"unknown metric {metric!r}", accepted=METRICS, value=metric
+        if body.get(k) is None and not (k in meant and k not in body):
+            mistakes.add(SpecError(where, f"{key}.{k}", "missing value"))
+    metric, unit, factor, value = body.get("metric"), body.get("unit"), None, body.get("value")
+    if metric is not None and (not isinstance(metric, str) or metric not in METRICS):
+        mistakes.add(
+            SpecError(
+                where, f"{key}.metric", f"unknown metric {metric!r}", accepted=METRICS, value=metric
+            )
         )
-    unit, factor = _unit(body["unit"], metric, f"{key}.unit", where)
-    value = _value(body["value"], metric, factor, f"{key}.value", where)
+    elif metric is not None and unit is not None:
+        with mistakes.noted():
+            unit, factor = _unit(unit, metric, f"{key}.unit", where)
+            if value is not None:
+                value = _value(value, metric, factor, f"{key}.value", where)
     for k in ("source", "note"):
         if body.get(k) is not None and not isinstance(body[k], str):
-            raise SpecError(where, f"{key}.{k}", f"must be a string (got {body[k]!r})")
-    conditions = _conditions(body.get("conditions"), f"{key}.conditions", where)
+            mistakes.add(SpecError(where, f"{key}.{k}", f"must be a string (got {body[k]!r})"))
+    conditions: dict[str, Any] = {}
+    with mistakes.noted():
+        conditions = _conditions(body.get("conditions"), f"{key}.conditions", where)
+    mistakes.raise_any()
     written = f"{_show_raw(body['value'])} {body['unit']}"
     return Figure(
         fid,
@@ -207,70 +246,82 @@ def _conditions(raw: Any, key: str, where: str) -> dict[str, Any]:
         return {}
     if not isinstance(raw, Mapping):
         raise SpecError(where, key, "expected a mapping of condition -> value", accepted=CONDITIONS)
+    mistakes = Mistakes()
     for name, value in raw.items():
         if name not in CONDITIONS:
-            raise SpecError(
-                where, f"{key}.{_k(name)}", "unknown condition", accepted=CONDITIONS, value=name
+            mistakes.add(
+                SpecError(
+                    where, f"{key}.{_k(name)}", "unknown condition", accepted=CONDITIONS, value=name
+                )
             )
-        if value is None:
             continue
-        problem = check_value(name, value)
+        problem = check_value(name, value) if value is not None else None
         if problem is not None:
-            raise SpecError(where, f"{key}.{name}", problem[0], accepted=problem[1], value=value)
+            mistakes.add(
+                SpecError(where, f"{key}.{name}", problem[0], accepted=problem[1], value=value)
+            )
     if raw.get(C.drafter) == "none":
         for name in ("k", "drafter_config"):
             if raw.get(name) is not None:
-                raise SpecError(
-                    where, f"{key}.{name}", "means nothing with drafter none; write null or omit it"
+                mistakes.add(
+                    SpecError(
+                        where,
+                        f"{key}.{name}",
+                        "means nothing with drafter none; write null or omit it",
+                    )
                 )
+    mistakes.raise_any()
     return normalise(raw)
 
 
-def _comparisons(raw: Any, figures: Mapping[str, Figure], where: str) -> tuple[ComparisonSpec, ...]:
+def _comparisons(raw: Any, ids: Sequence[str], where: str) -> tuple[ComparisonSpec, ...]:
+    """The comparisons of a file whose figures have ids `ids` (those written, valid or not)."""
     if raw is None:
         return ()
     if not isinstance(raw, list):
         raise SpecError(where, "comparisons", "expected a list of {figures: [a, b], vary: [...]}")
+    mistakes = Mistakes()
     out = []
     for i, item in enumerate(raw):
-        key = f"comparisons[{i}]"
-        _known_keys(item, where, key, COMPARISON_KEYS)
-        ids = item.get("figures")
-        if (
-            not isinstance(ids, list)
-            or len(ids) != 2
-            or any(not isinstance(x, (str, int)) for x in ids)
-        ):
-            raise SpecError(
-                where, f"{key}.figures", "expected a list of two figure ids", accepted=figures
-            )
-        pair = (str(ids[0]), str(ids[1]))
-        for fid in pair:
-            if fid not in figures:
-                raise SpecError(
-                    where, f"{key}.figures", f"no figure {fid!r}", accepted=figures, value=fid
-                )
-        if pair[0] == pair[1]:
-            raise SpecError(where, f"{key}.figures", "a figure compared with itself")
-        vary = item.get("vary") or []
-        if not isinstance(vary, list):
-            raise SpecError(
-                where, f"{key}.vary", "expected a list of condition names", accepted=CONDITIONS
-            )
-        for name in vary:
-            if not isinstance(name, str) or name not in CONDITIONS:
-                raise SpecError(
-                    where,
-                    f"{key}.vary",
-                    f"unknown condition {name!r}",
-                    accepted=CONDITIONS,
-                    value=name,
-                )
-        note = item.get("note")
-        if note is not None and not isinstance(note, str):
-            raise SpecError(where, f"{key}.note", f"must be a string (got {note!r})")
-        out.append(ComparisonSpec(pair, tuple(dict.fromkeys(vary)), note or ""))
+        with mistakes.noted():
+            out.append(_comparison(f"comparisons[{i}]", item, ids, where))
+    mistakes.raise_any()
     return tuple(out)
+
+
+def _comparison(key: str, item: Any, ids: Sequence[str], where: str) -> ComparisonSpec:
+    _known_keys(item, where, key, COMPARISON_KEYS)
+    named = item.get("figures")
+    if (
+        not isinstance(named, list)
+        or len(named) != 2
+        or any(not isinstance(x, (str, int)) for x in named)
+    ):
+        raise SpecError(where, f"{key}.figures", "expected a list of two figure ids", accepted=ids)
+    pair = (str(named[0]), str(named[1]))
+    for fid in pair:
+        if fid not in ids:
+            raise SpecError(where, f"{key}.figures", f"no figure {fid!r}", accepted=ids, value=fid)
+    if pair[0] == pair[1]:
+        raise SpecError(where, f"{key}.figures", "a figure compared with itself")
+    vary = item.get("vary") or []
+    if not isinstance(vary, list):
+        raise SpecError(
+            where, f"{key}.vary", "expected a list of condition names", accepted=CONDITIONS
+        )
+    for name in vary:
+        if not isinstance(name, str) or name not in CONDITIONS:
+            raise SpecError(
+                where,
+                f"{key}.vary",
+                f"unknown condition {name!r}",
+                accepted=CONDITIONS,
+                value=name,
+            )
+    note = item.get("note")
+    if note is not None and not isinstance(note, str):
+        raise SpecError(where, f"{key}.note", f"must be a string (got {note!r})")
+    return ComparisonSpec(pair, tuple(dict.fromkeys(vary)), note or "")
 
 
 def _show_raw(value: Any) -> str:

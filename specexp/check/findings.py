@@ -83,8 +83,11 @@ RULES: Mapping[str, Rule] = MappingProxyType(
             Rule(
                 "implausible",
                 "error",
-                "the figure is beyond the hardware's physical limit (datasheet roofline)",
-                "check the unit, the metric definition (aggregate vs per stream) and the conditions",
+                "the figure is beyond the hardware's physical limit (datasheet roofline), or outside "
+                "what its definition allows (a negative rate, acceptance outside 0-1, fewer than 1 "
+                "token per pass, more tokens counted than streamed)",
+                "check the unit, the metric definition (aggregate vs per stream) and the conditions; "
+                "for a run, the server's counters and usage",
             ),
             Rule(
                 "no_matching_run",

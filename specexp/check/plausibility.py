@@ -282,9 +282,40 @@ def limit(fig: Figure, measured: Mapping[str, Any] | None = None) -> Limit | str
         return f"no limit: {err}"
 
 
+FLOORS: Mapping[str, tuple[float, str]] = MappingProxyType(
+    {
+        "acceptance_rate": (0.0, "a share of drafted tokens is at least 0"),
+        "acceptance_by_position": (0.0, "a share of drafted tokens is at least 0"),
+        "tokens_per_pass": (1.0, "a verifying pass emits at least the token it computes"),
+    }
+)
+"""Metric -> the least value its definition allows, where that is more than 0 or needs saying;
+every other metric (a rate, a time, a count, a share) is at least 0."""
+CEILINGS: Mapping[str, tuple[float, str]] = MappingProxyType(
+    {
+        "task_score": (1.0, "a share of items is at most 1"),
+        "slo_attainment": (1.0, "a share of requests is at most 1"),
+    }
+)
+"""Metric -> the most its definition allows, for shares outside LIMITS."""
+
+
+def defined_range(fig: Figure) -> Limit | None:
+    """The bound of `fig`'s definition it breaks (no hardware needed), or None."""
+    low, why = FLOORS.get(fig.metric, (0.0, "a rate, a time or a count is never negative"))
+    floor = Limit(fig.metric, "min", low, why)
+    if floor.broken_by(fig.value):
+        return floor
+    if fig.metric in CEILINGS:
+        ceiling = Limit(fig.metric, "max", *CEILINGS[fig.metric])
+        return ceiling if ceiling.broken_by(fig.value) else None
+    return None
+
+
 def implausible(fig: Figure, measured: Mapping[str, Any] | None = None) -> Finding | None:
-    """An `implausible` finding when `fig` is beyond its physical limit."""
-    lim = limit(fig, measured)
+    """An `implausible` finding when `fig` is outside what its definition allows (a negative
+    rate, acceptance outside 0-1, fewer than 1 token per pass), or beyond its physical limit."""
+    lim = defined_range(fig) or limit(fig, measured)
     if isinstance(lim, str) or not lim.broken_by(fig.value):
         return None
     sign = "≤" if lim.bound == "max" else "≥"

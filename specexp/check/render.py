@@ -266,13 +266,17 @@ def comparability_md(report: CheckReport, heading: str = "## Comparability") -> 
         out += ["Numbers shown side by side differ only in the conditions their table varies.", ""]
     if report.implausible:
         out += [
-            "Beyond the hardware's physical limit (datasheet roofline), so implausible:",
+            "Beyond a physical limit (the datasheet roofline, or what the figure's definition allows), so implausible:",
             "",
             *findings_table(report.implausible),
             "",
         ]
     else:
-        out += ["No figure is beyond the hardware's physical limit (datasheet roofline).", ""]
+        out += [
+            "No figure is beyond the hardware's physical limit (datasheet roofline) "
+            "or outside what its definition allows.",
+            "",
+        ]
     return "\n".join(out).rstrip() + "\n"
 
 

@@ -40,6 +40,8 @@ class Run:
     """What the measuring client spent (`ClientLoad`), where the measurement has it."""
     load: Mapping[str, Any] = field(default_factory=dict)
     """Open-loop and SLO verdicts of the measurement: `load_delivered`, `slo_met` (where set)."""
+    beyond_stream: Mapping[str, int] = field(default_factory=dict)
+    """By request id, tokens the server's usage counted beyond what the client was streamed."""
 
     def get(self, condition: str) -> Any:
         """A condition named by a variable (a table's column); literal names read as attributes."""
@@ -102,6 +104,7 @@ def runs_of(
                         if v is not None
                     }
                 ),
+                MappingProxyType(dict(m.tokens_beyond_stream)),
             )
         )
     return runs

@@ -136,30 +136,61 @@ class Counters:
     extra: dict[str, float] = field(default_factory=dict)
     """Engine-specific gauges kept for the record (e.g. SGLang's spec_accept_length)."""
 
-    def delta(self, before: Counters) -> Counters:
-        """Counter increase over a window: self (after) minus `before`."""
+    went_back: tuple[str, ...] = ()
+    """A delta's counters that were lower after the window than before it (the engine restarted,
+    or a replica that counted them went away): their increase, and every speculative counter's
+    if one of those went back, is unknown (None)."""
 
-        def sub(a: float | None, b: float | None) -> float | None:
-            return None if a is None else a - (b or 0.0)
+    def delta(self, before: Counters) -> Counters:
+        """Counter increase over a window: self (after) minus `before`. A counter that went
+        backwards has no increase to give: it is None and named in `went_back`."""
+        back: list[str] = []
+
+        def sub(name: str, a: float | None, b: float | None) -> float | None:
+            if a is None:
+                return None
+            if a < (b or 0.0):
+                back.append(name)
+                return None
+            return a - (b or 0.0)
 
         per_pos = None
         if self.accepted_per_position is not None:
             prior = before.accepted_per_position or ()
             # a position absent before the window had not been created yet (0); absent after: unknown
             per_pos = tuple(
-                None if a is None else a - ((prior[i] if i < len(prior) else None) or 0.0)
+                sub(
+                    f"accepted_per_position[{i + 1}]",
+                    a,
+                    (prior[i] if i < len(prior) else None) or 0.0,
+                )
                 for i, a in enumerate(self.accepted_per_position)
             )
-        return Counters(
-            drafts=sub(self.drafts, before.drafts),
-            draft_tokens=sub(self.draft_tokens, before.draft_tokens),
-            accepted=sub(self.accepted, before.accepted),
-            accepted_per_position=per_pos,
-            prompt_tokens=sub(self.prompt_tokens, before.prompt_tokens),
-            cached_prompt_tokens=sub(self.cached_prompt_tokens, before.cached_prompt_tokens),
-            generation_tokens=sub(self.generation_tokens, before.generation_tokens),
-            extra=dict(self.extra),
+        spec = (
+            sub("drafts", self.drafts, before.drafts),
+            sub("draft_tokens", self.draft_tokens, before.draft_tokens),
+            sub("accepted", self.accepted, before.accepted),
         )
+        others = (
+            sub("prompt_tokens", self.prompt_tokens, before.prompt_tokens),
+            sub("cached_prompt_tokens", self.cached_prompt_tokens, before.cached_prompt_tokens),
+            sub("generation_tokens", self.generation_tokens, before.generation_tokens),
+        )
+        if any(name in SPECULATIVE or name.startswith("accepted_per") for name in back):
+            spec, per_pos = (None, None, None), None  # one went back: none of them is whole
+        return Counters(
+            *spec,
+            accepted_per_position=per_pos,
+            prompt_tokens=others[0],
+            cached_prompt_tokens=others[1],
+            generation_tokens=others[2],
+            extra=dict(self.extra),
+            went_back=tuple(back),
+        )
+
+
+SPECULATIVE = ("drafts", "draft_tokens", "accepted")
+"""The counters acceptance is computed from, which only mean something together."""
 
 
 @dataclass(frozen=True)

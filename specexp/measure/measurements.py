@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import hashlib
+import math
 import statistics
 from collections.abc import Iterable
 from typing import Any
 
 from specexp.measure import slo as slos
 from specexp.measure.arrivals import rate_of
-from specexp.measure.events import Counters, Point, Window
+from specexp.measure.events import Counters, Point, RequestTrace, Window
 from specexp.measure.metrics import (
     acceptance_by_position,
     acceptance_rate,
@@ -40,6 +41,9 @@ CLIENT_LAG_S = 0.010
 RATE_MARGIN = 0.10
 """An open-loop point whose achieved rate falls short of its scheduled rate by more than this share
 did not get its load delivered (`load_delivered: false`)."""
+SILENT_TOKENS = 8
+"""Tokens a completion may have that decode to no text the client sees: an end-of-sequence token,
+thinking tags a reasoning parser strips. Every other token decodes to at least one byte."""
 
 
 def measurements(
@@ -122,16 +126,17 @@ def _measurement(
         metrics=Metrics(**metrics),
         token_source="client" if any(t.token_source == "client" for t in traces) else "server",
         samples=kept,
-        spread={
-            n: [min(x for x in v if x is not None), max(x for x in v if x is not None)]
-            for n, v in kept.items()
-        },
+        spread={n: _spread(v) for n, v in kept.items() if _spread(v)},
         requests=[t.request_id for t in traces],
         completions={
-            t.request_id: hashlib.sha256(t.text.encode()).hexdigest()[:16]
+            t.request_id: hashlib.sha256(t.text.encode(errors="replace")).hexdigest()[:16]
             for t in traces
             if t.text is not None
         },
+        tokens_beyond_stream={
+            t.request_id: n for t in traces if (n := tokens_beyond_stream(t)) > 0
+        },
+        counters_went_back=sorted({name for w in windows for name in w.delta.went_back}),
         errors=[t.error for t in traces if t.error],
         engine_timings=[t.engine_timings for t in traces if t.engine_timings] or None,
         engine_counters=_counters(pooled),
@@ -155,6 +160,25 @@ def _measurement(
         },
         task=next((w.task for w in windows if w.task is not None), None),
     )
+
+
+def tokens_beyond_stream(trace: RequestTrace) -> int:
+    """How many more tokens the server's count gives a completion than the client saw: more than
+    its token ids, where the server sent them; else more than its text has UTF-8 bytes, plus the
+    tokens that decode to nothing (SILENT_TOKENS). 0 when the count is within reach."""
+    counted = trace.completion_tokens
+    if counted is None or trace.token_source != "server" or trace.text is None:
+        return 0
+    if trace.token_ids is not None:
+        return max(counted - len(trace.token_ids), 0)
+    seen = len(trace.text.encode(errors="replace")) + SILENT_TOKENS
+    return max(counted - seen, 0)
+
+
+def _spread(values: list[Any]) -> list[float]:
+    """[min, max] of the finite numbers among `values` ([] when there are none)."""
+    numbers = [float(x) for x in values if isinstance(x, (int, float)) and math.isfinite(x)]
+    return [min(numbers), max(numbers)] if numbers else []
 
 
 def _contaminated(windows: list[Window]) -> bool | None:

@@ -13,6 +13,14 @@ from typing import Any
 
 _SPECIAL = "`[]<>*"
 _UNDERSCORES = re.compile(r"_+")
+_ESCAPE_SEQUENCE = re.compile(
+    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]"  # CSI: a colour, a cursor move, a screen clear
+    r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d-\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)"  # OSC: a title
+    r"|\x1b[ -/]*[0-~]"  # any other escape sequence
+)
+_LINE_BREAK = re.compile(r"\r\n|[\t\n\v\f\r\x85\u2028\u2029]")
+_NEWLINE = re.compile(r"\r\n?|[\v\f\x85\u2028\u2029]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def _underscores(match: re.Match[str]) -> str:
@@ -44,9 +52,19 @@ def markdown(text: Any) -> Markdown:
     return text if isinstance(text, Markdown) else cell(text)
 
 
+def printable(text: Any, lines: bool = False) -> str:
+    """`text` as a terminal, a Markdown file or a web page may show it: no escape sequence (a
+    colour, a cursor move, a window title), no other control character (C0, DEL, C1), so a
+    server's words cannot forge a line or retitle a terminal. On one line, each line break or
+    tab becomes a space; with `lines`, line breaks are kept as newlines, and tabs as they are."""
+    s = _ESCAPE_SEQUENCE.sub("", _valid(text))
+    s = _NEWLINE.sub("\n", s) if lines else _LINE_BREAK.sub(" ", s)
+    return _CONTROL.sub("", s)
+
+
 def cell(text: Any) -> Markdown:
     """`text` safe inside a Markdown table cell or paragraph, on one line."""
-    s = _valid(text).replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+    s = printable(text).replace("\\", "\\\\").replace("|", "\\|")
     for ch in _SPECIAL:
         s = s.replace(ch, "\\" + ch)
     return Markdown(_UNDERSCORES.sub(_underscores, s))
@@ -54,11 +72,7 @@ def cell(text: Any) -> Markdown:
 
 def code_span(text: Any) -> Markdown:
     """`text` as an inline code span (backticks and pipes cannot escape it)."""
-    return Markdown(
-        "`"
-        + _valid(text).replace("`", "'").replace("|", "/").replace("\r", " ").replace("\n", " ")
-        + "`"
-    )
+    return Markdown("`" + printable(text).replace("`", "'").replace("|", "/") + "`")
 
 
 def _valid(text: Any) -> str:
@@ -71,8 +85,9 @@ def _valid(text: Any) -> str:
 
 
 def code(text: Any) -> str:
-    """Text for a fenced code block: the fence itself cannot be closed from inside."""
-    return _valid(text).replace("```", "'''")
+    """Text for a fenced code block (a server's log tail): its lines kept, its control characters
+    dropped (`printable`), and the fence itself cannot be closed from inside."""
+    return printable(text, lines=True).replace("```", "'''")
 
 
 def link(label: Any, target: str) -> Markdown:

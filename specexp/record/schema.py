@@ -256,6 +256,13 @@ class Measurement(_Record):
     """workload=task_scores: each item's score by `task/doc_id`."""
     task: dict[str, Any] | None = None
     """workload=task_scores: what lm-eval ran (its version, task, argv without secrets, scores)."""
+    counters_went_back: list[str] = []
+    """The engine counters that were lower after a timed window than before it (an engine restart):
+    those windows' deltas are unknown and count in no acceptance figure."""
+    tokens_beyond_stream: dict[str, int] = {}
+    """By request id, the tokens the server's usage counted beyond what the client was streamed
+    (more than its token ids, or than its text has bytes plus a few silent tokens): a server whose
+    count cannot be true, and so neither can the rates computed from it."""
 
 
 class RunRecord(_Record):

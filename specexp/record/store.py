@@ -7,7 +7,9 @@ of the same run.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import os
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
@@ -16,6 +18,12 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from specexp.record.schema import SCHEMA, RunRecord
+from specexp.record.writable import writable
+
+log = logging.getLogger(__name__)
+
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)  # read once, on import, before any thread of specexp's writes a file
 
 RESULT = "result.json"
 RESULTS_JSONL = "results.jsonl"
@@ -34,10 +42,15 @@ class RecordError(Exception):
 
 
 def atomic_write(path: Path, text: str) -> None:
-    """Write `text` to `path` so that readers see the old file or the new one, never half."""
+    """Write `text` to `path` so that readers see the old file or the new one, never half. The
+    file gets the mode any file the user writes gets (0666 less the umask, as open() gives it,
+    not mkstemp's 0600): a record holds no secret (specexp.spec.credentials), and a sweep folder
+    is committed or shared whole, records and multirun.yaml alike."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
+        with contextlib.suppress(OSError):  # a file system without modes keeps its own
+            os.fchmod(fd, 0o666 & ~_UMASK)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
@@ -51,9 +64,18 @@ def atomic_write(path: Path, text: str) -> None:
 def read_record(path: Path) -> RunRecord:
     """The record in `path`; a RecordError for anything else (another version, not JSON, ...)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except OSError as err:
         raise RecordError(path, f"cannot read: {err.strerror or err}") from None
+    except ValueError:
+        raise RecordError(path, "not UTF-8 text") from None
+    return parse_record(text, path)
+
+
+def parse_record(text: str, path: Path) -> RunRecord:
+    """The record `text` holds (the file `path`, for the error): the reader's one set of rules."""
+    try:
+        data = json.loads(text)
     except ValueError:
         raise RecordError(path, "not JSON") from None
     schema = data.get("schema") if isinstance(data, dict) else None
@@ -75,8 +97,10 @@ def read_record(path: Path) -> RunRecord:
 def write_record(job_dir: Path, record: RunRecord) -> bool:
     """Write result.json unless a complete result of the same run is already there.
 
-    Returns False (and writes nothing) when that would replace a complete result with an
-    incomplete one.
+    What is written is first made writable (specexp.record.writable: repaired text, non-finite
+    numbers unknown, with a note) and read back by the reader's own rules: a record that could not
+    be read back raises RecordError and is not written. Returns False (and writes nothing) when
+    that would replace a complete result with an incomplete one.
     """
     path = job_dir / RESULT
     if record.status != "ok" and path.is_file():
@@ -86,16 +110,24 @@ def write_record(job_dir: Path, record: RunRecord) -> bool:
             existing = None
         if existing is not None and existing.status == "ok" and existing.run_id == record.run_id:
             return False
-    atomic_write(path, record.to_json())
+    text = writable(record).to_json()
+    parse_record(text, path)
+    atomic_write(path, text)
     return True
 
 
 def find_records(roots: Iterable[Path]) -> list[tuple[Path, RunRecord]]:
-    """Every result.json under `roots`, in path order; a RecordError for one that is not a record."""
+    """Every result.json under `roots` that is a record, in path order. One that is not (another
+    schema, half a file, a value this schema refuses) is left out with a warning naming it: it
+    never makes the rest of a folder unreadable."""
     found: list[tuple[Path, RunRecord]] = []
     for root in roots:
         paths = [root] if root.is_file() else sorted(root.rglob(RESULT))
-        found.extend((path, read_record(path)) for path in paths)
+        for path in paths:
+            try:
+                found.append((path, read_record(path)))
+            except RecordError as err:
+                log.warning("left out: %s", err.line())
     return found
 
 

@@ -108,7 +108,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         cited = [load_figures(path) for path in args.cite]
     except SpecError as err:
-        print(f"specexp.report: {err.line()}", file=sys.stderr)
+        for line in err.lines():  # one per mistake of a figures file
+            print(f"specexp.report: {line}", file=sys.stderr)
         return 2
     output = args.output or Path("measurements.md")
     for path in write_report(found, output, args.html, title=args.title, cited=cited):
@@ -118,7 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _compare(args: argparse.Namespace) -> int:
     from specexp.report.build import Report
-    from specexp.report.compare import blocks, compare, read_side
+    from specexp.report.compare import blocks, compare, read_side, refuse_empty
     from specexp.report.markdown import render_markdown
 
     missing = [p for p in args.compare if not p.exists()]
@@ -131,6 +132,11 @@ def _compare(args: argparse.Namespace) -> int:
         print(f"specexp.report: {err.line()}", file=sys.stderr)
         return 2
     result = compare(before, after)
+    try:
+        refuse_empty(result)
+    except SpecError as err:
+        print(f"specexp.report: {err.line()}", file=sys.stderr)
+        return 2
     title = f"Comparison: {before.name} → {after.name}"
     report = Report(None, title, blocks(result, args.fail_if_slower))
     text = render_markdown(report)

@@ -45,7 +45,7 @@ def experiment_figures(records: Sequence[RunRecord]) -> tuple[list[FigureSet], l
         try:
             found = figures_of_experiment(path)
         except SpecError as err:
-            problems.append(err.line())
+            problems.extend(err.lines())
             continue
         if found is not None:
             sets.append(found)

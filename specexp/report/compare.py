@@ -16,6 +16,8 @@ upgrade, a flag or a drafter checkpoint:
   change, and stops those pairs.
 - `--fail-if-slower PCT` exits 1 when a paired headline metric is worse by more than PCT % and
   not within noise, so a repository's CI can gate on it.
+- A comparison of nothing (a side with no records or no finished measurement, no pair, or no
+  headline metric in any pair) exits 2 with one line: a mistyped baseline path never passes a gate.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from specexp.record import find_records, results_lines
 from specexp.record.escape import Markdown, cell, code_span
 from specexp.report.blocks import Block, Heading, Paragraph, TableBlock
 from specexp.report.format import header, number
+from specexp.spec.errors import SpecError
 from specexp.spec.vocabulary import CONDITIONS, METRICS, value_key
 
 HEADLINE = (
@@ -145,6 +148,39 @@ def compare(before: Side, after: Side) -> Comparison:
         pairs.append(Pair(x, partners[0], _deltas(x, partners[0])))
     unpaired += [("after", y, _why(y, a, keys)) for y in b if id(y) not in used]
     return Comparison(before, after, change, pairs, unpaired)
+
+
+def refuse_empty(c: Comparison) -> None:
+    """A comparison with nothing in it is a mistake, not a result (a mistyped path, the wrong
+    folder): a gate that passed it would pass on nothing. Raise a `SpecError` saying why."""
+    for which, side in (("BEFORE", c.before), ("AFTER", c.after)):
+        finished = [x for x in side.lines if x.get("status") == "ok" and x.get("metrics")]
+        if not side.lines:
+            empty = (
+                "nothing in this file" if Path(side.name).is_file() else "no result.json under it"
+            )
+            raise SpecError(side.name, f"--compare {which}", f"no records ({empty})")
+        if not finished:
+            raise SpecError(
+                side.name,
+                f"--compare {which}",
+                f"none of its {len(side.lines)} measurement(s) finished with metrics",
+            )
+    where = f"{c.before.name}, {c.after.name}"
+    if not c.pairs:
+        _, line, why = c.unpaired[0]
+        raise SpecError(
+            where,
+            "--compare",
+            f"no pair of comparable measurements: no two share their conditions besides the "
+            f"change (run {line.get('run_id', '?')}: {why})",
+        )
+    if not any(p.deltas for p in c.pairs):
+        raise SpecError(
+            where,
+            "--compare",
+            f"{len(c.pairs)} pair(s) but no headline metric in common ({', '.join(HEADLINE)})",
+        )
 
 
 def _why(line: Mapping[str, Any], others: Sequence[Mapping[str, Any]], keys: Sequence[str]) -> str:

@@ -15,8 +15,9 @@ from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from specexp.run import hydra_store, interrupt
-from specexp.run.compose import check_overrides, compose_run, spec_of
+from specexp.run.compose import compose_run, spec_of
 from specexp.run.launch import run_composed, save_job_config
+from specexp.run.overrides import check_overrides, check_single
 from specexp.run.report_ahead import ReportAhead
 from specexp.run.summary import write_sweep_outputs
 from specexp.spec import paths
@@ -63,11 +64,34 @@ def run_single(overrides: list[str]) -> None:
     _finish_single(job_dir, status, ahead)
 
 
+def _refuse_missing_config_dirs(args: list[str]) -> None:
+    """A config directory that is not there is a mistyped path: Hydra would search it and find
+    nothing, and every option of it would be reported unknown."""
+    for flag, folder in paths.user_dirs_named(args):
+        found = Path(folder).expanduser()
+        if not found.is_dir():
+            problem = "is not a folder" if found.exists() else "does not exist"
+            raise SpecError(folder, flag, f"the config directory {problem}")
+
+
+def _multirun(args: list[str]) -> bool:
+    """Whether the command line sweeps: -m, hydra.mode=MULTIRUN, or an experiment (which sets
+    its own mode)."""
+    return any(
+        a in ("-m", "--multirun") or a.lstrip("+").startswith("hydra.mode=MULTIRUN") for a in args
+    ) or any("experiment=" in a for a in args)
+
+
 def main(args: list[str]) -> None:
     logging.getLogger("httpx").setLevel(logging.WARNING)
-    paths.set_user_dirs(paths.user_dirs_of(args))  # listed, validated and suggested beside conf/
     try:
-        check_overrides([a for a in args if "=" in a and not a.startswith("-")])
+        _refuse_missing_config_dirs(args)
+        # the user's options: listed, validated and suggested beside conf/'s
+        paths.set_user_dirs(paths.user_dirs_of(args))
+        overrides = [a for a in args if "=" in a and not a.startswith("-")]
+        check_overrides(overrides)
+        if not _multirun(args):
+            check_single(overrides, args)
         hydra_store.register()
         with interrupt.handled():
             if not any(

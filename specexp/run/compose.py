@@ -11,36 +11,20 @@ from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
+from specexp.run.overrides import TOP_LEVEL_KEYS, check_overrides
 from specexp.spec import paths
+from specexp.spec.credentials import refuse_credentials
 from specexp.spec.errors import SpecError
 from specexp.spec.experiment import ExperimentSpec, ModelSpec
 from specexp.spec.options import (
     GROUPS,
     load_option,
     spec_error,
-    submodel,
     validate_option,
     where_set,
 )
-from specexp.spec.runtime import EVERY_KEY, RuntimeSpec
-
-TOP_LEVEL_KEYS = (
-    "k",
-    "seed",
-    "gpu_shared",
-    "experiment",
-    "draft_model",
-    "rerun",
-    "baseline",
-    "citations",
-    "figures",
-    "comparisons",
-    "slo",
-)
-"""Top-level keys besides the groups. `citations`, `figures` and `comparisons` name published figures
-an experiment is compared with (docs/vocabulary.md section 4); the report reads them, not the job."""
 
 
 @dataclass(frozen=True)
@@ -240,6 +224,7 @@ def to_spec(
 ) -> ExperimentSpec:
     """Validate a resolved config into an ExperimentSpec, with `k` resolved: None without a
     drafter, else the given k or the drafter's default (`requested_k` keeps what was given)."""
+    refuse_credentials(data, choices, overrides)  # before any message could show a password
     unknown = sorted(set(data) - set(GROUPS) - set(TOP_LEVEL_KEYS))
     if unknown:
         raise SpecError(
@@ -318,80 +303,3 @@ def _stated(overrides: Sequence[str], top: Mapping[str, Any]) -> tuple[str, ...]
     if top.get("experiment"):
         keys |= set(GROUPS)
     return tuple(sorted(k for k in keys if not k.startswith("hydra")))
-
-
-def _check_path(model: type[BaseModel], parts: list[str], text: str, key: str) -> None:
-    """Every part of a dotted override key must name a field, down to a plain value or a mapping.
-    (A runtime's key is checked against every runtime's here, and against the chosen runtime's
-    own when the spec is made.)"""
-    if model is RuntimeSpec:
-        if parts[0] not in EVERY_KEY:
-            raise SpecError(
-                f"override {text}",
-                key,
-                "no runtime has this key",
-                accepted=list(EVERY_KEY),
-                value=parts[0],
-            )
-        return
-    for part in parts:
-        if part not in model.model_fields:
-            raise SpecError(
-                f"override {text}",
-                key,
-                "unknown key",
-                accepted=list(model.model_fields),
-                value=part,
-            )
-        nested = submodel(model, part)
-        if nested is None:
-            return  # a value or a free-form mapping (peak_tflops, acceptance, ...)
-        model = nested
-
-
-def check_overrides(overrides: Sequence[str]) -> None:
-    """Reject unknown config options and keys on the command line before Hydra composes.
-
-    Hydra's own messages for these span several lines and suggest nothing; this names the
-    override, the key and the accepted values, with a did-you-mean.
-    """
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    parser = OverridesParser.create()
-    for text in overrides:
-        try:
-            override = parser.parse_override(text)
-        except Exception as err:  # Hydra's grammar errors
-            raise SpecError(
-                f"override {text}", text.split("=", 1)[0], f"cannot parse: {err}"
-            ) from None
-        key = override.get_key_element().lstrip("+~")
-        if key.startswith("hydra") or override.is_delete():
-            continue
-        if key in GROUPS or key == "experiment":
-            values = (
-                list(override.sweep_string_iterator())
-                if override.is_sweep_override()
-                else [override.get_value_element_as_str()]
-            )
-            for value in values:
-                if value not in paths.options(key):
-                    raise SpecError(
-                        f"override {text}",
-                        key,
-                        f"no {key} named '{value}'",
-                        accepted=paths.options(key),
-                        value=value,
-                    )
-            continue
-        head, _, rest = key.partition(".")
-        if head in GROUPS:
-            _check_path(GROUPS[head], rest.split("."), text, key)
-        elif head not in TOP_LEVEL_KEYS:
-            raise SpecError(
-                f"override {text}",
-                key,
-                "unknown key",
-                accepted=[*TOP_LEVEL_KEYS, *GROUPS],
-                value=key,
-            )

@@ -149,7 +149,19 @@ def run_job(
     finally:
         if runtime is not None and not runtime.reusable:
             pool.discard(runtime)
-    return _finish(cell, progress, runtime, job_dir, overrides, config, started)
+    try:
+        return _finish(cell, progress, runtime, job_dir, overrides, config, started)
+    except OSError:
+        raise  # the job's folder cannot be written: the caller says so and the sweep goes on
+    except Exception as err:  # recording what was measured failed: the job failed, not the sweep
+        log.exception("job %s could not be recorded", cell.run_id)
+        progress.status = "failed"
+        progress.error = ErrorInfo(
+            kind="unexpected_error",
+            message=f"recording the job failed: {type(err).__name__}: {err}",
+            log_tail=runtime.log_tail() if runtime else "",
+        )
+        return _finish(cell, progress, runtime, job_dir, overrides, config, started, False)
 
 
 def prompt_counter(runtime: Runtime, workload: WorkloadSpec) -> CountPrompt:
@@ -194,6 +206,26 @@ def _raise_on_failed_requests(window: Window, runtime: Runtime) -> None:
         )
 
 
+def measured_notes(record: RunRecord) -> list[str]:
+    """What a job's measurements say about the server's own figures: counters that went backwards,
+    token counts the stream cannot hold."""
+    notes: list[str] = []
+    back = sorted({n for m in record.measurements for n in m.counters_went_back})
+    if back:
+        notes.append(
+            f"engine counters went backwards during a timed window ({', '.join(back)}): the engine "
+            "restarted, or a replica went away; those windows count in no acceptance figure"
+        )
+    beyond = {r: n for m in record.measurements for r, n in m.tokens_beyond_stream.items()}
+    if beyond:
+        notes.append(
+            f"the server's usage counted {sum(beyond.values()):,} token(s) more than the client "
+            f"was streamed, over {len(beyond)} request(s): its token counts, and every rate "
+            "computed from them, cannot be true"
+        )
+    return notes
+
+
 def _finish(
     cell: Cell,
     progress: _Progress,
@@ -202,8 +234,10 @@ def _finish(
     overrides: list[str],
     config: dict[str, Any],
     started: str,
+    measured: bool = True,
 ) -> RunRecord:
-    """The record of what was measured (partial windows marked), written to result.json."""
+    """The record of what was measured (partial windows marked), written to result.json; without
+    `measured`, the record of a job whose measurements could not be recorded (none kept)."""
     spec, info, runtime_cls = cell.spec, progress.info, runtime_for(cell.spec.runtime.name)
     conditions = run_conditions(
         spec,
@@ -243,9 +277,12 @@ def _finish(
             kv_cache_tokens=info.kv_cache_tokens if info else None,
             partial=progress.status != "ok",
             slo=spec.slo,
-        ),
-        notes=runtime.notes() if runtime is not None else [],
+        )
+        if measured
+        else [],
+        notes=(runtime.notes() if runtime is not None else []),
     )
+    record = record.model_copy(update={"notes": [*record.notes, *measured_notes(record)]})
     if write_record(job_dir, record):
         write_requests(job_dir, progress.windows, spec.workload.record_chunk_times)
     else:

@@ -13,6 +13,7 @@ from pathlib import Path
 import yaml
 
 from specexp.record import write_record
+from specexp.record.escape import printable
 from specexp.run import progress
 from specexp.run.compose import Composed
 from specexp.run.job import run_job, skipped_result
@@ -34,9 +35,16 @@ def save_job_config(job_dir: Path, composed: Composed, overrides: Sequence[str])
 
 
 def run_composed(
-    composed: Composed, overrides: Sequence[str], job_dir: Path, root: Path, multirun: bool
+    composed: Composed,
+    overrides: Sequence[str],
+    job_dir: Path,
+    root: Path,
+    multirun: bool,
+    save_config: bool = False,
 ) -> str:
-    """Run one job into `job_dir` (its sweep's `root`) and say how it ended: its status."""
+    """Run one job into `job_dir` (its sweep's `root`) and say how it ended: its status. With
+    `save_config`, its `.hydra` files are written first (a job the sweeper runs itself): a folder
+    that cannot take them fails the job, as one that cannot take its record does."""
     cell, data = make_cell(composed.spec), composed.config
     overrides = list(overrides)
     description = " ".join(o for o in overrides if not o.startswith("+experiment")) or "(defaults)"
@@ -44,6 +52,8 @@ def run_composed(
     if sweep_progress is not None:
         sweep_progress.started_job(description)
     try:
+        if save_config:
+            save_job_config(job_dir, composed, overrides)
         if cell.refuse_reason and not cell.skip_reason:  # known before any server starts
             write_record(job_dir, skipped_result(cell, cell.refuse_reason, overrides, data))
             print(f"job {cell.run_id}: refused: {cell.refuse_reason}", flush=True)
@@ -56,7 +66,7 @@ def run_composed(
             else f"already complete in {root}"
         )
     except OSError as err:  # the job directory is not writable, the disk is full...
-        status, detail = "failed", f"could not write {job_dir}/result.json: {err}"
+        status, detail = "failed", f"could not write in {job_dir}: {err.strerror or err}"
     finally:
         if not multirun:
             pool.release()
@@ -65,5 +75,7 @@ def run_composed(
             f"{cell.run_id} {description}", status + (f" ({detail})" if detail else "")
         )
     else:
-        print(f"job {cell.run_id}: {status}{': ' + detail if detail else ''}", flush=True)
+        print(
+            f"job {cell.run_id}: {status}{': ' + printable(detail) if detail else ''}", flush=True
+        )
     return status

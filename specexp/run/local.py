@@ -19,7 +19,7 @@ from typing import Any
 
 from specexp.run import progress
 from specexp.run.compose import Composed
-from specexp.run.launch import run_composed, save_job_config
+from specexp.run.launch import run_composed
 
 Job = tuple[list[str], Path]
 """A job's overrides and its directory."""
@@ -39,8 +39,7 @@ def _run(
     compose: Callable[[list[str]], Composed], overrides: list[str], job_dir: Path, sweep_dir: Path
 ) -> str:
     composed = compose(overrides)
-    save_job_config(job_dir, composed, overrides)
-    return run_composed(composed, overrides, job_dir, sweep_dir, multirun=True)
+    return run_composed(composed, overrides, job_dir, sweep_dir, multirun=True, save_config=True)
 
 
 def _cores() -> int:

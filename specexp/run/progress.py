@@ -1,7 +1,9 @@
 """Progress of a sweep: jobs done / total, the current configuration, elapsed and estimated time.
 
 A live rich bar on a terminal; one plain line per job otherwise, so CI logs carry no
-carriage-return spam.
+carriage-return spam. A job's status may quote its server (an error body): it is shown as plain
+text, its control characters dropped, so a server can neither forge a line nor retitle the
+terminal, and rich reads no markup in it.
 """
 
 from __future__ import annotations
@@ -9,6 +11,8 @@ from __future__ import annotations
 import sys
 import time
 from typing import TYPE_CHECKING, Any
+
+from specexp.record.escape import printable
 
 if TYPE_CHECKING:
     from rich.progress import Progress
@@ -38,7 +42,7 @@ class SweepProgress:
                 TextColumn("[bold]sweep"),
                 BarColumn(),
                 MofNCompleteColumn(),
-                TextColumn("{task.description}"),
+                TextColumn("{task.description}", markup=False),  # a server's words, as said
                 TimeElapsedColumn(),
                 TextColumn("eta"),
                 TimeRemainingColumn(),
@@ -50,10 +54,11 @@ class SweepProgress:
 
     def started_job(self, description: str) -> None:
         if self._progress is not None:
-            self._progress.update(self._task, description=description)
+            self._progress.update(self._task, description=printable(description))
 
     def finished_job(self, description: str, status: str) -> None:
         self.done += 1
+        description, status = printable(description), printable(status)
         if self._progress is not None:
             self._progress.update(self._task, advance=1, description=f"{description}: {status}")
             return

@@ -86,12 +86,20 @@ class Sweeper(HydraSweeper):
         sweep_dir = Path(self.config.hydra.sweep.dir)
         plan = make_plan([cell for cell, _ in cells])
         done = {} if any(rerun for _, rerun in cells) else completed_runs(sweep_dir)
-        sweep_dir.mkdir(parents=True, exist_ok=True)
-        OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
-        print(describe_plan(jobs, plan, done, added), flush=True)
-        record_skipped(sweep_dir, jobs, plan)
+        try:
+            sweep_dir.mkdir(parents=True, exist_ok=True)
+            OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
+            print(describe_plan(jobs, plan, done, added), flush=True)
+            record_skipped(sweep_dir, jobs, plan)
+        except OSError as err:
+            ahead.close()
+            exit_on_spec_error(
+                SpecError(str(sweep_dir), "hydra.sweep.dir", f"cannot write: {err.strerror or err}")
+            )
         todo = [(jobs[i], cell) for i, cell in plan.run if cell.run_id not in done]
-        return [self._launch(todo, sweep_dir, ahead)]
+        returns = [self._launch(todo, sweep_dir, ahead)]
+        exit_unless_any_finished(sweep_dir, [cell for _, cell in todo])
+        return returns
 
     def _launch(
         self, todo: list[tuple[list[str], Cell]], sweep_dir: Path, ahead: ReportAhead
@@ -119,7 +127,10 @@ class Sweeper(HydraSweeper):
                 for r in returns:
                     _ = r.return_value  # re-raises what a job raised (Ctrl-C ends the sweep)
         finally:
-            progress.stop()
+            try:
+                progress.stop()
+            except Exception:  # a display that fails must not cost the sweep its outputs
+                log.exception("the progress display failed")
             pool.release()
             written = write_sweep_outputs(sweep_dir, ahead)
             print(f"sweep: {sweep_dir}\n" + "\n".join(f"  {p}" for p in written), flush=True)
@@ -154,6 +165,17 @@ class Sweeper(HydraSweeper):
         assert self.composer is not None
         composed = self.composer.compose(overrides)
         return make_cell(composed.spec), bool(composed.config.get("rerun"))
+
+
+def exit_unless_any_finished(sweep_dir: Path, ran: list[Cell]) -> None:
+    """Exit 1 when a sweep ran jobs and none of them finished: a CI step that runs a sweep fails
+    when every job of it failed. (Each job's record says why; the report is written.)"""
+    if not ran:
+        return
+    finished = completed_runs(sweep_dir)
+    if not any(cell.run_id in finished for cell in ran):
+        print(f"sweep: none of its {len(ran)} job(s) finished: see the records", flush=True)
+        raise SystemExit(1)
 
 
 def job_resources(cell: Cell) -> dict[str, float]:

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import aiohttp  # imported where a window is sent: a runtime's start needs none of it
 
+from specexp.record.escape import printable
 from specexp.runtimes.shared_start import BARRIER_S, SharedStart
 from specexp.runtimes.stream import RawStream, chunk_text, parse_reads, to_trace
 
@@ -106,7 +107,7 @@ async def _stream(session: aiohttp.ClientSession, base: str, req: Prepared, raw:
         async with session.post(url, data=req.body) as response:
             raw.status = response.status
             if response.status != 200:
-                text = (await response.read()).decode("utf-8", errors="replace")
+                text = printable((await response.read()).decode("utf-8", errors="replace"))
                 raw.fail(_status_kind(response.status), f"HTTP {response.status}: {text[:500]}")
                 return
             async for data in response.content.iter_any():

@@ -295,7 +295,14 @@ class HttpRuntime(Runtime):
                     f"{self.metrics_path} answered HTTP {response.status_code}: engine counters unavailable"
                 )
                 return Counters()
-            return self.map_counters(promtext.parse(response.text))
+            dropped: list[str] = []
+            counters = self.map_counters(promtext.parse(response.text, dropped))
+            if dropped:
+                self._note(
+                    f"{self.metrics_path} gave {', '.join(dropped[:4])} as NaN or ±Inf: "
+                    "left out, as a counter that counts nothing"
+                )
+            return counters
         except httpx.HTTPError as err:
             self._note(
                 f"{self.metrics_path} unreachable ({type(err).__name__}): engine counters unavailable"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -15,12 +16,18 @@ class Sample:
     value: float
 
 
-def parse(text: str) -> list[Sample]:
-    """Every sample of an exposition. Raises ValueError on text that is not an exposition."""
+def parse(text: str, dropped: list[str] | None = None) -> list[Sample]:
+    """Every sample of an exposition with a finite value. A NaN or ±Inf sample counts nothing: it is
+    left out, and its name appended to `dropped`. Raises ValueError on text that is not an
+    exposition."""
     samples = []
     for family in text_string_to_metric_families(text):
         for s in family.samples:
-            samples.append(Sample(s.name, dict(s.labels), float(s.value)))
+            value = float(s.value)
+            if math.isfinite(value):
+                samples.append(Sample(s.name, dict(s.labels), value))
+            elif dropped is not None and s.name not in dropped:
+                dropped.append(s.name)
     return samples
 
 

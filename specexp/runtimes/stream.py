@@ -9,11 +9,13 @@ count chunks and say `token_source: client`.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from specexp.measure.events import RequestTrace, TokenEvent
+from specexp.record.writable import encodable
 
 
 @dataclass
@@ -199,7 +201,7 @@ def to_trace(
         completion_tokens=completion,
         cached_prompt_tokens=cached,
         token_source=source,  # type: ignore[arg-type]
-        text="".join(texts),
+        text=encodable("".join(texts)),  # an emoji split over two chunks joined again
         token_ids=tuple(token_ids) if token_ids else None,
         finish_reason=finish,
         engine_timings=engine_timings,
@@ -216,9 +218,10 @@ def to_trace(
 
 
 def _first_int(*values: Any) -> int | None:
+    """The first of `values` that can be a count: a finite number, at least 0."""
     for value in values:
         if isinstance(value, bool):
             continue
-        if isinstance(value, (int, float)):
+        if isinstance(value, (int, float)) and math.isfinite(value) and value >= 0:
             return int(value)
     return None

@@ -18,7 +18,7 @@ from omegaconf import OmegaConf
 from pydantic import BaseModel, ValidationError
 
 from specexp.spec import paths
-from specexp.spec.errors import SpecError
+from specexp.spec.errors import SpecError, all_of, did_you_mean
 from specexp.spec.experiment import (
     DrafterSpec,
     ExperimentSpec,
@@ -95,14 +95,36 @@ def spec_error(
     overrides: Sequence[str],
     model: type[BaseModel] | None = None,
 ) -> SpecError:
-    first = err.errors()[0]
-    loc = [str(part) for part in first["loc"]]
+    """Every mistake of a validation, one line each: a field's several complaints (one per branch
+    of a union, one per item of a list) are one mistake, and a required key that an unknown key's
+    did-you-mean names is that unknown key's mistake, not a second one."""
+    root = model or GROUPS.get(group or "", ExperimentSpec)
+    details = err.errors()
+    misspelled = _misspelled_required(details, root)
+    found: dict[tuple[str, ...], SpecError] = {}
+    for detail in details:
+        loc = [str(part) for part in detail["loc"]]
+        if detail["type"] == "missing" and tuple(loc) in misspelled:
+            continue
+        field = _field_path(root, loc, detail["type"])
+        found.setdefault(field, _one_error(detail, loc, group, choice, overrides, root))
+    return all_of(list(found.values()))
+
+
+def _one_error(
+    detail: Any,
+    loc: list[str],
+    group: str | None,
+    choice: str | None,
+    overrides: Sequence[str],
+    root: type[BaseModel],
+) -> SpecError:
     key = ".".join([group, *loc] if group else loc)
     where = where_set(key, (group, choice) if group else None, overrides)
-    kind = first["type"]
-    value = first.get("input")
+    kind = detail["type"]
+    value = detail.get("input")
     if kind == "extra_forbidden":
-        inner = model_at(model or GROUPS.get(group or "", ExperimentSpec), loc[:-1])
+        inner = model_at(root, loc[:-1])
         what = (
             f"not a key of runtime={inner.model_fields['name'].default}"
             if inner in RUNTIMES.values()
@@ -116,14 +138,43 @@ def spec_error(
     if (
         kind == "value_error"
     ):  # a validator's own sentence: it names the keys; the input is not repeated
-        return SpecError(where, key, first["msg"].removeprefix("Value error, "))
+        return SpecError(where, key, detail["msg"].removeprefix("Value error, "))
     accepted = None
-    expected = (first.get("ctx") or {}).get("expected")
+    expected = (detail.get("ctx") or {}).get("expected")
     if expected:
         accepted = [a.strip(" '") for a in str(expected).replace(" or ", ",").split(",")]
     return SpecError(
-        where, key, f"{first['msg'].lower()} (got {value!r})", accepted=accepted, value=value
+        where, key, f"{detail['msg'].lower()} (got {value!r})", accepted=accepted, value=value
     )
+
+
+def _misspelled_required(details: Sequence[Any], root: type[BaseModel]) -> set[tuple[str, ...]]:
+    """The missing keys that an unknown key beside them is a misspelling of
+    (`memory_bandwith_gbps` written, `memory_bandwidth_gbps` missing)."""
+    missing = {tuple(str(p) for p in d["loc"]) for d in details if d["type"] == "missing"}
+    meant = set()
+    for detail in details:
+        if detail["type"] != "extra_forbidden":
+            continue
+        *parent, written = [str(part) for part in detail["loc"]]
+        guess = did_you_mean(written, model_at(root, parent).model_fields)
+        if guess is not None and (*parent, guess) in missing:
+            meant.add((*parent, guess))
+    return meant
+
+
+def _field_path(root: type[BaseModel], loc: list[str], kind: str) -> tuple[str, ...]:
+    """The keys of `loc` that name fields, down to the first that holds a plain value: what one
+    mistake is about (an unknown key is its own)."""
+    model: type[BaseModel] | None = root
+    path: list[str] = []
+    for i, part in enumerate(loc):
+        last_unknown = kind == "extra_forbidden" and i == len(loc) - 1
+        if model is None or (part not in model.model_fields and not last_unknown):
+            break
+        path.append(part)
+        model = submodel(model, part) if not last_unknown else None
+    return tuple(path)
 
 
 def model_at(model: type[BaseModel], loc: list[str]) -> type[BaseModel]:

@@ -81,15 +81,20 @@ def user_dirs_of(args: Sequence[str]) -> list[str]:
     """The config directories a command line names: `--config-dir DIR` (`-cd DIR`,
     `--config-dir=DIR`) and `hydra.searchpath=[file://DIR,...]` (pkg:// entries are Python
     packages: not directories of this machine, and left to Hydra)."""
-    found: list[str] = []
+    return [folder for _, folder in user_dirs_named(args)]
+
+
+def user_dirs_named(args: Sequence[str]) -> list[tuple[str, str]]:
+    """Each config directory a command line names, with the flag or override that names it."""
+    found: list[tuple[str, str]] = []
     for i, arg in enumerate(args):
         if arg in ("--config-dir", "-cd") and i + 1 < len(args):
-            found.append(args[i + 1])
+            found.append((arg, args[i + 1]))
         elif arg.startswith("--config-dir="):
-            found.append(arg.split("=", 1)[1])
+            found.append(("--config-dir", arg.split("=", 1)[1]))
         elif match := _SEARCHPATH.match(arg):
             for entry in match.group(1).split(","):
                 entry = entry.strip().strip("'\"")
                 if entry.startswith("file://"):
-                    found.append(entry[len("file://") :])
+                    found.append(("hydra.searchpath", entry[len("file://") :]))
     return found

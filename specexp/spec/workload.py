@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BeforeValidator, Field, model_validator
+from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from specexp.spec.base import _listed, _Spec
 
@@ -188,6 +188,19 @@ class WorkloadSpec(_Spec):
         """Requests a server with fixed slots (llama.cpp, Ollama) must run at once: the largest
         concurrency, or an open-loop max_concurrency cap when larger."""
         return max([*self.concurrency, self.max_concurrency or 1])
+
+    @field_validator("concurrency", mode="before")
+    @classmethod
+    def _at_least_one_in_flight(cls, levels: object) -> object:
+        """A level counts requests in flight at once: 0 or fewer would measure nothing."""
+        written = levels if isinstance(levels, list) else [levels]
+        counts = [v for v in written if isinstance(v, int) and not isinstance(v, bool)]
+        if written == [] or any(v < 1 for v in counts):
+            raise ValueError(
+                "each level must be an integer >= 1 (requests in flight at once), in a list "
+                f"such as [1,4] (got {levels!r})"
+            )
+        return levels
 
     @model_validator(mode="after")
     def _open_loop(self) -> WorkloadSpec:

@@ -18,17 +18,9 @@ from specexp.measure.conditions import run_conditions
 from specexp.record import Provenance, RunRecord, write_record
 from specexp.run.job import run_job
 from specexp.run.plan import make_cell
-from tests.support.fault_server import fault_server
+from tests.support.fault_server import SMALL_JOB, fault_server
 
-SMALL = (
-    "workload.output_tokens=8",
-    "workload.repeats=2",
-    "workload.warmup=0",
-    "runtime.stall_timeout_s=1",
-    "runtime.served_model_name=fault",
-    "model=qwen3-8b",
-    "quantization=bf16",
-)
+SMALL = SMALL_JOB
 
 
 @pytest.fixture(scope="module")

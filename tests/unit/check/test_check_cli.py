@@ -122,6 +122,28 @@ def test_bad_input_names_file_figure_key_and_accepted_values(
     assert "did you mean 'decode_tps'" in msg
 
 
+def test_every_mistake_of_a_figures_file_is_named_in_one_run(
+    capsys: pytest.CaptureFixture[str], write_figures: Write
+) -> None:
+    entry = figure_entry(metric="decode_tsp", conditions={**BASE, "quantisation": "fp8"})
+    entry["valeu"] = entry.pop("value")
+    path = write_figures({"figures": {"spark-1": entry, "spark-2": figure_entry(unit="tok/sec")}})
+    code, out, err = run(capsys, str(path))
+    assert code == 2 and out == ""
+    lines = err.strip().splitlines()
+    assert all(line.startswith(f"specexp.check: {path}: figures.spark-") for line in lines), lines
+    assert [line.split(": ")[2] for line in lines] == [
+        "figures.spark-1.valeu",
+        "figures.spark-1.metric",
+        "figures.spark-1.conditions.quantisation",
+        "figures.spark-2.unit",
+    ]
+    said = "\n".join(lines)
+    assert "did you mean 'value'?" in said and "did you mean 'decode_tps'?" in said
+    assert "did you mean 'quantization'?" in said and "accepted: tok/s, tokens/s" in said
+    assert "missing value" not in said  # `valeu` is the mistake, named once
+
+
 def test_the_module_runs_as_a_script() -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "specexp.check", str(EXAMPLE), "--format", "json"],
@@ -134,14 +156,17 @@ def test_the_module_runs_as_a_script() -> None:
     assert proc.returncode == 1 and json.loads(proc.stdout)["comparisons"]
 
 
-# Fuzzing: whatever the file holds, the answer is a result (0, 1) or one line and exit 2.
+# Fuzzing: whatever the file holds, the answer is a result (0, 1) or exit 2 with one line per
+# mistake, each naming the file.
 def _fuzz_check(path: Path, payload: bytes, capsys: pytest.CaptureFixture[str]) -> None:
     path.write_bytes(payload)
     code = main([str(path), "--format", "json"])
     out, err = capsys.readouterr()
     assert code in (0, 1, 2)
     if code == 2:
-        assert out == "" and len(err.strip().splitlines()) == 1 and str(path) in err
+        lines = err.strip().splitlines()
+        assert out == "" and lines
+        assert all(line.startswith(f"specexp.check: {path}: ") for line in lines), lines
     else:
         json.loads(out)
 

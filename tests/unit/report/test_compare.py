@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import run_compare
+
 REPO = Path(__file__).resolve().parents[3]
 SWEEP = ("-m", "drafter=mtp,dspark", "k=3,8", "workload.output_tokens=64")
 
@@ -26,15 +28,7 @@ def _specexp(*args: str) -> None:
     assert done.returncode == 0, done.stderr
 
 
-def _compare(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "specexp.report", "--compare", *args],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+_compare = run_compare
 
 
 @pytest.fixture(scope="module")
