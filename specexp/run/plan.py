@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from specexp.runtimes.base import runtime_for
 from specexp.sim.context import model_context
 from specexp.spec.experiment import ExperimentSpec
 from specexp.spec.runtime import RUN_ID_DEFAULTS
@@ -43,7 +44,8 @@ class Cell:
     """Why no server could serve the cell, known before any starts (its requests do not fit the
     context; the simulator asked for text): recorded as refused, and the sweep goes on."""
     refuse_kind: str = "context_too_long"
-    """The refused record's error kind: context_too_long, or no_text (the simulator)."""
+    """The refused record's error kind: context_too_long, no_text (the simulator), or
+    unsupported_drafter (the installed engine's version lacks it)."""
     note: str | None = None
     """What canonicalization changed (e.g. a k dropped for drafter=none)."""
 
@@ -70,10 +72,24 @@ def make_cell(spec: ExperimentSpec) -> Cell:
         ),
         server_key=_server_key(canonical),
         skip_reason=_meaningless(canonical),
-        refuse_reason=no_text(canonical) or too_long(canonical),
-        refuse_kind="no_text" if no_text(canonical) else "context_too_long",
+        refuse_reason=no_text(canonical) or too_long(canonical) or engine_refusal(canonical),
+        refuse_kind=_refuse_kind(canonical),
         note=note,
     )
+
+
+def engine_refusal(spec: ExperimentSpec) -> str | None:
+    """What the runtime knows before it starts that rules the cell out (specexp.runtimes.base
+    `Runtime.plan_refusal`): an Ollama too old to draft, say. A meaningless cell is not asked."""
+    if _meaningless(spec) is not None:
+        return None
+    return runtime_for(spec.runtime.name).plan_refusal(spec)
+
+
+def _refuse_kind(spec: ExperimentSpec) -> str:
+    if no_text(spec):
+        return "no_text"
+    return "context_too_long" if too_long(spec) else "unsupported_drafter"
 
 
 def no_text(spec: ExperimentSpec) -> str | None:

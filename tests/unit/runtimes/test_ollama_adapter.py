@@ -175,3 +175,65 @@ def test_engine_info_without_show(
 
 def test_conf_file_documents_every_runtime_key() -> None:
     assert_conf_documents_every_runtime_key("ollama")
+
+
+@pytest.mark.parametrize(
+    ("version", "refused"),
+    [("0.24.0", True), ("0.29.9", True), ("0.30.0", False), ("0.33.0-rc2", False), (None, False)],
+)
+def test_an_ollama_before_030_drafts_nothing_and_says_its_version(
+    version: str | None, refused: bool
+) -> None:
+    from specexp.runtimes.ollama_models import drafting_refusal
+
+    said = drafting_refusal(version, "draft_model")
+    assert (said is not None) == refused
+    if said is not None:
+        assert f"Ollama {version}" in said and "drafter=draft_model" in said
+    assert drafting_refusal(version, "none") is None
+
+
+def _fake_ollama(tmp_path: Path, version: str) -> Path:
+    """An executable that answers `--version` as an `ollama` binary without a server does."""
+    exe = tmp_path / "ollama"
+    exe.write_text(
+        "#!/bin/sh\necho 'Warning: could not connect to a running Ollama instance'\n"
+        f"echo 'Warning: client version is {version}'\n"
+    )
+    exe.chmod(0o755)
+    return exe
+
+
+def test_a_drafter_is_refused_at_plan_time_by_the_binarys_version(
+    make_spec: Callable[..., Any], tmp_path: Path
+) -> None:
+    from specexp.run.plan import make_cell
+
+    exe = _fake_ollama(tmp_path, "0.24.0")
+    old = make_cell(make_spec("runtime=ollama", f"runtime.executable={exe}", "drafter=mtp", "k=3"))
+    assert old.refuse_kind == "unsupported_drafter"
+    assert old.refuse_reason is not None and "Ollama 0.24.0" in old.refuse_reason
+    plain = make_cell(make_spec("runtime=ollama", f"runtime.executable={exe}"))
+    assert plain.refuse_reason is None
+    (tmp_path / "new").mkdir()
+    newer = _fake_ollama(tmp_path / "new", "0.33.0")
+    ok = make_cell(make_spec("runtime=ollama", f"runtime.executable={newer}", "drafter=mtp", "k=3"))
+    assert ok.refuse_reason is None
+    stated = make_cell(
+        make_spec("runtime=ollama", "runtime.version=0.24.0", "drafter=draft_model", "k=4")
+    )
+    assert stated.refuse_reason is not None and "Ollama 0.24.0" in stated.refuse_reason
+
+
+def test_a_gguf_specexp_knows_is_served_under_its_digest(ollama: Callable[..., Any]) -> None:
+    runtime = ollama("model=tiny", "quantization=f16")
+    tag = runtime.served_model()
+    assert tag.startswith("specexp/tiny-f16:") and len(tag.split(":")[1]) == 12
+    assert ollama("model=tiny", "runtime.model_path=qwen3.8:27b").served_model() == "qwen3.8:27b"
+    assert ollama("model=tiny", "runtime.served_model_name=mine").served_model() == "mine"
+
+
+def test_the_context_length_asked_for_is_sent_as_num_ctx(ollama: Callable[..., Any]) -> None:
+    request = Request(request_id="r", prompt="x", prompt_tokens=1, max_tokens=8)
+    assert ollama("runtime.max_model_len=4096").body(request)["options"]["num_ctx"] == 4096
+    assert "num_ctx" not in ollama().body(request)["options"]

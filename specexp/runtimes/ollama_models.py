@@ -1,0 +1,134 @@
+"""What an Ollama can serve and draft: a GGUF imported through its own API, and its version.
+
+Ollama serves models by name from its own store. A GGUF specexp knows (a packaged trained model,
+one specexp writes, or `runtime.model_path=FILE.gguf`) enters that store as Ollama's `ollama create`
+does it: the file is uploaded as a blob (`POST /api/blobs/sha256:<digest>`, skipped when `HEAD`
+finds it) and a model is created from it (`POST /api/create` with `files`), whose chat template
+Ollama takes from the GGUF (server/create.go, server/model.go `detectChatTemplate`). The name is
+`specexp/<model>-<quantization>:<digest[:12]>`, so the same file is imported once per store.
+
+Speculative decoding depends on the version (docs/engines.md section 4): Ollama 0.24.0 drafts
+nothing for GGUF models (its ggml runner has no draft path; MTP and draft models run only in the
+experimental MLX runner, `x/mlxrunner`, built with `MLX_ENGINE=ON` and fetched at build time);
+from 0.30 its GGUF runner is upstream llama-server, which Ollama 0.33 starts with `--spec-type`.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import httpx
+
+from specexp.measure.events import RuntimeFailure
+
+DRAFTS_FROM = (0, 30)
+"""The first Ollama version whose GGUF runner is llama-server (docs/engines.md section 4)."""
+VERSION_PROBE_S = 20.0
+_VERSION = re.compile(r"(?:client version is|ollama version is)\s+v?(\S+)")
+
+
+def version_tuple(version: str) -> tuple[int, ...] | None:
+    """`0.24.0` -> (0, 24, 0); a pre-release keeps its numbers (0.33.0-rc2 -> (0, 33, 0));
+    None for a version that does not start with a number."""
+    numbers = re.match(r"v?(\d+(?:\.\d+)*)", version.strip())
+    return tuple(int(n) for n in numbers.group(1).split(".")) if numbers else None
+
+
+def drafting_refusal(version: str | None, drafter: str) -> str | None:
+    """Why an Ollama of `version` cannot run `drafter` (None: it may, or the version is unknown)."""
+    if drafter == "none" or version is None:
+        return None
+    numbers = version_tuple(version)
+    if numbers is None or numbers >= DRAFTS_FROM:
+        return None
+    return (
+        f"Ollama {version} drafts nothing for GGUF models (its ggml runner has no draft path; "
+        "MTP and draft models run only in its experimental MLX runner, not in a CPU or CUDA "
+        f"build): drafter={drafter} needs Ollama 0.30 or later (docs/engines.md section 4)"
+    )
+
+
+@functools.lru_cache(maxsize=8)
+def binary_version(executable: str) -> str | None:
+    """The version an `ollama` binary says it is (`ollama --version`, asked of no server: the
+    probe points OLLAMA_HOST at a closed port, so a running Ollama cannot answer for the binary);
+    None when there is no such binary or it says nothing readable."""
+    env = {**os.environ, "OLLAMA_HOST": "127.0.0.1:9"}
+    try:
+        done = subprocess.run(
+            [executable, "--version"],
+            capture_output=True,
+            text=True,
+            timeout=VERSION_PROBE_S,
+            env=env,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    found = _VERSION.search(done.stdout + done.stderr)
+    return found.group(1) if found else None
+
+
+@functools.lru_cache(maxsize=32)
+def _digest(path: str, size: int, mtime_ns: int) -> str:
+    sha = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            sha.update(block)
+    return sha.hexdigest()
+
+
+def file_digest(path: Path) -> str:
+    """The SHA-256 of a file (read once per size and modification time)."""
+    stat = path.stat()
+    return _digest(str(path), stat.st_size, stat.st_mtime_ns)
+
+
+def model_tag(model: str, quantization: str, digest: str) -> str:
+    """The name a GGUF specexp imports is served under."""
+    clean = re.sub(r"[^a-z0-9._-]", "-", f"{model}-{quantization}".lower())
+    return f"specexp/{clean}:{digest[:12]}"
+
+
+def has_model(client: httpx.Client, tag: str) -> bool:
+    """Whether the server's store holds `tag` (`GET /api/tags`)."""
+    response = client.get("/api/tags")
+    if response.status_code != 200:
+        return False
+    models = response.json().get("models") or []
+    return any(isinstance(m, dict) and tag in (m.get("name"), m.get("model")) for m in models)
+
+
+def import_gguf(client: httpx.Client, path: Path, tag: str, timeout_s: float) -> None:
+    """Put `path` into the server's store as `tag`; Ollama's own refusal as a RuntimeFailure."""
+    digest = f"sha256:{file_digest(path)}"
+    long = httpx.Timeout(timeout_s, connect=10.0)
+    if client.head(f"/api/blobs/{digest}").status_code != 200:
+        with path.open("rb") as handle:
+            sent = client.post(f"/api/blobs/{digest}", content=handle, timeout=long)
+        _raise_unless_ok(sent, f"uploading {path.name}")
+    made = client.post(
+        "/api/create",
+        json={"model": tag, "files": {path.name: digest}, "stream": False},
+        timeout=long,
+    )
+    _raise_unless_ok(made, f"creating {tag} from {path.name}")
+
+
+def _raise_unless_ok(response: httpx.Response, doing: str) -> None:
+    if response.status_code in (200, 201):
+        return
+    try:
+        said = response.json().get("error") or response.text
+    except ValueError:
+        said = response.text
+    raise RuntimeFailure(
+        "refused",
+        "missing_model",
+        f"Ollama refused {doing}: HTTP {response.status_code}: {str(said)[:300]}",
+    )
