@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from specexp.check.against import Citation, cite
+from specexp.check.capability import capability_findings
 from specexp.check.compare import Comparison, run_comparisons, source_conflicts
 from specexp.check.figures import Figure, FigureSet, load_figures, merge, parse_figures
 from specexp.check.findings import Finding, finding
@@ -93,6 +94,7 @@ def check(figures: FigureSet, runs: Sequence[Run] | None = None) -> CheckReport:
     wrong = [x for f in figures.figures.values() if (x := implausible(f)) is not None]
     findings = [x for c in comparisons for x in c.findings]
     findings += source_conflicts(figures.figures.values())
+    findings += capability_findings(figures.figures.values())
     findings += wrong
     findings += [x for c in checks if c.citation is not None for x in c.citation.findings]
     return CheckReport(

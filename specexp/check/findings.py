@@ -90,6 +90,18 @@ RULES: Mapping[str, Rule] = MappingProxyType(
                 "for a run, the server's counters and usage",
             ),
             Rule(
+                "runtime_lacks_drafter",
+                "error",
+                "the figure's runtime has no such drafter, or not at the figure's runtime_version",
+                "check the runtime and its version: the figure cannot have been measured so",
+            ),
+            Rule(
+                "runtime_version_decides",
+                "warning",
+                "only some versions of the figure's runtime have its drafter, and the figure states no runtime_version",
+                "state runtime_version (e.g. Ollama drafts for GGUF models only from 0.30)",
+            ),
+            Rule(
                 "no_matching_run",
                 "info",
                 "no measured or simulated run matches the cited figure's conditions",

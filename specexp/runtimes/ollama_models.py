@@ -7,10 +7,10 @@ finds it) and a model is created from it (`POST /api/create` with `files`), whos
 Ollama takes from the GGUF (server/create.go, server/model.go `detectChatTemplate`). The name is
 `specexp/<model>-<quantization>:<digest[:12]>`, so the same file is imported once per store.
 
-Speculative decoding depends on the version (docs/engines.md section 4): Ollama 0.24.0 drafts
-nothing for GGUF models (its ggml runner has no draft path; MTP and draft models run only in the
-experimental MLX runner, `x/mlxrunner`, built with `MLX_ENGINE=ON` and fetched at build time);
-from 0.30 its GGUF runner is upstream llama-server, which Ollama 0.33 starts with `--spec-type`.
+Speculative decoding depends on the version (docs/engines.md sections 4 and 4.1; the rule is
+`OllamaRuntimeSpec.drafts_from`): Ollama 0.24.0 drafts nothing for GGUF models (MTP and draft
+models run only in its experimental MLX runner, built with `MLX_ENGINE=ON`); from 0.30 its GGUF
+runner is upstream llama-server, which Ollama 0.33 starts with `--spec-type`.
 """
 
 from __future__ import annotations
@@ -25,32 +25,15 @@ from pathlib import Path
 import httpx
 
 from specexp.measure.events import RuntimeFailure
+from specexp.spec.runtime import OllamaRuntimeSpec
 
-DRAFTS_FROM = (0, 30)
-"""The first Ollama version whose GGUF runner is llama-server (docs/engines.md section 4)."""
 VERSION_PROBE_S = 20.0
 _VERSION = re.compile(r"(?:client version is|ollama version is)\s+v?(\S+)")
 
 
-def version_tuple(version: str) -> tuple[int, ...] | None:
-    """`0.24.0` -> (0, 24, 0); a pre-release keeps its numbers (0.33.0-rc2 -> (0, 33, 0));
-    None for a version that does not start with a number."""
-    numbers = re.match(r"v?(\d+(?:\.\d+)*)", version.strip())
-    return tuple(int(n) for n in numbers.group(1).split(".")) if numbers else None
-
-
 def drafting_refusal(version: str | None, drafter: str) -> str | None:
     """Why an Ollama of `version` cannot run `drafter` (None: it may, or the version is unknown)."""
-    if drafter == "none" or version is None:
-        return None
-    numbers = version_tuple(version)
-    if numbers is None or numbers >= DRAFTS_FROM:
-        return None
-    return (
-        f"Ollama {version} drafts nothing for GGUF models (its ggml runner has no draft path; "
-        "MTP and draft models run only in its experimental MLX runner, not in a CPU or CUDA "
-        f"build): drafter={drafter} needs Ollama 0.30 or later (docs/engines.md section 4)"
-    )
+    return OllamaRuntimeSpec.version_refusal(drafter, version)
 
 
 @functools.lru_cache(maxsize=8)

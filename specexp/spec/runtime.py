@@ -15,6 +15,7 @@ runner wires up (4).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Annotated, Any, ClassVar, Literal
@@ -53,11 +54,38 @@ class RuntimeSpec(_Spec):
     served_model_name: str | None = None
     """The model name requests carry; None means what the server was started with."""
 
+    drafts_from: ClassVar[tuple[int, ...] | None] = None
+    """The first version of the engine that drafts at all; None: every version specexp knows."""
+    drafting_since_why: ClassVar[str] = ""
+    """What an older version lacks, in a few words, for the refusal."""
+
     def drafter_name(self, drafter: str) -> str | None:
         """The engine's name for `drafter`; None where this runtime has no such drafter."""
         if self.drafters is None:
             return drafter
         return self.drafters.get(drafter)
+
+    @classmethod
+    def version_refusal(cls, drafter: str, version: str | None) -> str | None:
+        """Why the engine at `version` cannot run `drafter` (None: it can, or the version is
+        unknown or not a number)."""
+        numbers = version_numbers(version) if version else None
+        if drafter == "none" or cls.drafts_from is None or numbers is None:
+            return None
+        if numbers >= cls.drafts_from:
+            return None
+        since = ".".join(str(n) for n in cls.drafts_from)
+        return (
+            f"{cls.summary.split(' (')[0]} {version} {cls.drafting_since_why}: "
+            f"drafter={drafter} needs {since} or later (docs/engines.md)"
+        )
+
+
+def version_numbers(version: str) -> tuple[int, ...] | None:
+    """`0.24.0` -> (0, 24, 0); a pre-release keeps its numbers (0.33.0-rc2 -> (0, 33, 0)); None
+    for a version that does not start with a number."""
+    found = re.match(r"v?(\d+(?:\.\d+)*)", version.strip())
+    return tuple(int(n) for n in found.group(1).split(".")) if found else None
 
 
 class SimRuntimeSpec(RuntimeSpec):
@@ -175,6 +203,11 @@ class OllamaRuntimeSpec(ServerRuntimeSpec):
     module = "specexp.runtimes.ollama"
     summary = "Ollama (`ollama serve`; its settings are environment variables)"
     drafters = MappingProxyType({"mtp": "mtp", "dflash": "dflash", "draft_model": "draft_model"})
+    drafts_from = (0, 30)  # its GGUF runner is llama-server from 0.30 (docs/engines.md 4, 4.1)
+    drafting_since_why = (
+        "drafts nothing for GGUF models (its ggml runner has no draft path; MTP and draft "
+        "models run only in its experimental MLX runner, not in a CPU or CUDA build)"
+    )
 
     name: Literal["ollama"] = "ollama"
 
