@@ -36,6 +36,7 @@ from specexp.runtimes.ollama_models import (
     has_model,
     import_gguf,
     model_tag,
+    ollama_template,
 )
 from specexp.spec.experiment import ExperimentSpec
 from specexp.spec.runtime import OllamaRuntimeSpec
@@ -60,6 +61,10 @@ class OllamaRuntime(HttpRuntime):
     metrics_path = None  # no Prometheus endpoint in server/ (docs/engines.md 4)
 
     _tag: str | None = None
+    _template: str | None = None
+    """The chat template a GGUF is imported with (specexp.runtimes.ollama_models.ollama_template)."""
+    _thinks: bool | None = None
+    """Whether the served model can think (`thinking` in /api/show's capabilities); None: unknown."""
 
     @classmethod
     def plan_refusal(cls, spec: ExperimentSpec) -> str | None:
@@ -100,8 +105,9 @@ class OllamaRuntime(HttpRuntime):
         if gguf is None:
             return self.spec.model.name
         if self._tag is None:
+            self._template = ollama_template(gguf)
             self._tag = model_tag(
-                self.spec.model.name, self.spec.quantization.name, file_digest(gguf)
+                self.spec.model.name, self.spec.quantization.name, file_digest(gguf), self._template
             )
         return self._tag
 
@@ -135,7 +141,12 @@ class OllamaRuntime(HttpRuntime):
             body["messages"] = messages_of(request)
         else:
             body["prompt"], body["raw"] = request.prompt, True
-        if request.thinking is not None:
+        if request.thinking and self._thinks is False:
+            self._note(  # Ollama answers think: true with 400 for such a model (server/routes.go)
+                f"{self.served_model()} has no thinking mode (/api/show capabilities): "
+                "its requests go without `think`"
+            )
+        elif request.thinking is not None:
             body["think"] = bool(request.thinking)
         return body
 
@@ -149,7 +160,7 @@ class OllamaRuntime(HttpRuntime):
     def engine_info(self, client: httpx.Client) -> EngineInfo:
         gguf, tag = self.gguf(), self.served_model()
         if gguf is not None and tag == self._tag and not has_model(client, tag):
-            import_gguf(client, gguf, tag, self.spec.runtime.start_timeout_s)
+            import_gguf(client, gguf, tag, self.spec.runtime.start_timeout_s, self._template)
         version = json_of(get(client, "/api/version"))
         reported = version.get("version") if isinstance(version, dict) else None
         details: dict[str, Any] = {"served_model": self.served_model()}
@@ -158,6 +169,10 @@ class OllamaRuntime(HttpRuntime):
         except httpx.HTTPError:
             show = None
         if isinstance(show, dict):
+            capabilities = show.get("capabilities")
+            if isinstance(capabilities, list):
+                self._thinks = "thinking" in capabilities
+                details["capabilities"] = [str(c) for c in capabilities]
             model = show.get("details") if isinstance(show.get("details"), dict) else {}
             for key in ("family", "parameter_size", "quantization_level", "format"):
                 if key in model:

@@ -1,5 +1,6 @@
-"""runtime=ollama on recorded-style Ollama v0.33 output (tests/fixtures/engines/ollama, numbers from
-its README): `ollama serve` with its environment, the OpenAI-compatible stream, no counters."""
+"""runtime=ollama on what Ollama 0.24.0 answered (tests/fixtures/engines/ollama, recorded by
+scripts/record-ollama-fixtures): `ollama serve` with its environment, the native streams and their
+timings, Ollama's refusals, no counters; the version rule for drafting."""
 
 from __future__ import annotations
 
@@ -58,46 +59,53 @@ def test_requests_go_to_the_native_endpoints(ollama: Callable[..., Any]) -> None
     assert runtime.chat_path == "/api/chat" and runtime.completion_path == "/api/generate"
 
 
+def _final(name: str) -> dict[str, Any]:
+    """The last object (`done: true`) of a recorded native stream."""
+    return json.loads(fixture("ollama", name).splitlines()[-1])
+
+
+@pytest.mark.parametrize("name", ["generate_stream.ndjson", "chat_stream.ndjson"])
 def test_a_native_stream_becomes_a_trace_with_the_engines_own_timings(
-    ollama: Callable[..., Any],
+    ollama: Callable[..., Any], name: str
 ) -> None:
-    trace = to_trace("r", ndjson_raw("ollama", "generate_stream.ndjson"), ollama().stream_details)
-    assert trace.error is None
-    assert trace.first_token_at == T0  # line 0: " The"
+    """Recorded from Ollama 0.24.0 (scripts/record-ollama-fixtures): every line but the last
+    carries text; the last carries Ollama's counts and nanosecond durations."""
+    final = _final(name)
+    trace = to_trace("r", ndjson_raw("ollama", name), ollama().stream_details)
+    assert trace.error is None and trace.first_token_at == T0
     assert (trace.completion_tokens, trace.prompt_tokens) == (
-        22,
-        23,
-    )  # eval_count counts <|im_end|>
+        final["eval_count"],
+        final["prompt_eval_count"],
+    )
     assert trace.token_source == "server" and trace.cached_prompt_tokens is None
-    assert trace.finish_reason == "stop" and len(trace.events) == 21
-    assert trace.text is not None and trace.text.startswith("The sky looks blue")
+    assert trace.finish_reason == "stop"
+    assert len(trace.events) == len(fixture("ollama", name).splitlines()) - 1
     timings = trace.engine_timings or {}
-    assert {
-        k: timings[k]
-        for k in (
-            "eval_count",
-            "eval_duration",
-            "prompt_eval_count",
-            "prompt_eval_duration",
-            "load_duration",
-            "total_duration",
-        )
-    } == {
-        "eval_count": 22,
-        "eval_duration": 168421000,
-        "prompt_eval_count": 23,
-        "prompt_eval_duration": 41207000,
-        "load_duration": 31874613,
-        "total_duration": 250612043,
+    assert {k: timings[k] for k in ("eval_count", "eval_duration", "total_duration")} == {
+        k: final[k] for k in ("eval_count", "eval_duration", "total_duration")
     }
     assert timings["eval_tps"] == pytest.approx(
-        130.625, abs=1e-3
+        final["eval_count"] / final["eval_duration"] * 1e9
     )  # the figure `ollama run --verbose` prints
+
+
+def test_the_chat_template_specexp_imports_with_reaches_the_model() -> None:
+    """The chat prompt carries the system message Qwen's own template adds: 5 tokens without
+    the template, 30 and more with it (recorded)."""
+    assert _final("chat_stream.ndjson")["prompt_eval_count"] > 20
+    assert "You are Qwen" in json.loads(fixture("ollama", "show.json"))["template"]
+
+
+def test_ollamas_own_refusals_are_what_specexp_shows() -> None:
+    missing = json.loads(fixture("ollama", "error_missing_model.json"))
+    assert missing["status"] == 404 and "not found" in missing["body"]["error"]
+    think = json.loads(fixture("ollama", "error_think.json"))
+    assert think["status"] == 400 and "does not support thinking" in think["body"]["error"]
 
 
 def test_a_stream_without_a_final_object_keeps_no_timings(ollama: Callable[..., Any]) -> None:
     raw = ndjson_raw("ollama", "generate_stream.ndjson")
-    raw.chunks.pop()
+    raw.chunks.pop()  # the final object
     assert ollama().stream_details(raw) == {}
 
 
@@ -158,7 +166,7 @@ def test_engine_info_reads_the_version_and_the_models_draft_setting(
         seen,
     )
     info = runtime.start()
-    assert info.runtime == "ollama" and info.version == "0.33.0" and info.kv_cache_tokens is None
+    assert info.runtime == "ollama" and info.version == "0.24.0" and info.kv_cache_tokens is None
     assert info.details["draft_num_predict"] == "3" and info.details["k_requested"] == 3
     assert info.details["quantization_level"] == "Q8_0"
     assert json.loads(seen[-1].content) == {"model": "qwen3.8:27b"}
@@ -237,3 +245,38 @@ def test_the_context_length_asked_for_is_sent_as_num_ctx(ollama: Callable[..., A
     request = Request(request_id="r", prompt="x", prompt_tokens=1, max_tokens=8)
     assert ollama("runtime.max_model_len=4096").body(request)["options"]["num_ctx"] == 4096
     assert "num_ctx" not in ollama().body(request)["options"]
+
+
+def test_a_model_that_cannot_think_gets_no_think_and_a_note(ollama: Callable[..., Any]) -> None:
+    runtime = ollama()
+    runtime._thinks = False  # /api/show's capabilities had no "thinking" (error_think.json)
+    request = Request(request_id="r", prompt="x", prompt_tokens=1, max_tokens=8, thinking=True)
+    assert "think" not in runtime.body(request)
+    assert any("no thinking mode" in note for note in runtime.notes())
+    quiet = Request(request_id="r", prompt="x", prompt_tokens=1, max_tokens=8, thinking=False)
+    assert runtime.body(quiet)["think"] is False
+
+
+def test_a_chatml_gguf_is_imported_with_its_own_default_system_message(tmp_path: Path) -> None:
+    import gguf
+
+    from specexp.runtimes.ollama_models import ollama_template
+
+    def written(template: str | None) -> Path:
+        path = tmp_path / f"m{len(list(tmp_path.iterdir()))}.gguf"
+        writer = gguf.GGUFWriter(str(path), "llama")
+        if template is not None:
+            writer.add_chat_template(template)
+        writer.write_header_to_file()
+        writer.write_kv_data_to_file()
+        writer.close()
+        return path
+
+    qwen = "{{- '<|im_start|>system\\nYou are Qwen, a helper.<|im_end|>\\n' }}<|im_start|>"
+    made = ollama_template(written(qwen))
+    assert made is not None and "You are Qwen, a helper.<|im_end|>" in made
+    assert made.endswith("<|im_start|>assistant\n")
+    plain = ollama_template(written("{{ '<|im_start|>' }}{% for m in messages %}{% endfor %}"))
+    assert plain is not None and plain.startswith("{{- range .Messages }}")  # no default system
+    assert ollama_template(written("[INST] {{ messages }} [/INST]")) is None
+    assert ollama_template(written(None)) is None
