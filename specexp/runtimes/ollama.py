@@ -144,7 +144,7 @@ class OllamaRuntime(HttpRuntime):
         if request.thinking and self._thinks is False:
             self._note(  # Ollama answers think: true with 400 for such a model (server/routes.go)
                 f"{self.served_model()} has no thinking mode (/api/show capabilities): "
-                "its requests go without `think`"
+                "a request that asks it to think goes without `think`"
             )
         elif request.thinking is not None:
             body["think"] = bool(request.thinking)
@@ -181,6 +181,9 @@ class OllamaRuntime(HttpRuntime):
                 show.get("parameters"), "draft_num_predict"
             )
         details["k_requested"] = self.spec.k
+        # Ollama has no ignore_eos (api/types.go Options): a generation may stop before max_tokens,
+        # whatever the workload asked, and the record says so.
+        details["conditions"] = {"ignore_eos": False}
         return EngineInfo(
             runtime=self.name,
             version=str(reported) if reported else self.spec.runtime.version,
