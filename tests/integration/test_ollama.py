@@ -212,3 +212,25 @@ def test_a_sweep_on_the_trained_model_records_measured_figures(
     m = record["measurements"][0]
     assert m["conditions"]["source"] == "measured" and m["conditions"]["weights"] == "trained"
     assert m["metrics"]["decode_tps"] > 0 and m["token_source"] == "server"
+
+
+def test_a_refused_start_is_recorded_with_ollamas_own_error(
+    make_spec: Callable[..., Any],
+    ollama_executable: Path,
+    store: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    not_a_folder = tmp_path / "models"
+    not_a_folder.write_text("a file where Ollama's model store should be")
+    monkeypatch.setenv("OLLAMA_MODELS", str(not_a_folder))
+    record = _job(
+        make_spec,
+        tmp_path / "refused",
+        "runtime=ollama",
+        f"runtime.executable={ollama_executable}",
+        "model=tiny",
+        *QUICK,
+    )
+    assert record.status == "refused"
+    assert record.error is not None and "not a directory" in record.error.log_tail
