@@ -234,3 +234,28 @@ def test_a_refused_start_is_recorded_with_ollamas_own_error(
     )
     assert record.status == "refused"
     assert record.error is not None and "not a directory" in record.error.log_tail
+
+
+def test_a_warm_prefix_is_served_from_ollamas_cache_and_a_cold_one_is_said_unconfirmed(
+    make_spec: Callable[..., Any], ollama_executable: Path, store: Path, tmp_path: Path
+) -> None:
+    """Ollama cannot be told to empty its cache: a cold window is one whose prefix it has not
+    seen, and the record says no reset was confirmed. A warm prefix is served from the cache."""
+    record = _job(
+        make_spec,
+        tmp_path / "cache",
+        "runtime=ollama",
+        f"runtime.executable={ollama_executable}",
+        "model=tiny",
+        "hardware=cpu",
+        "workload=prefix_cache",
+        "workload.prompt_lengths=[1024]",
+        "workload.repeats=2",
+        "runtime.start_timeout_s=120",
+    )
+    assert record.status == "ok", record.error
+    by_cache = {m.conditions.cache: m for m in record.measurements}
+    cold, warm = by_cache["cold"], by_cache["warm"]
+    assert cold.prefix_cache_reset is False
+    assert cold.metrics.ttft_s is not None and warm.metrics.ttft_s is not None
+    assert warm.metrics.ttft_s < cold.metrics.ttft_s  # measured here: 0.57 s against 3.7 s
