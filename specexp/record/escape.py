@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from specexp.record.writable import encodable
+
 _SPECIAL = "`[]<>*"
 _UNDERSCORES = re.compile(r"_+")
 _ESCAPE_SEQUENCE = re.compile(
@@ -76,12 +78,11 @@ def code_span(text: Any) -> Markdown:
 
 
 def _valid(text: Any) -> str:
-    """`text` as a string that encodes as UTF-8: bytes decoded with replacement, lone surrogates
-    (invalid UTF-8 read with surrogateescape) replaced."""
+    """`text` as a string that encodes as UTF-8: bytes decoded with replacement, a surrogate pair
+    joined and a lone surrogate replaced (specexp.record.writable.encodable)."""
     if isinstance(text, bytes):
         return text.decode("utf-8", errors="replace")
-    s = str(text)
-    return s if s.isascii() else s.encode("utf-8", errors="replace").decode("utf-8")
+    return encodable(str(text))
 
 
 def code(text: Any) -> str:

@@ -44,8 +44,19 @@ class Runtime(ABC):
 
     @classmethod
     def plan_refusal(cls, spec: ExperimentSpec) -> str | None:
-        """Why no server of this runtime could serve `spec`, where it is known before any starts
-        (a drafter the installed engine's version lacks); None: nothing known against it."""
+        """Why no server of this runtime could serve `spec`, where it is known before any starts:
+        a drafter the engine's version lacks (`RuntimeSpec.drafts_from`), the version being
+        `runtime.version` when stated, else what the installed engine says it is. None: nothing
+        known against it (a server reached at `runtime.url` is not asked)."""
+        rt = spec.runtime
+        if spec.drafter.name == "none" or rt.drafts_from is None or getattr(rt, "url", None):
+            return None
+        return rt.version_refusal(spec.drafter.name, rt.version or cls.installed_version(spec))
+
+    @classmethod
+    def installed_version(cls, spec: ExperimentSpec) -> str | None:
+        """The version of the engine a job of `spec` would start, read without starting it;
+        None where the runtime cannot tell."""
         return None
 
     @abstractmethod

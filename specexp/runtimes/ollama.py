@@ -31,7 +31,6 @@ from specexp.runtimes.gguf_files import gguf_path
 from specexp.runtimes.http import HttpRuntime, get, json_of, messages_of
 from specexp.runtimes.ollama_models import (
     binary_version,
-    drafting_refusal,
     file_digest,
     has_model,
     import_gguf,
@@ -39,7 +38,7 @@ from specexp.runtimes.ollama_models import (
     ollama_template,
 )
 from specexp.spec.experiment import ExperimentSpec
-from specexp.spec.runtime import OllamaRuntimeSpec
+from specexp.spec.runtime import OllamaRuntimeSpec, ServerRuntimeSpec
 
 TIMINGS = (
     "eval_count",
@@ -67,19 +66,19 @@ class OllamaRuntime(HttpRuntime):
     """Whether the served model can think (`thinking` in /api/show's capabilities); None: unknown."""
 
     @classmethod
-    def plan_refusal(cls, spec: ExperimentSpec) -> str | None:
-        """A drafter the Ollama that would serve the cell cannot run: by `runtime.version` when
-        stated, else by what the binary that would start says it is."""
+    def installed_version(cls, spec: ExperimentSpec) -> str | None:
+        """What the `ollama` binary that would start says it is (`ollama --version`)."""
         rt = spec.runtime
-        if spec.drafter.name == "none" or not isinstance(rt, OllamaRuntimeSpec) or rt.url:
-            return None
-        version = rt.version or binary_version(rt.executable or "ollama")
-        return drafting_refusal(version, spec.drafter.name)
+        return (
+            binary_version(rt.executable or "ollama") if isinstance(rt, ServerRuntimeSpec) else None
+        )
 
     def build_argv(self, port: int) -> list[str]:
         self.engine_drafter("Ollama")  # refuses a drafter Ollama does not have
         executable = self.spec.runtime.executable or "ollama"
-        refusal = drafting_refusal(binary_version(executable), self.spec.drafter.name)
+        refusal = self.spec.runtime.version_refusal(
+            self.spec.drafter.name, binary_version(executable)
+        )
         if refusal:
             raise RuntimeFailure("refused", "unsupported_drafter", refusal)
         # `ollama serve` takes no flags: its settings are environment variables (server_env).

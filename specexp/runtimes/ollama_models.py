@@ -25,15 +25,9 @@ from pathlib import Path
 import httpx
 
 from specexp.measure.events import RuntimeFailure
-from specexp.spec.runtime import OllamaRuntimeSpec
 
 VERSION_PROBE_S = 20.0
 _VERSION = re.compile(r"(?:client version is|ollama version is)\s+v?(\S+)")
-
-
-def drafting_refusal(version: str | None, drafter: str) -> str | None:
-    """Why an Ollama of `version` cannot run `drafter` (None: it may, or the version is unknown)."""
-    return OllamaRuntimeSpec.version_refusal(drafter, version)
 
 
 @functools.lru_cache(maxsize=8)

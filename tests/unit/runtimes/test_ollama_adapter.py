@@ -192,7 +192,10 @@ def test_conf_file_documents_every_runtime_key() -> None:
 def test_an_ollama_before_030_drafts_nothing_and_says_its_version(
     version: str | None, refused: bool
 ) -> None:
-    from specexp.runtimes.ollama_models import drafting_refusal
+    from specexp.spec.runtime import OllamaRuntimeSpec
+
+    def drafting_refusal(version: str | None, drafter: str) -> str | None:
+        return OllamaRuntimeSpec.version_refusal(drafter, version)
 
     said = drafting_refusal(version, "draft_model")
     assert (said is not None) == refused
