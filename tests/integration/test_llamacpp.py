@@ -232,7 +232,8 @@ def test_a_quantization_label_that_is_not_the_gguf_is_refused(
         "quantization=q4_k_m",
         "workload.output_tokens=8",
     )
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "sweep: none of its 1 job(s) finished" in done.stdout
     (record,) = results(tmp_path)
     assert record["status"] == "refused" and record["error"]["kind"] == "quantization_mismatch"
     assert (
