@@ -63,8 +63,9 @@ SPECEXP_WHEELS = (
 )
 """What `python3 -m specexp` needs on the device besides the image and vLLM's set (pinned as pyproject.toml;
 antlr4's 4.9.3 is an sdist only, built into a wheel here)."""
-PIECE_BYTES = 44 << 20
-"""One piece and the repository (about 10 MiB) must stay under the 64 MiB a device call carries."""
+PIECE_BYTES = 36 << 20
+"""One piece and the repository (its tracked files, about 25 MB) must stay under the 64 MiB a device
+call carries."""
 
 
 def log(text: str) -> None:
@@ -149,8 +150,9 @@ def strip_vllm(wheel: Path) -> Path:
     return wheel
 
 
-def pack(out: Path, llama_src: Path | None) -> None:
-    """The pieces of the tar of every wheel (vLLM stripped) and `llama_src`, with the tar's sha256."""
+def pack(out: Path, llama_src: Path | None, extra: tuple[Path, ...] | list[Path] = ()) -> None:
+    """The pieces of the tar of every wheel (vLLM stripped), `llama_src` and the `extra` files (under
+    `extra/`: the wheels of packaged weights, say), with the tar's sha256."""
     work = out / "wheels"
     wheels = download(work)
     vllm = next(w for w in wheels if w.name.startswith("vllm-"))
@@ -163,6 +165,8 @@ def pack(out: Path, llama_src: Path | None) -> None:
             tar.add(wheel, arcname=f"wheels/{wheel.name}")
         if llama_src is not None:
             tar.add(llama_src, arcname=f"src/{llama_src.name}")
+        for path in extra:
+            tar.add(path, arcname=f"extra/{path.name}")
     digest = hashlib.sha256(tar_path.read_bytes()).hexdigest()
     for old in out.glob("piece-*"):
         old.unlink()
@@ -255,6 +259,13 @@ def main() -> int:
         "--llama-src", type=Path, help="pack: the llama.cpp tarball of `llamacpp_h200.py source`"
     )
     parser.add_argument(
+        "--extra",
+        type=Path,
+        action="append",
+        default=[],
+        help="pack: a file carried under extra/ (e.g. the wheel of packaged weights)",
+    )
+    parser.add_argument(
         "--pieces", type=Path, default=Path("/tmp/specexp-vllm"), help="install: the pieces' folder"
     )
     parser.add_argument(
@@ -265,7 +276,7 @@ def main() -> int:
     parser.add_argument("--dest", type=Path, default=Path("/tmp/specexp-vllm/unpacked"))
     args = parser.parse_args()
     if args.stage == "pack":
-        pack(args.out, args.llama_src)
+        pack(args.out, args.llama_src, args.extra)
     else:
         sha = args.sha256
         for path in (args.pieces / "SHA256", Path(".gpu-stage/vllm/SHA256")):

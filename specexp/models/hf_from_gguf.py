@@ -1,14 +1,15 @@
-"""A Hugging Face model folder made from a qwen2 GGUF, for engines that read no GGUF.
+"""A Hugging Face model folder made from a qwen2 or llama GGUF, for engines that read no GGUF.
 
 vLLM 0.32.0 has no GGUF loader of its own and its GGUF plugin runs on CUDA or Triton only, so
 vLLM on the CPU cannot serve the packaged Q4_K_M pair (docs/engines.md 7.2). This writes the same
 weights as a folder it loads: every tensor dequantized with the `gguf` package (numpy, the values
-llama.cpp computes with) and stored in BF16, under Qwen2's Hugging Face names; llama.cpp's
-converter writes qwen2's Q and K projections unpermuted (`Qwen2Model.modify_tensors` in
-convert_hf_to_gguf.py; only llama's are permuted), so none is undone here. `config.json` comes
-from the GGUF's metadata (specexp.models.gguf_config), and `tokenizer.json` from its token list
-and merges, in the layout transformers' GGUF converter gives qwen2 (NFC, Qwen2's split regex,
-byte-level BPE, control tokens as special added tokens).
+llama.cpp computes with) and stored in BF16, under the Hugging Face names of the architecture
+(Qwen2's and Llama's are the same); llama's Q and K projections, which llama.cpp's converter
+permutes, are permuted back (specexp.models.gguf_arch says what differs by architecture).
+`config.json` comes from the GGUF's metadata (specexp.models.gguf_config), and `tokenizer.json`
+from its token list and merges, in the layout transformers' GGUF converter gives such a model
+(the pre-tokenizer of its `tokenizer.ggml.pre`, byte-level BPE, control tokens as special added
+tokens).
 
 The folder is cached at `<cache>/models/hf/<sha256[:16] of the GGUF>/` and made once: a stamp
 (`specexp-hf.json`, written last) records the GGUF's hash, what its tensors were and the size of
@@ -35,6 +36,7 @@ from typing import Any, BinaryIO
 import gguf
 import numpy as np
 
+from specexp.models.gguf_arch import ARCHS, BYTE_LEVEL, QWEN2_SPLIT, GgufArch, reverse_permute
 from specexp.models.gguf_config import hf_fields
 from specexp.models.packaged import ensure_weights
 from specexp.spec.cache import cache_dir
@@ -46,11 +48,7 @@ STAMP = "specexp-hf.json"
 CHUNK_ELEMENTS = 1 << 22
 """Elements dequantized at a time: a 151,936 x 1,536 embedding never sits in memory as float32."""
 
-QWEN2_SPLIT = (
-    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
-    r"|\s*[\r\n]+|\s+(?!\S)|\s+"
-)
-"""Qwen2's pre-tokenizer split (transformers' Qwen2Converter; llama.cpp's `qwen2` pre-type)."""
+__all__ = ["QWEN2_SPLIT", "GgufConversionError", "ensure_folder", "folder_for", "write_folder"]
 
 GLOBAL_NAMES = {
     "token_embd.weight": "model.embed_tokens.weight",
@@ -71,7 +69,10 @@ BLOCK_NAMES = {
     "ffn_up.weight": "mlp.up_proj.weight",
     "ffn_down.weight": "mlp.down_proj.weight",
 }
-"""llama.cpp's qwen2 tensor names -> Qwen2ForCausalLM's (gguf-py's TensorNameMap, reversed)."""
+"""llama.cpp's qwen2 and llama tensor names -> Qwen2ForCausalLM's and LlamaForCausalLM's (gguf-py's
+TensorNameMap, reversed)."""
+PERMUTED = {"attn_q.weight": "num_attention_heads", "attn_k.weight": "num_key_value_heads"}
+"""The tensors llama.cpp permutes for llama, and the head count each is permuted by."""
 
 
 class GgufConversionError(Exception):
@@ -79,7 +80,7 @@ class GgufConversionError(Exception):
 
 
 def hf_name(name: str) -> str:
-    """The Hugging Face name of GGUF tensor `name` (KeyError: not a qwen2 tensor)."""
+    """The Hugging Face name of GGUF tensor `name` (KeyError: not a qwen2 or llama tensor)."""
     if name in GLOBAL_NAMES:
         return GLOBAL_NAMES[name]
     blk, index, rest = name.split(".", 2)
@@ -117,61 +118,59 @@ def _field(reader: gguf.GGUFReader, key: str) -> Any:
     return None if field is None else field.contents()
 
 
-def check_convertible(reader: gguf.GGUFReader, path: Path) -> None:
-    """Refuse, in one line, a GGUF this module does not convert."""
-    arch = _field(reader, "general.architecture")
-    if arch != "qwen2":
+def check_convertible(reader: gguf.GGUFReader, path: Path) -> GgufArch:
+    """The GGUF's architecture; a GGUF this module does not convert is refused in one line."""
+    name = _field(reader, "general.architecture")
+    arch = ARCHS.get(name)
+    if arch is None:
         raise GgufConversionError(
-            f"{path}: architecture {arch!r}; specexp makes Hugging Face folders of qwen2 GGUFs only"
+            f"{path}: architecture {name!r}; specexp makes Hugging Face folders of "
+            f"{' and '.join(ARCHS)} GGUFs only"
         )
     tok = (_field(reader, "tokenizer.ggml.model"), _field(reader, "tokenizer.ggml.pre"))
-    if tok != ("gpt2", "qwen2") or _field(reader, "tokenizer.ggml.merges") is None:
+    if (
+        tok[0] != "gpt2"
+        or tok[1] not in arch.pre_tokenizers
+        or _field(reader, "tokenizer.ggml.merges") is None
+    ):
         raise GgufConversionError(
-            f"{path}: tokenizer {tok[0]!r} (pre {tok[1]!r}); specexp converts qwen2's byte-level "
-            "BPE with merges only"
+            f"{path}: tokenizer {tok[0]!r} (pre {tok[1]!r}); specexp converts {name}'s byte-level "
+            f"BPE with merges and pre {' or '.join(map(repr, arch.pre_tokenizers))} only"
         )
     for t in reader.tensors:
         try:
             hf_name(t.name)
         except (KeyError, ValueError):
-            raise GgufConversionError(f"{path}: tensor {t.name!r} has no qwen2 name") from None
+            raise GgufConversionError(f"{path}: tensor {t.name!r} has no {name} name") from None
+    return arch
 
 
-def config_json(reader: gguf.GGUFReader, path: Path) -> dict[str, Any]:
-    """Qwen2's config.json from the GGUF's metadata."""
+def config_json(reader: gguf.GGUFReader, path: Path, arch: GgufArch) -> dict[str, Any]:
+    """The architecture's config.json from the GGUF's metadata."""
     f = hf_fields(path)
-    layers = f["num_hidden_layers"]
     config: dict[str, Any] = {
-        "architectures": ["Qwen2ForCausalLM"],
-        "model_type": "qwen2",
-        "vocab_size": f["vocab_size"],
-        "hidden_size": f["hidden_size"],
-        "intermediate_size": f["intermediate_size"],
-        "num_hidden_layers": layers,
-        "num_attention_heads": f["num_attention_heads"],
-        "num_key_value_heads": f["num_key_value_heads"],
-        "max_position_embeddings": f["max_position_embeddings"],
+        "architectures": [arch.hf_architecture],
+        "model_type": arch.model_type,
+        **{
+            k: f[k]
+            for k in (
+                "vocab_size",
+                "hidden_size",
+                "intermediate_size",
+                "num_hidden_layers",
+                "num_attention_heads",
+                "num_key_value_heads",
+                "max_position_embeddings",
+            )
+        },
         "hidden_act": "silu",
-        "rms_norm_eps": float(f"{_field(reader, 'qwen2.attention.layer_norm_rms_epsilon'):.6g}"),
-        "rope_theta": float(_field(reader, "qwen2.rope.freq_base") or 10000.0),
-        "rope_scaling": None,
-        "use_sliding_window": False,
-        "sliding_window": None,
-        "max_window_layers": layers,
+        **arch.config(lambda key: _field(reader, key), f),
         "attention_dropout": 0.0,
         "tie_word_embeddings": f["tie_word_embeddings"],
         "torch_dtype": "bfloat16",
         "initializer_range": 0.02,
         "use_cache": True,
     }
-    if _field(reader, "qwen2.rope.scaling.type") == "yarn":
-        config["rope_scaling"] = {
-            "type": "yarn",
-            "factor": float(_field(reader, "qwen2.rope.scaling.factor")),
-            "original_max_position_embeddings": _field(
-                reader, "qwen2.rope.scaling.original_context_length"
-            ),
-        }
     for key in ("bos", "eos", "pad"):
         value = _field(reader, f"tokenizer.ggml.{'padding' if key == 'pad' else key}_token_id")
         if value is not None:
@@ -195,20 +194,18 @@ def _added(token_id: int, text: str, special: bool) -> dict[str, Any]:
     return {"id": token_id, "content": text, **ADDED, "special": special}
 
 
-def tokenizer_json(reader: gguf.GGUFReader) -> dict[str, Any]:
-    """Qwen2's fast tokenizer from the GGUF's token list (ids as in the GGUF) and merges."""
+def tokenizer_json(reader: gguf.GGUFReader, arch: GgufArch) -> dict[str, Any]:
+    """The fast tokenizer from the GGUF's token list (ids as in the GGUF) and merges."""
     tokens = _field(reader, "tokenizer.ggml.tokens")
-    byte_level = dict(type="ByteLevel", add_prefix_space=False, trim_offsets=False, use_regex=False)
-    split = dict(type="Split", pattern={"Regex": QWEN2_SPLIT}, behavior="Isolated", invert=False)
     return {
         "version": "1.0",
         "truncation": None,
         "padding": None,
         "added_tokens": [_added(*entry) for entry in _special_ids(reader)],
-        "normalizer": {"type": "NFC"},
-        "pre_tokenizer": {"type": "Sequence", "pretokenizers": [split, byte_level]},
-        "post_processor": byte_level,
-        "decoder": byte_level,
+        "normalizer": arch.normalizer,
+        "pre_tokenizer": arch.pre_tokenizers[_field(reader, "tokenizer.ggml.pre")],
+        "post_processor": BYTE_LEVEL,
+        "decoder": BYTE_LEVEL,
         "model": {
             "type": "BPE",
             "dropout": None,
@@ -249,7 +246,19 @@ def tokenizer_config_json(reader: gguf.GGUFReader, context: int) -> dict[str, An
     }
 
 
-def _write_safetensors(reader: gguf.GGUFReader, sink: BinaryIO) -> None:
+def _values(t: gguf.ReaderTensor, arch: GgufArch, config: dict[str, Any]) -> Iterator[np.ndarray]:
+    """The tensor's values in Hugging Face order: in chunks of rows, or whole where llama.cpp
+    permuted its rows."""
+    heads = PERMUTED.get(t.name.split(".", 2)[-1]) if arch.permuted_qk else None
+    if heads is None:
+        yield from dequantized(t)
+        return
+    yield reverse_permute(np.concatenate(list(dequantized(t))), int(config[heads]))
+
+
+def _write_safetensors(
+    reader: gguf.GGUFReader, sink: BinaryIO, arch: GgufArch, config: dict[str, Any]
+) -> None:
     """model.safetensors in BF16, streamed tensor by tensor (the header first: sizes are known)."""
     header: dict[str, Any] = {"__metadata__": {"format": "pt"}}
     offset = 0
@@ -266,7 +275,7 @@ def _write_safetensors(reader: gguf.GGUFReader, sink: BinaryIO) -> None:
     text += b" " * (-len(text) % 8)
     sink.write(struct.pack("<Q", len(text)) + text)
     for t in reader.tensors:
-        for values in dequantized(t):
+        for values in _values(t, arch, config):
             sink.write(bf16_bytes(values))
 
 
@@ -282,13 +291,13 @@ def write_folder(gguf_path: Path, out: Path, sha256: str) -> Path:
         reader = gguf.GGUFReader(str(gguf_path))
     except (OSError, ValueError) as exc:
         raise GgufConversionError(f"{gguf_path}: not a readable GGUF: {exc}") from None
-    check_convertible(reader, gguf_path)
-    config = config_json(reader, gguf_path)
+    arch = check_convertible(reader, gguf_path)
+    config = config_json(reader, gguf_path, arch)
     gen = {k: config[k] for k in ("bos_token_id", "eos_token_id", "pad_token_id") if k in config}
     files = {
         "config.json": _dump(config),
         "generation_config.json": _dump(gen),
-        "tokenizer.json": _dump(tokenizer_json(reader)),
+        "tokenizer.json": _dump(tokenizer_json(reader, arch)),
         "tokenizer_config.json": _dump(
             tokenizer_config_json(reader, config["max_position_embeddings"])
         ),
@@ -299,7 +308,7 @@ def write_folder(gguf_path: Path, out: Path, sha256: str) -> Path:
         for name, data in files.items():
             (tmp / name).write_bytes(data)
         with (tmp / "model.safetensors").open("wb") as sink:
-            _write_safetensors(reader, sink)
+            _write_safetensors(reader, sink, arch, config)
         types = collections.Counter(t.tensor_type.name for t in reader.tensors)
         stamp = {
             "format": FORMAT_VERSION,
@@ -378,7 +387,7 @@ def folder_for(weights: PackagedWeights, root: Path | None = None) -> Path:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m specexp.models.hf_from_gguf",
-        description="Dequantize a qwen2 GGUF into a Hugging Face folder (BF16 safetensors).",
+        description="Dequantize a qwen2 or llama GGUF into a Hugging Face folder (BF16 safetensors).",
     )
     parser.add_argument("gguf", type=Path, help="the .gguf file")
     parser.add_argument("out", type=Path, nargs="?", help="output folder (default: the cache)")

@@ -258,9 +258,17 @@ def test_the_folder_is_made_once_and_again_when_stale(tmp_path: Path) -> None:
 
 
 def test_a_gguf_it_cannot_convert_is_one_line_naming_it(tmp_path: Path) -> None:
-    llama = write_tiny_model(tmp_path / "tiny-llama.gguf")
-    with pytest.raises(h.GgufConversionError, match="tiny-llama.gguf: architecture 'llama'"):
+    llama = write_tiny_model(tmp_path / "tiny-llama.gguf")  # llama, but a SentencePiece vocabulary
+    with pytest.raises(h.GgufConversionError, match="tiny-llama.gguf: tokenizer 'llama'"):
         h.write_folder(llama, tmp_path / "out", "0" * 64)
+    other = gguf.GGUFWriter(str(tmp_path / "mamba.gguf"), "mamba")
+    other.write_header_to_file()
+    other.write_kv_data_to_file()
+    other.close()
+    with pytest.raises(h.GgufConversionError) as info:
+        h.write_folder(tmp_path / "mamba.gguf", tmp_path / "out", "0" * 64)
+    assert "mamba.gguf: architecture 'mamba'" in str(info.value)
+    assert "qwen2 and llama" in str(info.value) and "\n" not in str(info.value)
     junk = tmp_path / "junk.gguf"
     junk.write_bytes(b"not a gguf")
     with pytest.raises(h.GgufConversionError) as info:
