@@ -9,6 +9,8 @@ On the device (one lease; the pieces of `vllm_stage.py pack` travel one a call, 
 Here, on what came back:
 
     .venv/bin/python benchmarks/gpu/vllm_h200.py report --records OUT/records.tar.gz
+    .venv/bin/python benchmarks/gpu/vllm_h200.py report --data benchmarks/data/h200-vllm \
+        --data benchmarks/data/h200-vllm-2026-12-03     # again, from the committed records
 
 A sweep of its own in place of the studies: `start --sweep OVERRIDE --sweep ...` (a multirun of those
 overrides, e.g. the mixture of experts of `MOE_SWEEP`), and `report --name NAME` for its own report.
@@ -407,6 +409,13 @@ def main() -> int:
         help="sim/report: a device call's tarball",
     )
     parser.add_argument(
+        "--data",
+        type=Path,
+        action="append",
+        default=[],
+        help="report: a committed data folder (benchmarks/data/h200-vllm*), its sweeps/ read as measured",
+    )
+    parser.add_argument(
         "--work", type=Path, default=Path("/tmp/specexp-vllm-h200"), help="sim/report: scratch"
     )
     args = parser.parse_args()
@@ -428,9 +437,11 @@ def main() -> int:
         elif stage == "report":
             from benchmarks.gpu import vllm_report
 
-            measured = vllm_report.unpack(args.records, args.work)
+            roots = [d / "sweeps" for d in args.data]
+            if args.records:
+                roots.append(vllm_report.unpack(args.records, args.work))
             for path in vllm_report.write(
-                measured,
+                roots,
                 REPO / "benchmarks" / "results",
                 stamp=datetime.date.today().isoformat(),
                 **({"name": args.name} if args.name else {}),

@@ -94,23 +94,24 @@ def job_table(job: fr.Job, sim: dict[fr.Key, dict[str, float]]) -> list[str]:
     return lines
 
 
-def compiles_in(root: Path) -> dict[str, int]:
+def compiles_in(roots: Sequence[Path]) -> dict[str, int]:
     """Kernel compiles vLLM's monitor logged while serving, by kernel, over every kept server log."""
     found: dict[str, int] = {}
-    for log in sorted(root.rglob("server.log.short")):
+    for log in sorted(log for root in roots for log in root.rglob("server.log.short")):
         for kernel in COMPILE.findall(log.read_text(errors="replace")):
             found[kernel] = found.get(kernel, 0) + 1
     return found
 
 
-def summary(all_jobs: list[fr.Job], root: Path) -> list[str]:
+def summary(all_jobs: list[fr.Job], roots: Sequence[Path]) -> list[str]:
     """What the run found, from the records: how many windows were clean, what compiled and where."""
     measured = [m for j in all_jobs for m in j.record.measurements]
     clean = sum(m.contaminated is False for m in measured)
     unfinished = [j for j in all_jobs if j.record.status != "ok"]
-    compiles = compiles_in(root)
+    compiles = compiles_in(roots)
     rerun = sum(
         1
+        for root in roots
         for log in root.rglob("requests.jsonl")
         for line in log.read_text().splitlines()
         if '"discarded"' in line
@@ -119,7 +120,8 @@ def summary(all_jobs: list[fr.Job], root: Path) -> list[str]:
         "every one in a warm-up window: no timed window was run again, so each point's warm-up at its own "
         "shape is what kept the timed windows clean"
         if rerun == 0 and clean == len(measured)
-        else f"{rerun} requests of timed windows were run again (discarded: contaminated)"
+        else f"{rerun} requests of timed windows were run again (discarded: contaminated); a window "
+        "still contaminated is marked **contaminated** in its table and no fit reads it"
     )
     lines = [
         "## What the run found",
@@ -139,20 +141,25 @@ def summary(all_jobs: list[fr.Job], root: Path) -> list[str]:
 
 
 def markdown(
-    all_jobs: list[fr.Job], sims: dict[str, dict[fr.Key, dict[str, float]]], stamp: str, root: Path
+    all_jobs: list[fr.Job],
+    sims: dict[str, dict[fr.Key, dict[str, float]]],
+    stamp: str,
+    roots: Sequence[Path],
 ) -> str:
     lines = [
         "# vLLM with CUDA on an H200: measured by specexp, beside the simulator",
         "",
         f"Written {stamp} by `benchmarks/gpu/vllm_report.py` from the records `benchmarks/gpu/vllm_h200.py` "
-        "brought back from the device. Every model is served without weights (`runtime.load_format=dummy`, from "
-        "the config-only folders specexp writes). Simulated: `runtime=sim runtime.engine=vllm` with each job's own "
+        "brought back from the device, in two sittings (each job's heading gives the day it ran). A model is served "
+        "without weights (`runtime.load_format=dummy`, from the config-only folders specexp writes) unless its "
+        "heading says `trained weights`. Simulated: `runtime=sim runtime.engine=vllm` with each job's own "
         "overrides, and for a drafter the acceptance by position the job measured (specexp/fit/records.py). "
         "`clean`: whether vLLM's kernel JIT monitor logged a compile during the point's windows. The records, "
-        "with every sample and request: `benchmarks/data/h200-vllm/`; the profile's fit to them: "
+        "with every sample and request: `benchmarks/data/h200-vllm/` (2026-12-02) and "
+        "`benchmarks/data/h200-vllm-2026-12-03/`; the profile's fit to them: "
         "`benchmarks/results/vllm_calibration.md`.",
         "",
-        *summary(all_jobs, root),
+        *summary(all_jobs, roots),
     ]
     servers: dict[str, dict[str, Any]] = {}
     for job in all_jobs:
@@ -179,7 +186,8 @@ def markdown(
     lines.append("")
     for job in all_jobs:
         lines += [
-            f"## {job.group}: {job.label}",
+            f"## {job.group}: {job.label}"
+            + (" (trained weights)" if job.record.conditions.weights == "trained" else ""),  # type: ignore[attr-defined]
             "",
             f"run `{job.record.run_id}`, status {job.record.status}"
             + (
@@ -194,12 +202,24 @@ def markdown(
     return "\n".join(lines) + "\n"
 
 
-def write(measured_root: Path, results_dir: Path, stamp: str, name: str = NAME) -> list[Path]:
-    all_jobs = [j for j in fr.load_jobs(measured_root)]
+def load(roots: Sequence[Path]) -> list[fr.Job]:
+    """Every measured job under the roots, each group named with the day the job ran, in time order."""
+    jobs = [
+        fr.Job(f"{j.group}, {(j.record.provenance.started_at or '')[:10]}", j.record)
+        for root in roots
+        for j in fr.load_jobs(root)
+    ]
+    return sorted(jobs, key=lambda j: j.record.provenance.started_at or "")
+
+
+def write(
+    measured_roots: Sequence[Path], results_dir: Path, stamp: str, name: str = NAME
+) -> list[Path]:
+    all_jobs = load(measured_roots)
     sims = {
         j.record.run_id: fr.simulate(j, "vllm") if j.record.measurements else {} for j in all_jobs
     }
     results_dir.mkdir(parents=True, exist_ok=True)
     md = results_dir / f"{name}.md"
-    md.write_text(markdown(all_jobs, sims, stamp, measured_root))
+    md.write_text(markdown(all_jobs, sims, stamp, measured_roots))
     return [md]

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from specexp.measure.events import Counters, RequestTrace
+from specexp.measure.ttft_parts import PARTS, ttft_parts
 from specexp.spec.vocabulary import STATS, M
 
 
@@ -129,6 +130,9 @@ def window_metrics(
     out: dict[str, float | list[float] | None] = {}
     for name, fn in PER_REQUEST.items():
         out[name] = _mean([fn(t) for t in ok])
+    parts = [ttft_parts(ttft_s(t), t.engine_timings) for t in ok]
+    for name in PARTS:
+        out[name] = _mean([p[name] for p in parts])
     out[M.aggregate_tps] = aggregate_tps(ok)
     out[M.per_stream_tps] = per_stream_tps(ok)
     cached = [t.cached_prompt_tokens for t in ok if t.cached_prompt_tokens is not None]

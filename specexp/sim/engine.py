@@ -221,6 +221,9 @@ class SimEngine:
         """Admit what fits, run one forward pass; None when nothing could run."""
         if not self.running and self.waiting:  # idle until the head of the queue can be scheduled
             self.clock = max(self.clock, self.waiting[0].ready)
+        for s in self.waiting:  # what the scheduler sees at this step boundary
+            if s.queued is None and s.ready <= self.clock:
+                s.queued = self.clock
         while (
             self.waiting
             and len(self.running) < self.max_num_seqs
@@ -228,6 +231,8 @@ class SimEngine:
             and self._admit(self.waiting[0])
         ):
             self.running.append(self.waiting.popleft())
+            if self.running[-1].scheduled is None:
+                self.running[-1].scheduled = self.clock
             if self._slot_last_used:
                 self.running[-1].slot = self._free_slot()
         if not self.running:

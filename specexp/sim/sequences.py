@@ -23,6 +23,11 @@ class Seq:
     """Engine clock at submission."""
     ready: float = 0.0
     """Engine clock from which it can be scheduled (arrival + the engine's per-request cost)."""
+    queued: float | None = None
+    """Engine clock at which the scheduler first saw it: the first step boundary once it is ready
+    (vLLM's engine core takes new requests in between steps and stamps them queued then)."""
+    scheduled: float | None = None
+    """Engine clock at which the scheduler first took it."""
     cached: int = 0
     prefilled: int = 0
     generated: int = 0
@@ -119,6 +124,20 @@ def trace(s: Seq, start: float, due: float | None = None) -> RequestTrace:
         completion_tokens=s.generated,
         cached_prompt_tokens=s.cached,
         finish_reason="length",
+        engine_timings=engine_timings(s),
         error=s.error,
         due_at=due,
     )
+
+
+def engine_timings(s: Seq) -> dict[str, float] | None:
+    """What vLLM's per-request metrics would say of it (specexp.measure.ttft_parts): the wait from
+    the step boundary where the scheduler first saw it to its first scheduling, and from there to
+    the first token. (The front end's cost and the wait for the step under way when it was ready
+    are the client's TTFT less these, as in vLLM.)"""
+    if s.scheduled is None or not s.events:
+        return None
+    return {
+        "queue_time_ms": round((s.scheduled - (s.queued or s.scheduled)) * 1e3, 6),
+        "time_to_first_token_ms": round((s.events[0].t - s.scheduled) * 1e3, 6),
+    }

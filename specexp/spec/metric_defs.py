@@ -170,6 +170,27 @@ METRICS: dict[str, MetricDef] = {
             "requests meeting every SLO per second: open-loop, slo_attainment x achieved_rate_rps of each repeat; a closed-loop burst, such requests / (last token of any - first sent); every repeat's median",
             "goodput",
         ),
+        MetricDef(
+            "ttft_queue_s",
+            "s",
+            "lower",
+            "TTFT part: the engine's own wait from receiving the request to first scheduling it (vLLM queue_time_ms), one request",
+            "TTFT queue",
+        ),
+        MetricDef(
+            "ttft_engine_s",
+            "s",
+            "lower",
+            "TTFT part: the engine's own time from first scheduling to the first token: prefill of the uncached tail, a hybrid's state copy, the sampling step (vLLM time_to_first_token_ms, llama-server prompt_ms), one request",
+            "TTFT engine",
+        ),
+        MetricDef(
+            "ttft_frontend_s",
+            "s",
+            "lower",
+            "TTFT part: ttft_s - ttft_queue_s - ttft_engine_s, what the request spent outside the engine core (HTTP, chat template, tokenization, detokenization, streaming), one request",
+            "TTFT frontend",
+        ),
     )
 }
 
