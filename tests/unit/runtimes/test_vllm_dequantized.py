@@ -86,6 +86,10 @@ def test_a_gguf_of_another_file_type_is_refused(
         vllm("model=smollm2-135m", "quantization=q4_k_m_bf16", "hardware=cpu").build_argv(8123)
     assert info.value.kind == "quantization_mismatch"
     assert "holds Q4_1 weights, not Q4_K_M" in str(info.value)
+    # ... and served under the quantization that names its file type
+    argv = vllm("model=smollm2-135m", "quantization=q4_1_bf16", "hardware=cpu").build_argv(8123)
+    assert argv[2] == str(folders["SmolLM2-135M-Instruct.Q4_1.gguf"])
+    assert "--quantization" not in argv
 
 
 def test_a_fetch_or_conversion_failure_is_refused_with_its_line(
