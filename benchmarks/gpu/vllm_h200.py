@@ -73,52 +73,33 @@ def grid(*cells: str) -> str:
     return "hydra.sweeper.grid=[" + ",".join("{" + c + "}" for c in cells) + "]"
 
 
+SMOLLM2 = [
+    "runtime.load_format=auto",
+    "runtime.max_model_len=8192",
+    "hardware=h200",
+    "model=smollm2-135m",
+    "quantization=q4_1_bf16",
+    "workload.output_tokens=256",
+]
+"""SmolLM2-135M's trained weights (the packaged GGUF, dequantized: quantization=q4_1_bf16)."""
+SMOLLM2_CELLS = (
+    "workload:'code_with_tests,fresh_generation',workload.concurrency:'[1,4,16]'",
+    "workload:edit_heavy,workload.prompt_tokens:'2048',workload.concurrency:'[1,4,16]'",
+)
 DRAFTERS = [
     (
-        "h200_vllm_dense",
-        [
-            grid(
-                f"{DECODE},drafter:none",
-                f"{DECODE},drafter:draft_model,draft_model:qwen3-8b-2layer,k:'4'",
-                f"{PREFIX},drafter:draft_model,draft_model:qwen3-8b-2layer,k:'4'",
-                f"{DECODE},drafter:eagle3,k:'3'",
-                f"{PREFIX},drafter:eagle3,k:'3'",
-            ),
-            "baseline=false",
-        ],
-    ),
-    (
-        "h200_vllm_hybrid",
-        [
-            grid(f"{DECODE},drafter:mtp,k:'8'", f"{PREFIX},drafter:mtp,k:'8'"),
-            "baseline=false",
-        ],
-    ),
-    (
         "h200_smollm2",
-        [
-            "runtime.load_format=auto",
-            "runtime.max_model_len=8192",
-            "hardware=h200",
-            "model=smollm2-135m",
-            "quantization=q4_1_bf16",
-            "workload.output_tokens=256",
-            grid(
-                "workload:'code_with_tests,fresh_generation',"
-                "workload.concurrency:'[1,4,16]',drafter:'none,ngram',k:'4'",
-                "workload:edit_heavy,workload.prompt_tokens:'2048',"
-                "workload.concurrency:'[1,4,16]',drafter:'none,ngram',k:'4'",
-            ),
-        ],
+        [*SMOLLM2, grid(*(f"{c},drafter:'none,ngram',k:'2,4,8'" for c in SMOLLM2_CELLS))],
     ),
-    ("h200_vllm_hybrid", [grid(f"{DECODE},drafter:mtp,k:'1'"), "baseline=false"]),
+    ("h200_vllm_hybrid", [grid(f"{DECODE},drafter:mtp,k:'1,5'"), "baseline=false"]),
     ("h200_vllm_dense", [grid(f"{DECODE},drafter:ngram,k:'2,8'"), "baseline=false"]),
-    ("h200_vllm_hybrid", [grid(f"{DECODE},drafter:mtp,k:'5'"), "baseline=false"]),
 ]
-"""The cells the studies still lacked on the H200, in order of need: a draft model and an EAGLE-3 head on
-the dense shape beside a baseline of the same sitting; MTP at k = 8 on the hybrid (its decode and its
-warm prefix); SmolLM2-135M's trained weights with n-gram on real text; MTP k = 1, n-gram k = 2 and 8,
-MTP k = 5. An entry whose name is no experiment runs as a plain multirun of its overrides."""
+"""The cells the studies still lack on the H200, in order of need: n-gram on SmolLM2-135M's trained
+weights on real text (real acceptance) beside its baseline, MTP k = 1 and 5 on the hybrid, n-gram
+k = 2 and 8 on the dense shape. The 2026-12-03 sitting (benchmarks/data/h200-vllm-2026-12-03/) ran
+this plan's earlier entries: the dense shape's draft model (k = 4) and EAGLE-3 (k = 3) beside a
+baseline, with their warm prefixes; MTP k = 8 on the hybrid with its warm prefixes; SmolLM2 without
+a drafter. An entry whose name is no experiment runs as a plain multirun of its overrides."""
 PLANS = {"studies": RUNS, "drafters": DRAFTERS}
 MOE_SWEEP = [
     "hardware=h200",
