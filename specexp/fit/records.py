@@ -117,7 +117,7 @@ def draft_shape(record: RunRecord) -> tuple[float | None, float | None]:
     k = (c.k or 0) if c.drafter != "none" else 0  # type: ignore[attr-defined]
     drafts = tokens = accepted = steps = 0.0
     for m in record.measurements:  # type: ignore[attr-defined]
-        e, timings = m.engine_counters, m.engine_timings or []
+        e, timings = m.engine_counters, _step_timings(m)
         if not e or not e.drafts or not timings:
             continue
         emitted = sum(float(t.get("predicted_n") or 0) for t in timings)
@@ -129,9 +129,11 @@ def draft_shape(record: RunRecord) -> tuple[float | None, float | None]:
         steps += emitted - len(timings) - (e.accepted or 0)
     if not k:
         return None, None
-    if not drafts:  # timings without a draft: the server drafted nothing over the job
-        timed = any(m.engine_timings for m in record.measurements)  # type: ignore[attr-defined]
-        return (0.0 if timed else None), None
+    if not drafts:  # counted, with timings, and no draft: the server drafted nothing over the job
+        counted = any(
+            m.engine_counters is not None and _step_timings(m) for m in record.measurements
+        )  # type: ignore[attr-defined]
+        return (0.0 if counted else None), None
     rate = min(drafts / steps, 1.0) if steps > 0 else None
     mean = tokens / drafts
     go_on = None
@@ -142,6 +144,13 @@ def draft_shape(record: RunRecord) -> tuple[float | None, float | None]:
             lo, hi = (mid, hi) if sum(mid**i for i in range(k)) < mean else (lo, mid)
         go_on = round(lo, 4)
     return (round(rate, 4) if rate is not None and rate < 0.9999 else None), go_on
+
+
+def _step_timings(m: Measurement) -> list[dict]:
+    """The per-request timings that count the tokens a request emitted (llama-server's `predicted_n`),
+    from which steps are counted; vLLM's per-request metrics count none, so a vLLM job's draft rate
+    stays unknown (None), not 0."""
+    return [t for t in m.engine_timings or [] if isinstance(t.get("predicted_n"), (int, float))]
 
 
 def byte_suffix_tokens(record: RunRecord) -> int | None:

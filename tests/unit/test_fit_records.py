@@ -1,0 +1,39 @@
+"""specexp.fit.records on the committed H200 records of vLLM (benchmarks/data/h200-vllm/): what a
+job hands the simulator, and the TTFT parts it reads from records written before the parts were
+metrics."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from specexp.fit import records as fr
+
+REPO = Path(__file__).resolve().parents[2]
+H200 = REPO / "benchmarks/data/h200-vllm/sweeps"
+
+
+@pytest.fixture(scope="module")
+def jobs() -> dict[str, fr.Job]:
+    return {j.record.run_id: j for j in fr.load_jobs(H200)}
+
+
+def test_a_vllm_job_leaves_the_draft_rate_unknown(jobs: dict[str, fr.Job]) -> None:
+    """vLLM's per-request metrics count no emitted tokens (llama-server's `predicted_n`), so how often
+    a step drafted is not known: the simulator drafts every step, as n-gram did on these repeating
+    outputs (4.85 tokens a pass), and is not told that the server never drafted."""
+    ngram = jobs["086deb3dc112"]
+    assert fr.draft_shape(ngram.record) == (None, None)
+    assert not any("draft_rate" in o for o in fr.sim_overrides(ngram.record, "vllm"))
+
+
+def test_ttft_parts_come_from_the_engines_timings(jobs: dict[str, fr.Job]) -> None:
+    prefill = jobs["bfd826147255"]  # prefill 1k-16k, one request at a time
+    for m in prefill.record.measurements:
+        queue, engine = fr.measured(m, "ttft_queue_s"), fr.measured(m, "ttft_engine_s")
+        front, core = fr.measured(m, "ttft_frontend_s"), fr.measured(m, "ttft_core_s")
+        assert queue is not None and queue < 0.001  # nothing waits for a lone request
+        assert engine is not None and 0 < engine < m.metrics.ttft_s
+        assert front == pytest.approx(m.metrics.ttft_s - queue - engine)
+        assert core == pytest.approx(queue + engine)
