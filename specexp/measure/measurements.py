@@ -138,7 +138,9 @@ def _measurement(
         },
         counters_went_back=sorted({name for w in windows for name in w.delta.went_back}),
         errors=[t.error for t in traces if t.error],
-        engine_timings=[t.engine_timings for t in traces if t.engine_timings] or None,
+        engine_timings=None
+        if run.source == "simulated"  # type: ignore[attr-defined]
+        else [t.engine_timings for t in traces if t.engine_timings] or None,
         engine_counters=_counters(pooled),
         prefix_cache_reset=_reset(windows),
         partial=partial,
