@@ -78,24 +78,48 @@ def _tensors(rng: np.random.Generator) -> list[tuple[str, np.ndarray, Q | None]]
     return out
 
 
-def write_qwen2_gguf(path: Path, seed: int = 0) -> Path:
-    writer = gguf.GGUFWriter(str(path), "qwen2")
+def gpt2_vocab_writer(
+    path: Path,
+    arch: str,
+    pre: str,
+    shape: tuple[int, int, int, int, int],
+    file_type: gguf.LlamaFileType,
+    rope_theta: float,
+    rms_eps: float,
+) -> gguf.GGUFWriter:
+    """A GGUF writer of `arch` with a transformer's metadata (hidden, ff, heads, KV heads, layers)
+    and a byte-level BPE vocabulary of pre-tokenizer `pre` (its tokens and merges to be added)."""
+    hidden, ff, heads, kv_heads, layers = shape
+    writer = gguf.GGUFWriter(str(path), arch)
     add_transformer_metadata(
         writer,
-        name="tiny-qwen2",
-        file_type=int(gguf.LlamaFileType.MOSTLY_Q4_K_M),
+        name=path.stem,
+        file_type=int(file_type),
         context=4096,
-        embd=HIDDEN,
-        layers=LAYERS,
-        ff=FF,
-        heads=HEADS,
-        kv_heads=KV_HEADS,
-        rope_dims=HEAD_DIM,
+        embd=hidden,
+        layers=layers,
+        ff=ff,
+        heads=heads,
+        kv_heads=kv_heads,
+        rope_dims=hidden // heads,
+        rope_theta=rope_theta,
+        rms_eps=rms_eps,
+    )
+    writer.add_tokenizer_model("gpt2")
+    writer.add_tokenizer_pre(pre)
+    return writer
+
+
+def write_qwen2_gguf(path: Path, seed: int = 0) -> Path:
+    writer = gpt2_vocab_writer(
+        path,
+        "qwen2",
+        "qwen2",
+        (HIDDEN, FF, HEADS, KV_HEADS, LAYERS),
+        gguf.LlamaFileType.MOSTLY_Q4_K_M,
         rope_theta=1_000_000.0,
         rms_eps=1e-6,
     )
-    writer.add_tokenizer_model("gpt2")
-    writer.add_tokenizer_pre("qwen2")
     writer.add_token_list(TOKENS)
     types = [gguf.TokenType.NORMAL] * (len(TOKENS) - len(SPECIALS)) + [t for _, t in SPECIALS]
     writer.add_token_types([int(t) for t in types])

@@ -13,9 +13,8 @@ import numpy as np
 import pytest
 
 from specexp.models import hf_from_gguf as h
-from specexp.models.tiny_gguf import add_transformer_metadata
 from specexp.models.tiny_hf import byte_alphabet
-from tests.unit.models.test_hf_from_gguf import bf16_to_f32, read_safetensors
+from tests.unit.models.test_hf_from_gguf import bf16_to_f32, gpt2_vocab_writer, read_safetensors
 
 HIDDEN, FF, HEADS, KV_HEADS, LAYERS = 128, 256, 4, 2, 1
 HEAD_DIM = HIDDEN // HEADS
@@ -42,23 +41,15 @@ def llama(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, np.ndarra
         "q": rng.standard_normal((HEADS * HEAD_DIM, HIDDEN)).astype(np.float32),
         "k": rng.standard_normal((KV_HEADS * HEAD_DIM, HIDDEN)).astype(np.float32),
     }
-    writer = gguf.GGUFWriter(str(tmp / "tiny-smollm.gguf"), "llama")
-    add_transformer_metadata(
-        writer,
-        name="tiny-smollm",
-        file_type=int(gguf.LlamaFileType.MOSTLY_Q4_1),
-        context=2048,
-        embd=HIDDEN,
-        layers=LAYERS,
-        ff=FF,
-        heads=HEADS,
-        kv_heads=KV_HEADS,
-        rope_dims=HEAD_DIM,
+    writer = gpt2_vocab_writer(
+        tmp / "tiny-smollm.gguf",
+        "llama",
+        "smollm",
+        (HIDDEN, FF, HEADS, KV_HEADS, LAYERS),
+        gguf.LlamaFileType.MOSTLY_Q4_1,
         rope_theta=100_000.0,
         rms_eps=1e-5,
     )
-    writer.add_tokenizer_model("gpt2")
-    writer.add_tokenizer_pre("smollm")
     writer.add_token_list(TOKENS)
     types = [gguf.TokenType.NORMAL] * (len(TOKENS) - 2) + [gguf.TokenType.CONTROL] * 2
     writer.add_token_types([int(t) for t in types])
