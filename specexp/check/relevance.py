@@ -172,7 +172,7 @@ FAMILIES: Mapping[str, Family] = MappingProxyType(
             Family(
                 "ttft",
                 "time to first token",
-                ("ttft_s", *_dist("ttft")),
+                ("ttft_s", *_dist("ttft"), "ttft_queue_s", "ttft_engine_s", "ttft_frontend_s"),
                 MappingProxyType({**_DEVICE, **_PREFILL}),
             ),
             Family(
