@@ -139,3 +139,37 @@ ARCHS = {
     ),
 }
 """The architectures specexp converts, by `general.architecture`."""
+
+GLOBAL_NAMES = {
+    "token_embd.weight": "model.embed_tokens.weight",
+    "output_norm.weight": "model.norm.weight",
+    "output.weight": "lm_head.weight",
+}
+BLOCK_NAMES = {
+    "attn_norm.weight": "input_layernorm.weight",
+    "attn_q.weight": "self_attn.q_proj.weight",
+    "attn_q.bias": "self_attn.q_proj.bias",
+    "attn_k.weight": "self_attn.k_proj.weight",
+    "attn_k.bias": "self_attn.k_proj.bias",
+    "attn_v.weight": "self_attn.v_proj.weight",
+    "attn_v.bias": "self_attn.v_proj.bias",
+    "attn_output.weight": "self_attn.o_proj.weight",
+    "ffn_norm.weight": "post_attention_layernorm.weight",
+    "ffn_gate.weight": "mlp.gate_proj.weight",
+    "ffn_up.weight": "mlp.up_proj.weight",
+    "ffn_down.weight": "mlp.down_proj.weight",
+}
+"""llama.cpp's qwen2 and llama tensor names -> Qwen2ForCausalLM's and LlamaForCausalLM's (gguf-py's
+TensorNameMap, reversed)."""
+PERMUTED = {"attn_q.weight": "num_attention_heads", "attn_k.weight": "num_key_value_heads"}
+"""The tensors llama.cpp permutes for llama, and the head count each is permuted by."""
+
+
+def hf_name(name: str) -> str:
+    """The Hugging Face name of GGUF tensor `name` (KeyError: not a qwen2 or llama tensor)."""
+    if name in GLOBAL_NAMES:
+        return GLOBAL_NAMES[name]
+    blk, index, rest = name.split(".", 2)
+    if blk != "blk" or not index.isdigit():
+        raise KeyError(name)
+    return f"model.layers.{int(index)}.{BLOCK_NAMES[rest]}"

@@ -36,7 +36,15 @@ from typing import Any, BinaryIO
 import gguf
 import numpy as np
 
-from specexp.models.gguf_arch import ARCHS, BYTE_LEVEL, QWEN2_SPLIT, GgufArch, reverse_permute
+from specexp.models.gguf_arch import (
+    ARCHS,
+    BYTE_LEVEL,
+    PERMUTED,
+    QWEN2_SPLIT,
+    GgufArch,
+    hf_name,
+    reverse_permute,
+)
 from specexp.models.gguf_config import hf_fields
 from specexp.models.packaged import ensure_weights
 from specexp.spec.cache import cache_dir
@@ -48,45 +56,18 @@ STAMP = "specexp-hf.json"
 CHUNK_ELEMENTS = 1 << 22
 """Elements dequantized at a time: a 151,936 x 1,536 embedding never sits in memory as float32."""
 
-__all__ = ["QWEN2_SPLIT", "GgufConversionError", "ensure_folder", "folder_for", "write_folder"]
-
-GLOBAL_NAMES = {
-    "token_embd.weight": "model.embed_tokens.weight",
-    "output_norm.weight": "model.norm.weight",
-    "output.weight": "lm_head.weight",
-}
-BLOCK_NAMES = {
-    "attn_norm.weight": "input_layernorm.weight",
-    "attn_q.weight": "self_attn.q_proj.weight",
-    "attn_q.bias": "self_attn.q_proj.bias",
-    "attn_k.weight": "self_attn.k_proj.weight",
-    "attn_k.bias": "self_attn.k_proj.bias",
-    "attn_v.weight": "self_attn.v_proj.weight",
-    "attn_v.bias": "self_attn.v_proj.bias",
-    "attn_output.weight": "self_attn.o_proj.weight",
-    "ffn_norm.weight": "post_attention_layernorm.weight",
-    "ffn_gate.weight": "mlp.gate_proj.weight",
-    "ffn_up.weight": "mlp.up_proj.weight",
-    "ffn_down.weight": "mlp.down_proj.weight",
-}
-"""llama.cpp's qwen2 and llama tensor names -> Qwen2ForCausalLM's and LlamaForCausalLM's (gguf-py's
-TensorNameMap, reversed)."""
-PERMUTED = {"attn_q.weight": "num_attention_heads", "attn_k.weight": "num_key_value_heads"}
-"""The tensors llama.cpp permutes for llama, and the head count each is permuted by."""
+__all__ = [
+    "QWEN2_SPLIT",
+    "GgufConversionError",
+    "ensure_folder",
+    "folder_for",
+    "hf_name",
+    "write_folder",
+]
 
 
 class GgufConversionError(Exception):
     """The GGUF cannot be made into a Hugging Face folder: one line naming the file and why."""
-
-
-def hf_name(name: str) -> str:
-    """The Hugging Face name of GGUF tensor `name` (KeyError: not a qwen2 or llama tensor)."""
-    if name in GLOBAL_NAMES:
-        return GLOBAL_NAMES[name]
-    blk, index, rest = name.split(".", 2)
-    if blk != "blk" or not index.isdigit():
-        raise KeyError(name)
-    return f"model.layers.{int(index)}.{BLOCK_NAMES[rest]}"
 
 
 def hf_shape(tensor: gguf.ReaderTensor) -> tuple[int, ...]:
