@@ -89,7 +89,16 @@ SMOLLM2_CELLS = (
 DRAFTERS = [
     (
         "h200_smollm2",
-        [*SMOLLM2, grid(*(f"{c},drafter:'none,ngram',k:'2,4,8'" for c in SMOLLM2_CELLS))],
+        [
+            *SMOLLM2,
+            grid(
+                *(
+                    f"{c},{d}"
+                    for c in SMOLLM2_CELLS
+                    for d in ("drafter:none", "drafter:ngram,k:'2,4,8'")
+                )
+            ),
+        ],
     ),
     ("h200_vllm_hybrid", [grid(f"{DECODE},drafter:mtp,k:'1,5'"), "baseline=false"]),
     ("h200_vllm_dense", [grid(f"{DECODE},drafter:ngram,k:'2,8'"), "baseline=false"]),
