@@ -115,6 +115,14 @@ HELD_OUT = {
     "copies are measured from its debug log (benchmarks/llamacpp_checkpoint_cost.py). Outside issue 14's cells "
     "and not fitted: llama.cpp's Gated DeltaNet kernels take more than the simulator's roofline of them (TTFT "
     "25-40 % short, decode 21 % fast at one slot and 79 % at 16), which the profile does not model.",
+    REPO
+    / "benchmarks/data/h200-llamacpp-bursts.jsonl": "Short bursts: 32-token prompts (87-89 with the chat template), 64 tokens out, at "
+    "concurrency 1, 8 and 32 (2026-12-03). llama-server's log shows how a burst reached its main loop: at 8 "
+    "streams the first request was launched alone and prefilled in a step of its own (first token at 15-17 "
+    "ms), the other seven launched 13 ms later, when that step ended, and prefilled together (83-98 ms); at "
+    "32 streams sixteen were launched at once and the other sixteen 124 ms later. The simulator launches a "
+    "burst's requests together in its first step (`request_serial_ms` 0), so its TTFT at 8 and 32 streams "
+    "comes out short; not fitted.",
 }
 
 ACROSS_RUNS = (

@@ -8,7 +8,7 @@
 - benchmarks/data/h200-llamacpp-trace.jsonl: each measurement of the sweeps, one JSON object a line,
   in the form of gpu-h200-llamacpp.jsonl (`part` decode for the one-stream-per-slot server that
   runtime=llamacpp starts, decode-kv-unified for the other), then the batched-bench rows;
-- `trace_report.py --holdout | --slots | --c32 | --chunks | --repeats | --prefix | --hybrid RECORDS.tar.gz`: the data files of the
+- `trace_report.py --holdout | --slots | --c32 | --chunks | --repeats | --prefix | --hybrid | --bursts RECORDS.tar.gz`: the data files of the
   later device calls (llamacpp_h200.py --parts ...), each from its sweeps' records (DATA_FILES).
 
 Each result.json is read as a `RunRecord`; a data line's `measured` is its Measurement's
@@ -150,6 +150,9 @@ DATA_FILES: dict[str, tuple[str, dict[str, str] | None]] = {
         "h200-llamacpp-hybrid.jsonl",
         {"hybrid-prefix-cache": "prefix", "hybrid-decode": "decode"},
     ),
+    # 32-token prompts, 64 tokens out, at concurrency 1, 8 and 32: a burst's TTFT is almost all fixed
+    # costs (--parts short-bursts)
+    "--bursts": ("h200-llamacpp-bursts.jsonl", {"short-bursts": "decode"}),
 }
 """Option -> (benchmarks/data file, the sweeps it takes in order and the record part of each; None:
 every sweep, in name order, as part decode)."""

@@ -87,6 +87,15 @@ SMOLLM2_CELLS = (
     "workload:edit_heavy,workload.prompt_tokens:'2048',workload.concurrency:'[1,4,16]'",
 )
 DRAFTERS = [
+    ("h200_vllm_dense", [grid(f"{DECODE},drafter:ngram,k:'2,8'"), "baseline=false"]),
+]
+"""The cells the studies still lack on the H200: n-gram k = 2 and 8 on the dense shape. The 2026-12-03
+sittings (benchmarks/data/h200-vllm-2026-12-03/, h200-vllm-2026-12-03-2/) ran this plan's earlier
+entries: the dense shape's draft model (k = 4) and EAGLE-3 (k = 3) beside a baseline, with their warm
+prefixes; MTP k = 1, 5 and 8 on the hybrid (k = 8 with its warm prefixes); SmolLM2-135M's trained
+weights on three real workloads without a drafter and with n-gram k = 2, 4 and 8 (SMOLLM2_PLAN). An
+entry whose name is no experiment runs as a plain multirun of its overrides."""
+SMOLLM2_PLAN = [
     (
         "h200_smollm2",
         [
@@ -100,16 +109,9 @@ DRAFTERS = [
             ),
         ],
     ),
-    ("h200_vllm_hybrid", [grid(f"{DECODE},drafter:mtp,k:'1,5'"), "baseline=false"]),
-    ("h200_vllm_dense", [grid(f"{DECODE},drafter:ngram,k:'2,8'"), "baseline=false"]),
 ]
-"""The cells the studies still lack on the H200, in order of need: n-gram on SmolLM2-135M's trained
-weights on real text (real acceptance) beside its baseline, MTP k = 1 and 5 on the hybrid, n-gram
-k = 2 and 8 on the dense shape. The 2026-12-03 sitting (benchmarks/data/h200-vllm-2026-12-03/) ran
-this plan's earlier entries: the dense shape's draft model (k = 4) and EAGLE-3 (k = 3) beside a
-baseline, with their warm prefixes; MTP k = 8 on the hybrid with its warm prefixes; SmolLM2 without
-a drafter. An entry whose name is no experiment runs as a plain multirun of its overrides."""
-PLANS = {"studies": RUNS, "drafters": DRAFTERS}
+"""n-gram on SmolLM2-135M's trained weights on real text (real acceptance) beside its baseline."""
+PLANS = {"studies": RUNS, "drafters": DRAFTERS, "smollm2": SMOLLM2_PLAN}
 MOE_SWEEP = [
     "hardware=h200",
     "model=qwen3-30b-a3b",

@@ -150,13 +150,14 @@ def markdown(
         "# vLLM with CUDA on an H200: measured by specexp, beside the simulator",
         "",
         f"Written {stamp} by `benchmarks/gpu/vllm_report.py` from the records `benchmarks/gpu/vllm_h200.py` "
-        "brought back from the device, in two sittings (each job's heading gives the day it ran). A model is served "
+        "brought back from the device, in three sittings (each job's heading names its sitting). A model is served "
         "without weights (`runtime.load_format=dummy`, from the config-only folders specexp writes) unless its "
         "heading says `trained weights`. Simulated: `runtime=sim runtime.engine=vllm` with each job's own "
         "overrides, and for a drafter the acceptance by position the job measured (specexp/fit/records.py). "
         "`clean`: whether vLLM's kernel JIT monitor logged a compile during the point's windows. The records, "
-        "with every sample and request: `benchmarks/data/h200-vllm/` (2026-12-02) and "
-        "`benchmarks/data/h200-vllm-2026-12-03/`; the profile's fit to them: "
+        "with every sample and request: `benchmarks/data/h200-vllm/` (2026-12-02), "
+        "`benchmarks/data/h200-vllm-2026-12-03/` and `benchmarks/data/h200-vllm-2026-12-03-2/` (the same "
+        "day's second sitting); the profile's fit to them: "
         "`benchmarks/results/vllm_calibration.md`.",
         "",
         *summary(all_jobs, roots),
@@ -202,12 +203,23 @@ def markdown(
     return "\n".join(lines) + "\n"
 
 
+def sitting(root_jobs: Sequence[fr.Job], days: Sequence[str]) -> str:
+    """A sitting's name: the day its first job ran, and the hour (UTC) where another sitting ran that day."""
+    first = min((j.record.provenance.started_at or "") for j in root_jobs) if root_jobs else ""
+    return first[:10] if days.count(first[:10]) < 2 else f"{first[:10]} {first[11:16]} UTC"
+
+
 def load(roots: Sequence[Path]) -> list[fr.Job]:
-    """Every measured job under the roots, each group named with the day the job ran, in time order."""
+    """Every measured job under the roots (one root a sitting), each group named with its sitting, in
+    time order."""
+    by_root = [fr.load_jobs(root) for root in roots]
+    days = [
+        min((j.record.provenance.started_at or "") for j in jobs)[:10] for jobs in by_root if jobs
+    ]
     jobs = [
-        fr.Job(f"{j.group}, {(j.record.provenance.started_at or '')[:10]}", j.record)
-        for root in roots
-        for j in fr.load_jobs(root)
+        fr.Job(f"{j.group}, {sitting(root_jobs, days)}", j.record)
+        for root_jobs in by_root
+        for j in root_jobs
     ]
     return sorted(jobs, key=lambda j: j.record.provenance.started_at or "")
 

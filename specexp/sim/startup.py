@@ -112,12 +112,12 @@ def prefill_hardware(hw: HardwareSpec, share: float) -> HardwareSpec:
     a = hw.achieved
     achieved = a.model_copy(
         update={
-            "compute": a.compute * share,
-            "compute_by_dtype": {d: f * share for d, f in a.compute_by_dtype.items()},
-            "attention_compute": (
-                a.attention_compute if a.attention_compute is not None else a.compute
-            )
-            * share,
+            "compute": min(a.compute * share, 1.0),
+            "compute_by_dtype": {d: min(f * share, 1.0) for d, f in a.compute_by_dtype.items()},
+            "attention_compute": min(
+                (a.attention_compute if a.attention_compute is not None else a.compute) * share,
+                1.0,
+            ),
         }
     )
     return hw.model_copy(update={"achieved": achieved})

@@ -8,6 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from specexp.runtimes.base import runtime_for
 from specexp.sim.kvcache import page_aligned_block
 from specexp.sim.profile import load_profile
@@ -102,3 +104,37 @@ def test_vllm_schedules_ngram_steps_without_overlapping_the_gpu(
         profile.step_overhead_s("ngram") - profile.step_overhead_s("mtp")
         == profile.sync_step_overhead_ms / 1e3
     )
+
+
+def test_a_vllm_step_with_prompt_tokens_pays_its_pass_cost_once_and_a_decode_step_none(
+    make_spec: Spec,
+) -> None:
+    from specexp.roofline.costmodel import Slice
+    from specexp.sim.passes import StepPasses
+
+    plan = plan_server(make_spec(*H200_DENSE))
+    assert plan.profile.prefill_ubatch_tokens is None  # vLLM: a step is one pass
+    bare = plan.profile.model_copy(update={"prefill_pass_overhead_ms": 0.0})
+    paid = plan.profile.model_copy(update={"prefill_pass_overhead_ms": 5.0})
+    decode = [Slice(tokens=1, context=600, logits=1) for _ in range(4)]
+    prompts = [(512, 0, 512), (300, 0, 300)]
+
+    def step(profile: Any, chunks: list[tuple[int, int, int]]) -> float:
+        return StepPasses(plan.target, plan.prefill, profile).seconds(decode, chunks, None)
+
+    assert step(paid, prompts) - step(bare, prompts) == pytest.approx(5e-3)
+    assert step(paid, []) == pytest.approx(step(bare, []))
+
+
+def test_prefill_kernels_faster_than_the_hardware_files_never_pass_the_datasheet(
+    make_spec: Spec,
+) -> None:
+    from specexp.sim.startup import prefill_hardware
+
+    hw = make_spec(*H200_DENSE).hardware
+    faster = prefill_hardware(hw, 1.3).achieved
+    assert faster.compute == pytest.approx(min(hw.achieved.compute * 1.3, 1.0))
+    assert faster.compute > hw.achieved.compute
+    capped = prefill_hardware(hw, 2.0).achieved
+    assert capped.compute <= 1.0 and capped.attention_compute <= 1.0
+    assert all(f <= 1.0 for f in capped.compute_by_dtype.values())
