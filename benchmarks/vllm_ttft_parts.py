@@ -16,12 +16,20 @@ benchmarks/results/vllm_ttft_parts.md.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from specexp.fit import records as fr
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.gpu.vllm_report import load as sittings  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[1]
-DATA = [REPO / "benchmarks/data/h200-vllm", REPO / "benchmarks/data/h200-vllm-2026-12-03"]
+DATA = [
+    REPO / "benchmarks/data/h200-vllm",
+    REPO / "benchmarks/data/h200-vllm-2026-12-03",
+    REPO / "benchmarks/data/h200-vllm-2026-12-03-2",
+]
 SHOWN = ("ttft_s", *fr.TTFT_PARTS)
 
 
@@ -55,16 +63,16 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks/results/vllm_ttft_parts.md")
     args = parser.parse_args()
     jobs = [
-        fr.Job(f"{j.group}, {(j.record.provenance.started_at or '')[:10]}", j.record)
-        for root in args.data or DATA
-        for j in fr.load_jobs(root / "sweeps")
+        j
+        for j in sittings([root / "sweeps" for root in args.data or DATA])
         if j.record.status == "ok"
     ]
     lines = [
         "# vLLM's time to first token on an H200, part by part",
         "",
         "Written by `benchmarks/vllm_ttft_parts.py` from specexp's records of vLLM 0.26.0 with CUDA on an "
-        "H200 (`benchmarks/data/h200-vllm/`, `benchmarks/data/h200-vllm-2026-12-03/`; the jobs: "
+        "H200 (`benchmarks/data/h200-vllm/`, `benchmarks/data/h200-vllm-2026-12-03/`, "
+        "`benchmarks/data/h200-vllm-2026-12-03-2/`; the jobs: "
         "benchmarks/results/gpu-h200-vllm.md). Milliseconds, each the mean over a point's requests "
         "(the median over repeats for `ttft_s`). The parts (docs/vocabulary.md section 2, "
         "specexp/measure/ttft_parts.py): `ttft_queue_s` is vLLM's `queue_time_ms` (received by the "

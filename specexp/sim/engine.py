@@ -231,8 +231,6 @@ class SimEngine:
             and self._admit(self.waiting[0])
         ):
             self.running.append(self.waiting.popleft())
-            if self.running[-1].scheduled is None:
-                self.running[-1].scheduled = self.clock
             if self._slot_last_used:
                 self.running[-1].slot = self._free_slot()
         if not self.running:
@@ -272,6 +270,8 @@ class SimEngine:
                 if n:
                     chunks.append((s, n))
                     budget -= n
+                    if s.scheduled is None:  # first in a step: past the step's token budget it waits
+                        s.scheduled = self.clock
         slots = (
             [*(s.slot for s in decoding), *(s.slot for s, _ in chunks)]
             if self._slot_last_used

@@ -4,9 +4,7 @@ A step runs as one forward pass, or (llama.cpp) as one pass per prefill micro-ba
 of consecutive slot ids when each slot has its own KV stream (specexp/sim/ubatches.py). Besides
 each pass's kernels (roofline.costmodel) a profile adds:
 
-- a fixed cost per pass of a step that prefills (`prefill_pass_overhead_ms`: llama.cpp's graph
-  builds on the CPU; vLLM's piecewise CUDA graphs, which run attention eagerly between the graph's
-  pieces in a step with prompt tokens where a decode-only step replays one whole graph);
+- a CPU cost per pass of a step that prefills (`prefill_pass_overhead_ms`);
 - the extra of a pass over more than one token (`batched_pass_overhead_ms`, llama.cpp's unfused
   kernels);
 - llama.cpp's compute graphs, for the passes of a step that only decodes: a pass whose shape
@@ -76,12 +74,11 @@ class StepPasses:
         self._cuda_graphs.clear()
         ubatch = p.prefill_ubatch_tokens
         linear = self.target.shape.linear_attention_layers * p.linear_prefill_layer_ms / 1e3
-        if ubatch is None:  # one pass: its fixed cost is paid once
+        if ubatch is None:
             return (
                 self.prefill_target.pass_seconds(verify + prefill)
                 + self._batched(verify + prefill)
                 + linear
-                + p.prefill_pass_overhead_ms / 1e3
             )
         passes = (
             equal_ubatches(verify, prefill, ubatch, slots)

@@ -73,9 +73,7 @@ class EngineProfile(BaseModel):
     prefill_pass_overhead_ms: float = Field(default=0.0, ge=0)
     """CPU and launch time of every pass of a step that prefills, besides its kernels, ms
     (llama.cpp builds a compute graph for each new micro-batch shape and cannot replay its
-    decode CUDA graph): a step cut into more micro-batches pays it more often. vLLM runs a step
-    with prompt tokens (a non-uniform batch) through piecewise CUDA graphs, attention launched
-    eagerly between the pieces, where a decode-only step replays one full graph: one pass a step."""
+    decode CUDA graph): a step cut into more micro-batches pays it more often."""
     graph_rebuild_ms: float = Field(default=0.0, ge=0)
     """CPU time of building a decode pass's compute graph anew, ms: llama.cpp reuses only the
     previous pass's graph (llama_context::process_ubatch, can_reuse), so a pass with other tokens,

@@ -106,26 +106,6 @@ def test_vllm_schedules_ngram_steps_without_overlapping_the_gpu(
     )
 
 
-def test_a_vllm_step_with_prompt_tokens_pays_its_pass_cost_once_and_a_decode_step_none(
-    make_spec: Spec,
-) -> None:
-    from specexp.roofline.costmodel import Slice
-    from specexp.sim.passes import StepPasses
-
-    plan = plan_server(make_spec(*H200_DENSE))
-    assert plan.profile.prefill_ubatch_tokens is None  # vLLM: a step is one pass
-    bare = plan.profile.model_copy(update={"prefill_pass_overhead_ms": 0.0})
-    paid = plan.profile.model_copy(update={"prefill_pass_overhead_ms": 5.0})
-    decode = [Slice(tokens=1, context=600, logits=1) for _ in range(4)]
-    prompts = [(512, 0, 512), (300, 0, 300)]
-
-    def step(profile: Any, chunks: list[tuple[int, int, int]]) -> float:
-        return StepPasses(plan.target, plan.prefill, profile).seconds(decode, chunks, None)
-
-    assert step(paid, prompts) - step(bare, prompts) == pytest.approx(5e-3)
-    assert step(paid, []) == pytest.approx(step(bare, []))
-
-
 def test_prefill_kernels_faster_than_the_hardware_files_never_pass_the_datasheet(
     make_spec: Spec,
 ) -> None:
@@ -138,3 +118,29 @@ def test_prefill_kernels_faster_than_the_hardware_files_never_pass_the_datasheet
     capped = prefill_hardware(hw, 2.0).achieved
     assert capped.compute <= 1.0 and capped.attention_compute <= 1.0
     assert all(f <= 1.0 for f in capped.compute_by_dtype.values())
+
+
+def test_a_burst_past_the_steps_token_budget_queues_its_last_requests_in_vllms_own_queue(
+    make_spec: Spec, tmp_path: Path
+) -> None:
+    # 32 prompts of 512 tokens against vLLM's budget of 8,192 tokens a step: the first fifteen
+    # or sixteen are scheduled in the first step, the rest wait in the engine core's queue for it
+    (burst,) = windows(
+        make_spec,
+        tmp_path,
+        *H200_DENSE,
+        "workload=concurrency",
+        "workload.concurrency=[32]",
+        "workload.prompt_tokens=512",
+        "workload.output_tokens=4",
+        "runtime.max_num_batched_tokens=8192",
+    )
+    queue_ms = sorted(t.engine_timings["queue_time_ms"] for t in burst.traces)
+    first_step = sum(q == 0 for q in queue_ms)
+    assert 8192 // 512 - 1 <= first_step <= 8192 // 512
+    assert queue_ms[-1] > 0
+    ttft_ms = {
+        t.engine_timings["queue_time_ms"]: (t.token_events[0].t - t.sent_at) * 1e3
+        for t in burst.traces
+    }
+    assert all(q < ttft for q, ttft in ttft_ms.items())  # the queue is a part of the TTFT
