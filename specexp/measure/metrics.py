@@ -1,4 +1,4 @@
-"""Metric definitions (docs/vocabulary.md section 2) as self-describing pure functions.
+"""Metric definitions (docs/vocabulary.md section 2) as pure functions.
 
 Each metric is computed from request traces and counter deltas only, by the same code for
 simulated and measured runs. Their definitions (units, direction, wording) are specexp.spec.vocabulary.METRICS.

@@ -58,7 +58,7 @@ Metrics: type[_Record] = create_model(  # type: ignore[call-overload]
     __base__=_Named,
     **{m.name: (_metric_type(m.unit), None) for m in METRICS.values()},
 )
-"""Every metric of `specexp.measure.metrics.METRICS`; null where a run has no value for it."""
+"""Every metric of `specexp.spec.vocabulary.METRICS`; null where a run has no value for it."""
 
 
 class ErrorInfo(_Record):

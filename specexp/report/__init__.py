@@ -1,1 +1,1 @@
-"""Reports: read result records only, render Markdown (and later HTML and charts)."""
+"""Reports: read result records only, render Markdown, HTML and charts."""

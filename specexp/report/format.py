@@ -10,6 +10,7 @@ from specexp.spec.vocabulary import METRICS
 __all__ = [
     "COUNTS",
     "Markdown",
+    "arm",
     "cell",
     "code",
     "code_span",
@@ -50,6 +51,14 @@ def number(value: Any, metric: str | None = None) -> str:
     if isinstance(value, int):
         return f"{value:,}"
     return str(value)
+
+
+def arm(drafter: Any, k: Any, none: str | None = None) -> str:
+    """A drafter and its k as a report names them (`mtp` k=3); `none`, where given, names the
+    drafter-free arm ("no drafter")."""
+    if none is not None and drafter == "none":
+        return none
+    return code_span(drafter) + (f" k={number(k)}" if k is not None else "")
 
 
 def with_spread(value: Any, spread: list[float] | None, metric: str) -> str:

@@ -25,7 +25,7 @@ from specexp.record import RunRecord
 from specexp.record.escape import Markdown, cell, code_span
 from specexp.report.answers import TITLE as ANSWERS
 from specexp.report.blocks import Block, Heading, Paragraph
-from specexp.report.format import number
+from specexp.report.format import arm, number
 from specexp.report.tables import DRAFTER_KEYS, TITLES, Row, baseline
 from specexp.spec.vocabulary import CONDITIONS, METRICS, value_key
 
@@ -44,8 +44,7 @@ def _link(section: str) -> str:
 
 
 def _arm(row: Row) -> str:
-    d, k = row.conditions.drafter, row.conditions.k
-    return code_span(d) + (f" k={number(k)}" if k is not None else "")
+    return arm(row.conditions.drafter, row.conditions.k)
 
 
 def _speedup(row: Row, base: Row, metric: str) -> tuple[float, bool | None] | None:
@@ -83,7 +82,7 @@ def _ranking(ranked: list[tuple[float, str, str]]) -> list[str]:
     if len(set(workloads)) < 2 or len(set(workloads)) != len(workloads):
         return []
     order = sorted(ranked, key=lambda item: -item[0])
-    said = " > ".join(f"{code_span(w)} {ratio:.2f}× ({arm})" for ratio, w, arm in order)
+    said = " > ".join(f"{code_span(w)} {ratio:.2f}× ({named})" for ratio, w, named in order)
     return [f"- Workloads by their best single-stream speedup: {said}"]
 
 
@@ -171,14 +170,14 @@ def _answer_lines(records: Sequence[RunRecord]) -> list[str]:
     out = []
     for record, check in checked_runs(records):
         c = record.conditions
-        arm = code_span(str(c.drafter)) + (f" k={number(c.k)}" if c.k is not None else "")
+        named = arm(str(c.drafter), c.k)
         where = (
             f"at temperature {c.temperature:g}"
             if check.sampled is not None
             else f"on `{c.task or c.workload}`"
         )
         out.append(
-            f"- {arm} {where}, {check.what} against the baseline's: **{check.verdict}** "
+            f"- {named} {where}, {check.what} against the baseline's: **{check.verdict}** "
             f"({check.details}) {link}"
         )
     return out
@@ -232,9 +231,8 @@ def _concurrency_crossover(rows: Sequence[Row], by_row: dict[int, str]) -> list[
         levels.sort()
         loss = next(((c, x) for c, x in levels if x < 1), None)
         if loss is not None and len(levels) > 1:
-            arm = code_span(drafter) + (f" k={k}" if k is not None else "")
             out.append(
-                f"- {cell(workload)}: {arm} stops paying at concurrency {loss[0]} ({loss[1]:.2f}× "
+                f"- {cell(workload)}: {arm(drafter, k)} stops paying at concurrency {loss[0]} ({loss[1]:.2f}× "
                 f"`aggregate_tps`) {_link('concurrency')}"
             )
     return out[:MAX_FASTEST]
@@ -257,17 +255,13 @@ def _slo_lines(rows: Sequence[Row], by_row: dict[int, str]) -> list[str]:
             if not r.load.get("slo_met"):
                 break
             met = r.conditions.request_rate
-        arm = (
-            "no drafter"
-            if drafter == "none"
-            else code_span(drafter) + (f" k={k}" if k is not None else "")
-        )
+        named = arm(drafter, k, none="no drafter")
         what = (
             f"meets the SLO up to {number(met)} req/s"
             if met is not None
             else "misses the SLO at the lightest load"
         )
-        out.append(f"- {arm} {what} {_link('rate')}")
+        out.append(f"- {named} {what} {_link('rate')}")
     return out
 
 

@@ -14,7 +14,15 @@ import altair as alt
 
 from specexp.report import charts
 from specexp.report.blocks import Block, Chart, Heading, Paragraph, TableBlock
-from specexp.report.format import Markdown, cell, code_span, header, number, run_cell, with_spread
+from specexp.report.format import (
+    Markdown,
+    arm,
+    cell,
+    header,
+    number,
+    run_cell,
+    with_spread,
+)
 from specexp.report.tables import (
     DRAFTER_KEYS,
     SPEC_KEYS,
@@ -133,15 +141,15 @@ def crossover(rows: Sequence[Row], key: str, unit: str, slo: str | None) -> list
     for r in rows:
         if r.get(key) is not None and "slo_met" in r.load:
             arms.setdefault((str(r.conditions.drafter), r.conditions.k), []).append(r)
-    best = {arm: _highest(members, key) for arm, members in arms.items()}
+    best = {which: _highest(members, key) for which, members in arms.items()}
     lines = []
     base = next((v for (d, _), v in best.items() if d == "none"), "missing")
     for (drafter, k), value in sorted(
         best.items(), key=lambda kv: (kv[0][0] != "none", kv[0][0], kv[0][1] or 0)
     ):
-        arm = "no drafter" if drafter == "none" else f"{code_span(drafter)} k={number(k)}"
+        named = arm(drafter, k, none="no drafter")
         lines.append(
-            f"- {arm}: {_load(value, key, unit)}."
+            f"- {named}: {_load(value, key, unit)}."
             + ("" if drafter == "none" else _verdict(value, base, key, unit))
         )
     lines += _goodput_lines(rows, arms, key, unit)
@@ -182,18 +190,18 @@ def _goodput_lines(
                 )
         if not verdicts:
             continue
-        arm = f"{code_span(drafter)} k={number(k)}"
+        named = arm(drafter, k)
         wins = [v for v, better, _ in verdicts if better]
         loss = next((v for v, better, same in verdicts if not better and not same), None)
         if not wins:
-            lines.append(f"- Goodput: {arm} never beats no drafter at the loads measured.")
+            lines.append(f"- Goodput: {named} never beats no drafter at the loads measured.")
         elif loss is None:
             lines.append(
-                f"- Goodput: {arm} beats or equals no drafter at every load measured (more at {', '.join(where(v) for v in wins)})."
+                f"- Goodput: {named} beats or equals no drafter at every load measured (more at {', '.join(where(v) for v in wins)})."
             )
         else:
             lines.append(
-                f"- Goodput: {arm} beats no drafter at {', '.join(where(v) for v in wins)}; "
+                f"- Goodput: {named} beats no drafter at {', '.join(where(v) for v in wins)}; "
                 f"from {where(loss)} it gives less."
             )
     return lines

@@ -12,6 +12,7 @@ from typing import Any
 
 from specexp.check.judgments import SECTIONS, sections, within_noise
 from specexp.report import charts, open_loop
+from specexp.report import format as fmt
 from specexp.report.blocks import Block, Heading, Paragraph, TableBlock
 from specexp.report.format import Markdown, cell, code_span, header, number, run_cell, with_spread
 from specexp.report.latency import latency_table
@@ -224,17 +225,17 @@ def _crossovers(rows: Sequence[Row]) -> list[Block]:
                 )
         if not verdicts:
             continue
-        arm = f"{code_span(drafter)} k={number(k)}"
+        named = fmt.arm(drafter, k)
         first_loss = next((c for c, pays in verdicts if not pays), None)
         if first_loss is None:
-            lines.append(f"- {arm} pays at every concurrency measured (up to {verdicts[-1][0]}).")
+            lines.append(f"- {named} pays at every concurrency measured (up to {verdicts[-1][0]}).")
         elif first_loss == verdicts[0][0]:
             lines.append(
-                f"- {arm} is slower than no drafter from the lowest concurrency measured ({first_loss})."
+                f"- {named} is slower than no drafter from the lowest concurrency measured ({first_loss})."
             )
         else:
             lines.append(
-                f"- {arm} pays up to concurrency {max(c for c, p in verdicts if p and c < first_loss)}; "
+                f"- {named} pays up to concurrency {max(c for c, p in verdicts if p and c < first_loss)}; "
                 f"at concurrency {first_loss} it is slower than no drafter."
             )
     return (

@@ -78,10 +78,6 @@ class ModelShape:
         """Share of routed experts one token computes with (k / E; 1 for dense)."""
         return self.experts_per_token / self.experts if self.experts else 1.0
 
-    def mlp_params_read(self, tokens: int) -> float:
-        """MLP parameters a pass over `tokens` tokens reads."""
-        return self.mlp_params - self.routed_expert_params * (1.0 - self.touched_share(tokens))
-
     @property
     def active_mlp_params(self) -> float:
         """MLP parameters one token computes with."""

@@ -270,7 +270,7 @@ class SimEngine:
                 if n:
                     chunks.append((s, n))
                     budget -= n
-                    if s.scheduled is None:  # first in a step: past the step's token budget it waits
+                    if s.scheduled is None:  # past the step's token budget it waited
                         s.scheduled = self.clock
         slots = (
             [*(s.slot for s in decoding), *(s.slot for s, _ in chunks)]

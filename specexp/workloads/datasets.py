@@ -65,10 +65,10 @@ def drive_dataset(
                     )
                     for i, p in enumerate(batch)
                 ]
-                yield timed(
+                yield timed(  # a last batch shorter than the concurrency is a point of its own
                     runtime,
                     reqs,
-                    Point(tokens, concurrency, "cold", category=category),
+                    Point(tokens, len(batch), "cold", category=category),
                     repeat=repeat,
                 )
 

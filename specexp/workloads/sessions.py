@@ -14,7 +14,6 @@ cached prompt tokens rising with the turn.
 
 from __future__ import annotations
 
-import hashlib
 import statistics
 from collections.abc import Iterator
 
@@ -23,14 +22,16 @@ from specexp.runtimes.base import Runtime
 from specexp.spec.experiment import WorkloadSpec
 from specexp.workloads.material import filler, prose, source_file
 from specexp.workloads.prompts import PromptBuilder
-from specexp.workloads.window import opening_warm_up, repeats_by_concurrency, timed, warmup_tokens
+from specexp.workloads.window import (
+    digest,
+    opening_warm_up,
+    own_prompt_warm_up,
+    repeats_by_concurrency,
+    timed,
+)
 
 CHARS_PER_TOKEN = 4
 """Characters per token where no tokenizer cuts the text (real servers count the tokens themselves)."""
-
-
-def _digest(key: str) -> str:
-    return hashlib.sha256(key.encode()).hexdigest()[:12]
 
 
 def turn_message(workload: WorkloadSpec, key: str, turn: int, builder: PromptBuilder | None) -> str:
@@ -40,15 +41,15 @@ def turn_message(workload: WorkloadSpec, key: str, turn: int, builder: PromptBui
     tokens = s.turn_tokens
     if s.turn_material == "source_file":
         text = source_file()
-        start = int(_digest(key), 16) % max(len(text) - tokens * CHARS_PER_TOKEN, 1)
+        start = int(digest(key), 16) % max(len(text) - tokens * CHARS_PER_TOKEN, 1)
         body = text[start : start + tokens * CHARS_PER_TOKEN]
     elif builder is not None:
         body = builder.material(key, tokens)
     else:
         body = filler(key, tokens) if s.turn_material == "filler" else prose(key, tokens)
     if turn == 1:
-        return f"[{_digest(key)}] {workload.prompt}\n\n{body}"
-    return f"Tool result [{_digest(key)}]:\n{body}"
+        return f"[{digest(key)}] {workload.prompt}\n\n{body}"
+    return f"Tool result [{digest(key)}]:\n{body}"
 
 
 def drive_sessions(
@@ -66,17 +67,7 @@ def drive_sessions(
     yield from opening_warm_up(
         runtime,
         workload,
-        lambda i: Request(
-            request_id=f"{marker}-warmup-{i}",
-            prompt=f"[{_digest(f'{marker}-warmup-{i}')}] {workload.prompt}",
-            prompt_tokens=workload.prompt_tokens,
-            max_tokens=warmup_tokens(workload),
-            ignore_eos=workload.ignore_eos,
-            temperature=workload.temperature,
-            thinking=workload.thinking,
-            warmup=True,
-            chat=chat,
-        ),
+        own_prompt_warm_up(workload, marker, chat),
         workload.prompt_tokens,
         warmups,
     )

@@ -22,7 +22,7 @@ from specexp.spec.experiment import WorkloadSpec
 from specexp.spec.input_files import TraceRow, load_trace
 from specexp.workloads.material import filler, prose
 from specexp.workloads.prompts import PromptBuilder
-from specexp.workloads.window import opening_warm_up, timed, warmup_tokens
+from specexp.workloads.window import digest, opening_warm_up, own_prompt_warm_up, timed
 
 
 def offsets(rows: list[TraceRow], speed: float, unit: str) -> list[float]:
@@ -50,7 +50,7 @@ def _prompt(row: TraceRow, rid: str, block: int, builder: PromptBuilder | None) 
     shared = min(len(row.hash_ids) * block, row.input_length)
     parts = [builder.material(f"trace-block-{h}", block) for h in row.hash_ids[: shared // block]]
     rest = max(row.input_length - shared, 1)
-    unique = hashlib.sha256(rid.encode()).hexdigest()[:12]
+    unique = digest(rid)
     parts.append(
         f"[{unique}] "
         + (
@@ -76,17 +76,7 @@ def drive_trace(
     yield from opening_warm_up(
         runtime,
         workload,
-        lambda i: Request(
-            request_id=f"{marker}-warmup-{i}",
-            prompt=f"[{marker}-warmup-{i}] {workload.prompt}",
-            prompt_tokens=workload.prompt_tokens,
-            max_tokens=warmup_tokens(workload),
-            ignore_eos=workload.ignore_eos,
-            temperature=workload.temperature,
-            thinking=workload.thinking,
-            warmup=True,
-            chat=chat,
-        ),
+        own_prompt_warm_up(workload, marker, chat),
         workload.prompt_tokens,
         warmups,
     )

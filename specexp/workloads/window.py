@@ -9,6 +9,7 @@ the engine, and the closed-loop driver runs it again (specexp.workloads.driver).
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import nullcontext
@@ -59,6 +60,33 @@ def warm_up(runtime: Runtime, requests: Sequence[Request], point: Point, repeat:
 def discarded(window: Window) -> Window:
     """`window` kept for the record (requests.jsonl) but counted in no figure: it was run again."""
     return replace(window, warmup=True, discarded="contaminated")
+
+
+def digest(key: str) -> str:
+    """A short, fixed-length stand-in for `key` (12 hex digits of its SHA-256)."""
+    return hashlib.sha256(key.encode()).hexdigest()[:12]
+
+
+def own_prompt_warm_up(workload: WorkloadSpec, marker: str, chat: bool) -> Callable[[int], Request]:
+    """The warm-up requests of a workload that sends its own `prompt` (sessions, traces): that prompt
+    behind a tag of the request id's digest (the same length whatever the marker; no prefix shared
+    between two of them), `warmup_tokens` out."""
+
+    def make(i: int) -> Request:
+        rid = f"{marker}-warmup-{i}"
+        return Request(
+            request_id=rid,
+            prompt=f"[{digest(rid)}] {workload.prompt}",
+            prompt_tokens=workload.prompt_tokens,
+            max_tokens=warmup_tokens(workload),
+            ignore_eos=workload.ignore_eos,
+            temperature=workload.temperature,
+            thinking=workload.thinking,
+            warmup=True,
+            chat=chat,
+        )
+
+    return make
 
 
 def warmup_tokens(workload: WorkloadSpec) -> int:

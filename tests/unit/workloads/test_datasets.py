@@ -54,6 +54,24 @@ def test_each_category_of_a_jsonl_file_gets_its_acceptance(
     assert Counter(line["category"] for line in measured) == expected
 
 
+def test_a_categorys_last_batch_shorter_than_the_concurrency_is_measured_at_its_own(
+    make_spec: Callable[..., Any], tmp_path: Path
+) -> None:
+    path = tmp_path / "five.jsonl"
+    path.write_text(
+        "".join(json.dumps({"prompt": f"item {i}", "category": "qa"}) + "\n" for i in range(5))
+    )
+    result, _ = _run(
+        make_spec, tmp_path, f"workload.dataset_file={path}", "workload.concurrency=[2]"
+    )
+    assert result["status"] == "ok", result["error"]
+    by_concurrency = {m["conditions"]["concurrency"]: m for m in result["measurements"]}
+    # five prompts two at a time: two windows of two, then one prompt alone, which is not a window
+    # at concurrency 2 and is not reported as one
+    assert sorted(by_concurrency) == [1, 2]
+    assert len(by_concurrency[2]["requests"]) == 4 and len(by_concurrency[1]["requests"]) == 1
+
+
 def test_sharegpt_conversations_are_sent_up_to_their_last_human_message(tmp_path: Path) -> None:
     prompts = load_dataset("conf/workload/data/sharegpt_sample.json")
     assert [p.category for p in prompts] == ["multi-turn", "sharegpt"]

@@ -155,3 +155,19 @@ def test_a_malformed_trace_is_a_one_line_error_naming_file_and_line(
 def test_a_missing_trace_file_is_named(make_spec: Callable[..., Any], tmp_path: Path) -> None:
     with pytest.raises(SpecError, match=r"nope\.jsonl: workload\.trace_file: no such file"):
         make_spec("runtime=sim", *SMALL, f"workload.trace_file={tmp_path / 'nope.jsonl'}")
+
+
+@pytest.mark.parametrize("workload", ["trace", "agentic_sessions"])
+def test_warm_up_requests_of_a_workloads_own_prompt_differ_and_keep_one_length(
+    make_spec: Callable[..., Any], workload: str
+) -> None:
+    from specexp.workloads.window import own_prompt_warm_up
+
+    spec = make_spec(f"workload={workload}")
+    short = own_prompt_warm_up(spec.workload, "m", chat=True)
+    long = own_prompt_warm_up(spec.workload, "a-much-longer-marker-of-a-sweep", chat=True)
+    prompts = [short(0).prompt, short(1).prompt, long(0).prompt]
+    assert len(set(prompts)) == 3  # no two warm-ups share a cached prefix
+    assert len({len(p) for p in prompts}) == 1  # whatever the marker, one prompt length
+    assert all(p.endswith(spec.workload.prompt) for p in prompts)
+    assert short(0).warmup and short(0).max_tokens <= spec.workload.output_tokens
