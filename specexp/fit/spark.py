@@ -63,7 +63,7 @@ def kv_tokens(spec: ExperimentSpec, reserved_gib: float) -> int:
     from specexp.sim.kvcache import CacheLayout, block_tokens
     from specexp.sim.memory import memory_plan
 
-    rt, k = spec.runtime, spec.k or 0
+    rt, k = spec.runtime, spec.draft_tokens
     target = CostModel.build(spec.hardware, spec.model, spec.quantization, rt.kv_cache_dtype)
     context = context_limit(spec, k)
     assert not isinstance(context, Exception)

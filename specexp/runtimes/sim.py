@@ -31,7 +31,7 @@ class SimRuntime(Runtime):
         fault = self.spec.runtime.toy_sampler
         if fault is None:
             return traces
-        k = self.spec.k or 0
+        k = self.spec.draft_tokens
         return [
             replace(
                 t,

@@ -60,7 +60,7 @@ def plan_server(
         draft_model = CostModel.build(  # run by the same engine: its own per-layer cost too
             hardware, spec.draft_model, spec.quantization, rt.kv_cache_dtype
         )
-    k = spec.k or 0
+    k = spec.draft_tokens
     context = context_limit(spec, k)
     if isinstance(context, RuntimeFailure):
         raise context

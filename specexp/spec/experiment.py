@@ -353,3 +353,8 @@ class ExperimentSpec(_Spec):
     the run id."""
     experiment: str | None = None
     """Name of the experiment file this job came from, if any."""
+
+    @property
+    def draft_tokens(self) -> int:
+        """Draft tokens per step as a count: `k`, and 0 without a drafter."""
+        return self.k or 0
