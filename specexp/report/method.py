@@ -102,7 +102,7 @@ def method_section(rows: Sequence[Row], results: Sequence[RunRecord]) -> list[Bl
         lines.append(
             "- **Source**: every figure is **simulated** by specexp's simulator, not measured. Acceptance "
             "is drawn per verify step from each drafter's calibrated model by a seeded low-discrepancy "
-            "sequence, so even a short window (400 tokens is ~100 drafts) lands within about a point of "
+            f"sequence, so even a short window{_shortest_window(rows)} lands within about a point of "
             "the calibration figures, and cells of one sweep share their draws (common random numbers)."
         )
     elif simulated:
@@ -189,3 +189,23 @@ def _span(values: Sequence[Any]) -> str:
     if len(values) <= 4:
         return ", ".join(number(v) for v in values)
     return f"{number(values[0])}–{number(values[-1])} ({len(values)} values)"
+
+
+def _shortest_window(rows: Sequence[Row]) -> str:
+    """ " (the shortest here: N tokens, ~M drafts)", from the drafter rows' requested output, their
+    concurrency and tokens per pass; "" where no drafter row gives all three."""
+    windows = [
+        (
+            c.output_tokens * c.concurrency,
+            c.output_tokens * c.concurrency / r.metrics.tokens_per_pass,
+        )
+        for r in rows
+        if (c := r.conditions).drafter != "none"
+        and c.output_tokens
+        and c.concurrency
+        and r.metrics.tokens_per_pass
+    ]
+    if not windows:
+        return ""
+    tokens, drafts = min(windows)
+    return f" (the shortest here: {tokens:,} tokens, ~{drafts:,.0f} drafts)"

@@ -78,3 +78,26 @@ def test_a_slowdown_is_said_as_one_with_the_cost_of_a_pass(tmp_path: Path) -> No
     }
     assert any(c in findings for c in costs), findings
     assert "faster than no drafter" not in findings
+
+
+def test_the_simulated_sources_short_window_is_computed_from_the_records(tmp_path: Path) -> None:
+    """The sentence on how many drafts a short window holds names this sweep's shortest window:
+    its requested output times its concurrency, over its tokens per pass."""
+    shutil.copytree(FIXTURES / "simulated", tmp_path / "simulated")
+    paths = sorted(tmp_path.rglob("result.json"))
+    for path in paths:  # a 200-token workload: the sentence must not say 400
+        record = json.loads(path.read_text())
+        record["conditions"]["output_tokens"] = 200
+        for m in record["measurements"]:
+            m["conditions"]["output_tokens"] = 200
+        path.write_text(json.dumps(record))
+    windows = []
+    for _, r in find_records([tmp_path]):
+        for m in r.measurements:
+            if r.conditions.drafter != "none" and m.metrics.tokens_per_pass:
+                tokens = 200 * (m.conditions.concurrency or 1)
+                windows.append((tokens, tokens / m.metrics.tokens_per_pass))
+    tokens, drafts = min(windows)
+    text = render_markdown(build_report(find_records([tmp_path]), tmp_path))
+    assert f"(the shortest here: {tokens:,} tokens, ~{drafts:,.0f} drafts)" in text
+    assert "400 tokens" not in text
