@@ -1,7 +1,9 @@
-"""`python -m specexp.report DIR [DIR ...] [-o measurements.md] [--html report.html]`
+"""`python -m specexp.report DIR [DIR ...] [-o measurements.md] [--html report.html | --no-html]`
 
 Renders any set of result folders (several sweeps, several machines) into one report. Reads
-records only: no server, no GPU, nothing under specexp.runtimes.
+records only: no server, no GPU, nothing under specexp.runtimes. With one folder the report
+(`measurements.md`, `charts/` and `report.html`) is written beside its records, as a sweep writes
+it; with several, into the current folder. It prints what it wrote, where.
 
 `--format csv` or `--format jsonl` writes the measurements as one flat table instead (a row per
 measurement, a column per condition, metric and judgment: specexp.record.table), to `-o` or to
@@ -54,7 +56,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--output",
         type=Path,
         default=None,
-        help="Markdown report (default measurements.md); with --format csv|jsonl, the table (default: stdout)",
+        help="Markdown report (default: measurements.md beside the records of one folder, else here); "
+        "with --format csv|jsonl, the table (default: stdout)",
     )
     parser.add_argument(
         "--format",
@@ -62,7 +65,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="md",
         help="md: the report (default); csv, jsonl: the measurements as one flat table",
     )
-    parser.add_argument("--html", type=Path, default=None, help="also write this HTML report")
+    html = parser.add_mutually_exclusive_group()
+    html.add_argument(
+        "--html", type=Path, default=None, help="the HTML report (default: report.html beside -o)"
+    )
+    html.add_argument("--no-html", action="store_true", help="write no HTML report")
     parser.add_argument(
         "--title", default=None, help="default: the experiment name, if all runs share one"
     )
@@ -101,7 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stdout.write(text)
         else:
             args.output.write_text(text, encoding="utf-8")
-            print(args.output)
+            print(f"specexp.report: wrote {len(rows)} measurement(s) to {args.output}")
         return 0
     from specexp.report.write import write_report  # the rendering libraries: only for a report
 
@@ -111,9 +118,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         for line in err.lines():  # one per mistake of a figures file
             print(f"specexp.report: {line}", file=sys.stderr)
         return 2
-    output = args.output or Path("measurements.md")
-    for path in write_report(found, output, args.html, title=args.title, cited=cited):
-        print(path)
+    output = args.output or (args.dirs[0] if len(args.dirs) == 1 else Path()) / "measurements.md"
+    html = None if args.no_html else args.html or output.with_name("report.html")
+    for path in write_report(found, output, html, title=args.title, cited=cited):
+        print(f"specexp.report: wrote {path}")
+    charts = sorted((output.parent / "charts").glob("*.svg"))
+    if charts:
+        print(f"specexp.report: wrote {len(charts)} chart(s) to {output.parent / 'charts'}")
     return 0
 
 

@@ -261,3 +261,23 @@ def test_the_vega_bundle_is_built_once_and_only_for_reports_with_charts(
         and "</script" not in bundle
     )
     render.vega_bundle.cache_clear()
+
+
+def test_one_folders_report_lands_beside_its_records_and_says_what_it_wrote(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from specexp.report.__main__ import main
+
+    shutil.copytree(FIXTURES / "simulated", tmp_path / "sweep")
+    monkeypatch.chdir(tmp_path)  # nothing may land in the folder the command ran from
+    assert main(["sweep"]) == 0
+    out = capsys.readouterr().out
+    for name in ("measurements.md", "report.html"):
+        assert (tmp_path / "sweep" / name).is_file() and f"wrote sweep/{name}" in out
+    assert "chart(s) to sweep/charts" in out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sweep"]
+    assert main(["sweep", "--no-html", "-o", "only.md"]) == 0
+    assert (tmp_path / "only.md").is_file() and not (tmp_path / "report.html").exists()
+    assert main(["sweep", "--format", "csv", "-o", "table.csv"]) == 0
+    assert "wrote" in capsys.readouterr().out.splitlines()[-1]
+    assert (tmp_path / "table.csv").read_text().count("\n") > 1
