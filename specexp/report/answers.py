@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from specexp.check.answers import answer_checks
 from specexp.record import RunRecord
 from specexp.report.blocks import Block, Heading, Paragraph, TableBlock
-from specexp.report.format import Markdown, cell, code_span
+from specexp.report.format import Markdown, cell, code_span, number
 from specexp.stats.sampled import ALPHA, MAX_SHIFT, POWER
 
 TITLE = "Answers with and without the drafter"
@@ -50,7 +50,7 @@ def answers_section(records: Sequence[RunRecord]) -> list[Block]:
             scored.append(
                 [
                     *run,
-                    cell(str(c.workload)),
+                    cell(number(c.workload)),
                     cell(f"{p.items:,}"),
                     cell(f"{100 * p.drafter_score:.1f} vs {100 * p.baseline_score:.1f}"),
                     cell(f"{100 * p.difference:+.1f} [{100 * p.low:+.1f}, {100 * p.high:+.1f}]"),

@@ -13,7 +13,7 @@ from specexp.report.answers import answers_section
 from specexp.report.blocks import Block, Chart, Heading, Paragraph, TableBlock
 from specexp.report.by_turn import category_section, split, turn_section
 from specexp.report.checks import check_sections
-from specexp.report.format import Markdown, cell, code_span, link
+from specexp.report.format import Markdown, cell, code_span, link, number
 from specexp.report.headline import findings_section
 from specexp.report.method import method_section
 from specexp.report.open_loop import rate_section, slo_text
@@ -175,7 +175,7 @@ def runs_appendix(found: Sequence[tuple[Path, RunRecord]], report_dir: Path) -> 
             [
                 code_span(r.run_id),
                 cell(r.status),
-                cell(c.workload),
+                cell(number(c.workload)),
                 cell(c.drafter),
                 cell(c.k if c.k is not None else "—"),
                 link(os.path.relpath(path, report_dir), os.path.relpath(path, report_dir)),

@@ -18,7 +18,7 @@ from specexp.check import (
 from specexp.check.figures import FigureSet, merge
 from specexp.record import RunRecord
 from specexp.report.blocks import Block, Heading, Paragraph
-from specexp.report.format import Markdown, cell
+from specexp.report.format import Markdown, cell, number
 from specexp.report.tables import CHART_KEYS, DRAFTER_KEYS, SPEC_KEYS, Row, group
 from specexp.spec import paths
 from specexp.spec.errors import SpecError
@@ -64,7 +64,7 @@ def check_sections(
         for conditions, members in group(rows, VARIED[name]):
             tables.append(
                 side_by_side(
-                    f"{name}: {members[0].conditions.workload}", members, vary=VARIED[name]
+                    f"{name}: {number(members[0].conditions.workload)}", members, vary=VARIED[name]
                 )
             )
         if name == "decode":

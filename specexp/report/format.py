@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from specexp.record.escape import Markdown, cell, code, code_span, link, markdown
@@ -22,6 +23,10 @@ __all__ = [
     "with_spread",
 ]
 
+
+VERSIONED = re.compile(r"([a-z0-9_]+)@(\d+)")
+"""A versioned id (a workload's `fresh_generation@1`): written `fresh_generation v1`, so that its
+version does not read as a concurrency."""
 
 COUNTS = ("cached_prompt_tokens", "kv_cache_tokens")
 """Metrics that count tokens: written as whole numbers."""
@@ -50,6 +55,8 @@ def number(value: Any, metric: str | None = None) -> str:
         return f"{value:,.1f}" if abs(value) < 1000 else f"{value:,.0f}"
     if isinstance(value, int):
         return f"{value:,}"
+    if isinstance(value, str) and (versioned := VERSIONED.fullmatch(value)):
+        return f"{versioned[1]} v{versioned[2]}"
     return str(value)
 
 

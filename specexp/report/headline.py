@@ -71,7 +71,7 @@ def _setup(base: Row, bases: Sequence[Row]) -> str:
         for c in CONDITIONS
         if c not in skip and len({value_key(b.conditions.get(c)) for b in bases}) > 1
     ]
-    where = f"{code_span(base.conditions.workload)} at concurrency {number(base.conditions.concurrency or 1)}"
+    where = f"{code_span(number(base.conditions.workload))} at concurrency {number(base.conditions.concurrency or 1)}"
     return ", ".join([where, *(f"{c} {cell(number(base.conditions.get(c)))}" for c in varying)])
 
 
@@ -82,7 +82,7 @@ def _ranking(ranked: list[tuple[float, str, str]]) -> list[str]:
     if len(set(workloads)) < 2 or len(set(workloads)) != len(workloads):
         return []
     order = sorted(ranked, key=lambda item: -item[0])
-    said = " > ".join(f"{code_span(w)} {ratio:.2f}× ({named})" for ratio, w, named in order)
+    said = " > ".join(f"{code_span(number(w))} {ratio:.2f}× ({named})" for ratio, w, named in order)
     return [f"- Workloads by their best single-stream speedup: {said}"]
 
 
@@ -232,7 +232,7 @@ def _concurrency_crossover(rows: Sequence[Row], by_row: dict[int, str]) -> list[
         loss = next(((c, x) for c, x in levels if x < 1), None)
         if loss is not None and len(levels) > 1:
             out.append(
-                f"- {cell(workload)}: {arm(drafter, k)} stops paying at concurrency {loss[0]} ({loss[1]:.2f}× "
+                f"- {cell(number(workload))}: {arm(drafter, k)} stops paying at concurrency {loss[0]} ({loss[1]:.2f}× "
                 f"`aggregate_tps`) {_link('concurrency')}"
             )
     return out[:MAX_FASTEST]
@@ -285,7 +285,7 @@ def _identity_lines(rows: Sequence[Row]) -> list[str]:
     for workload in _values_of(differs, "workload"):
         these = [r for r in differs if r.conditions.workload == workload]
         arms = ", ".join(sorted({_arm(r) for r in these}))
-        line = f"- `{workload}`: greedy output (temperature 0) **differs** from no drafter's with {arms}"
+        line = f"- {code_span(number(workload))}: greedy output (temperature 0) **differs** from no drafter's with {arms}"
         runtime = str(these[0].conditions.runtime)
         if runtime in BATCH_VARIANT:
             line += f"; {BATCH_VARIANT[runtime]}"

@@ -81,7 +81,7 @@ def method_section(rows: Sequence[Row], results: Sequence[RunRecord]) -> list[Bl
             else "to EOS or the limit"
         )
         lines.append(
-            f"- **Workload** {code_span(w)}: prompt {_span(prompts)} tokens (as the server counts them), "
+            f"- **Workload** {code_span(number(w))}: prompt {_span(prompts)} tokens (as the server counts them), "
             f"output {_span(outputs)} tokens {eos}, concurrency {_span(conc)}, cache {', '.join(cell(c) for c in caches)}"
         )
     lines.extend(_filler_warnings(rows, results))
@@ -149,7 +149,7 @@ def _filler_warnings(rows: Sequence[Row], results: Sequence[RunRecord]) -> list[
         ) or (source is not None and "filler" in (source.material, source.turn_material))
         if random_text and not (source is not None and source.dataset_file):
             out.append(
-                f"- **Warning**: {code_span(w)} measures drafting on random words "
+                f"- **Warning**: {code_span(number(w))} measures drafting on random words "
                 "(`prompt_text: random`); acceptance on such prompts overstates real traffic "
                 "(use `workload.material=prose` or real prompts with `workload.dataset_file`)"
             )

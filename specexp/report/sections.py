@@ -366,7 +366,7 @@ def failures_section(failures: Sequence[Any]) -> list[Block]:
             cell(f.conditions.quantization),
             cell(f.conditions.drafter),
             number(f.conditions.k),
-            cell(f.conditions.workload),
+            cell(number(f.conditions.workload)),
             cell(f.error.kind),
             cell(f.error.message),
         ]

@@ -24,14 +24,14 @@ METRICS: dict[str, MetricDef] = {
             "tok/s",
             "higher",
             "(completion tokens - 1) / (last token - first token), one request",
-            "decode",
+            "decode, mean",
         ),
         MetricDef(
             "e2e_tps",
             "tok/s",
             "higher",
             "completion tokens / (last token - request sent), one request; includes prefill",
-            "e2e",
+            "e2e, mean",
         ),
         MetricDef(
             "aggregate_tps",
@@ -52,7 +52,7 @@ METRICS: dict[str, MetricDef] = {
             "s",
             "lower",
             "request sent -> first chunk that carries generated tokens",
-            "TTFT",
+            "TTFT, mean",
         ),
         MetricDef(
             "prefill_tps",
@@ -62,21 +62,21 @@ METRICS: dict[str, MetricDef] = {
             "prefill",
         ),
         MetricDef(
-            "tpot_s", "s", "lower", "(e2e latency - ttft_s) / (completion tokens - 1)", "TPOT"
+            "tpot_s", "s", "lower", "(e2e latency - ttft_s) / (completion tokens - 1)", "TPOT, mean"
         ),
         MetricDef(
             "itl_s",
             "s",
             "lower",
             "per chunk, not per token: mean gap between consecutive token-bearing chunks, one request (tpot_s is the per-token figure; itl_s / tokens_per_chunk = tpot_s)",
-            "ITL",
+            "ITL, mean",
         ),
         MetricDef(
             "tokens_per_chunk",
             "tok",
             "",
             "tokens per gap: (completion tokens - tokens of the first chunk) / (token-bearing chunks - 1), the tokens each itl_s gap brought (speculation packs several per chunk)",
-            "tok/chunk",
+            "tok/chunk, mean",
         ),
         MetricDef(
             "acceptance_rate",

@@ -276,8 +276,13 @@ def test_one_folders_report_lands_beside_its_records_and_says_what_it_wrote(
         assert (tmp_path / "sweep" / name).is_file() and f"wrote sweep/{name}" in out
     assert "chart(s) to sweep/charts" in out
     assert sorted(p.name for p in tmp_path.iterdir()) == ["sweep"]
-    assert main(["sweep", "--no-html", "-o", "only.md"]) == 0
-    assert (tmp_path / "only.md").is_file() and not (tmp_path / "report.html").exists()
-    assert main(["sweep", "--format", "csv", "-o", "table.csv"]) == 0
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    assert main(["../sweep", "--no-html", "-o", "measurements.md"]) == 0
+    assert sorted(p.name for p in (tmp_path / "elsewhere").iterdir()) == [
+        "charts",
+        "measurements.md",
+    ]
+    assert main(["../sweep", "--format", "csv", "-o", "table.csv"]) == 0
     assert "wrote" in capsys.readouterr().out.splitlines()[-1]
-    assert (tmp_path / "table.csv").read_text().count("\n") > 1
+    assert (tmp_path / "elsewhere" / "table.csv").read_text().count("\n") > 1

@@ -278,3 +278,12 @@ def test_a_concurrency_table_has_its_latency_distribution_and_names_a_client_bou
     )
     assert rows["8"]["`ttft_p50_s`"] == "—" and rows["8"]["client"] == "—"
     assert "**Client-bound**" in text
+
+
+def test_a_workloads_version_is_written_as_a_version_not_as_a_concurrency() -> None:
+    from specexp.report.format import number
+
+    assert number("fresh_generation@1") == "fresh_generation v1"
+    assert number("agentic_sessions@12") == "agentic_sessions v12"
+    for plain in ("qwen3-8b", "user@host", "a@b@1", "none"):
+        assert number(plain) == plain  # only a versioned id is rewritten

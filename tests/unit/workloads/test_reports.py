@@ -54,7 +54,7 @@ def test_a_session_report_has_one_row_per_turn(
     rows = _section(text, "Agentic sessions: by turn")
     assert [row.split("|")[3].strip() for row in rows] == ["1", "2", "3"]
     assert "Prefix cache: cold vs warm" not in text  # a session is not a max_tokens = 1 cache probe
-    assert "**Warning**: `agentic_sessions@2` measures drafting on random words" in text
+    assert "**Warning**: `agentic_sessions v2` measures drafting on random words" in text
 
 
 def test_a_dataset_report_has_one_row_per_category_and_no_filler_warning(
