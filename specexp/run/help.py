@@ -25,6 +25,21 @@ usage:
   python -m specexp.check FILE ...               figures compared under different conditions
   python -m specexp.sim [OVERRIDE ...] --port N  the simulator as an OpenAI-compatible server"""
 
+COMMON_KEYS = (
+    ("workload.concurrency=[1,4,16]", "requests in flight at once, one measurement each"),
+    ("workload.prompt_tokens=512 workload.output_tokens=256", "prompt and output lengths"),
+    (
+        "workload.request_rate=[2,4,8]",
+        "open-loop arrivals (requests/s) instead of closed-loop bursts",
+    ),
+    ("slo.ttft_s=0.5 slo.tpot_s=0.05", "latency objectives: slo_attainment and goodput per point"),
+    ("runtime.max_model_len=32768", "the server's context length"),
+    ("runtime.url=http://HOST:PORT", "a running server (runtime=openai), not one specexp starts"),
+    ("runtime.extra_args=[--flag,value]", "more arguments for the server specexp starts"),
+    ("model=hf model.config_json=PATH", "any Hugging Face model by its config.json"),
+)
+"""The nested keys users set most, as `--help` shows them (each checked by a test)."""
+
 TAIL = """\
 Any key of a group is an override too: hardware.memory_gib=80 workload.output_tokens=256
 runtime.max_num_seqs=8. Every metric and condition is defined in docs/vocabulary.md.
@@ -46,5 +61,8 @@ def help_text() -> str:
         default = chosen.get(group)
         ordered = ([default] if default in options else []) + [o for o in options if o != default]
         lines.append(f"  {group}: {', '.join(ordered)}")
-    lines += ["", f"top-level keys: {', '.join(TOP_LEVEL_KEYS)}", "", TAIL]
+    lines += ["", f"top-level keys: {', '.join(TOP_LEVEL_KEYS)}", "", "keys set most often:"]
+    width = max(len(example) for example, _ in COMMON_KEYS)
+    lines += [f"  {example:<{width}}  {what}" for example, what in COMMON_KEYS]
+    lines += ["", TAIL]
     return "\n".join(lines)

@@ -426,3 +426,25 @@ def test_wheel_writes_measurements_md_from_its_own_templates(
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "simulat" in (run / "measurements.md").read_text(encoding="utf-8").lower()
     assert (wheel_site / "specexp" / "_data" / "templates" / "measurements.md.j2").is_file()
+
+
+def test_the_keys_help_shows_most_are_keys_specexp_accepts() -> None:
+    from specexp.run.help import COMMON_KEYS, help_text
+    from specexp.spec.experiment import ModelSpec
+    from specexp.spec.runtime import RUNTIMES
+    from specexp.spec.workload import SloSpec, WorkloadSpec
+
+    fields = {
+        "workload": set(WorkloadSpec.model_fields),
+        "slo": set(SloSpec.model_fields),
+        "model": set(ModelSpec.model_fields),
+        "runtime": {name for spec in RUNTIMES.values() for name in spec.model_fields},
+    }
+    text = help_text()
+    for example, what in COMMON_KEYS:
+        assert example in text and what in text
+        for override in example.split():
+            key = override.split("=", 1)[0]
+            if "." in key:
+                group, name = key.split(".", 1)
+                assert name in fields[group], f"--help shows {key}, which no spec has"
