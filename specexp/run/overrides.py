@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pydantic import BaseModel
 
 from specexp.spec import paths
-from specexp.spec.errors import SpecError
+from specexp.spec.errors import Mistakes, SpecError
 from specexp.spec.options import GROUPS, model_at, submodel
 from specexp.spec.runtime import EVERY_KEY, RuntimeSpec
 
@@ -67,56 +67,63 @@ def check_overrides(overrides: Sequence[str]) -> None:
     """Reject unknown config options and keys on the command line before Hydra composes.
 
     Hydra's own messages for these span several lines and suggest nothing; this names the
-    override, the key and the accepted values, with a did-you-mean.
+    override, the key and the accepted values, with a did-you-mean: every mistaken override at
+    once, a line each.
     """
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     parser = OverridesParser.create()
+    mistakes = Mistakes()
     for text in overrides:
-        try:
-            override = parser.parse_override(text)
-        except Exception as err:  # Hydra's grammar errors
-            raise SpecError(
-                f"override {text}", text.split("=", 1)[0], f"cannot parse: {err}"
-            ) from None
-        key = override.get_key_element().lstrip("+~")
-        if key.startswith("hydra") or override.is_delete():
-            continue
-        if key in GROUPS and override.get_key_element().startswith("+"):
-            plain = text.lstrip("+")
-            raise SpecError(
-                f"override {text}",
-                key,
-                f"the defaults choose a {key} already, and a chosen group is overridden "
-                f"without +: write {plain}",
-            )
-        if key in GROUPS or key == "experiment":
-            values = (
-                list(override.sweep_string_iterator())
-                if override.is_sweep_override()
-                else [override.get_value_element_as_str()]
-            )
-            for value in values:
-                if value not in paths.options(key):
-                    raise SpecError(
-                        f"override {text}",
-                        key,
-                        f"no {key} named '{value}'",
-                        accepted=paths.options(key),
-                        value=value,
-                    )
-            continue
-        head, _, rest = key.partition(".")
-        if head in GROUPS:
-            _check_path(GROUPS[head], rest.split("."), text, key)
-        elif head not in TOP_LEVEL_KEYS:
-            raise SpecError(
-                f"override {text}",
-                key,
-                "unknown key",
-                accepted=[*TOP_LEVEL_KEYS, *GROUPS],
-                value=head,
-            )
+        with mistakes.noted():
+            _check_override(parser, text)
+    mistakes.raise_any()
+
+
+def _check_override(parser: typing.Any, text: str) -> None:
+    """One override: SpecError naming what is wrong with it."""
+    try:
+        override = parser.parse_override(text)
+    except Exception as err:  # Hydra's grammar errors
+        raise SpecError(f"override {text}", text.split("=", 1)[0], f"cannot parse: {err}") from None
+    key = override.get_key_element().lstrip("+~")
+    if key.startswith("hydra") or override.is_delete():
+        return
+    if key in GROUPS and override.get_key_element().startswith("+"):
+        plain = text.lstrip("+")
+        raise SpecError(
+            f"override {text}",
+            key,
+            f"the defaults choose a {key} already, and a chosen group is overridden "
+            f"without +: write {plain}",
+        )
+    if key in GROUPS or key == "experiment":
+        values = (
+            list(override.sweep_string_iterator())
+            if override.is_sweep_override()
+            else [override.get_value_element_as_str()]
+        )
+        for value in values:
+            if value not in paths.options(key):
+                raise SpecError(
+                    f"override {text}",
+                    key,
+                    f"no {key} named '{value}'",
+                    accepted=paths.options(key),
+                    value=value,
+                )
+        return
+    head, _, rest = key.partition(".")
+    if head in GROUPS:
+        _check_path(GROUPS[head], rest.split("."), text, key)
+    elif head not in TOP_LEVEL_KEYS:
+        raise SpecError(
+            f"override {text}",
+            key,
+            "unknown key",
+            accepted=[*TOP_LEVEL_KEYS, *GROUPS],
+            value=head,
+        )
 
 
 def check_single(overrides: Sequence[str], args: Sequence[str]) -> None:

@@ -84,6 +84,28 @@ def test_nested_key_typo_exits_2_with_one_line(specexp_cli: Cli, tmp_path: Path)
     assert "did you mean 'bandwidth'?" in line
 
 
+def test_every_mistaken_override_is_named_at_once(specexp_cli: Cli, tmp_path: Path) -> None:
+    sweep = tmp_path / "sweep"
+    proc = specexp_cli(
+        "-m",
+        "drafter=mtpp",
+        "workload=fresh_generaton",
+        "workload.ouput_tokens=5",
+        "k=3",
+        f"hydra.sweep.dir={sweep}",
+    )
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert [line.split(":", 2)[1].strip() for line in lines] == [
+        "override drafter=mtpp",
+        "override workload=fresh_generaton",
+        "override workload.ouput_tokens=5",
+    ]
+    for line, guess in zip(lines, ("mtp", "fresh_generation", "output_tokens"), strict=True):
+        assert line.startswith("specexp: ") and f"did you mean '{guess}'?" in line
+    assert not sweep.exists() or not any(sweep.iterdir())
+
+
 def test_single_run_with_bad_input_writes_no_result(specexp_cli: Cli, tmp_path: Path) -> None:
     run = tmp_path / "run"
     proc = specexp_cli("k=abc", f"hydra.run.dir={run}")
