@@ -10,6 +10,7 @@ run id, and writes the sweep's results.jsonl and measurements.md at the end.
 from __future__ import annotations
 
 import logging
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.plugins.launcher import Launcher
 from hydra.plugins.sweeper import Sweeper as HydraSweeper
 from hydra.types import HydraContext, TaskFunction
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 
 from specexp.record import completed_runs, write_record
 from specexp.run import progress
@@ -69,6 +70,7 @@ class Sweeper(HydraSweeper):
         self.launcher = Plugins.instance().instantiate_launcher(
             hydra_context=hydra_context, task_function=task_function, config=config
         )
+        for_a_running_ray_cluster(self.launcher)
         self.composer = SweepComposer(hydra_context.config_loader, config)
 
     def sweep(self, arguments: list[str]) -> Any:
@@ -282,3 +284,15 @@ def describe_plan(
         verb = "refuse" if reason == cell.refuse_reason and not cell.skip_reason else "skip  "
         lines.append(f"  {verb} {cell.run_id}  {' '.join(jobs[i]) or '(defaults)'}: {reason}")
     return "\n".join(lines)
+
+
+def for_a_running_ray_cluster(launcher: Any) -> None:
+    """Hydra's Ray launcher sets an object store size for the Ray it starts, and Ray refuses one
+    when it joins a running cluster: where an address is given (`RAY_ADDRESS`, or
+    `hydra.launcher.ray.init.address`), the size is left to the cluster."""
+    init = getattr(getattr(launcher, "ray_cfg", None), "init", None)
+    if init is None or "object_store_memory" in init:
+        return  # not Ray, or the user chose a size
+    if init.get("address") or os.environ.get("RAY_ADDRESS"):
+        with open_dict(init):
+            init.object_store_memory = None

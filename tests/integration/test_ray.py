@@ -61,8 +61,7 @@ def _sweep(address: str, out: Path, *overrides: str) -> subprocess.CompletedProc
         "specexp",
         "-m",
         "hydra/launcher=ray",
-        f"+hydra.launcher.ray.init.address={address}",
-        "+hydra.launcher.ray.init.object_store_memory=null",
+        f"+hydra.launcher.ray.init.address={address}",  # specexp leaves the object store to the cluster
         *overrides,
         f"hydra.sweep.dir={out}",
     ]

@@ -344,3 +344,34 @@ def test_an_override_that_works_is_accepted(compose_cfg: Callable[..., Any]) -> 
     overrides = ["workload=edit_heavy", "workload.prompt_tokens=2048"]
     data, choices = compose_cfg(*overrides)
     assert to_spec(data, choices, overrides).workload.prompt_tokens == 2048
+
+
+def test_a_sweep_joining_a_running_ray_cluster_leaves_the_object_store_to_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Hydra's Ray launcher sets object_store_memory unless a value is there; Ray refuses any when
+    it connects to a running cluster, so with an address specexp leaves it to the cluster."""
+    from types import SimpleNamespace
+
+    from omegaconf import OmegaConf
+
+    from specexp.run.sweeper import for_a_running_ray_cluster
+
+    def launcher(**init: object) -> SimpleNamespace:
+        return SimpleNamespace(ray_cfg=OmegaConf.create({"init": init}))
+
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    local = launcher(address=None)
+    for_a_running_ray_cluster(local)
+    assert "object_store_memory" not in local.ray_cfg.init  # a Ray of its own: the launcher's size
+    given = launcher(address="127.0.0.1:6379")
+    for_a_running_ray_cluster(given)
+    assert given.ray_cfg.init.object_store_memory is None
+    monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:6379")
+    by_env = launcher(address=None)
+    for_a_running_ray_cluster(by_env)
+    assert by_env.ray_cfg.init.object_store_memory is None
+    chosen = launcher(address="127.0.0.1:6379", object_store_memory=10**9)
+    for_a_running_ray_cluster(chosen)
+    assert chosen.ray_cfg.init.object_store_memory == 10**9  # the user's choice stands
+    for_a_running_ray_cluster(SimpleNamespace())  # another launcher: nothing to do
