@@ -99,9 +99,9 @@ def gains(rows: list[fr.Row]) -> list[str]:
 
 
 ACROSS_SITTINGS = (
-    "The same cell measured in more than one sitting (a fresh machine and server each) differs by more than "
-    "the targets: the dense shape's burst of two took 76 ms on 2026-12-02 and 45 ms on 2026-12-03, one stream "
-    "42 and 23 ms. One sitting is one sample of that spread, so each cell measured in more than one is judged "
+    "The same cell measured in more than one sitting (a fresh machine and server each) can differ by more "
+    "than the targets (the range column below). One sitting is one sample of that spread, so each cell "
+    "measured in more than one is judged "
     "here on the median of its measurements against the median of the simulated (the cell: model, workload, "
     "drafter, concurrency, cache and prompt to the nearest hundred tokens; a workload's version aside), as "
     "`benchmarks/engine_calibration.py` judges llama.cpp's cells measured on several servers."

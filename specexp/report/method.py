@@ -192,8 +192,9 @@ def _span(values: Sequence[Any]) -> str:
 
 
 def _shortest_window(rows: Sequence[Row]) -> str:
-    """ " (the shortest here: N tokens, ~M drafts)", from the drafter rows' requested output, their
-    concurrency and tokens per pass; "" where no drafter row gives all three."""
+    """The parenthesis naming the sweep's shortest drafting window ("the shortest here: N tokens,
+    ~M drafts"): a drafter row's requested output times its concurrency, over its tokens per pass.
+    Empty where no drafter row gives all three."""
     windows = [
         (
             c.output_tokens * c.concurrency,

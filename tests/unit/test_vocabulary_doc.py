@@ -98,8 +98,8 @@ CITING = [
     "pyproject.toml",
     "templates/**/*",
 ]
-OUTPUT_NAMES = {"measurements.md", "comparison.md", "simulated-v1.md", "mixed-with-failure-v1.md"}
-"""Markdown files specexp writes (a report, a comparison, the golden reports of tests/golden/):
+OUTPUT_NAMES = {"measurements.md", "simulated-v1.md", "mixed-with-failure-v1.md"}
+"""Markdown files specexp writes (a report, the golden reports of tests/golden/):
 named in code, not cited."""
 CITATION = re.compile(r"(?<![\w.${}-])((?:\.\./)*[\w./-]*[\w-]+\.md)(?![\w.])")
 

@@ -64,12 +64,12 @@ def test_the_gate_fails_when_the_second_sweep_is_slower(
         "--fail-if-slower",
         "5",
         "-o",
-        str(tmp_path / "comparison.md"),
+        str(tmp_path / "gate-report.txt"),
         "--html",
         str(tmp_path / "c.html"),
     )
     assert done.returncode == 1
-    text = (tmp_path / "comparison.md").read_text()
+    text = (tmp_path / "gate-report.txt").read_text()
     assert "fails" in text and "slower" in text and (tmp_path / "c.html").is_file()
     assert _compare(str(h100), str(spark)).returncode == 0  # no gate asked for: a report only
 
