@@ -1,4 +1,5 @@
-"""`python -m specexp.check FIGURES.yaml [...] [--against RESULTS_DIR ...] [--format md|json]`
+"""`python -m specexp.check FIGURES.yaml [...] [--against RESULTS_DIR ...] [--format md|json]
+[--config-dir DIR]`
 
 Checks published figures: for each declared comparison, the verdict (fair, unfair,
 unverifiable), every confounder with the value on each side, every unknown condition and
@@ -21,6 +22,7 @@ from specexp.check.figures import load_figure_files
 from specexp.check.render import render_json, render_md
 from specexp.check.runs import runs_of
 from specexp.record import RecordError, find_records
+from specexp.spec import paths
 from specexp.spec.errors import SpecError
 
 PROG = "python -m specexp.check"
@@ -56,6 +58,15 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--format", choices=("md", "json"), default="md", help="output format (default: md)"
     )
+    p.add_argument(
+        "--config-dir",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="DIR",
+        help="a folder laid out like conf/ whose options a figure may name too "
+        "(e.g. DIR/quantization/awq_int4.yaml for 4-bit AWQ weights)",
+    )
     return p
 
 
@@ -72,6 +83,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG}: {one_line(str(err))}", file=sys.stderr)
         return 2
     try:
+        for folder in args.config_dir:
+            if not folder.is_dir():
+                raise SpecError(str(folder), "--config-dir", "no such folder")
+        paths.set_user_dirs(args.config_dir)
         figures = load_figure_files(args.files)
         runs = None
         if args.against is not None:

@@ -174,6 +174,8 @@ class ModelSpec(_Spec):
     """A target model, in the field names of a Hugging Face config.json."""
 
     name: str
+    description: str = Field(default="", exclude=True)
+    """One line on what the model is (docs/options.md): not a condition, so not in the run id."""
     from_config: bool = Field(default=False, exclude=True)
     """Read the fields from a Hugging Face config.json (`model=hf`: config_json or hf_id)."""
     config_json: str | None = Field(default=None, exclude=True)

@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from specexp.check.__main__ import main
+from specexp.spec import paths
 
 REPO = Path(__file__).resolve().parents[3]
 EXAMPLE = REPO / "experiments" / "figures" / "blog_posts.yaml"
@@ -342,3 +343,36 @@ def test_one_condition_replaced(
 )
 def test_pathological_yaml(text: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     _fuzz_check(tmp_path / "f.yaml", text.encode("utf-8"), capsys)
+
+
+def test_a_users_own_quantization_is_cited_with_config_dir(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A published "4-bit AWQ" figure names a quantization conf/ does not ship: refused with the
+    accepted names, and checked (its roofline from the user's file) once --config-dir gives it."""
+    figures = tmp_path / "awq.yaml"
+    entry = {
+        "value": 40,
+        "unit": "tok/s",
+        "metric": "decode_tps",
+        "source": "a forum post: 4-bit AWQ on an RTX 4090",
+        "conditions": {
+            "quantization": "awq_int4",
+            "hardware": "rtx4090",
+            "model": "mistral-7b-v0.3",
+            "drafter": "none",
+            "concurrency": 1,
+        },
+    }
+    figures.write_text(yaml.safe_dump({"figures": {"awq": entry}}))
+    code, _, err = run(capsys, str(figures))
+    assert code == 2 and "quantization: unknown value 'awq_int4'; accepted: bf16" in err
+    try:
+        mine = str(REPO / "examples" / "my-configs")
+        code, out, err = run(capsys, str(figures), "--config-dir", mine)
+        assert code == 0 and err == "", err
+        assert "GB of awq_int4 weights read per pass" in out
+        code, _, err = run(capsys, str(figures), "--config-dir", str(tmp_path / "nowhere"))
+        assert code == 2 and "--config-dir" in err and "no such folder" in err
+    finally:
+        paths.set_user_dirs([])
