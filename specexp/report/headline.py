@@ -15,137 +15,27 @@ Every finding links to the section whose table holds its numbers.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
 from specexp.check.answers import checked_runs
-from specexp.check.judgments import SPEEDUP_METRIC, pass_cost_steps, sections, within_noise
+from specexp.check.judgments import sections
 from specexp.record import RunRecord
-from specexp.record.escape import Markdown, cell, code_span
+from specexp.record.escape import Markdown, code_span
 from specexp.report.answers import TITLE as ANSWERS
 from specexp.report.blocks import Block, Heading, Paragraph
+from specexp.report.fastest import arm_of, fastest_lines, ranking, setups
 from specexp.report.format import arm, number
-from specexp.report.tables import DRAFTER_KEYS, TITLES, Row, baseline
-from specexp.spec.vocabulary import CONDITIONS, METRICS, value_key
-
-MAX_FASTEST = 12
-"""Fastest-configuration lines at most; the rest are in the tables."""
-
-
-def anchor(title: str) -> str:
-    """The id GitHub and the HTML report give a heading: lower case, punctuation dropped, spaces
-    to hyphens."""
-    return re.sub(r"[^\w\- ]", "", title.strip().lower()).replace(" ", "-")
-
-
-def _link(section: str) -> str:
-    return f"[table](#{anchor(TITLES[section])})"
-
-
-def _arm(row: Row) -> str:
-    return arm(row.conditions.drafter, row.conditions.k)
-
-
-def _speedup(row: Row, base: Row, metric: str) -> tuple[float, bool | None] | None:
-    ours, theirs = row.metrics.get(metric), base.metrics.get(metric)
-    if not ours or not theirs:
-        return None
-    return ours / theirs, within_noise(row.spread.get(metric), base.spread.get(metric))
-
-
-def _setup(base: Row, bases: Sequence[Row]) -> str:
-    """Where a finding holds: the baseline's workload and concurrency, and what else sets it apart
-    from the other baselines (the conditions that vary among them)."""
-    skip = {
-        *DRAFTER_KEYS,
-        "runtime_version",
-        "repeats",
-        "workload",
-        "concurrency",
-        "prompt_tokens",
-        "output_tokens",
-    }
-    varying = [
-        c
-        for c in CONDITIONS
-        if c not in skip and len({value_key(b.conditions.get(c)) for b in bases}) > 1
-    ]
-    where = f"{code_span(number(base.conditions.workload))} at concurrency {number(base.conditions.concurrency or 1)}"
-    return ", ".join([where, *(f"{c} {cell(number(base.conditions.get(c)))}" for c in varying)])
-
-
-def _ranking(ranked: list[tuple[float, str, str]]) -> list[str]:
-    """Workloads ordered by their best single-stream speedup, when more than one workload ran and
-    each workload has one setup (several setups per workload are ranked in their own lines)."""
-    workloads = [w for _, w, _ in ranked]
-    if len(set(workloads)) < 2 or len(set(workloads)) != len(workloads):
-        return []
-    order = sorted(ranked, key=lambda item: -item[0])
-    said = " > ".join(f"{code_span(number(w))} {ratio:.2f}× ({named})" for ratio, w, named in order)
-    return [f"- Workloads by their best single-stream speedup: {said}"]
-
-
-def _pass_cost(run: Row, base: Row) -> str:
-    """ ", 4.85 tokens per pass at 5.59 plain decode steps a pass": why a drafter pays or not."""
-    steps = pass_cost_steps(run, base)
-    per_pass = run.metrics.tokens_per_pass
-    if steps is None or per_pass is None:
-        return ""
-    return f", {per_pass:.2f} tokens per pass at {steps:.2f} plain decode steps a pass"
+from specexp.report.links import anchor, table_link
+from specexp.report.tables import TITLES, Row
 
 
 def findings_section(
     rows: Sequence[Row], failures: Sequence[Any], records: Sequence[RunRecord] = ()
 ) -> list[Block]:
-    lines: list[str] = []
     kinds = sections(rows)
     by_row = {id(r): s for r, s in zip(rows, kinds, strict=True)}
-    bases = [r for r in rows if r.conditions.drafter == "none" and by_row[id(r)] in SPEEDUP_METRIC]
-    fastest, stops = [], []
-    ranked: list[tuple[float, str, str]] = []
-    for base in bases:
-        section = by_row[id(base)]
-        metric = SPEEDUP_METRIC[section]
-        arms = [
-            (r, s)
-            for r in rows
-            if by_row[id(r)] == section
-            and r.conditions.drafter != "none"
-            and baseline(r, [base]) is base
-            and (s := _speedup(r, base, metric)) is not None
-        ]
-        if not arms:
-            continue
-        best, (ratio, noise) = max(arms, key=lambda item: item[1][0])
-        where = _setup(base, bases)
-        spread = best.spread.get(metric)
-        shown = f"{number(best.metrics.get(metric), metric)}"
-        if spread and spread[0] != spread[1]:
-            shown += f" ({number(spread[0], metric)}–{number(spread[1], metric)})"
-        unit = METRICS[metric].unit
-        versus = f"({shown} vs {number(base.metrics.get(metric), metric)} {unit})"
-        cost = _pass_cost(best, base)
-        if noise:
-            said = f"fastest {_arm(best)}, **{ratio:.2f}×**, within noise of no drafter"
-        elif ratio > 1:
-            said = f"fastest {_arm(best)}, **{ratio:.2f}×** faster than no drafter"
-        elif round(ratio, 2) >= 1.0:
-            said = f"**no drafter is faster**: the best, {_arm(best)}, is level with none ({ratio:.2f}×)"
-        else:  # no drafter pays: say so, and by how much the best of them is slower
-            said = (
-                f"**no drafter is fastest**: the best, {_arm(best)}, is **{1 / ratio:.2f}× slower** "
-                f"({ratio:.2f}×)"
-            )
-        fastest.append(f"- {where}: {said} in `{metric}` {versus}{cost} {_link(section)}")
-        stops += _k_crossover(arms, where, section)
-        if section == "decode" and (base.conditions.concurrency or 1) == 1:
-            ranked.append((ratio, str(base.conditions.workload), _arm(best)))
-    lines += _ranking(ranked)
-    lines += fastest[:MAX_FASTEST]
-    if len(fastest) > MAX_FASTEST:
-        lines.append(f"- … {len(fastest) - MAX_FASTEST} more setups in the tables below")
-    lines += stops[:MAX_FASTEST] + _concurrency_crossover(rows, by_row)
+    lines = ranking(setups(rows, by_row)) + fastest_lines(rows, by_row)
     lines += _slo_lines(rows, by_row)
     lines += _answer_lines(records)
     lines += _identity_lines(rows)
@@ -183,61 +73,6 @@ def _answer_lines(records: Sequence[RunRecord]) -> list[str]:
     return out
 
 
-def _k_crossover(
-    arms: Sequence[tuple[Row, tuple[float, bool | None]]], where: str, section: str
-) -> list[str]:
-    """Per drafter with several k: its best k, and the largest k when that gives back speed."""
-    out = []
-    drafters = sorted({r.conditions.drafter for r, _ in arms})
-    for drafter in drafters:
-        ks = sorted(
-            (
-                (r.conditions.k, s[0])
-                for r, s in arms
-                if r.conditions.drafter == drafter and r.conditions.k
-            ),
-            key=lambda x: x[0],
-        )
-        if len(ks) < 2:
-            continue
-        best_k, best = max(ks, key=lambda x: x[1])
-        last_k, last = ks[-1]
-        if last_k != best_k and last < best * 0.95:
-            out.append(
-                f"- {where}: {code_span(drafter)} pays most at k={best_k} ({best:.2f}×); k={last_k} "
-                f"falls back to {last:.2f}× {_link(section)}"
-            )
-    return out
-
-
-def _concurrency_crossover(rows: Sequence[Row], by_row: dict[int, str]) -> list[str]:
-    """Per drafter arm under concurrency: the first level at which it is slower than no drafter."""
-    out = []
-    arms: dict[tuple[Any, ...], list[tuple[int, float]]] = {}
-    for r in rows:
-        if by_row[id(r)] != "concurrency" or r.conditions.drafter == "none":
-            continue
-        base = baseline(r, rows)
-        s = _speedup(r, base, "aggregate_tps") if base is not None else None
-        if s is not None:
-            key = (
-                r.conditions.drafter,
-                r.conditions.k,
-                r.conditions.workload,
-                r.conditions.hardware,
-            )
-            arms.setdefault(key, []).append((int(r.conditions.concurrency or 1), s[0]))
-    for (drafter, k, workload, _), levels in sorted(arms.items(), key=lambda kv: str(kv[0])):
-        levels.sort()
-        loss = next(((c, x) for c, x in levels if x < 1), None)
-        if loss is not None and len(levels) > 1:
-            out.append(
-                f"- {cell(number(workload))}: {arm(drafter, k)} stops paying at concurrency {loss[0]} ({loss[1]:.2f}× "
-                f"`aggregate_tps`) {_link('concurrency')}"
-            )
-    return out[:MAX_FASTEST]
-
-
 def _slo_lines(rows: Sequence[Row], by_row: dict[int, str]) -> list[str]:
     """Per arm of the open-loop rows with an SLO: the highest rate with every lower one meeting it."""
     arms: dict[tuple[Any, ...], list[Row]] = {}
@@ -261,7 +96,7 @@ def _slo_lines(rows: Sequence[Row], by_row: dict[int, str]) -> list[str]:
             if met is not None
             else "misses the SLO at the lightest load"
         )
-        out.append(f"- {named} {what} {_link('rate')}")
+        out.append(f"- {named} {what} {table_link('rate')}")
     return out
 
 
@@ -284,7 +119,7 @@ def _identity_lines(rows: Sequence[Row]) -> list[str]:
     out = []
     for workload in _values_of(differs, "workload"):
         these = [r for r in differs if r.conditions.workload == workload]
-        arms = ", ".join(sorted({_arm(r) for r in these}))
+        arms = ", ".join(sorted({arm_of(r) for r in these}))
         line = f"- {code_span(number(workload))}: greedy output (temperature 0) **differs** from no drafter's with {arms}"
         runtime = str(these[0].conditions.runtime)
         if runtime in BATCH_VARIANT:
@@ -292,7 +127,7 @@ def _identity_lines(rows: Sequence[Row]) -> list[str]:
         none_accepted = [r for r in these if r.metrics.acceptance_rate == 0]
         if none_accepted:
             line += (
-                f"; {_arm(none_accepted[0])} accepted no draft at all and differs too, so the "
+                f"; {arm_of(none_accepted[0])} accepted no draft at all and differs too, so the "
                 "difference is the verify pass's arithmetic, not a drafted token"
             )
         out.append(line)

@@ -15,7 +15,7 @@ from markdown_it import MarkdownIt
 
 from specexp.record import atomic_write
 from specexp.report.build import Report
-from specexp.report.headline import anchor
+from specexp.report.links import anchor
 from specexp.report.markdown import environment, render_markdown
 from specexp.spec.cache import cache_dir
 

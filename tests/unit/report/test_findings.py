@@ -101,3 +101,41 @@ def test_the_simulated_sources_short_window_is_computed_from_the_records(tmp_pat
     text = render_markdown(build_report(find_records([tmp_path]), tmp_path))
     assert f"(the shortest here: {tokens:,} tokens, ~{drafts:,.0f} drafts)" in text
     assert "400 tokens" not in text
+
+
+SPARK = Path(__file__).resolve().parents[3] / "reports" / "spark_fp8_mtp_dspark"
+
+
+def test_a_studys_findings_are_grouped_by_what_differs(tmp_path: Path) -> None:
+    """The Spark study: each workload's concurrencies in one line, each setup said once with one
+    headline metric, and the condition all groups but one share said once, above them."""
+    shutil.copytree(SPARK, tmp_path / "spark", ignore=shutil.ignore_patterns("*.md", "*.html"))
+    findings = _findings(tmp_path / "spark")
+    top = [x for x in findings.splitlines() if x.startswith("- ")]
+    assert top[0] == "- Unless a line says otherwise: gpu_memory_utilization 0.9"
+    assert sum("gpu_memory_utilization" in x for x in top) == 2  # the rule, and the 0.44 setup
+    series = [x for x in top if "fastest by concurrency" in x]
+    assert len(series) == 2 and all(x.count("fastest by concurrency") == 1 for x in series)
+    fresh = next(x for x in series if x.startswith("- `fresh_generation v1`,"))
+    # concurrency 1 is said once, by its single-stream table's decode_tps, not also by aggregate_tps
+    assert fresh.count(" at 1 (") == 1 and "at 1 (**2.36×** in `decode_tps`)" in fresh
+    assert "4 (**1.99×** in `aggregate_tps`); `mtp` k=3 at 16 (**1.79×**), 64 (**1.61×**)" in fresh
+    # the group's sub-lines: the best k of each drafter, and where an arm stops paying
+    subs = findings.split(fresh, 1)[1].split("\n- ", 1)[0]
+    assert "`mtp` pays most at k=8 at concurrency 1 (1.91×; k=15: 1.35×)" in subs
+    assert "stops paying: `dspark` k=7 at concurrency 64 (0.96×)" in subs
+    setups = [x.split(":", 1)[0] for x in top if " at concurrency " in x.split(":", 1)[0]]
+    assert len(setups) == len(set(setups)) == 2  # edit_heavy, and fresh_generation at 0.44
+    assert len(top) <= 8
+
+
+def test_a_drafter_that_never_pays_is_not_said_to_pay_most(tmp_path: Path) -> None:
+    """Across k, a drafter slower than none at every k 'loses least' at its best k."""
+    shutil.copytree(
+        Path(__file__).resolve().parents[3] / "reports" / "cpu_real_pair",
+        tmp_path / "pair",
+        ignore=shutil.ignore_patterns("*.md", "*.html", "charts"),
+    )
+    findings = _findings(tmp_path / "pair")
+    assert "`draft_model` loses least at k=1 at concurrency 1 (0.64×; k=16: 0.24×)" in findings
+    assert "`draft_model` pays most at k=1" not in findings
