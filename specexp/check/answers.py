@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from specexp.record import Measurement, RunRecord
-from specexp.spec.vocabulary import is_baseline_of
+from specexp.spec.vocabulary import Baselines
 from specexp.stats.paired import PairedScores, compare_scores
 from specexp.stats.sampled import SampledComparison, compare_samples
 
@@ -97,15 +97,14 @@ def checked_runs(records: Sequence[RunRecord]) -> list[tuple[RunRecord, AnswerCh
 def answer_checks(records: Sequence[RunRecord]) -> dict[tuple[str, int], AnswerCheck]:
     """(run id, measurement index) -> its check, for every measurement of a drafter run that
     sampled or scored answers and has a baseline that did too."""
-    baselines = [r for r in records if r.status == "ok" and r.conditions.drafter == "none"]
+    baselines = Baselines(
+        (r for r in records if r.status == "ok"), lambda r: r.conditions.model_dump()
+    )
     out: dict[tuple[str, int], AnswerCheck] = {}
     for record in records:
         if record.status != "ok" or record.conditions.drafter in (None, "none"):
             continue
-        conditions = record.conditions.model_dump()
-        base = next(
-            (b for b in baselines if is_baseline_of(b.conditions.model_dump(), conditions)), None
-        )
+        base = baselines.of(record.conditions.model_dump())
         if base is None or not base.measurements:
             continue
         for i, m in enumerate(record.measurements):

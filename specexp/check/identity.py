@@ -12,21 +12,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from specexp.record import RunRecord
-from specexp.spec.vocabulary import C, is_baseline_of
+from specexp.spec.vocabulary import Baselines, C
 
 
 def output_identity(records: Sequence[RunRecord]) -> dict[tuple[str, int], bool]:
     """(run id, measurement index) -> whether its completions equal the baseline's, for every
     measurement of a drafter run at temperature 0 that shares requests with a baseline."""
-    baselines = [r for r in records if r.status == "ok" and r.conditions.drafter == "none"]
+    baselines = Baselines(
+        (r for r in records if r.status == "ok"), lambda r: r.conditions.model_dump()
+    )
     judged: dict[tuple[str, int], bool] = {}
     for record in records:
         conditions = record.conditions.model_dump()
         if conditions.get(C.temperature) != 0:
             continue
-        base = next(
-            (b for b in baselines if is_baseline_of(b.conditions.model_dump(), conditions)), None
-        )
+        base = baselines.of(conditions)
         if base is None:
             continue
         theirs: dict[str, str] = {}

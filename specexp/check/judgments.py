@@ -26,7 +26,7 @@ from typing import Any
 from specexp.check.answers import AnswerCheck, answer_checks
 from specexp.check.runs import Run, runs_of
 from specexp.record import RunRecord
-from specexp.spec.vocabulary import is_baseline_of
+from specexp.spec.vocabulary import Baselines
 
 SECTIONS = ("decode", "concurrency", "rate", "prefill", "prefix_cache")
 """What a measurement measured, as the report's sections split them."""
@@ -100,10 +100,11 @@ def judgments(found: Sequence[tuple[Path, RunRecord]]) -> dict[tuple[str, int], 
     runs = runs_of(found, partial=True)
     answers = answer_checks([r for _, r in found])
     out: dict[tuple[str, int], dict[str, Any]] = {}
+    bases = Baselines(runs, lambda r: r.conditions)
     for run, section in zip(runs, sections(runs), strict=True):
         index = int(run.id.split("#", 1)[1]) if "#" in run.id else 0
         metric = SPEEDUP_METRIC.get(section)
-        base = next((b for b in runs if is_baseline_of(b.conditions, run.conditions)), None)
+        base = bases.of(run.conditions)
         if metric is None:
             base = None  # a section without speedups: the baseline is still found by the report's tables
         ours, theirs = (

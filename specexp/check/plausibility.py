@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from types import MappingProxyType
 from typing import Any
 
@@ -41,6 +41,12 @@ class Limit:
     basis: str
 
     def broken_by(self, value: Any) -> bool:
+        if type(value) is float or type(value) is int:  # the common case, without a list
+            return (
+                value > self.value * (1 + 1e-9)
+                if self.bound == "max"
+                else value < self.value * (1 - 1e-9)
+            )
         values = value if isinstance(value, tuple) else (value,)
         nums = [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
         if self.bound == "max":
@@ -56,7 +62,7 @@ class Limit:
         }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # one per setup (`_device_of`): known by its identity
 class _Device:
     cost: CostModel
     basis: str
@@ -167,8 +173,15 @@ def _stream(fig: Figure, measured: Mapping[str, Any], streams: int) -> tuple[flo
     if isinstance(tpp, str):
         return tpp
     ctx, ctx_note = _context(fig.conditions)
-    seconds = device.cost.pass_seconds([Slice(tokens=1, context=ctx, logits=1)] * streams)
+    seconds = _decode_pass_seconds(device, ctx, streams)
     return seconds / tpp[0], f"{device.basis}; {ctx_note}; {tpp[1]}; {streams} stream(s) per pass"
+
+
+@lru_cache(maxsize=4096)
+def _decode_pass_seconds(device: _Device, context: int, streams: int) -> float:
+    """One decode pass of `streams` sequences of `context` tokens on `device` (the same for every
+    figure of a sweep's setup: computed once)."""
+    return device.cost.pass_seconds([Slice(tokens=1, context=context, logits=1)] * streams)
 
 
 def _concurrency(fig: Figure) -> int:
@@ -302,14 +315,20 @@ CEILINGS: Mapping[str, tuple[float, str]] = MappingProxyType(
 
 def defined_range(fig: Figure) -> Limit | None:
     """The bound of `fig`'s definition it breaks (no hardware needed), or None."""
-    low, why = FLOORS.get(fig.metric, (0.0, "a rate, a time or a count is never negative"))
-    floor = Limit(fig.metric, "min", low, why)
+    floor, ceiling = _defined_bounds(fig.metric)
     if floor.broken_by(fig.value):
         return floor
-    if fig.metric in CEILINGS:
-        ceiling = Limit(fig.metric, "max", *CEILINGS[fig.metric])
-        return ceiling if ceiling.broken_by(fig.value) else None
-    return None
+    return ceiling if ceiling is not None and ceiling.broken_by(fig.value) else None
+
+
+@cache
+def _defined_bounds(metric: str) -> tuple[Limit, Limit | None]:
+    """The least and the most `metric`'s definition allows (FLOORS, CEILINGS)."""
+    low, why = FLOORS.get(metric, (0.0, "a rate, a time or a count is never negative"))
+    ceiling = CEILINGS.get(metric)
+    return Limit(metric, "min", low, why), (
+        None if ceiling is None else Limit(metric, "max", *ceiling)
+    )
 
 
 def implausible(fig: Figure, measured: Mapping[str, Any] | None = None) -> Finding | None:

@@ -11,6 +11,7 @@ import os
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -47,6 +48,11 @@ class Run:
         """A condition named by a variable (a table's column); literal names read as attributes."""
         return self.conditions.get(condition)
 
+    @cached_property
+    def normalised_conditions(self) -> Mapping[str, Any]:
+        """The conditions as a figure states them (`specexp.check.figures.normalise`), made once."""
+        return MappingProxyType(normalise(self.conditions.model_dump()))
+
     def figure(self, metric: str) -> Figure | None:
         """This measurement's `metric` as a figure, or None when the run has no value for it."""
         value = _value(self.metrics.get(metric), METRICS[metric].unit)
@@ -58,7 +64,7 @@ class Run:
             value,
             METRICS[metric].unit,
             None,
-            MappingProxyType(normalise(self.conditions.model_dump())),
+            self.normalised_conditions,
             self.origin,
             link=self.link,
         )

@@ -23,6 +23,8 @@ _ESCAPE_SEQUENCE = re.compile(
 _LINE_BREAK = re.compile(r"\r\n|[\t\n\v\f\r\x85\u2028\u2029]")
 _NEWLINE = re.compile(r"\r\n?|[\v\f\x85\u2028\u2029]")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_INERT = re.compile(r"[^\x00-\x1f\x7f-\x9f\\|`\[\]<>*_\u2028\u2029\ud800-\udfff]*")
+"""Text `cell` leaves as it is: nothing to drop, join or escape (most of a table's cells)."""
 
 
 def _underscores(match: re.Match[str]) -> str:
@@ -66,6 +68,8 @@ def printable(text: Any, lines: bool = False) -> str:
 
 def cell(text: Any) -> Markdown:
     """`text` safe inside a Markdown table cell or paragraph, on one line."""
+    if isinstance(text, str) and _INERT.fullmatch(text):
+        return Markdown(text)
     s = printable(text).replace("\\", "\\\\").replace("|", "\\|")
     for ch in _SPECIAL:
         s = s.replace(ch, "\\" + ch)

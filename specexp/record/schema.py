@@ -28,11 +28,12 @@ class _Named(_Record):
     held in a variable (a table's columns), which must be one the vocabulary defines."""
 
     def get(self, name: str) -> Any:
-        if name not in type(self).model_fields:
+        try:
+            return self.__dict__[name]  # a field's value: what pydantic keeps there
+        except KeyError:
             raise KeyError(
                 f"{name!r} is not a {type(self).__name__[:-1].lower()} of the vocabulary"
-            )
-        return getattr(self, name)
+            ) from None
 
 
 def _metric_type(unit: str) -> Any:

@@ -12,6 +12,7 @@ from specexp.record import RunRecord
 from specexp.report.answers import answers_section
 from specexp.report.blocks import Block, Chart, Heading, Paragraph, TableBlock
 from specexp.report.by_turn import category_section, split, turn_section
+from specexp.report.charts import schema_checks
 from specexp.report.checks import check_sections
 from specexp.report.format import Markdown, cell, code_span, link, number
 from specexp.report.headline import findings_section
@@ -72,6 +73,16 @@ def build_report(
     cited: Sequence[FigureSet] = (),
 ) -> Report:
     """The whole report; `cited` adds published figures to compare with (`--cite`)."""
+    with schema_checks():
+        return _build(found, report_dir, title, cited)
+
+
+def _build(
+    found: Sequence[tuple[Path, RunRecord]],
+    report_dir: Path,
+    title: str | None,
+    cited: Sequence[FigureSet],
+) -> Report:
     results = [r for _, r in found]
     title = title or default_title(results)
     rows, failures = rows_of(found, report_dir)

@@ -14,7 +14,7 @@ from typing import Any
 from specexp.report import charts
 from specexp.report.blocks import Block, Heading, Paragraph, TableBlock
 from specexp.report.format import header, number, run_cell, with_spread
-from specexp.report.tables import DRAFTER_KEYS, Row, baseline, group, sort_rows
+from specexp.report.tables import DRAFTER_KEYS, Row, baselines, group, sort_rows
 
 TURN_METRICS = (
     "ttft_p50_s",
@@ -57,8 +57,9 @@ def _table(
         label = _label(conditions, fixed)
         blocks.append(Heading(label or "All runs", 3))
         body = []
+        bases = baselines(members)
         for r in sort_rows(members, ("drafter", "k", key)):
-            base = baseline(r, members)
+            base = bases.of(r.conditions)
             speedup = (
                 "baseline"
                 if r.conditions.drafter == "none"

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+import statistics
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 import altair as alt
@@ -20,9 +22,11 @@ def _legend_toggles(chart: alt.Chart, field: str, tooltip: Sequence[str]) -> alt
     """Click a legend entry to bring its series forward (the others fade); hover a point for its
     run id and conditions. In the SVG files every series is drawn in full."""
     pick = alt.selection_point(fields=[field], bind="legend")
-    return chart.add_params(pick).encode(
-        opacity=alt.condition(pick, alt.value(1.0), alt.value(0.15)),
-        tooltip=list(tooltip),
+    return chart.add_params(
+        pick
+    ).encode(  # typed channels: Altair need not infer them (~50 ms each)
+        opacity=alt.Opacity(condition={"param": pick.name, "value": 1.0}, value=0.15),
+        tooltip=[alt.Tooltip(t) for t in tooltip],
     )
 
 
@@ -37,6 +41,26 @@ def _who(row: Row) -> dict[str, Any]:
             if v is not None
         ),
     }
+
+
+def _means(points: list[dict[str, Any]], value: str) -> list[dict[str, Any]]:
+    """One point per place on a chart: where runs share one (seeds, or conditions the chart does
+    not set apart), their mean, its tooltip saying of how many runs; a point of one run stays as
+    it is. A sweep of thousands of runs draws thousands of points a reader cannot tell apart."""
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for p in points:
+        key = tuple((k, v) for k, v in p.items() if k not in (value, "run", "conditions"))
+        groups.setdefault(key, []).append(p)
+    out = []
+    for members in groups.values():
+        point = dict(members[0])
+        if len(members) > 1:
+            point[value] = statistics.fmean(m[value] for m in members)
+            point["run"] = f"mean of {len(members)} runs"
+            setups = {m["conditions"] for m in members}
+            point["conditions"] = setups.pop() if len(setups) == 1 else f"{len(setups)} setups"
+        out.append(point)
+    return out
 
 
 def _name(text: str) -> str:
@@ -59,8 +83,24 @@ VALIDATE = False
 time; the report tests turn it on)."""
 
 
+def schema_checks() -> AbstractContextManager[None]:
+    """Altair checks every part of a chart against the schema as it is made (its debug mode, on by
+    default: a third of a report's time): only where VALIDATE asks for it."""
+    return alt.utils.schemapi.debug_mode(VALIDATE)
+
+
 def _spec(chart: alt.TopLevelMixin) -> dict[str, Any]:
-    return chart.to_dict(validate=VALIDATE)  # type: ignore[no-any-return]
+    """The chart's Vega-Lite spec. Its inline rows are set into the spec as they are: Altair would
+    walk each of thousands of rows' values to convert them (a large report's charts' time), and
+    specexp's rows are plain numbers and strings already."""
+    data = getattr(chart, "data", None)
+    if not (isinstance(data, alt.Data) and isinstance(data.values, list)):
+        return chart.to_dict(validate=VALIDATE)  # type: ignore[no-any-return]
+    bare = chart.copy(deep=False)
+    bare.data = alt.Data(values=[])
+    spec: dict[str, Any] = bare.to_dict(validate=VALIDATE)
+    spec["data"] = {"values": data.values}
+    return spec
 
 
 def tps_vs_k(
@@ -80,6 +120,7 @@ def tps_vs_k(
         for r in rows
         if r.metrics.decode_tps
     ]
+    data = _means(data, "decode_tps")
     ks: dict[str, set[int]] = {}
     for r in rows:
         if r.metrics.decode_tps:
@@ -123,6 +164,7 @@ def acceptance_by_position(
         for i, v in enumerate(r.metrics.acceptance_by_position or [])
         if v is not None
     ]
+    data = _means(data, "accepted")
     if not data:
         return []
     chart = (
@@ -164,6 +206,7 @@ def concurrency_scaling(
         for metric in ("aggregate_tps", "per_stream_tps")
         if r.metrics.get(metric)
     ]
+    data = _means(data, "tok/s")
     if not data:
         return []
     chart = (

@@ -73,9 +73,8 @@ def check_sections(
     from_experiments, problems = experiment_figures(records)
     sets = [*cited, *from_experiments]
     figures = merge(sets) if sets else None
-    report = report_findings(
-        [r for r in runs if r.run_id in _finished(records)], figures, tables=tables
-    )
+    finished = _finished(records)
+    report = report_findings([r for r in runs if r.run_id in finished], figures, tables=tables)
     blocks: list[Block] = []
     if problems:
         blocks += [

@@ -24,8 +24,8 @@ from specexp.check.judgments import SPEEDUP_METRIC, pass_cost_steps, within_nois
 from specexp.record.escape import cell, code_span
 from specexp.report.format import arm, number
 from specexp.report.links import table_link
-from specexp.report.tables import DRAFTER_KEYS, Row, baseline
-from specexp.spec.vocabulary import CONDITIONS, METRICS, value_key
+from specexp.report.tables import DRAFTER_KEYS, Row
+from specexp.spec.vocabulary import CONDITIONS, METRICS, baseline_key, value_key
 
 MAX_GROUPS = 12
 """Group lines at most; the rest are in the tables."""
@@ -81,18 +81,22 @@ def setups(rows: Sequence[Row], by_row: dict[int, str]) -> list[Setup]:
     """Every baseline with a drafter arm to compare, one per setup and headline metric."""
     out: dict[tuple[Any, ...], Setup] = {}
     varying = _varying([r for r in rows if r.conditions.drafter == "none"])
+    drafted: dict[tuple[Any, ...], list[Row]] = {}  # each section's drafter rows by their baseline
+    for r in rows:
+        if r.conditions.drafter not in (None, "none"):
+            drafted.setdefault((by_row[id(r)], baseline_key(r.conditions)), []).append(r)
+    seen = set()
     for base in rows:
         section = by_row[id(base)]
         if base.conditions.drafter != "none" or section not in SPEEDUP_METRIC:
             continue
+        key = (section, baseline_key(base.conditions))
+        if key in seen:  # the same conditions again: the first is the baseline (`Baselines`)
+            continue
+        seen.add(key)
         metric = SPEEDUP_METRIC[section]
         arms = tuple(
-            (r, *s)
-            for r in rows
-            if by_row[id(r)] == section
-            and r.conditions.drafter != "none"
-            and baseline(r, [base]) is base
-            and (s := speedup(r, base, metric)) is not None
+            (r, *s) for r in drafted.get(key, []) if (s := speedup(r, base, metric)) is not None
         )
         if not arms:
             continue
@@ -252,14 +256,26 @@ def _series(group: Sequence[Setup], name: str) -> list[str]:
 def _best_k_by_concurrency(group: Sequence[Setup]) -> list[str]:
     """Per drafter with several k: its best k at each concurrency where a larger k gives speed
     back, in one line."""
-    said: dict[str, list[str]] = {}
+    said: dict[str, list[tuple[str, str]]] = {}
     for s in group:
         for drafter, best_k, best, last_k, last in _falls_back(s):
             said.setdefault(drafter, []).append(
-                f"{_does_best(best)} k={best_k} at concurrency {s.concurrency} ({best:.2f}×; "
-                f"k={last_k}: {last:.2f}×)"
+                (
+                    _does_best(best),
+                    f"k={best_k} at concurrency {s.concurrency} ({best:.2f}×; k={last_k}: "
+                    f"{last:.2f}×)",
+                )
             )
-    return [f"  - {code_span(d)} {', '.join(x)}" for d, x in said.items()]
+    lines = []
+    for drafter, items in said.items():
+        verbs = [
+            verb if i == 0 or items[i - 1][0] != verb else "" for i, (verb, _) in enumerate(items)
+        ]
+        text = ", ".join(
+            f"{verb} {what}".strip() for verb, (_, what) in zip(verbs, items, strict=True)
+        )
+        lines.append(f"  - {code_span(drafter)} {text}")
+    return lines
 
 
 def _does_best(speedup: float) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import fields
 from typing import Any
 
 import jinja2
@@ -31,12 +31,12 @@ def environment() -> jinja2.Environment:
     )
 
 
-def _view(report: Report) -> dict[str, Any]:
+def view_of(report: Report) -> dict[str, Any]:
     """The report's blocks as the template lays them out. Every string is escaped here unless it
     is `Markdown` already (written by specexp, its values escaped when it was written)."""
     blocks = []
     for block in report.blocks:
-        data = asdict(block)
+        data = {f.name: getattr(block, f.name) for f in fields(block)}  # shallow: tables are big
         data["kind"] = KINDS[type(block)]
         if isinstance(block, (Heading, Paragraph)):
             data["text"] = markdown(block.text)
@@ -68,8 +68,30 @@ def _kept_columns(table: TableBlock) -> list[int]:
     ]
 
 
-def render_markdown(report: Report) -> str:
-    text = environment().get_template("measurements.md.j2").render(report=_view(report))
+def render_markdown(report: Report, view: dict[str, Any] | None = None) -> str:
+    """measurements.md of `report` (from its `view_of`, where the caller has it already)."""
+    return _render(view if view is not None else view_of(report))
+
+
+TABLE_MARK = "SPECEXPTABLE{:06d}"
+"""A table's stand-in in `with_tables_apart`: one word, a paragraph of its own."""
+
+
+def with_tables_apart(view: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
+    """A report's Markdown (from its `view_of`) with each table left out, a `TABLE_MARK` paragraph
+    in its place, and the tables as the template would lay them out (headers, rows, align): the
+    HTML report renders a table's cells itself, the largest part of a big report's Markdown."""
+    tables, blocks = [], []
+    for block in view["blocks"]:
+        if block["kind"] == "table":
+            tables.append(block)
+            block = {"kind": "paragraph", "text": TABLE_MARK.format(len(tables) - 1)}
+        blocks.append(block)
+    return _render({**view, "blocks": blocks}), tables
+
+
+def _render(view: dict[str, Any]) -> str:
+    text = environment().get_template("measurements.md.j2").render(report=view)
     while "\n\n\n" in text:
         text = text.replace("\n\n\n", "\n\n")
     return text

@@ -28,7 +28,7 @@ from specexp.report.tables import (
     SPEC_KEYS,
     TITLES,
     Row,
-    baseline,
+    baselines,
     group,
     group_label,
     sort_rows,
@@ -169,13 +169,14 @@ def _goodput_lines(
         if key == "request_rate"
         else (lambda v: f"concurrency {number(v)}")
     )
+    bases = baselines(rows)
     lines = []
     for (drafter, k), members in sorted(arms.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0)):
         if drafter == "none":
             continue
         verdicts = []
         for r in sorted(members, key=lambda r: r.get(key)):
-            base = baseline(r, rows)
+            base = bases.of(r.conditions)
             if (
                 base is not None
                 and r.metrics.goodput_rps is not None

@@ -9,14 +9,16 @@ import json
 import re
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import vl_convert
 from markdown_it import MarkdownIt
+from markdown_it.common.utils import escapeHtml
 
 from specexp.record import atomic_write
 from specexp.report.build import Report
 from specexp.report.links import anchor
-from specexp.report.markdown import environment, render_markdown
+from specexp.report.markdown import environment, view_of, with_tables_apart
 from specexp.spec.cache import cache_dir
 
 _IMG = re.compile(r'<p><img src="charts/([A-Za-z0-9_.-]+)\.svg" alt="[^"<>]*" ?/?></p>')
@@ -76,9 +78,70 @@ def _heading_ids(body: str) -> str:
     return _HEADING.sub(add, body)
 
 
-def render_html(report: Report) -> str:
+_PLAIN = re.compile(r"(?:[^\\`*_\[\]<>&!~|]|(?<=[A-Za-z0-9])_+(?=[A-Za-z0-9]))*")
+"""Text with none of Markdown's inline syntax (an underscore inside a word is none: it cannot
+open or close emphasis), and nothing to escape in HTML but quotes."""
+_CODE = re.compile(r"`([A-Za-z0-9_.:/=,#+-]+)`")
+"""A code span of a name (`hardware`, a run id)."""
+_LINK = re.compile(r"\[([^\[\]\\]*)\]\(([A-Za-z0-9_.,=/#%+-]*)\)")
+"""A link to a relative path (a run's result.json)."""
+
+
+def _inline(markdown: MarkdownIt, text: str) -> str | None:
+    """Text as markdown-it renders it inline, where it is plain, a name's code span or a link of
+    those to a relative path: without parsing it (most of a big report's cells); else None."""
+    if _PLAIN.fullmatch(text):
+        return text.replace('"', "&quot;")
+    if code := _CODE.fullmatch(text):
+        return f"<code>{code[1]}</code>"
+    if (link := _LINK.fullmatch(text)) and (inner := _inline(markdown, link[1])) is not None:
+        return f'<a href="{escapeHtml(markdown.normalizeLink(link[2]))}">{inner}</a>'
+    return None
+
+
+def _cell(markdown: MarkdownIt, text: str) -> str:
+    """A table cell's Markdown as markdown-it renders it."""
+    text = text.strip()
+    fast = _inline(markdown, text)
+    return fast if fast is not None else markdown.renderInline(text)
+
+
+def _table(markdown: MarkdownIt, table: dict[str, Any]) -> str:
+    """A table as markdown-it's table rule renders it, cell by cell."""
+    styles = [' style="text-align:right"' if a == "r" else "" for a in table["align"]]
+
+    def row(cells: list[str], tag: str) -> str:
+        inner = "".join(
+            f"<{tag}{s}>{_cell(markdown, c)}</{tag}>\n" for c, s in zip(cells, styles, strict=True)
+        )
+        return f"<tr>\n{inner}</tr>\n"
+
+    out = ["<table>\n<thead>\n", row(table["headers"], "th"), "</thead>\n"]
+    if table["rows"]:
+        out += ["<tbody>\n", *(row(r, "td") for r in table["rows"]), "</tbody>\n"]
+    return "".join([*out, "</table>\n"])
+
+
+def render_html(report: Report, view: dict[str, Any] | None = None) -> str:
+    """The HTML report of `report`: its Markdown rendered by markdown-it, the tables cell by cell
+    (a report of thousands of runs has tables of thousands of rows; tests/unit/report/test_html.py
+    holds the result equal to markdown-it's rendering of the whole measurements.md)."""
+    return _page(report, markdown_body(report, view))
+
+
+def markdown_body(report: Report, view: dict[str, Any] | None = None) -> str:
+    """measurements.md as markdown-it renders it (raw HTML off), its tables cell by cell."""
     markdown = MarkdownIt("commonmark", {"html": False}).enable("table")
-    body = markdown.render(render_markdown(report))
+    text, tables = with_tables_apart(view if view is not None else view_of(report))
+    body = markdown.render(text)
+    return re.sub(
+        r"<p>SPECEXPTABLE(\d{6})</p>\n", lambda m: _table(markdown, tables[int(m[1])]), body
+    )
+
+
+def _page(report: Report, body: str) -> str:
+    """The HTML page around the rendered Markdown: charts in place of their images, headings with
+    ids, the shared conditions folded."""
     body = _IMG.sub(lambda m: f'<div class="chart" id="chart-{m.group(1)}"></div>', body)
     body = _heading_ids(body)
     # the shared conditions are reference, not a finding: folded until asked for
@@ -98,6 +161,6 @@ def render_html(report: Report) -> str:
     )
 
 
-def write_html(report: Report, out: Path) -> Path:
-    atomic_write(out, render_html(report))
+def write_html(report: Report, out: Path, view: dict[str, Any] | None = None) -> Path:
+    atomic_write(out, render_html(report, view))
     return out

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from specexp.check.judgments import SECTIONS, sections, within_noise
+from specexp.check.judgments import SECTIONS, sections
 from specexp.report import charts, open_loop
 from specexp.report import format as fmt
 from specexp.report.blocks import Block, Heading, Paragraph, TableBlock
@@ -22,12 +22,13 @@ from specexp.report.tables import (
     SPEC_KEYS,
     TITLES,
     Row,
-    baseline,
+    baselines,
     group,
     sort_rows,
     varying,
 )
 from specexp.report.tables import group_label as _label
+from specexp.report.versus import best_of, speedup_cell, versus_best
 from specexp.spec.vocabulary import M
 
 
@@ -38,38 +39,6 @@ def classify(rows: Sequence[Row]) -> dict[str, list[Row]]:
     for r, section in zip(rows, sections(rows), strict=True):
         out[section].append(r)
     return out
-
-
-def _speedup(row: Row, base: Row | None, metric: str) -> str:
-    if row.conditions.drafter == "none":
-        return "baseline"
-    if base is None or not base.metrics.get(metric) or not row.metrics.get(metric):
-        return "no baseline"
-    ratio = row.metrics.get(metric) / base.metrics.get(metric)
-    if overlaps(row, base, metric):
-        return f"{ratio:.2f}× (within noise)"
-    return f"{ratio:.2f}×"
-
-
-def overlaps(a: Row, b: Row, metric: str) -> bool:
-    """The two rows' (min–max) spreads of `metric` overlap: their difference is within noise."""
-    return bool(within_noise(a.spread.get(metric), b.spread.get(metric)))
-
-
-def _versus_best(row: Row, members: Sequence[Row], metric: str) -> str:
-    """`best` for the fastest row; `≈ best (within noise)` where a row's spread overlaps the best's."""
-    ranked = [r for r in members if r.metrics.get(metric) is not None]
-    spread = [r.spread.get(metric) for r in ranked]
-    if (
-        len(ranked) < 2
-        or row.metrics.get(metric) is None
-        or not any(s and s[0] != s[1] for s in spread)
-    ):
-        return "—"  # one repeat each: no spread to say what is within noise
-    best = max(ranked, key=lambda r: r.metrics.get(metric))
-    if row is best:
-        return "best"
-    return "≈ best (within noise)" if overlaps(row, best, metric) else "—"
 
 
 def _run(row: Row) -> Markdown:
@@ -113,13 +82,14 @@ def decode_section(rows: Sequence[Row], fixed: dict[str, Any]) -> list[Block]:
             "run",
         ]
         body = []
+        bases, best = baselines(members), best_of(members, "decode_tps")
         for r in sort_rows(members, columns):
             body.append(
                 [number(r.get(c)) for c in columns]
                 + [with_spread(r.metrics.get(m), r.spread.get(m), m) for m in metrics]
                 + [
-                    _speedup(r, baseline(r, members), "decode_tps"),
-                    _versus_best(r, members, "decode_tps"),
+                    speedup_cell(r, bases.of(r.conditions), "decode_tps"),
+                    versus_best(r, best, "decode_tps"),
                     number(r.metrics.output_identical),
                     _run(r),
                 ]
@@ -177,11 +147,12 @@ def concurrency_section(
         )
         blocks.append(Heading(_label(conditions, fixed, skip=("prompt_tokens",)) or "All runs", 3))
         body = []
+        bases = baselines(members)
         for r in sort_rows(members, [c for c in columns if c != "concurrency"] + ["concurrency"]):
             body.append(
                 [number(r.get(c)) for c in columns]
                 + [with_spread(r.metrics.get(m), r.spread.get(m), m) for m in metrics]
-                + [_speedup(r, baseline(r, members), "aggregate_tps"), _run(r)]
+                + [speedup_cell(r, bases.of(r.conditions), "aggregate_tps"), _run(r)]
             )
         blocks.append(
             TableBlock(
@@ -215,10 +186,11 @@ def _crossovers(rows: Sequence[Row]) -> list[Block]:
         if r.conditions.drafter != "none":
             arms.setdefault((str(r.conditions.drafter), r.conditions.k), []).append(r)
     lines = []
+    bases = baselines(rows)
     for (drafter, k), members in sorted(arms.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0)):
         verdicts = []
         for r in sorted(members, key=lambda r: r.conditions.concurrency or 1):
-            base = baseline(r, rows)
+            base = bases.of(r.conditions)
             if base and base.metrics.aggregate_tps and r.metrics.aggregate_tps:
                 verdicts.append(
                     (r.conditions.concurrency, r.metrics.aggregate_tps > base.metrics.aggregate_tps)

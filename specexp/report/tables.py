@@ -17,7 +17,15 @@ from typing import Any
 from specexp.check.runs import Run, runs_of
 from specexp.record import ErrorInfo, RunRecord
 from specexp.record.schema import Conditions
-from specexp.spec.vocabulary import CONDITIONS, DRAFTER, NAMES, SETUP, is_baseline_of, value_key
+from specexp.spec.vocabulary import (
+    CONDITIONS,
+    DRAFTER,
+    NAMES,
+    SETUP,
+    Baselines,
+    is_baseline_of,
+    value_key,
+)
 
 Row = Run
 """One measurement, as the report shows it."""
@@ -100,8 +108,13 @@ def group(rows: Sequence[Row], shown: Iterable[str]) -> list[tuple[dict[str, Any
 
 
 def baseline(row: Row, candidates: Sequence[Row]) -> Row | None:
-    """The drafter=none row that `row` is compared with."""
+    """The drafter=none row that `row` is compared with (for many rows: `baselines`)."""
     return next((o for o in candidates if is_baseline_of(o.conditions, row.conditions)), None)
+
+
+def baselines(candidates: Sequence[Row]) -> Baselines[Row]:
+    """The drafter=none rows of `candidates`, each row's found in one lookup (`.of(conditions)`)."""
+    return Baselines(candidates, lambda r: r.conditions)
 
 
 def group_label(

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Sequence
 from pathlib import Path
 
 from specexp.check.figures import FigureSet
 from specexp.record import RunRecord, atomic_write
 from specexp.report.build import build_report
-from specexp.report.markdown import render_markdown
+from specexp.report.markdown import render_markdown, view_of
 from specexp.report.render import write_charts, write_html
 
 
@@ -20,15 +21,17 @@ def write_report(
     cited: Sequence[FigureSet] = (),
 ) -> list[Path]:
     """Render the records in `found`; links in each file are relative to its own folder."""
+    gc.freeze()  # the records stay for the whole report: the cycle collector need not walk them
     folder = markdown.resolve().parent
     report = build_report(found, folder, title=title, cited=cited)
     write_charts(report, folder / "charts")
-    atomic_write(markdown, render_markdown(report))
+    view = view_of(report)
+    atomic_write(markdown, render_markdown(report, view))
     written = [markdown]
     if html is not None:
-        same = html.resolve().parent == folder
-        html_report = (
-            report if same else build_report(found, html.resolve().parent, title=title, cited=cited)
-        )
-        written.append(write_html(html_report, html))
+        if html.resolve().parent == folder:
+            written.append(write_html(report, html, view))
+        else:  # its links are relative to its own folder
+            elsewhere = build_report(found, html.resolve().parent, title=title, cited=cited)
+            written.append(write_html(elsewhere, html))
     return written

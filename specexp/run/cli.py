@@ -2,31 +2,35 @@
 
 A plain run (no Hydra flag) is composed once, validated, and run here; a sweep, and every Hydra
 flag, goes through Hydra (`-m`: specexp's sweeper, specexp.run.sweeper).
+
+The overrides are checked first, with nothing heavier imported than the specs: a mistake is
+answered before Hydra, the engines' clients, the statistics and the report are loaded.
 """
 
 from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-import hydra
-from hydra.core.hydra_config import HydraConfig
-from hydra.types import RunMode
-from omegaconf import DictConfig
-
-from specexp.run import hydra_store, interrupt
-from specexp.run.compose import compose_run, spec_of
-from specexp.run.launch import run_composed, save_job_config
 from specexp.run.overrides import check_overrides, check_single
-from specexp.run.report_ahead import ReportAhead
-from specexp.run.summary import write_sweep_outputs
 from specexp.spec import paths
 from specexp.spec.errors import SpecError, exit_on_spec_error
 
+if TYPE_CHECKING:
+    from omegaconf import DictConfig
 
-@hydra.main(config_path=str(paths.conf_dir()), config_name="config", version_base="1.3")
-def app(cfg: DictConfig) -> None:
+    from specexp.run.report_ahead import ReportAhead
+
+
+def task(cfg: DictConfig) -> None:
     """The Hydra task function: a job of a launcher that runs elsewhere (SLURM, Ray), or a Hydra flag."""
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    from specexp.run.compose import spec_of
+    from specexp.run.launch import run_composed
+
     hc = HydraConfig.get()
     overrides = list(hc.overrides.task)
     try:
@@ -42,7 +46,17 @@ def app(cfg: DictConfig) -> None:
         _finish_single(job_dir, status)
 
 
+def app() -> Any:
+    """`task` under `@hydra.main`, with specexp's conf/: Hydra reads the command line itself."""
+    import hydra
+
+    main = hydra.main(config_path=str(paths.conf_dir()), config_name="config", version_base="1.3")
+    return main(task)()
+
+
 def _finish_single(job_dir: Path, status: str, ahead: ReportAhead | None = None) -> None:
+    from specexp.run.summary import write_sweep_outputs
+
     for path in write_sweep_outputs(job_dir, ahead):
         print(f"  {path}", flush=True)
     if status in ("failed", "refused"):
@@ -52,6 +66,10 @@ def _finish_single(job_dir: Path, status: str, ahead: ReportAhead | None = None)
 def run_single(overrides: list[str]) -> None:
     """A plain run: composed once, validated before its directory exists, run here. Hydra's own
     overrides (hydra.run.dir=...) set where it runs, and are not the job's."""
+    from specexp.run.compose import compose_run
+    from specexp.run.launch import run_composed, save_job_config
+    from specexp.run.report_ahead import ReportAhead
+
     composed, job_dir = compose_run(overrides)
     task = [o for o in overrides if not o.lstrip("+~").startswith("hydra")]
     ahead = ReportAhead()
@@ -92,7 +110,9 @@ def main(args: list[str]) -> None:
         check_overrides(overrides)
         if not _multirun(args):
             check_single(overrides, args)
-        hydra_store.register()
+        from specexp.run import hydra_store, interrupt
+
+        hydra_store.register(args)
         with interrupt.handled():
             if not any(
                 a.startswith("-") or "experiment=" in a for a in args

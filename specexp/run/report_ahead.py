@@ -29,6 +29,7 @@ class ReportAhead:
     def __init__(self) -> None:
         self._conn: Any = None
         self._proc: Any = None
+        self._asked = False
         if "fork" not in mp.get_all_start_methods() or (os.cpu_count() or 1) < 2:
             return
         ctx = mp.get_context("fork")  # the child has every module the parent imported, at no cost
@@ -38,13 +39,25 @@ class ReportAhead:
         child.close()
         self._conn = parent
 
+    def start(self, root: Path) -> None:
+        """Have the ready process write the report of the records under `root`, now: the caller
+        goes on with its own work meanwhile, and `render` answers the files written."""
+        if self._conn is None:
+            return
+        try:
+            self._conn.send(str(root))
+            self._asked = True
+        except OSError:
+            self.close()
+
     def render(self, root: Path) -> list[Path] | None:
-        """The report of the records under `root`, written by the ready process: its files; None
-        when that process could not write it."""
+        """The report of the records under `root`, written by the ready process (asked by `start`
+        or now): its files; None when that process could not write it."""
         if self._conn is None:
             return None
         try:
-            self._conn.send(str(root))
+            if not self._asked:
+                self._conn.send(str(root))
             reply = self._conn.recv()
         except (EOFError, OSError):
             reply = None

@@ -31,6 +31,8 @@ def write_sweep_outputs(root: Path, ahead: ReportAhead | None = None) -> list[Pa
         if ahead is not None:
             ahead.close()
         return []
+    if ahead is not None:
+        ahead.start(root)  # the report is written beside, while results.jsonl is written here
     written = [write_results_jsonl(root, found, judgments(found))]
     rendered = ahead.render(root) if ahead is not None else None
     if rendered is not None:

@@ -37,7 +37,7 @@ DEFAULT = "vllm"
 
 
 class EngineProfile(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     name: str
     description: str

@@ -1,4 +1,4 @@
-"""The base of every spec model: frozen, unknown keys refused, attribute docstrings as descriptions."""
+"""The base of every spec model: frozen, unknown keys refused, its validators built at first use."""
 
 from __future__ import annotations
 
@@ -11,4 +11,4 @@ def _listed(value: object) -> object:
 
 
 class _Spec(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)

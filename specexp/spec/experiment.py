@@ -294,7 +294,7 @@ class DrafterSpec(_Spec):
     supports_yarn: bool = True
     """The drafter runs with YaRN rope scaling on the target; False: a server with YaRN enabled
     fails at start, and the context stops at `max_context`."""
-    cost: DrafterCost = DrafterCost()
+    cost: DrafterCost = Field(default_factory=DrafterCost)
     acceptance: dict[str, list[float]] = {}
     """Per workload class: fraction of drafts whose position i (1-based) is accepted."""
     acceptance_tail: float = Field(default=0.5, ge=0, le=1)
@@ -325,9 +325,7 @@ class DrafterSpec(_Spec):
 class ExperimentSpec(_Spec):
     """Everything one job needs, validated."""
 
-    model_config = ConfigDict(
-        extra="forbid", frozen=True, use_attribute_docstrings=True, populate_by_name=True
-    )
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, defer_build=True)
 
     hardware: HardwareSpec
     model: ModelSpec

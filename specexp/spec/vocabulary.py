@@ -11,10 +11,11 @@ of another.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any, Generic, Literal, TypeVar
 
 from specexp.spec.metric_defs import (
     DISTRIBUTED as DISTRIBUTED,  # re-exported: the vocabulary names them
@@ -337,12 +338,50 @@ def is_baseline_of(
     differ in. The one baseline rule of speedups, output identity and the checker."""
     if candidate.get("drafter") != "none" or conditions.get("drafter") in (None, "none"):
         return False
-    skip = set(ignore)
-    return all(
-        value_key(candidate.get(c.name)) == value_key(conditions.get(c.name))
+    return baseline_key(candidate, ignore) == baseline_key(conditions, ignore)
+
+
+T = TypeVar("T")
+
+
+def baseline_key(conditions: Mapping[str, Any], ignore: Iterable[str] = ()) -> tuple[Any, ...]:
+    """The conditions a run and its baseline agree on (`is_baseline_of`), as one hashable key."""
+    values = conditions if isinstance(conditions, Mapping) else vars(conditions)  # a record's
+    return tuple(value_key(values.get(name)) for name in _compared(frozenset(ignore)))
+
+
+@functools.cache
+def _compared(ignore: frozenset[str]) -> tuple[str, ...]:
+    """The conditions a run and its baseline must agree on."""
+    return tuple(
+        c.name
         for c in CONDITIONS.values()
-        if c.role != "drafter" and not c.baseline_may_differ and c.name not in skip
+        if c.role != "drafter" and not c.baseline_may_differ and c.name not in ignore
     )
+
+
+class Baselines(Generic[T]):
+    """The drafter=none runs among `candidates`, found by `is_baseline_of` in one lookup each: the
+    first in order of those a run agrees with, as a search from the start finds it."""
+
+    def __init__(
+        self,
+        candidates: Iterable[T],
+        conditions_of: Callable[[T], Mapping[str, Any]],
+        ignore: Iterable[str] = (),
+    ) -> None:
+        self._conditions_of, self._ignore = conditions_of, tuple(ignore)
+        self._first: dict[tuple[Any, ...], T] = {}
+        for candidate in candidates:
+            found = conditions_of(candidate)
+            if found.get("drafter") == "none":
+                self._first.setdefault(baseline_key(found, self._ignore), candidate)
+
+    def of(self, conditions: Mapping[str, Any]) -> T | None:
+        """The baseline of a run of these `conditions`; None for one that drafts nothing."""
+        if conditions.get("drafter") in (None, "none"):
+            return None
+        return self._first.get(baseline_key(conditions, self._ignore))
 
 
 # -- metrics (docs/vocabulary.md section 2): defined in specexp.spec.metric_defs, named here --

@@ -19,7 +19,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 LEVEL = 0.95
 RESAMPLES = 10_000
@@ -53,6 +52,8 @@ def mcnemar_exact(baseline_only: int, drafter_only: int) -> float:
     n = baseline_only + drafter_only
     if n == 0:
         return 1.0
+    from scipy import stats  # 1-2 s to import: only where a test is computed
+
     return float(stats.binomtest(baseline_only, n, 0.5).pvalue)
 
 

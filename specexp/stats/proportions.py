@@ -13,8 +13,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from scipy import stats
-
 from specexp.stats.paired import BEYOND, LEVEL, WITHIN
 
 
@@ -42,6 +40,8 @@ def compare_proportions(
     first: float, first_items: int, second: float, second_items: int, level: float = LEVEL
 ) -> ScorePair:
     """Scores in [0, 1] of `first_items` and `second_items` items."""
+    from scipy import stats  # 1-2 s to import: only where a test is computed
+
     z = float(stats.norm.isf((1 - level) / 2))
     l1, u1 = wilson(first, first_items, z)
     l2, u2 = wilson(second, second_items, z)

@@ -31,7 +31,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 END = "<end>"
 """Where a completion stopped before `positions` tokens."""
@@ -150,6 +149,8 @@ def detectable_shift(
     df = sum(len(t.totals) - 1 for tables, _ in strata for t in tables)
     if df == 0:
         return None
+    from scipy import stats  # 1-2 s to import: only where a test is computed
+
     critical = stats.chi2.isf(alpha, df)
 
     def caught(shift: float) -> float:

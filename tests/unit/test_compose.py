@@ -124,6 +124,45 @@ def test_every_job_an_experiment_sweeps_composes_and_validates(
         to_spec(data, choices, overrides)
 
 
+@pytest.mark.parametrize("name", ["spark_fp8_mtp_dspark", "a6000_vs_spark"])
+def test_a_sweeps_lean_composition_is_hydras_less_its_own_node(name: str) -> None:
+    """SweepComposer composes a cell's groups without merging Hydra's node: what it gives is what
+    Hydra's load_sweep_config gives, less that node, for every group choice an experiment sweeps,
+    and for a user's option from --config-dir."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from omegaconf import OmegaConf
+
+    import specexp.run.sweeper  # noqa: F401  (registers hydra/sweeper=specexp)
+    from specexp.run import hydra_store
+    from specexp.run.compose import SweepComposer
+
+    hydra_store.register()
+    mine = Path(__file__).resolve().parents[2] / "examples" / "my-configs"
+    searched = f"hydra.searchpath=[file://{mine}]"
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        master = compose(
+            "config", overrides=[f"+experiment={name}", searched], return_hydra_config=True
+        )
+        loader = GlobalHydra.instance().config_loader()
+        composer = SweepComposer(loader, master)
+        picks = {
+            tuple(o for o in job if o.split("=")[0].lstrip("+") in GROUPS)
+            for job in _sweep_jobs(name)
+        }
+        picks.add(("quantization=awq_int4", "hardware=rtx4090"))
+        for pick in sorted(picks):
+            choices = [f"+experiment={name}", *pick]
+            full = loader.load_sweep_config(master, choices)
+            expected = OmegaConf.to_container(full, resolve=False)
+            expected.pop("hydra")
+            task, chosen = composer.task_config(choices)
+            assert task == expected, pick
+            assert chosen == OmegaConf.to_container(full.hydra.runtime.choices), pick
+    GlobalHydra.instance().clear()
+
+
 # --- messages ---------------------------------------------------------------------------
 
 

@@ -12,6 +12,8 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from specexp.record import find_records
 from specexp.report.build import build_report
@@ -19,6 +21,7 @@ from specexp.report.markdown import render_markdown
 from specexp.report.render import render_html, write_charts, write_html
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "records"
+REPO = Path(__file__).resolve().parents[3]
 HOSTILE = (
     '<script>alert("x")</script> | `tick` [click](javascript:alert(1)) <img src=x onerror=alert(2)>'
 )
@@ -52,6 +55,78 @@ def test_server_text_is_escaped_in_html(tmp_path: Path) -> None:
     )
     assert "&lt;script&gt;alert" in body
     assert 'href="javascript:' not in html
+
+
+@pytest.mark.parametrize("hostile", [False, True])
+def test_tables_rendered_cell_by_cell_are_markdown_its_own(tmp_path: Path, hostile: bool) -> None:
+    """The HTML report renders its tables cell by cell (thousands of rows): what it gives is what
+    markdown-it gives for the whole measurements.md, hostile server text and the studies' links,
+    code spans and bold included."""
+    from markdown_it import MarkdownIt
+
+    from specexp.report.render import markdown_body
+
+    roots = (
+        [_records_with_hostile_server_text(tmp_path)]
+        if hostile
+        else [
+            FIXTURES,
+            REPO / "reports" / "cpu_real_pair",
+            REPO / "reports" / "spark_fp8_mtp_dspark",
+        ]
+    )
+    markdown = MarkdownIt("commonmark", {"html": False}).enable("table")
+    for root in roots:
+        report = build_report(find_records([root]), root)
+        assert "<table>" in markdown_body(report)
+        assert markdown_body(report) == markdown.render(render_markdown(report)), root
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "a",
+                "Z",
+                "9",
+                "_",
+                "__",
+                " ",
+                "`",
+                "[",
+                "]",
+                "(",
+                ")",
+                "/",
+                ".",
+                "=",
+                ",",
+                "*",
+                "<",
+                "&",
+                '"',
+                "'",
+                "é",
+                "\\",
+                "!",
+                "#",
+                "-",
+                "x_y",
+                "[`id`](p/r.json)",
+            ]
+        ),
+        max_size=12,
+    ).map("".join)
+)
+def test_a_cell_rendered_without_markdown_it_is_what_markdown_it_renders(text: str) -> None:
+    from markdown_it import MarkdownIt
+
+    from specexp.report.render import _inline
+
+    markdown = MarkdownIt("commonmark", {"html": False}).enable("table")
+    fast = _inline(markdown, text.strip())
+    assert fast is None or fast == markdown.renderInline(text.strip())
 
 
 def test_server_text_cannot_break_a_markdown_table(tmp_path: Path) -> None:
