@@ -17,7 +17,7 @@ from specexp.check.capability import capability_findings
 from specexp.check.compare import Comparison, run_comparisons, source_conflicts
 from specexp.check.figures import Figure, FigureSet, load_figures, merge, parse_figures
 from specexp.check.findings import Finding, finding
-from specexp.check.plausibility import Limit, implausible, limit
+from specexp.check.plausibility import Limit, implausible, limit, needs_no_check
 from specexp.check.runs import Run
 from specexp.check.sidebyside import DEFAULT_VARY, SideBySide, check_side_by_side
 from specexp.check.yamlread import read_yaml
@@ -172,7 +172,9 @@ def implausible_runs(runs: Sequence[Run]) -> list[Finding]:
     with the run's own acceptance), and every run whose server counted tokens it never streamed."""
     out = []
     for run in runs:
-        for metric in METRICS:
+        for metric, value in vars(run.metrics).items():  # a record's metrics: its fields' values
+            if value is None or metric not in METRICS or needs_no_check(metric, value):
+                continue
             fig = run.figure(metric)
             if fig is not None and (x := implausible(fig, run.metrics)) is not None:
                 out.append(x)

@@ -331,6 +331,15 @@ def _defined_bounds(metric: str) -> tuple[Limit, Limit | None]:
     )
 
 
+def needs_no_check(metric: str, value: Any) -> bool:
+    """Whether a run's `value` of `metric` is plausible on sight: a number at or above its
+    definition's floor, of a metric with no ceiling and no physical limit (most metrics: a
+    report of 10,000 runs judges 300,000 figures)."""
+    if metric in LIMITS or metric in CEILINGS or type(value) not in (int, float):
+        return False
+    return not _defined_bounds(metric)[0].broken_by(value)
+
+
 def implausible(fig: Figure, measured: Mapping[str, Any] | None = None) -> Finding | None:
     """An `implausible` finding when `fig` is outside what its definition allows (a negative
     rate, acceptance outside 0-1, fewer than 1 token per pass), or beyond its physical limit."""

@@ -46,7 +46,10 @@ class Run:
 
     def get(self, condition: str) -> Any:
         """A condition named by a variable (a table's column); literal names read as attributes."""
-        return self.conditions.get(condition)
+        try:
+            return self.conditions.__dict__[condition]  # a field's value, read many times a table
+        except KeyError:
+            return self.conditions.get(condition)  # not a condition: says so
 
     @cached_property
     def normalised_conditions(self) -> Mapping[str, Any]:

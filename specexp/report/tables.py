@@ -80,18 +80,29 @@ def fixed_conditions(rows: Sequence[Row]) -> dict[str, Any]:
     as request_rate in closed-loop sweeps, is left out: it says nothing)."""
     if not rows:
         return {}
+    first = _values(rows[0])
     return {
-        c: rows[0].get(c)
+        c: first[c]
         for c in NAMES
-        if len({value_key(r.get(c)) for r in rows}) == 1
-        and not (CONDITIONS[c].absent_is_null and rows[0].get(c) is None)
+        if _one_value(rows, c) and not (CONDITIONS[c].absent_is_null and first[c] is None)
     }
 
 
 def varying(rows: Sequence[Row], exclude: Iterable[str] = ()) -> list[str]:
     """Conditions that take more than one value among `rows`, in vocabulary order."""
     skip = set(exclude)
-    return [c for c in NAMES if c not in skip and len({value_key(r.get(c)) for r in rows}) > 1]
+    return [c for c in NAMES if c not in skip and not _one_value(rows, c)]
+
+
+def _values(row: Row) -> dict[str, Any]:
+    """A row's conditions by name (the record's own fields: read many times a report)."""
+    return vars(row.conditions)
+
+
+def _one_value(rows: Sequence[Row], condition: str) -> bool:
+    """Whether every row has the first row's value of `condition` (stops at the first that has not)."""
+    first = value_key(_values(rows[0])[condition]) if rows else None
+    return all(value_key(_values(r)[condition]) == first for r in rows)
 
 
 def group(rows: Sequence[Row], shown: Iterable[str]) -> list[tuple[dict[str, Any], list[Row]]]:
@@ -103,7 +114,8 @@ def group(rows: Sequence[Row], shown: Iterable[str]) -> list[tuple[dict[str, Any
     hidden = [c for c in NAMES if c not in shown]
     groups: dict[tuple[Any, ...], list[Row]] = {}
     for row in rows:
-        groups.setdefault(tuple(value_key(row.get(c)) for c in hidden), []).append(row)
+        values = _values(row)
+        groups.setdefault(tuple([value_key(values[c]) for c in hidden]), []).append(row)
     return [({c: members[0].get(c) for c in hidden}, members) for members in groups.values()]
 
 

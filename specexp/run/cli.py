@@ -66,13 +66,13 @@ def _finish_single(job_dir: Path, status: str, ahead: ReportAhead | None = None)
 def run_single(overrides: list[str]) -> None:
     """A plain run: composed once, validated before its directory exists, run here. Hydra's own
     overrides (hydra.run.dir=...) set where it runs, and are not the job's."""
+    from specexp.run import report_ahead
     from specexp.run.compose import compose_run
     from specexp.run.launch import run_composed, save_job_config
-    from specexp.run.report_ahead import ReportAhead
 
     composed, job_dir = compose_run(overrides)
     task = [o for o in overrides if not o.lstrip("+~").startswith("hydra")]
-    ahead = ReportAhead()
+    ahead = report_ahead.ready()
     save_job_config(job_dir, composed, task)
     try:
         status = run_composed(composed, task, job_dir, job_dir, multirun=False)
@@ -110,8 +110,10 @@ def main(args: list[str]) -> None:
         check_overrides(overrides)
         if not _multirun(args):
             check_single(overrides, args)
-        from specexp.run import hydra_store, interrupt
+        from specexp.run import hydra_store, interrupt, report_ahead
 
+        if all(a in ("-m", "--multirun") for a in args if a.startswith("-")):
+            report_ahead.start_early()  # a run or a sweep here: it will want its report
         hydra_store.register(args)
         with interrupt.handled():
             if not any(

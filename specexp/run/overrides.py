@@ -10,12 +10,12 @@ from __future__ import annotations
 import typing
 from collections.abc import Sequence
 
-from pydantic import BaseModel
-
 from specexp.spec import paths
 from specexp.spec.errors import Mistakes, SpecError
-from specexp.spec.options import GROUPS, model_at, submodel
-from specexp.spec.runtime import EVERY_KEY, RuntimeSpec
+from specexp.spec.paths import GROUP_NAMES
+
+if typing.TYPE_CHECKING:
+    from pydantic import BaseModel
 
 TOP_LEVEL_KEYS = (
     "k",
@@ -38,6 +38,9 @@ def _check_path(model: type[BaseModel], parts: list[str], text: str, key: str) -
     """Every part of a dotted override key must name a field, down to a plain value or a mapping.
     (A runtime's key is checked against every runtime's here, and against the chosen runtime's
     own when the spec is made.)"""
+    from specexp.spec.options import submodel
+    from specexp.spec.runtime import EVERY_KEY, RuntimeSpec
+
     if model is RuntimeSpec:
         if parts[0] not in EVERY_KEY:
             raise SpecError(
@@ -89,7 +92,7 @@ def _check_override(parser: typing.Any, text: str) -> None:
     key = override.get_key_element().lstrip("+~")
     if key.startswith("hydra") or override.is_delete():
         return
-    if key in GROUPS and override.get_key_element().startswith("+"):
+    if key in GROUP_NAMES and override.get_key_element().startswith("+"):
         plain = text.lstrip("+")
         raise SpecError(
             f"override {text}",
@@ -97,7 +100,7 @@ def _check_override(parser: typing.Any, text: str) -> None:
             f"the defaults choose a {key} already, and a chosen group is overridden "
             f"without +: write {plain}",
         )
-    if key in GROUPS or key == "experiment":
+    if key in GROUP_NAMES or key == "experiment":
         values = (
             list(override.sweep_string_iterator())
             if override.is_sweep_override()
@@ -114,14 +117,16 @@ def _check_override(parser: typing.Any, text: str) -> None:
                 )
         return
     head, _, rest = key.partition(".")
-    if head in GROUPS:
+    if head in GROUP_NAMES:
+        from specexp.spec.options import GROUPS  # the specs: only for a key inside a group
+
         _check_path(GROUPS[head], rest.split("."), text, key)
     elif head not in TOP_LEVEL_KEYS:
         raise SpecError(
             f"override {text}",
             key,
             "unknown key",
-            accepted=[*TOP_LEVEL_KEYS, *GROUPS],
+            accepted=[*TOP_LEVEL_KEYS, *GROUP_NAMES],
             value=head,
         )
 
@@ -150,6 +155,8 @@ def check_single(overrides: Sequence[str], args: Sequence[str]) -> None:
 
 def _takes_a_list(key: str) -> bool:
     """Whether the dotted `key` of a group names a list (`workload.concurrency`)."""
+    from specexp.spec.options import GROUPS, model_at
+
     head, _, rest = key.partition(".")
     if head not in GROUPS or not rest:
         return False

@@ -34,7 +34,9 @@ class ReportAhead:
             return
         ctx = mp.get_context("fork")  # the child has every module the parent imported, at no cost
         parent, child = ctx.Pipe()
-        self._proc = ctx.Process(target=_serve, args=(child,), daemon=True, name="specexp-report")
+        self._proc = ctx.Process(
+            target=_serve, args=(child, parent), daemon=True, name="specexp-report"
+        )
         self._proc.start()
         child.close()
         self._conn = parent
@@ -75,7 +77,26 @@ class ReportAhead:
             self._proc = None
 
 
-def _serve(conn: Any) -> None:
+_EARLY: ReportAhead | None = None
+
+
+def start_early() -> None:
+    """Make the renderer ready now, before Hydra composes the command line: a small sweep is over
+    before the renderer's imports and engine start would be, had they begun with the sweep."""
+    global _EARLY
+    if _EARLY is None:
+        _EARLY = ReportAhead()
+
+
+def ready() -> ReportAhead:
+    """The renderer started early (`start_early`), else one started now."""
+    global _EARLY
+    ahead, _EARLY = (_EARLY if _EARLY is not None else ReportAhead()), None
+    return ahead
+
+
+def _serve(conn: Any, parents_end: Any) -> None:
+    parents_end.close()  # so that the sweep's end of the pipe closing (it exits, or is killed) ends this
     signal.signal(
         signal.SIGINT, signal.SIG_IGN
     )  # a Ctrl-C is the sweep's: its report is still wanted

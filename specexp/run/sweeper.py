@@ -23,12 +23,11 @@ from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from specexp.record import completed_runs, write_record
-from specexp.run import progress
+from specexp.run import progress, report_ahead
 from specexp.run.compose import SweepComposer
 from specexp.run.job import skipped_result
 from specexp.run.local import run_local
 from specexp.run.plan import Cell, Plan, make_cell, make_plan, warnings_for
-from specexp.run.report_ahead import ReportAhead
 from specexp.run.summary import answer_lines, write_sweep_outputs
 from specexp.runtimes import pool
 from specexp.spec.errors import SpecError, exit_on_spec_error
@@ -78,7 +77,7 @@ class Sweeper(HydraSweeper):
             self.config is not None and self.launcher is not None and self.hydra_context is not None
         )
         jobs = expand(self.hydra_context, self.params, self.grid, arguments)
-        ahead = ReportAhead()  # made ready while the cells are composed and run
+        ahead = report_ahead.ready()  # made ready while the cells are composed and run
         try:
             cells = [self._cell(job) for job in jobs]
             added = self._baselines(jobs, cells)
@@ -104,7 +103,7 @@ class Sweeper(HydraSweeper):
         return returns
 
     def _launch(
-        self, todo: list[tuple[list[str], Cell]], sweep_dir: Path, ahead: ReportAhead
+        self, todo: list[tuple[list[str], Cell]], sweep_dir: Path, ahead: report_ahead.ReportAhead
     ) -> Any:
         """Run the jobs; whatever happens, stop servers and write the sweep's report.
 

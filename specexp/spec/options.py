@@ -39,6 +39,7 @@ GROUPS: dict[str, type[BaseModel]] = {
     "workload": WorkloadSpec,
 }
 """Each config group and the spec its option files are validated into."""
+assert tuple(GROUPS) == paths.GROUP_NAMES, "the groups of paths.GROUP_NAMES, each with its spec"
 
 
 def load_option(

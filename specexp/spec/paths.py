@@ -16,6 +16,10 @@ from pathlib import Path
 _PACKAGE = Path(__file__).resolve().parents[1]
 _user_dirs: tuple[Path, ...] = ()
 
+GROUP_NAMES = ("hardware", "model", "quantization", "runtime", "drafter", "workload")
+"""The config groups a job composes, one folder of conf/ each (specexp.spec.options.GROUPS has
+each one's spec; a name alone is enough to check an option, before any spec is imported)."""
+
 
 def _find(name: str) -> Path:
     clone = _PACKAGE.parent / name
