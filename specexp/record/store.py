@@ -124,13 +124,24 @@ def find_records(roots: Iterable[Path]) -> list[tuple[Path, RunRecord]]:
     found: list[tuple[Path, RunRecord]] = []
     with _no_cycle_collection():
         for root in roots:
-            paths = [root] if root.is_file() else sorted(root.rglob(RESULT))
+            paths = [root] if root.is_file() else _result_files(root)
             for path in paths:
                 try:
                     found.append((path, read_record(path)))
                 except RecordError as err:
                     log.warning("left out: %s", err.line())
     return found
+
+
+def _result_files(root: Path) -> list[Path]:
+    """Every result.json under `root`, sorted; hidden folders (a job's `.hydra/`) are not entered
+    (`os.walk`, whose scandir is several times quicker than `Path.rglob` over 10,000 job folders)."""
+    found = []
+    for folder, subfolders, files in os.walk(root):
+        subfolders[:] = [d for d in subfolders if not d.startswith(".")]
+        if RESULT in files:
+            found.append(Path(folder) / RESULT)
+    return sorted(found)
 
 
 @contextlib.contextmanager

@@ -18,6 +18,8 @@ beyond noise.
 from __future__ import annotations
 
 import argparse
+import logging
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -165,5 +167,14 @@ def _compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _exit(status: int) -> None:
+    """End the process once everything is written and flushed, without freeing the records one
+    by one: a report of 10,000 records spent a second on that after its last file was written."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    logging.shutdown()
+    os._exit(status)
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    _exit(main())

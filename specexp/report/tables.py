@@ -80,18 +80,18 @@ def fixed_conditions(rows: Sequence[Row]) -> dict[str, Any]:
     as request_rate in closed-loop sweeps, is left out: it says nothing)."""
     if not rows:
         return {}
-    first = _values(rows[0])
+    first, counted = _values(rows[0]), _distinct(rows)
     return {
         c: first[c]
         for c in NAMES
-        if _one_value(rows, c) and not (CONDITIONS[c].absent_is_null and first[c] is None)
+        if counted[c] == 1 and not (CONDITIONS[c].absent_is_null and first[c] is None)
     }
 
 
 def varying(rows: Sequence[Row], exclude: Iterable[str] = ()) -> list[str]:
     """Conditions that take more than one value among `rows`, in vocabulary order."""
-    skip = set(exclude)
-    return [c for c in NAMES if c not in skip and not _one_value(rows, c)]
+    skip, counted = set(exclude), _distinct(rows)
+    return [c for c in NAMES if c not in skip and counted[c] > 1]
 
 
 def _values(row: Row) -> dict[str, Any]:
@@ -99,10 +99,16 @@ def _values(row: Row) -> dict[str, Any]:
     return vars(row.conditions)
 
 
-def _one_value(rows: Sequence[Row], condition: str) -> bool:
-    """Whether every row has the first row's value of `condition` (stops at the first that has not)."""
-    first = value_key(_values(rows[0])[condition]) if rows else None
-    return all(value_key(_values(r)[condition]) == first for r in rows)
+def _distinct(rows: Sequence[Row]) -> dict[str, int]:
+    """How many values each condition takes among `rows`."""
+    columns = [_values(r) for r in rows]
+    out = {}
+    for c in NAMES:
+        try:
+            out[c] = len({v[c] for v in columns})
+        except TypeError:  # a list among them: as its tuple
+            out[c] = len({value_key(v[c]) for v in columns})
+    return out
 
 
 def group(rows: Sequence[Row], shown: Iterable[str]) -> list[tuple[dict[str, Any], list[Row]]]:

@@ -42,6 +42,13 @@ def _run(
     return run_composed(composed, overrides, job_dir, sweep_dir, multirun=True, save_config=True)
 
 
+def _weight(composed: Composed) -> int:
+    """A simulated job's work, roughly: the tokens its windows generate (every concurrency's
+    streams, times the output length)."""
+    workload = composed.spec.workload
+    return sum(workload.concurrency) * workload.output_tokens
+
+
 def _cores() -> int:
     try:
         return len(os.sched_getaffinity(0))
@@ -67,8 +74,8 @@ def _spread(
 ) -> list[str]:
     ctx = mp.get_context("fork")  # a worker has the composed specs and every module already
     todo, events = ctx.Queue(), ctx.Queue()
-    for index in range(len(jobs)):
-        todo.put(index)
+    for index in sorted(range(len(jobs)), key=lambda i: -_weight(compose(jobs[i][0]))):
+        todo.put(index)  # the longest first: the workers finish together
     for _ in range(workers):
         todo.put(None)
     procs = [
