@@ -104,6 +104,21 @@ def startup_once() -> float:
     return arrived[0] - start
 
 
+REFERENCE = "import time; t = time.perf_counter(); sum(i * i for i in range(3_000_000)); print(time.perf_counter() - t)"
+"""A fixed piece of pure-Python work: how fast this machine's cores are while the figures are taken
+(a lent machine's speed moves with its host's load)."""
+
+
+def reference() -> float:
+    """Seconds of REFERENCE in a fresh interpreter (the best of three)."""
+    return min(
+        float(
+            subprocess.run([PY, "-c", REFERENCE], capture_output=True, text=True, check=True).stdout
+        )
+        for _ in range(3)
+    )
+
+
 def measure(name: str, once: Callable[[], float], runs: int) -> list[float]:
     times = [once() for _ in range(runs)]
     print(
@@ -119,6 +134,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks/results/tool_speed.md")
     args = parser.parse_args()
     results: dict[str, list[float]] = {}
+    before = reference()
     results["help"] = measure("help", lambda: timed([PY, "-m", "specexp", "--help"]), args.runs)
     results["refusal"] = measure(
         "refusal", lambda: timed([PY, "-m", "specexp", "drafter=mtpp"], status=2), args.runs
@@ -166,7 +182,7 @@ def main() -> None:
             ),
             max(args.runs // 2, 1),
         )
-    load = os.getloadavg()[0]
+    load, after = os.getloadavg()[0], reference()
     what = {
         "help": "`python -m specexp --help`",
         "refusal": "a misspelled option refused at plan time (`python -m specexp drafter=mtpp`)",
@@ -179,8 +195,10 @@ def main() -> None:
         "# specexp's own speed",
         "",
         f"Recorded with `.venv/bin/python benchmarks/tool_speed.py --runs {args.runs}` on "
-        f"{os.cpu_count()} cores (load average {load:.1f} at the end; a shared machine, so wall times vary "
-        "by about 10 % from run to run). Each figure is the median of fresh processes.",
+        f"{os.cpu_count()} cores (load average {load:.1f} at the end). Each figure is the median of "
+        "fresh processes. The machine is shared, and its speed moves with its host's load: a fixed "
+        f"piece of Python work (`REFERENCE`) took {before:.3f} s before the figures and {after:.3f} s "
+        "after them.",
         "",
         "| what | median (s) | best | worst | target (s) | met |",
         "|---|---:|---:|---:|---:|---|",
