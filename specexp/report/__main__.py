@@ -18,6 +18,7 @@ beyond noise.
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import os
 import sys
@@ -122,6 +123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     output = args.output or (args.dirs[0] if len(args.dirs) == 1 else Path()) / "measurements.md"
     html = None if args.no_html else args.html or output.with_name("report.html")
+    gc.freeze()  # the records stay for the whole report: the cycle collector need not walk them
     for path in write_report(found, output, html, title=args.title, cited=cited):
         print(f"specexp.report: wrote {path}")
     charts = sorted((output.parent / "charts").glob("*.svg"))

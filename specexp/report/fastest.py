@@ -10,7 +10,8 @@ Setups of one workload and conditions form a group:
 - a group of several concurrencies is a line of the fastest arm at each, with sub-lines for the
   best k of each drafter and the concurrency at which an arm stops paying.
 
-A condition that most groups share is said once, above them ("unless a line says otherwise").
+A condition that every group but one shares, among three or more, is said once, above them
+("Unless a line says otherwise: ...").
 """
 
 from __future__ import annotations
@@ -22,10 +23,11 @@ from typing import Any
 
 from specexp.check.judgments import SPEEDUP_METRIC, pass_cost_steps, within_noise
 from specexp.record.escape import cell, code_span
+from specexp.report import tables
 from specexp.report.format import arm, number
 from specexp.report.links import table_link
 from specexp.report.tables import DRAFTER_KEYS, Row
-from specexp.spec.vocabulary import CONDITIONS, METRICS, baseline_key, value_key
+from specexp.spec.vocabulary import METRICS, baseline_key, value_key
 
 MAX_GROUPS = 12
 """Group lines at most; the rest are in the tables."""
@@ -80,7 +82,7 @@ def speedup(row: Row, base: Row, metric: str) -> tuple[float, bool | None] | Non
 def setups(rows: Sequence[Row], by_row: dict[int, str]) -> list[Setup]:
     """Every baseline with a drafter arm to compare, one per setup and headline metric."""
     out: dict[tuple[Any, ...], Setup] = {}
-    varying = _varying([r for r in rows if r.conditions.drafter == "none"])
+    varying = _setting_apart([r for r in rows if r.conditions.drafter == "none"])
     drafted: dict[tuple[Any, ...], list[Row]] = {}  # each section's drafter rows by their baseline
     for r in rows:
         if r.conditions.drafter not in (None, "none"):
@@ -106,14 +108,6 @@ def setups(rows: Sequence[Row], by_row: dict[int, str]) -> list[Setup]:
         if key not in out or single_stream:
             out[key] = setup
     return list(out.values())
-
-
-def _varying(bases: Sequence[Row]) -> list[str]:
-    return [
-        c
-        for c in CONDITIONS
-        if c not in _NOT_A_SETUP and len({value_key(b.conditions.get(c)) for b in bases}) > 1
-    ]
 
 
 def _group_key(base: Row, varying: Sequence[str]) -> tuple[Any, ...]:
@@ -158,10 +152,15 @@ def ranking(found: Sequence[Setup]) -> list[str]:
     return [f"- Workloads by their best single-stream speedup: {said}"]
 
 
-def fastest_lines(rows: Sequence[Row], by_row: dict[int, str]) -> list[str]:
-    """The grouped findings on the fastest drafter, a Markdown list's lines."""
-    found = setups(rows, by_row)
-    varying = _varying([s.base for s in found])
+def _setting_apart(bases: Sequence[Row]) -> list[str]:
+    """The conditions that set setups apart: those that vary among the baselines."""
+    return tables.varying(bases, exclude=_NOT_A_SETUP)
+
+
+def fastest_lines(found: Sequence[Setup]) -> list[str]:
+    """The grouped findings on the fastest drafter of each of `found` (`setups`), a Markdown
+    list's lines."""
+    varying = _setting_apart([s.base for s in found])
     groups: dict[tuple[Any, ...], list[Setup]] = {}
     for s in found:
         groups.setdefault(_group_key(s.base, varying), []).append(s)

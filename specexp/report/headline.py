@@ -35,7 +35,8 @@ def findings_section(
 ) -> list[Block]:
     kinds = sections(rows)
     by_row = {id(r): s for r, s in zip(rows, kinds, strict=True)}
-    lines = ranking(setups(rows, by_row)) + fastest_lines(rows, by_row)
+    found = setups(rows, by_row)
+    lines = ranking(found) + fastest_lines(found)
     lines += _slo_lines(rows, by_row)
     lines += _answer_lines(records)
     lines += _identity_lines(rows)

@@ -23,7 +23,6 @@ from specexp.spec.vocabulary import (
     NAMES,
     SETUP,
     Baselines,
-    is_baseline_of,
     value_key,
 )
 
@@ -123,11 +122,6 @@ def group(rows: Sequence[Row], shown: Iterable[str]) -> list[tuple[dict[str, Any
         values = _values(row)
         groups.setdefault(tuple([value_key(values[c]) for c in hidden]), []).append(row)
     return [({c: members[0].get(c) for c in hidden}, members) for members in groups.values()]
-
-
-def baseline(row: Row, candidates: Sequence[Row]) -> Row | None:
-    """The drafter=none row that `row` is compared with (for many rows: `baselines`)."""
-    return next((o for o in candidates if is_baseline_of(o.conditions, row.conditions)), None)
 
 
 def baselines(candidates: Sequence[Row]) -> Baselines[Row]:

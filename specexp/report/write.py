@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -21,7 +20,6 @@ def write_report(
     cited: Sequence[FigureSet] = (),
 ) -> list[Path]:
     """Render the records in `found`; links in each file are relative to its own folder."""
-    gc.freeze()  # the records stay for the whole report: the cycle collector need not walk them
     folder = markdown.resolve().parent
     report = build_report(found, folder, title=title, cited=cited)
     write_charts(report, folder / "charts")
