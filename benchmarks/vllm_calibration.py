@@ -2,8 +2,8 @@
 
     .venv/bin/python benchmarks/vllm_calibration.py [--fit totals|parts] [--data DIR ...]
 
-Every measured job of `benchmarks/data/h200-vllm/` and `benchmarks/data/h200-vllm-2026-12-03/` (vLLM
-0.26.0 with CUDA on an H200, two sittings: the dense Qwen3-8B shape and the hybrid Qwen3.8-27B shape
+Every measured job of the sittings `benchmarks/gpu/vllm_report.py` lists (SITTINGS: vLLM 0.26.0 with
+CUDA on an H200, benchmarks/data/h200-vllm*/: the dense Qwen3-8B shape and the hybrid Qwen3.8-27B shape
 without weights, SmolLM2-135M with its trained weights; see `benchmarks/gpu/vllm_h200.py`) is simulated
 whole from its own record (`specexp.fit.records`): `runtime=sim runtime.engine=vllm` with the job's
 overrides, a drafter's measured acceptance by position, and the new suffix its prompts had. Prints
@@ -30,15 +30,12 @@ from specexp.fit import records as fr
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.gpu.vllm_report import load as sittings  # noqa: E402
+from benchmarks.gpu.vllm_report import sitting_dirs  # noqa: E402
 from specexp.sim.profile import EngineProfile, load_profile
 from specexp.spec.vocabulary import C
 
 REPO = Path(__file__).resolve().parents[1]
-DATA = [
-    REPO / "benchmarks/data/h200-vllm/sweeps",
-    REPO / "benchmarks/data/h200-vllm-2026-12-03/sweeps",
-    REPO / "benchmarks/data/h200-vllm-2026-12-03-2/sweeps",
-]
+DATA = [d / "sweeps" for d in sitting_dirs()]
 FITTED = (
     "request_overhead_ms",
     "request_overhead_us_per_token",
@@ -195,7 +192,7 @@ def main() -> None:
         "",
         "Data: "
         + ", ".join(f"`{r.relative_to(REPO) if r.is_relative_to(REPO) else r}`" for r in roots)
-        + " (specexp's records of vLLM 0.26.0 with CUDA on an H200 in two sittings, the two shapes served "
+        + f" (specexp's records of vLLM 0.26.0 with CUDA on an H200 in {len(roots)} sittings, the two shapes served "
         "without weights, SmolLM2-135M with its own; benchmarks/results/gpu-h200-vllm.md). "
         "Simulated: each job from its own record with `runtime=sim runtime.engine=vllm` (specexp/fit/records.py). "
         "Targets (issue 22): decode and aggregate within 15 %, prefill within 20 %, TTFT within 25 % or 20 ms, "

@@ -23,13 +23,10 @@ from specexp.fit import records as fr
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.gpu.vllm_report import load as sittings  # noqa: E402
+from benchmarks.gpu.vllm_report import sitting_dirs, sittings_named  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-DATA = [
-    REPO / "benchmarks/data/h200-vllm",
-    REPO / "benchmarks/data/h200-vllm-2026-12-03",
-    REPO / "benchmarks/data/h200-vllm-2026-12-03-2",
-]
+DATA = sitting_dirs()
 SHOWN = ("ttft_s", *fr.TTFT_PARTS)
 
 
@@ -71,8 +68,7 @@ def main() -> None:
         "# vLLM's time to first token on an H200, part by part",
         "",
         "Written by `benchmarks/vllm_ttft_parts.py` from specexp's records of vLLM 0.26.0 with CUDA on an "
-        "H200 (`benchmarks/data/h200-vllm/`, `benchmarks/data/h200-vllm-2026-12-03/`, "
-        "`benchmarks/data/h200-vllm-2026-12-03-2/`; the jobs: "
+        f"H200 ({sittings_named()}; the jobs: "
         "benchmarks/results/gpu-h200-vllm.md). Milliseconds, each the mean over a point's requests "
         "(the median over repeats for `ttft_s`). The parts (docs/vocabulary.md section 2, "
         "specexp/measure/ttft_parts.py): `ttft_queue_s` is vLLM's `queue_time_ms` (received by the "

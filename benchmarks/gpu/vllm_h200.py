@@ -9,8 +9,8 @@ On the device (one lease; the pieces of `vllm_stage.py pack` travel one a call, 
 Here, on what came back:
 
     .venv/bin/python benchmarks/gpu/vllm_h200.py report --records OUT/records.tar.gz
-    .venv/bin/python benchmarks/gpu/vllm_h200.py report --data benchmarks/data/h200-vllm \
-        --data benchmarks/data/h200-vllm-2026-12-03     # again, from the committed records
+    .venv/bin/python benchmarks/gpu/vllm_h200.py report    # again, from every committed sitting
+                                                            # (vllm_report.SITTINGS)
 
 A sweep of its own in place of the studies: `start --sweep OVERRIDE --sweep ...` (a multirun of those
 overrides, e.g. the mixture of experts of `MOE_SWEEP`), and `report --name NAME` for its own report.
@@ -417,7 +417,7 @@ def main() -> int:
         type=Path,
         action="append",
         default=[],
-        help="report: a committed data folder (benchmarks/data/h200-vllm*), its sweeps/ read as measured",
+        help="report: a committed data folder (benchmarks/data/h200-vllm*), its sweeps/ read as measured; default: every sitting of vllm_report.SITTINGS",
     )
     parser.add_argument(
         "--work", type=Path, default=Path("/tmp/specexp-vllm-h200"), help="sim/report: scratch"
@@ -441,7 +441,8 @@ def main() -> int:
         elif stage == "report":
             from benchmarks.gpu import vllm_report
 
-            roots = [d / "sweeps" for d in args.data]
+            data = args.data or ([] if args.records else vllm_report.sitting_dirs())
+            roots = [d / "sweeps" for d in data]
             if args.records:
                 roots.append(vllm_report.unpack(args.records, args.work))
             for path in vllm_report.write(

@@ -22,6 +22,27 @@ from specexp.fit import records as fr
 from specexp.spec.vocabulary import M
 
 NAME = "gpu-h200-vllm"
+DATA = Path(__file__).resolve().parents[1] / "data"
+SITTINGS = (
+    ("h200-vllm", "2026-12-02"),
+    ("h200-vllm-2026-12-03", "2026-12-03"),
+    ("h200-vllm-2026-12-03-2", "2026-12-03, the same day's second sitting"),
+    ("h200-vllm-2026-12-04", "2026-12-04"),
+)
+"""Every sitting's records, committed under benchmarks/data/ (one lease each), and when it ran: the
+report, the TTFT parts and the profile's fit all read these."""
+
+
+def sitting_dirs() -> list[Path]:
+    """The committed sittings' folders (each holds `sweeps/`), oldest first."""
+    return [DATA / name for name, _ in SITTINGS]
+
+
+def sittings_named() -> str:
+    """The committed sittings as a sentence's list: `benchmarks/data/NAME/` (WHEN), ..."""
+    return ", ".join(f"`benchmarks/data/{name}/` ({when})" for name, when in SITTINGS)
+
+
 DECODE = ("decode_tps", "aggregate_tps", "ttft_s", "tokens_per_pass")
 PREFILL = ("prefill_tps", "ttft_s")
 PREFIX = ("ttft_s", "cached_prompt_tokens")
@@ -150,14 +171,12 @@ def markdown(
         "# vLLM with CUDA on an H200: measured by specexp, beside the simulator",
         "",
         f"Written {stamp} by `benchmarks/gpu/vllm_report.py` from the records `benchmarks/gpu/vllm_h200.py` "
-        "brought back from the device, in three sittings (each job's heading names its sitting). A model is served "
-        "without weights (`runtime.load_format=dummy`, from the config-only folders specexp writes) unless its "
-        "heading says `trained weights`. Simulated: `runtime=sim runtime.engine=vllm` with each job's own "
+        f"brought back from the device, in {len(roots)} sittings (each job's heading names its sitting). A model is "
+        "served without weights (`runtime.load_format=dummy`, from the config-only folders specexp writes) unless "
+        "its heading says `trained weights`. Simulated: `runtime=sim runtime.engine=vllm` with each job's own "
         "overrides, and for a drafter the acceptance by position the job measured (specexp/fit/records.py). "
         "`clean`: whether vLLM's kernel JIT monitor logged a compile during the point's windows. The records, "
-        "with every sample and request: `benchmarks/data/h200-vllm/` (2026-12-02), "
-        "`benchmarks/data/h200-vllm-2026-12-03/` and `benchmarks/data/h200-vllm-2026-12-03-2/` (the same "
-        "day's second sitting); the profile's fit to them: "
+        f"with every sample and request: {sittings_named()}; the profile's fit to them: "
         "`benchmarks/results/vllm_calibration.md`.",
         "",
         *summary(all_jobs, roots),
