@@ -9,7 +9,8 @@ whole from its own record (`specexp.fit.records`): `runtime=sim runtime.engine=v
 overrides, a drafter's measured acceptance by position, and the new suffix its prompts had. Prints
 simulated against measured with the error and whether each is within the targets (decode and aggregate
 15 %, prefill 20 %, TTFT 25 % or 20 ms, warm-over-cold gain 30 %): the drafter-free jobs of the two
-shapes (fitted), the jobs vLLM schedules synchronously (n-gram, draft model: `sync_step_overhead_ms`),
+shapes (fitted), the jobs vLLM schedules synchronously (n-gram, draft model: `sync_step_overhead_ms` and
+`sync_position_overhead_ms`),
 and the jobs held out (MTP, EAGLE-3, SmolLM2), with the TTFT parts beside (specexp.measure.ttft_parts).
 `--fit totals` refits FITTED and FITTED_SYNC to the totals, as the profile's figures were fitted;
 `--fit parts` fits PARTS_FITTED to the TTFT parts instead (the front end, and the engine core's queue
@@ -49,8 +50,9 @@ UPPER = (50.0, 10.0, 20.0, 5.0, 200.0, 1.6)
 PARTS_FITTED = FITTED[:4]
 """Fitted to TTFT parts by `--fit`: the front end's three figures and the hybrid's prefill layer cost
 (`layer_overhead_us` stays: it is decode's, which the parts say nothing about)."""
-FITTED_SYNC = ("sync_step_overhead_ms",)
-"""Fitted on the jobs vLLM schedules synchronously (n-gram, draft model), after the others."""
+FITTED_SYNC = ("sync_step_overhead_ms", "sync_position_overhead_ms")
+"""Fitted on the jobs vLLM schedules synchronously (n-gram k = 2, 4, 8, the draft model k = 4), after
+the others: a step's fixed CPU time and its time per drafted position."""
 HELD_MODELS = ("smollm2-135m",)
 """Models whose jobs are held out whatever their drafter: the fit is of the two studied shapes."""
 
@@ -212,7 +214,7 @@ def main() -> None:
         )
         profile = fr.with_figures(profile, FITTED, [figures[k] for k in FITTED])
         second = fr.fit(
-            sync, "vllm", FITTED_SYNC, (20.0,), iterations=args.iterations, base=profile
+            sync, "vllm", FITTED_SYNC, (20.0, 5.0), iterations=args.iterations, base=profile
         )
         profile = fr.with_figures(profile, FITTED_SYNC, [second[k] for k in FITTED_SYNC])
         lines += [
@@ -243,7 +245,8 @@ def main() -> None:
         ACROSS_SITTINGS,
         "",
         *across_sittings(fitted_rows),
-        "## Fitted: n-gram k = 4 and the draft model k = 4 on the dense shape (`sync_step_overhead_ms`)",
+        "## Fitted: n-gram k = 2, 4, 8 and the draft model k = 4 on the dense shape "
+        "(`sync_step_overhead_ms`, `sync_position_overhead_ms`)",
         "",
         "The simulator is given the job's measured acceptance by position.",
         "",

@@ -64,7 +64,7 @@ class SimEngine:
         self.k = k if draft is not None else 0
         self.max_num_batched_tokens = self.profile.batch_tokens or max_num_batched_tokens
         self.max_num_seqs = max_num_seqs
-        self._step_s = self.profile.step_overhead_s(drafter if self.k else "none")
+        self._step_s = self.profile.step_overhead_s(drafter if self.k else "none", self.k)
         """Fixed CPU time of a step (more where the engine schedules synchronously with this drafter)."""
         self.layout = layout
         self.memory = memory

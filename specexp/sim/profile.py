@@ -149,6 +149,10 @@ class EngineProfile(BaseModel):
     sync_step_overhead_ms: float = Field(default=0.0, ge=0)
     """CPU time of a step the engine schedules synchronously (`sync_scheduling_drafters`), ms: the
     scheduler, the drafter's proposal and the next step's inputs no longer overlap the GPU's pass."""
+    sync_position_overhead_ms: float = Field(default=0.0, ge=0)
+    """CPU time of each drafted position in a step the engine schedules synchronously, ms: on the H200
+    vLLM's n-gram steps grow by about half a millisecond a position at one to sixteen streams, far more
+    than the pass over the extra tokens costs."""
     sampling: Literal["per_sequence", "per_token"] = "per_sequence"
     """What `seq_overhead_ms` is paid for. per_sequence: once per sequence that samples in a step;
     per_token: once per token a step emits (llama-server samples a verify's positions one by one,
@@ -165,9 +169,13 @@ class EngineProfile(BaseModel):
     """Device id -> figures of this profile that differ on that device (the engine's kernels and
     threads differ from one backend to another: llama.cpp's CPU backend has no CUDA graphs)."""
 
-    def step_overhead_s(self, drafter: str) -> float:
-        """The fixed CPU time of one step with `drafter`, seconds."""
-        sync = self.sync_step_overhead_ms if drafter in self.sync_scheduling_drafters else 0.0
+    def step_overhead_s(self, drafter: str, k: int = 0) -> float:
+        """The fixed CPU time of one step with `drafter` drafting `k` positions, seconds."""
+        sync = (
+            self.sync_step_overhead_ms + self.sync_position_overhead_ms * k
+            if drafter in self.sync_scheduling_drafters
+            else 0.0
+        )
         return (self.step_overhead_ms + sync) / 1e3
 
 

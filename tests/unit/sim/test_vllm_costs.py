@@ -106,6 +106,18 @@ def test_vllm_schedules_ngram_steps_without_overlapping_the_gpu(
     )
 
 
+def test_a_synchronous_step_costs_more_with_every_drafted_position() -> None:
+    """vLLM's n-gram step grows with k on the H200 (8.4 ms at k = 2, 11.4 ms at k = 8, one stream): each
+    drafted position of a synchronously scheduled step pays its CPU time; an overlapped drafter does not."""
+    profile = load_profile("vllm")
+    per_position = profile.sync_position_overhead_ms / 1e3
+    assert per_position > 0
+    assert profile.step_overhead_s("ngram", 8) - profile.step_overhead_s(
+        "ngram", 2
+    ) == pytest.approx(6 * per_position)
+    assert profile.step_overhead_s("mtp", 8) == profile.step_overhead_s("mtp", 2)
+
+
 def test_prefill_kernels_faster_than_the_hardware_files_never_pass_the_datasheet(
     make_spec: Spec,
 ) -> None:
