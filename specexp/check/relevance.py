@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from specexp.spec.metric_defs import metrics_of_family
 from specexp.spec.vocabulary import CONDITIONS
 
 
@@ -23,9 +24,13 @@ class Family:
 
     name: str
     summary: str
-    metrics: tuple[str, ...]
     conditions: Mapping[str, str]
     """Condition -> why it can move these metrics (one line)."""
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        """Its metrics: those whose definition names this family (specexp.spec.metric_defs)."""
+        return metrics_of_family(self.name)
 
 
 _DEVICE = {
@@ -160,11 +165,6 @@ _SCORES = {
 }
 
 
-def _dist(key: str) -> tuple[str, ...]:
-    """The latency distribution metrics of `key` (specexp.measure.metrics.DISTRIBUTED)."""
-    return tuple(f"{key}_{stat}_s" for stat in ("p50", "p90", "p99", "mean"))
-
-
 FAMILIES: Mapping[str, Family] = MappingProxyType(
     {
         f.name: f
@@ -172,80 +172,61 @@ FAMILIES: Mapping[str, Family] = MappingProxyType(
             Family(
                 "ttft",
                 "time to first token",
-                ("ttft_s", *_dist("ttft"), "ttft_queue_s", "ttft_engine_s", "ttft_frontend_s"),
                 MappingProxyType({**_DEVICE, **_PREFILL}),
             ),
             Family(
                 "prefill",
                 "prefill throughput",
-                ("prefill_tps",),
                 MappingProxyType({**_DEVICE, **_PREFILL}),
             ),
             Family(
                 "decode",
                 "one stream's decode rate after the first token",
-                (
-                    "decode_tps",
-                    "tpot_s",
-                    "itl_s",
-                    "tokens_per_chunk",
-                    *_dist("tpot"),
-                    *_dist("chunk_gap"),
-                ),
                 MappingProxyType(_DECODE),
             ),
             Family(
                 "e2e",
                 "one stream's rate including the first token",
-                ("e2e_tps", *_dist("e2e")),
                 MappingProxyType(_E2E),
             ),
             Family(
                 "aggregate",
                 "throughput of concurrent streams, summed or per stream",
-                ("aggregate_tps", "per_stream_tps"),
                 MappingProxyType(_AGGREGATE),
             ),
             Family(
                 "energy",
                 "GPU energy per token and mean power over a window",
-                ("energy_j_per_token", "mean_power_w"),
                 MappingProxyType(_ENERGY),
             ),
             Family(
                 "acceptance",
                 "how many drafted tokens the target accepts",
-                ("acceptance_rate", "acceptance_by_position", "tokens_per_pass"),
                 MappingProxyType(_ACCEPTANCE),
             ),
             Family(
                 "load",
                 "open-loop delivery and SLO scores: the load sent and the share served in time",
-                ("achieved_rate_rps", "scheduled_rate_rps", "slo_attainment", "goodput_rps"),
                 MappingProxyType(_AGGREGATE),
             ),
             Family(
                 "capacity",
                 "KV cache capacity at start",
-                ("kv_cache_tokens",),
                 MappingProxyType(_CAPACITY),
             ),
             Family(
                 "cache",
                 "prompt tokens served from the prefix cache",
-                ("cached_prompt_tokens",),
                 MappingProxyType(_CACHE),
             ),
             Family(
                 "identity",
                 "greedy output unchanged by speculation",
-                ("output_identical",),
                 MappingProxyType(_IDENTITY),
             ),
             Family(
                 "scores",
                 "task scores with and without speculation",
-                ("task_score",),
                 MappingProxyType(_SCORES),
             ),
         )

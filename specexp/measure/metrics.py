@@ -12,7 +12,7 @@ from typing import Any
 
 from specexp.measure.events import Counters, RequestTrace
 from specexp.measure.ttft_parts import PARTS, ttft_parts
-from specexp.spec.vocabulary import STATS, M
+from specexp.spec.vocabulary import METRICS, STATS, M
 
 
 def ttft_s(trace: RequestTrace) -> float | None:
@@ -109,13 +109,16 @@ def tokens_per_pass(delta: Counters) -> float | None:
 
 
 PER_REQUEST = {
-    "decode_tps": decode_tps,
-    "e2e_tps": e2e_tps,
-    "ttft_s": ttft_s,
-    "tpot_s": tpot_s,
-    "itl_s": itl_s,
-    "tokens_per_chunk": tokens_per_chunk,
+    M.decode_tps: decode_tps,
+    M.e2e_tps: e2e_tps,
+    M.ttft_s: ttft_s,
+    M.tpot_s: tpot_s,
+    M.itl_s: itl_s,
+    M.tokens_per_chunk: tokens_per_chunk,
 }
+"""The metrics of one request, averaged over a window's requests."""
+DECODE_SIDE = tuple(name for name in PER_REQUEST if METRICS[name].family == "decode")
+"""Per-request metrics of the decode family: meaningless in a prefill-only window (max_tokens = 1)."""
 
 
 def window_metrics(
@@ -139,7 +142,7 @@ def window_metrics(
     out[M.cached_prompt_tokens] = float(sum(cached)) if cached else delta.cached_prompt_tokens
     if prefill_only:
         out[M.prefill_tps] = _mean([prefill_tps(t) for t in ok])
-        for name in ("decode_tps", "tpot_s", "itl_s", "tokens_per_chunk"):
+        for name in DECODE_SIDE:
             out[name] = None
     out[M.acceptance_rate] = acceptance_rate(delta)
     out[M.acceptance_by_position] = acceptance_by_position(delta)

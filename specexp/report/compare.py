@@ -34,17 +34,10 @@ from specexp.record.escape import Markdown, cell, code_span
 from specexp.report.blocks import Block, Heading, Paragraph, TableBlock
 from specexp.report.format import header, number
 from specexp.spec.errors import SpecError
+from specexp.spec.metric_defs import COMPARED
 from specexp.spec.vocabulary import CONDITIONS, METRICS, value_key
 
-HEADLINE = (
-    "decode_tps",
-    "aggregate_tps",
-    "per_stream_tps",
-    "e2e_tps",
-    "prefill_tps",
-    "ttft_s",
-    "tokens_per_pass",
-)
+HEADLINE = COMPARED
 """The metrics a comparison judges, where both measurements have them."""
 NOT_PAIRED_ON = ("runtime_version",)
 """Conditions that name a build, not a setting: they are the change when they differ as a whole,

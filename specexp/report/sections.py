@@ -29,6 +29,7 @@ from specexp.report.tables import (
 )
 from specexp.report.tables import group_label as _label
 from specexp.report.versus import best_of, speedup_cell, versus_best
+from specexp.spec.metric_defs import shown_in
 from specexp.spec.vocabulary import M
 
 
@@ -59,14 +60,7 @@ def decode_section(rows: Sequence[Row], fixed: dict[str, Any]) -> list[Block]:
             )
         ),
     ]
-    metrics = [
-        "decode_tps",
-        "e2e_tps",
-        "ttft_s",
-        "acceptance_rate",
-        "acceptance_by_position",
-        "tokens_per_pass",
-    ]
+    metrics = shown_in("decode")
     for conditions, members in group(rows, SPEC_KEYS):
         columns = varying(members, exclude=("runtime_version", "repeats")) or ["drafter"]
         if "drafter" not in columns:
@@ -134,7 +128,7 @@ def concurrency_section(
             )
         ),
     ]
-    metrics = ["aggregate_tps", "per_stream_tps", "ttft_s", "acceptance_rate", "tokens_per_pass"]
+    metrics = shown_in("concurrency")
     keys = (*SPEC_KEYS, "concurrency")
     for conditions, members in group(rows, keys):
         columns = [
@@ -228,7 +222,7 @@ def prefill_section(rows: Sequence[Row], fixed: dict[str, Any]) -> list[Block]:
             )
         ),
     ]
-    metrics = ["ttft_s", "prefill_tps", "cached_prompt_tokens"]
+    metrics = shown_in("prefill")
     for conditions, members in group(rows, SPEC_KEYS):
         blocks.append(Heading(_label(conditions, fixed) or "All runs", 3))
         setup = [c for c in varying(members, exclude=("repeats", "prompt_tokens"))]
