@@ -26,10 +26,9 @@ from typing import Any
 from specexp.check.answers import AnswerCheck, answer_checks
 from specexp.check.runs import Run, runs_of
 from specexp.record import RunRecord
+from specexp.record.kinds import measurement_kinds
 from specexp.spec.vocabulary import Baselines
 
-SECTIONS = ("decode", "concurrency", "rate", "prefill", "prefix_cache")
-"""What a measurement measured, as the report's sections split them."""
 SPEEDUP_METRIC = {"decode": "decode_tps", "concurrency": "aggregate_tps"}
 """The throughput a speedup divides, in the sections that show one."""
 
@@ -42,30 +41,6 @@ def within_noise(ours: Sequence[float] | None, theirs: Sequence[float] | None) -
     if not ours or not theirs or (ours[0] == ours[1] and theirs[0] == theirs[1]):
         return None
     return bool(ours[0] <= theirs[1] and theirs[0] <= ours[1])
-
-
-def sections(runs: Sequence[Run]) -> list[str]:
-    """Each measurement's section: open-loop (a request rate), prefix cache (a warm cache in its
-    run), prefill (one output token), concurrency (its run measured several streams at once),
-    else decode."""
-    caches: dict[str, set[str]] = {}
-    concurrencies: dict[str, set[int]] = {}
-    for r in runs:
-        caches.setdefault(r.run_id, set()).add(str(r.conditions.cache))
-        concurrencies.setdefault(r.run_id, set()).add(int(r.conditions.concurrency or 1))
-    out = []
-    for r in runs:
-        if r.conditions.request_rate is not None:
-            out.append("rate")
-        elif "warm" in caches[r.run_id]:
-            out.append("prefix_cache")
-        elif r.conditions.output_tokens == 1:
-            out.append("prefill")
-        elif max(concurrencies[r.run_id]) > 1:
-            out.append("concurrency")
-        else:
-            out.append("decode")
-    return out
 
 
 def pass_cost_steps(run: Run, base: Run | None) -> float | None:
@@ -101,7 +76,7 @@ def judgments(found: Sequence[tuple[Path, RunRecord]]) -> dict[tuple[str, int], 
     answers = answer_checks([r for _, r in found])
     out: dict[tuple[str, int], dict[str, Any]] = {}
     bases = Baselines(runs, lambda r: r.conditions)
-    for run, section in zip(runs, sections(runs), strict=True):
+    for run, section in zip(runs, measurement_kinds(runs), strict=True):
         index = int(run.id.split("#", 1)[1]) if "#" in run.id else 0
         metric = SPEEDUP_METRIC.get(section)
         base = bases.of(run.conditions)

@@ -2,32 +2,17 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from specexp.check.figures import FigureSet
 from specexp.record import RunRecord
-from specexp.report.answers import answers_section
-from specexp.report.blocks import Block, Chart, Heading, Paragraph, TableBlock
-from specexp.report.by_turn import category_section, split, turn_section
+from specexp.report.blocks import Block, Chart
 from specexp.report.charts import schema_checks
-from specexp.report.checks import check_sections
-from specexp.report.format import Markdown, cell, code_span, link, number
-from specexp.report.headline import findings_section
-from specexp.report.method import method_section
-from specexp.report.open_loop import rate_section, slo_text
-from specexp.report.sections import (
-    classify,
-    concurrency_section,
-    decode_section,
-    failures_section,
-    prefill_section,
-    prefix_cache_section,
-)
-from specexp.report.tables import Row, fixed_conditions, rows_of
-from specexp.spec.vocabulary import DISTRIBUTED, METRICS, STATS
+from specexp.report.contents import CONTENTS, read_for_report
+from specexp.report.format import Markdown
+from specexp.report.tables import Row
 
 
 @dataclass(frozen=True)
@@ -83,29 +68,13 @@ def _build(
     title: str | None,
     cited: Sequence[FigureSet],
 ) -> Report:
-    results = [r for _, r in found]
-    title = title or default_title(results)
-    rows, failures = rows_of(found, report_dir)
-    turns, categories, rest = split(rows)  # sessions and dataset files have sections of their own
-    sections = classify(rest)
-    fixed = fixed_conditions(rows)
-    blocks: list[Block] = findings_section(rows, failures, results)
-    blocks.append(Paragraph(f"{len(rows)} measurement(s) from {len(results)} run(s)."))
-    blocks += method_section(rows, results)
-    blocks += decode_section(sections["decode"], fixed)
-    slo = slo_text(next((r.provenance.slo for r in results if r.provenance.slo), None))
-    blocks += concurrency_section(sections["concurrency"], fixed, slo)
-    blocks += rate_section(sections["rate"], fixed, slo)
-    blocks += prefill_section(sections["prefill"], fixed)
-    blocks += prefix_cache_section(sections["prefix_cache"], fixed)
-    blocks += turn_section(turns, fixed) + category_section(categories, fixed)
-    blocks += answers_section(results)
-    blocks += check_sections(results, rows, sections, cited)
-    blocks += failures_section(failures)
-    blocks += duplicates_section(found, report_dir)
-    blocks += definitions(rows)
-    blocks += runs_appendix(found, report_dir)
-    return Report(banner=banner(rows), title=title, blocks=_number_charts(blocks))
+    read = read_for_report(found, report_dir, cited)
+    blocks = [block for section in CONTENTS for block in section.build(read)]
+    return Report(
+        banner=banner(read.rows),
+        title=title or default_title(read.results),
+        blocks=_number_charts(blocks),
+    )
 
 
 def _number_charts(blocks: list[Block]) -> list[Block]:
@@ -118,87 +87,3 @@ def _number_charts(blocks: list[Block]) -> list[Block]:
             block = replace(block, name=f"{n:02d}-{block.name.split('-')[0]}")
         out.append(block)
     return out
-
-
-def duplicates_section(found: Sequence[tuple[Path, RunRecord]], report_dir: Path) -> list[Block]:
-    """Run ids recorded in more than one folder (results copied together from several nodes):
-    every copy is listed and shown in the tables, none is merged away silently."""
-    copies: dict[str, list[tuple[Path, RunRecord]]] = {}
-    for path, record in found:
-        copies.setdefault(record.run_id, []).append((path, record))
-    repeated = {run_id: items for run_id, items in copies.items() if len(items) > 1}
-    if not repeated:
-        return []
-    body = []
-    for run_id, items in repeated.items():
-        for path, record in items:
-            prov = record.provenance
-            rel = os.path.relpath(path, report_dir)
-            body.append(
-                [
-                    code_span(run_id),
-                    cell(record.status),
-                    cell(prov.host or "—"),
-                    cell(prov.started_at or "—"),
-                    link(rel, rel),
-                ]
-            )
-    return [
-        Heading("Runs recorded more than once"),
-        Paragraph(
-            f"{len(repeated)} run id(s) appear in more than one folder. The same configuration was run "
-            "more than once (on several nodes, or copied twice); every copy is listed here and appears "
-            "in the tables above as its own row. Keep one copy to silence this."
-        ),
-        TableBlock(["run", "status", "host", "started", "record"], body),
-    ]
-
-
-def definitions(rows: Sequence[Row]) -> list[Block]:
-    used = [m for m in METRICS if any(r.metrics.get(m) is not None for r in rows)]
-    if not used:
-        return []
-    spread = {f"{key}_{stat}_s": key for key in DISTRIBUTED for stat in STATS}
-    lines, said = [], set()
-    for m in used:
-        if m not in spread:
-            lines.append(
-                f"- {code_span(m)} ({METRICS[m].unit}, {METRICS[m].better or 'no direction'}): {METRICS[m].definition}."
-            )
-        elif spread[m] not in said:  # one line for the four figures of a distribution
-            said.add(spread[m])
-            lines.append(
-                f"- `{spread[m]}_{{{','.join(STATS)}}}_s` (s, lower): {'/'.join(STATS)} over the requests "
-                f"of every repeat of a point: {DISTRIBUTED[spread[m]][1]}."
-            )
-    return [
-        Heading("Metric definitions"),
-        Paragraph(Markdown("\n".join(lines))),
-    ]  # the vocabulary's own text
-
-
-def runs_appendix(found: Sequence[tuple[Path, RunRecord]], report_dir: Path) -> list[Block]:
-    """Every run id, its status and its record, so each cell traces back to its run."""
-    body = []
-    for path, r in found:
-        c = r.conditions
-        body.append(
-            [
-                code_span(r.run_id),
-                cell(r.status),
-                cell(number(c.workload)),
-                cell(c.drafter),
-                cell(c.k if c.k is not None else "—"),
-                link(os.path.relpath(path, report_dir), os.path.relpath(path, report_dir)),
-            ]
-        )
-    return [
-        Heading("Runs"),
-        Paragraph(
-            Markdown(
-                "Every `run` cell above links to the `result.json` behind it; "
-                "`results.jsonl` beside it holds every figure with all its conditions."
-            )
-        ),
-        TableBlock(["run", "status", "workload", "drafter", "k", "record"], body),
-    ]

@@ -19,9 +19,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from specexp.check.answers import checked_runs
-from specexp.check.judgments import sections
 from specexp.record import RunRecord
 from specexp.record.escape import Markdown, code_span
+from specexp.record.kinds import measurement_kinds
 from specexp.report.answers import TITLE as ANSWERS
 from specexp.report.blocks import Block, Heading, Paragraph
 from specexp.report.fastest import arm_of, fastest_lines, ranking, setups
@@ -33,7 +33,7 @@ from specexp.report.tables import TITLES, Row
 def findings_section(
     rows: Sequence[Row], failures: Sequence[Any], records: Sequence[RunRecord] = ()
 ) -> list[Block]:
-    kinds = sections(rows)
+    kinds = measurement_kinds(rows)
     by_row = {id(r): s for r, s in zip(rows, kinds, strict=True)}
     found = setups(rows, by_row)
     lines = ranking(found) + fastest_lines(found)

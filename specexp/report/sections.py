@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from specexp.check.judgments import SECTIONS, sections
+from specexp.record.kinds import KINDS, measurement_kinds
 from specexp.report import charts, open_loop
 from specexp.report import format as fmt
 from specexp.report.blocks import Block, Heading, Paragraph, TableBlock
@@ -34,10 +34,10 @@ from specexp.spec.vocabulary import M
 
 
 def classify(rows: Sequence[Row]) -> dict[str, list[Row]]:
-    """Rows by section: decode, concurrency, rate (open-loop), prefill, prefix_cache (the rule of
-    specexp.check.judgments.sections, which results.jsonl's speedups follow too)."""
-    out: dict[str, list[Row]] = {name: [] for name in SECTIONS}
-    for r, section in zip(rows, sections(rows), strict=True):
+    """Rows by the kind of measurement (specexp.record.kinds): decode, concurrency, rate (open-loop),
+    prefill, prefix_cache; results.jsonl's speedups follow the same kinds."""
+    out: dict[str, list[Row]] = {name: [] for name in KINDS}
+    for r, section in zip(rows, measurement_kinds(rows), strict=True):
         out[section].append(r)
     return out
 
