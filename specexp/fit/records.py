@@ -23,6 +23,7 @@ import numpy as np
 
 from specexp.record import Measurement, RunRecord, find_records
 from specexp.sim.profile import EngineProfile, load_profile
+from specexp.spec.vocabulary import arm_label
 
 TARGETS = {
     "decode_tps": 0.15,
@@ -76,8 +77,7 @@ class Job:
     @property
     def label(self) -> str:
         c = self.record.conditions
-        k = f" k={c.k}" if c.k is not None else ""  # type: ignore[attr-defined]
-        return f"{c.model} {c.workload} {c.drafter}{k}"  # type: ignore[attr-defined]
+        return f"{c.model} {c.workload} {arm_label(c.drafter, c.k)}"  # type: ignore[attr-defined]
 
     @property
     def drafter(self) -> str:

@@ -9,15 +9,14 @@ from specexp.check.answers import answer_checks
 from specexp.record import RunRecord
 from specexp.report.blocks import Block, Heading, Paragraph, TableBlock
 from specexp.report.format import Markdown, cell, code_span, number
+from specexp.spec.vocabulary import arm_label
 from specexp.stats.sampled import ALPHA, MAX_SHIFT, POWER
 
 TITLE = "Answers with and without the drafter"
 
 
 def _setup(record: RunRecord) -> str:
-    c = record.conditions
-    k = f" k={c.k}" if c.k is not None else ""
-    return f"{c.drafter}{k}"
+    return arm_label(record.conditions.drafter, record.conditions.k)
 
 
 def answers_section(records: Sequence[RunRecord]) -> list[Block]:

@@ -12,6 +12,7 @@ import altair as alt
 
 from specexp.report.blocks import Chart
 from specexp.report.tables import Row
+from specexp.spec.vocabulary import arm_label
 
 WIDTH = 420
 HEIGHT = 260
@@ -67,8 +68,7 @@ def _name(text: str) -> str:
 
 
 def _arm(row: Row, setups: Sequence[str] = ()) -> str:
-    k = row.conditions.k
-    arm = f"{row.conditions.drafter} k={k}" if k is not None else str(row.conditions.drafter)
+    arm = arm_label(row.conditions.drafter, row.conditions.k)
     return f"{_setup(row, setups)} · {arm}" if setups else arm
 
 

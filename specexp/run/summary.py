@@ -15,6 +15,7 @@ from specexp.check.answers import checked_runs
 from specexp.check.judgments import judgments
 from specexp.record import find_records, write_results_jsonl
 from specexp.run.report_ahead import ReportAhead
+from specexp.spec.vocabulary import arm_label
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +57,7 @@ def answer_lines(root: Path) -> list[str]:
     lines = []
     for record, check in checked_runs([r for _, r in find_records([root])]):
         c = record.conditions
-        setup = f"{c.drafter}" + (f" k={c.k}" if c.k is not None else "")
+        setup = arm_label(c.drafter, c.k)
         lines.append(
             f"answers: {record.run_id} {setup} vs {check.baseline_run_id}, temperature "
             f"{c.temperature:g}: {check.verdict} ({check.details})"
