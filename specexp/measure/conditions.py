@@ -31,7 +31,7 @@ def weights_of(spec: ExperimentSpec) -> str | None:
     engine loads), or None where specexp cannot know (a simulator has none; a server it did not
     start, or a file the user named for a generated model)."""
     rt = spec.runtime
-    if rt.name == "sim":
+    if rt.simulated:
         return None
     if getattr(rt, "load_format", None) == "dummy":
         return "dummy"

@@ -17,7 +17,7 @@ from typing import Any
 from specexp.runtimes.base import runtime_for
 from specexp.sim.context import model_context
 from specexp.spec.experiment import ExperimentSpec
-from specexp.spec.runtime import RUN_ID_DEFAULTS
+from specexp.spec.runtime import RUN_ID_DEFAULTS, real_engines
 
 OPERATIONAL = (
     "start_timeout_s",
@@ -99,11 +99,11 @@ def no_text(spec: ExperimentSpec) -> str | None:
     check = "workload.samples" if w.samples is not None else None
     if w.task is not None:
         check = "workload.task"
-    if spec.runtime.name != "sim" or check is None or getattr(spec.runtime, "toy_sampler", None):
+    if not spec.runtime.simulated or check is None or getattr(spec.runtime, "toy_sampler", None):
         return None
     return (
         f"runtime=sim generates no text, and workload={w.name} ({check}) compares what a model "
-        "answers: run it on a real engine (runtime=llamacpp, vllm, sglang, ollama or openai)"
+        f"answers: run it on a real engine (runtime={', '.join(real_engines()[:-1])} or {real_engines()[-1]})"
     )
 
 

@@ -117,7 +117,7 @@ class Sweeper(HydraSweeper):
                     (overrides, sweep_dir / job_dir_name(overrides, cell.run_id))
                     for overrides, cell in todo
                 ]
-                simulated = all(cell.spec.runtime.name == "sim" for _, cell in todo)
+                simulated = all(cell.spec.runtime.simulated for _, cell in todo)
                 returns: Any = run_local(jobs, sweep_dir, self.composer.compose, simulated)
             else:
                 batch = [
@@ -182,7 +182,7 @@ def exit_unless_any_finished(sweep_dir: Path, ran: list[Cell]) -> None:
 def job_resources(cell: Cell) -> dict[str, float]:
     """What one job asks a cluster scheduler for: a GPU job its `hardware.gpu_count` GPUs (its
     server runs on them), a simulated or CPU job one CPU and no GPU."""
-    gpus = 0 if cell.spec.runtime.name == "sim" else max(cell.spec.hardware.gpu_count, 0)
+    gpus = 0 if cell.spec.runtime.simulated else max(cell.spec.hardware.gpu_count, 0)
     return {"num_cpus": 1, "num_gpus": gpus}
 
 

@@ -34,6 +34,8 @@ class RuntimeSpec(_Spec):
     module: ClassVar[str]
     """The module that drives it (it registers the runtime class on import)."""
     summary: ClassVar[str]
+    simulated: ClassVar[bool] = False
+    """Whether it answers from the simulator, not from an engine serving a model."""
 
     name: str
     version: str | None = None
@@ -90,6 +92,7 @@ def version_numbers(version: str) -> tuple[int, ...] | None:
 
 class SimRuntimeSpec(RuntimeSpec):
     module = "specexp.runtimes.sim"
+    simulated = True
     summary = (
         "the built-in simulator: an engine's serving on a virtual clock, from first principles"
     )
@@ -295,3 +298,8 @@ def runtime_table() -> list[str]:
         )
         rows.append(f"| `{name}` | {cls.summary} | {own} | {drafters} |")
     return rows
+
+
+def real_engines() -> list[str]:
+    """The runtimes that serve a model (every one but the simulator), in the registry's order."""
+    return [name for name, cls in RUNTIMES.items() if not cls.simulated]

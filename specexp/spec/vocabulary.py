@@ -109,7 +109,7 @@ CONDITIONS: Mapping[str, Condition] = MappingProxyType(
                 "runtime",
                 str,
                 "setup",
-                "the engine: sim, vllm, sglang, llamacpp, ollama, openai",
+                "the engine serving the model, or the simulator: one of the runtimes of the runtime table (section 5)",
                 options="runtime",
             ),
             _c(

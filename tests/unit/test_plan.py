@@ -248,3 +248,15 @@ def test_a_sweep_records_a_cell_too_long_for_its_context_as_refused_and_goes_on(
     assert refused["status"] == "refused" and refused["error"]["kind"] == "context_too_long"
     [line] = [x for x in proc.stdout.splitlines() if refused["run_id"] in x and "refuse" in x]
     assert "exceeds the context of 4,096" in line and "runtime.max_model_len=" in line
+
+
+def test_the_answer_checks_on_the_simulator_name_every_real_engine_from_the_registry(
+    make_spec: Any,
+) -> None:
+    from specexp.run.plan import no_text
+    from specexp.spec.runtime import RUNTIMES, real_engines
+
+    why = no_text(make_spec("workload=lossless_sampling", "drafter=mtp", "k=3"))
+    assert why is not None and "runtime=sim generates no text" in why
+    assert set(real_engines()) == {n for n, cls in RUNTIMES.items() if not cls.simulated}
+    assert "sim" not in real_engines() and all(name in why for name in real_engines())
