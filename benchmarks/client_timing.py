@@ -12,7 +12,7 @@ turn, interleaved window by window so they share the machine's load:
 
 - `reference`: benchmarks/reference_clients.py, the least code that times a stream (aiohttp on
   uvloop, connections opened first, a stamp per read, parsing after the window);
-- `specexp`: specexp.runtimes.client.stream_window + to_trace, exactly as HttpRuntime measures
+- `specexp`: specexp.runtimes.http.client.stream_window + to_trace, exactly as HttpRuntime measures
   an engine (bodies built as dicts and serialized by specexp; warm connections; interpretation);
 - `specexp-2p`: the same with `workload.client_processes=2`;
 - `httpx` (with --clients): the reference client on httpx and asyncio's loop, the stack specexp
@@ -51,7 +51,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 import reference_clients
 
-from specexp.runtimes.client import stream_window, to_trace
+from specexp.runtimes.http.client import stream_window, to_trace
 
 SETTLE_S = 0.1
 """Pause before every window, so the previous window's connection teardown is over."""

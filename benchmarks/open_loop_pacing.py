@@ -6,7 +6,7 @@
 
 It starts benchmarks/pacing_server.py (a fast local server: the first chunk `--ttft-ms` after the
 request was read, then one every `--gap-ms`) and, per rate, sends one open-loop window through
-specexp.runtimes.client.stream_window: `--seconds` x rate requests at the offsets
+specexp.runtimes.http.client.stream_window: `--seconds` x rate requests at the offsets
 specexp.measure.arrivals.schedule draws. For each rate it records the scheduled rate, the
 achieved rate (the same formula as the `achieved_rate_rps` metric), whether specexp would mark the
 load as delivered (within measure.RATE_MARGIN), and the client's send lag (actual send minus due)
@@ -30,7 +30,7 @@ sys.path.insert(0, str(REPO))
 from specexp.measure.arrivals import rate_of, schedule
 from specexp.measure.measurements import RATE_MARGIN
 from specexp.measure.metrics import percentile
-from specexp.runtimes.client import stream_window
+from specexp.runtimes.http.client import stream_window
 
 
 def start_server(args: argparse.Namespace) -> tuple[subprocess.Popen[str], str]:

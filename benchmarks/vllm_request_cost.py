@@ -38,8 +38,8 @@ sys.path.insert(0, str(REPO))
 
 from specexp.models.tiny_hf import HfShape, ensure_model
 from specexp.run.compose import build_spec
-from specexp.runtimes import promtext
-from specexp.runtimes.vllm import VllmRuntime
+from specexp.runtimes.http import promtext
+from specexp.runtimes.vllm.driver import VllmRuntime
 from specexp.spec.cache import cache_dir
 from specexp.spec.vocabulary import C
 from specexp.workloads.driver import drive

@@ -209,7 +209,7 @@ def simulate(
 ) -> dict[Key, dict[str, float]]:
     """Per point (Key), the median over repeats of each window metric of the job on the simulator."""
     from specexp.measure.metrics import window_metrics
-    from specexp.runtimes.sim import SimRuntime
+    from specexp.runtimes.sim.driver import SimRuntime
     from specexp.sim.startup import start_engine
     from specexp.workloads.driver import drive
 

@@ -20,8 +20,8 @@ from specexp.record import ErrorInfo, Provenance, RunRecord, complete_result, wr
 from specexp.record.schema import Status
 from specexp.run import interrupt, provenance
 from specexp.run.plan import Cell
-from specexp.runtimes import pool
 from specexp.runtimes.base import Runtime, runtime_for
+from specexp.runtimes.http import pool
 from specexp.spec.workload import WorkloadSpec
 from specexp.workloads.driver import drive
 from specexp.workloads.prompts import CountPrompt, PromptBuilder

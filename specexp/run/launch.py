@@ -18,7 +18,7 @@ from specexp.run import progress
 from specexp.run.compose import Composed
 from specexp.run.job import run_job, skipped_result
 from specexp.run.plan import make_cell
-from specexp.runtimes import pool
+from specexp.runtimes.http import pool
 
 
 def save_job_config(job_dir: Path, composed: Composed, overrides: Sequence[str]) -> None:

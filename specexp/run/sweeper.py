@@ -29,7 +29,7 @@ from specexp.run.job import skipped_result
 from specexp.run.local import run_local
 from specexp.run.plan import Cell, Plan, make_cell, make_plan, warnings_for
 from specexp.run.summary import answer_lines, write_sweep_outputs
-from specexp.runtimes import pool
+from specexp.runtimes.http import pool
 from specexp.spec.errors import SpecError, exit_on_spec_error
 
 log = logging.getLogger(__name__)

@@ -10,7 +10,7 @@
 - `profile`: the engine imitated besides the forward pass (runtime.engine, conf/sim_engine/);
 - `startup`: all of it put together into one engine per job.
 
-Its two faces live elsewhere: `specexp.runtimes.sim` puts it behind the runtime seam, and
+Its two faces live elsewhere: `specexp.runtimes.sim.driver` puts it behind the runtime seam, and
 `specexp.simserve` serves it on the wall clock over an OpenAI-compatible API
 (`python -m specexp.sim`, the command `__main__` here keeps). Fitting its figures to
 measurements is `specexp.fit`.

@@ -91,7 +91,7 @@ def version_numbers(version: str) -> tuple[int, ...] | None:
 
 
 class SimRuntimeSpec(RuntimeSpec):
-    module = "specexp.runtimes.sim"
+    module = "specexp.runtimes.sim.driver"
     simulated = True
     summary = (
         "the built-in simulator: an engine's serving on a virtual clock, from first principles"
@@ -140,7 +140,7 @@ class ServerRuntimeSpec(EndpointRuntimeSpec):
 
 
 class VllmRuntimeSpec(ServerRuntimeSpec):
-    module = "specexp.runtimes.vllm"
+    module = "specexp.runtimes.vllm.driver"
     summary = "vLLM's OpenAI-compatible server (`vllm serve`)"
     drafters = MappingProxyType(
         {
@@ -166,7 +166,7 @@ class VllmRuntimeSpec(ServerRuntimeSpec):
 
 
 class SglangRuntimeSpec(ServerRuntimeSpec):
-    module = "specexp.runtimes.sglang"
+    module = "specexp.runtimes.sglang.driver"
     summary = "SGLang's server (`python -m sglang.launch_server`)"
     drafters = MappingProxyType(
         {
@@ -186,7 +186,7 @@ class SglangRuntimeSpec(ServerRuntimeSpec):
 
 
 class LlamacppRuntimeSpec(ServerRuntimeSpec):
-    module = "specexp.runtimes.llamacpp"
+    module = "specexp.runtimes.llamacpp.driver"
     summary = "llama.cpp's `llama-server`"
     drafters = MappingProxyType(
         {
@@ -203,7 +203,7 @@ class LlamacppRuntimeSpec(ServerRuntimeSpec):
 
 
 class OllamaRuntimeSpec(ServerRuntimeSpec):
-    module = "specexp.runtimes.ollama"
+    module = "specexp.runtimes.ollama.driver"
     summary = "Ollama (`ollama serve`; its settings are environment variables)"
     drafters = MappingProxyType({"mtp": "mtp", "dflash": "dflash", "draft_model": "draft_model"})
     drafts_from = (0, 30)  # its GGUF runner is llama-server from 0.30 (docs/engines.md 4, 4.1)
@@ -216,7 +216,7 @@ class OllamaRuntimeSpec(ServerRuntimeSpec):
 
 
 class OpenaiRuntimeSpec(EndpointRuntimeSpec):
-    module = "specexp.runtimes.openai"
+    module = "specexp.runtimes.openai.driver"
     summary = "any OpenAI-compatible endpoint already running (runtime.url); nothing is started"
 
     name: Literal["openai"] = "openai"

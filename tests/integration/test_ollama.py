@@ -21,7 +21,7 @@ import pytest
 from specexp.record import RunRecord
 from specexp.run.job import run_job
 from specexp.run.plan import make_cell
-from specexp.runtimes.process import ServerProcess, free_port
+from specexp.runtimes.http.process import ServerProcess, free_port
 from tests.integration.conftest import run_specexp
 
 pytestmark = pytest.mark.slow

@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from specexp.runtimes.client import RawStream
+from specexp.runtimes.http.client import RawStream
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "engines"
 T0, DT = 100.0, 0.01
@@ -22,7 +22,7 @@ def fixture(engine: str, name: str) -> str:
 
 
 def sse_raw(engine: str, name: str) -> RawStream:
-    """A RawStream as specexp.runtimes.client.stream_request builds it from the fixture's bytes."""
+    """A RawStream as specexp.runtimes.http.client.stream_request builds it from the fixture's bytes."""
     raw = RawStream(sent_at=T0 - 1, status=200, done=True)
     for line in fixture(engine, name).splitlines():
         if line.startswith("data:") and line[5:].strip() != "[DONE]":
@@ -89,7 +89,7 @@ def counter_window(
     runtime: Any, engine: str, before: str = "metrics_before.txt", after: str = "metrics_after.txt"
 ) -> Any:
     """The runtime's counters over a recorded window: map(after) - map(before) of `engine`'s fixtures."""
-    from specexp.runtimes import promtext
+    from specexp.runtimes.http import promtext
 
     first = runtime.map_counters(promtext.parse(fixture(engine, before)))
     return runtime.map_counters(promtext.parse(fixture(engine, after))).delta(first)

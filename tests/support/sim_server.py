@@ -9,7 +9,7 @@ from pathlib import Path
 
 import httpx
 
-from specexp.runtimes.process import ServerProcess, free_port
+from specexp.runtimes.http.process import ServerProcess, free_port
 
 
 @contextmanager

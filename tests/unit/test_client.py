@@ -17,7 +17,7 @@ import pytest
 from specexp.measure.request_log import read_requests
 from specexp.run.job import run_job
 from specexp.run.plan import make_cell
-from specexp.runtimes.client import stream_window, to_trace
+from specexp.runtimes.http.client import stream_window, to_trace
 from tests.support.sim_server import sim_server
 
 SMALL = (

@@ -40,7 +40,7 @@ def sim_root(tmp_path_factory: pytest.TempPathFactory, make_spec: Callable[..., 
     """A sweep folder of simulated runs, written by the real job path."""
     from specexp.run.job import run_job
     from specexp.run.plan import make_cell
-    from specexp.runtimes import pool
+    from specexp.runtimes.http import pool
 
     root = tmp_path_factory.mktemp("sim")
     for name, overrides in SIM_CASES.items():

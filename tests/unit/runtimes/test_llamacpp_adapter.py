@@ -12,9 +12,9 @@ import pytest
 
 from specexp.measure.events import RuntimeFailure
 from specexp.measure.metrics import acceptance_by_position, acceptance_rate, tokens_per_pass
-from specexp.runtimes import promtext
 from specexp.runtimes.base import runtime_for
-from specexp.runtimes.client import RawStream, to_trace
+from specexp.runtimes.http import promtext
+from specexp.runtimes.http.client import RawStream, to_trace
 from tests.support.engines import DT, T0, fixture, mock
 
 PER_POS = "llamacpp:spec_decode_num_accepted_tokens_per_pos_total"
@@ -175,7 +175,7 @@ def test_argv_names_the_spec_type_and_k(llamacpp: Callable[..., Any]) -> None:
     ],
 )
 def test_llama_server_file_types_read_as_gguf_names(ftype: str, name: str) -> None:
-    from specexp.runtimes.llamacpp import gguf_file_type
+    from specexp.runtimes.llamacpp.driver import gguf_file_type
 
     assert gguf_file_type(ftype) == name
 
@@ -279,7 +279,7 @@ def test_a_draft_model_on_the_gpu_is_offloaded_and_counted_in_the_kv(
 def test_the_llama_cpp_commit_comes_from_build_info_or_a_file_beside_the_binary(
     tmp_path: Path, build_info: str, commit: str | None
 ) -> None:
-    from specexp.runtimes.llamacpp import COMMIT_FILE, commit_of
+    from specexp.runtimes.llamacpp.driver import COMMIT_FILE, commit_of
 
     exe = tmp_path / "bin" / "llama-server"
     assert commit_of(build_info, str(exe)) == ((commit, "build_info") if commit else (None, None))
@@ -293,7 +293,7 @@ def test_the_llama_cpp_commit_comes_from_build_info_or_a_file_beside_the_binary(
 def test_the_default_build_from_the_sdist_is_named_by_the_sdists_commit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from specexp.runtimes.llamacpp import commit_of, default_executable
+    from specexp.runtimes.llamacpp.driver import commit_of, default_executable
 
     monkeypatch.setenv("SPECEXP_CACHE", str(tmp_path))
     monkeypatch.delenv("SPECEXP_LLAMA_SERVER", raising=False)

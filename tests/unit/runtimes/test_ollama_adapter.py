@@ -15,7 +15,7 @@ import pytest
 from specexp.measure.events import Counters, Request, RuntimeFailure
 from specexp.measure.metrics import acceptance_rate, tokens_per_pass
 from specexp.runtimes.base import runtime_for
-from specexp.runtimes.client import to_trace
+from specexp.runtimes.http.client import to_trace
 from tests.support.engines import (
     T0,
     assert_conf_documents_every_runtime_key,
@@ -263,7 +263,7 @@ def test_a_model_that_cannot_think_gets_no_think_and_a_note(ollama: Callable[...
 def test_a_chatml_gguf_is_imported_with_its_own_default_system_message(tmp_path: Path) -> None:
     import gguf
 
-    from specexp.runtimes.ollama_models import ollama_template
+    from specexp.runtimes.ollama.models import ollama_template
 
     def written(template: str | None) -> Path:
         path = tmp_path / f"m{len(list(tmp_path.iterdir()))}.gguf"

@@ -13,7 +13,7 @@ import pytest
 
 from specexp.measure.events import Counters, Request, RuntimeFailure
 from specexp.runtimes.base import runtime_for
-from specexp.runtimes.client import RawStream, to_trace
+from specexp.runtimes.http.client import RawStream, to_trace
 from tests.support.engines import assert_conf_documents_every_runtime_key, mock
 
 ENGINES = Path(__file__).resolve().parents[2] / "fixtures" / "engines"

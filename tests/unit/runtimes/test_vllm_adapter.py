@@ -13,9 +13,9 @@ import pytest
 
 from specexp.measure.events import Request, RuntimeFailure
 from specexp.measure.metrics import acceptance_by_position, acceptance_rate, tokens_per_pass
-from specexp.runtimes import promtext
 from specexp.runtimes.base import runtime_for
-from specexp.runtimes.client import to_trace
+from specexp.runtimes.http import promtext
+from specexp.runtimes.http.client import to_trace
 from tests.support.engines import (
     DT,
     T0,

@@ -16,8 +16,8 @@ import pytest
 from specexp.measure.conditions import weights_of
 from specexp.measure.events import RuntimeFailure
 from specexp.models.hf_from_gguf import STAMP
-from specexp.runtimes import vllm_install
 from specexp.runtimes.base import runtime_for
+from specexp.runtimes.vllm import install as vllm_install
 from specexp.spec.experiment import PackagedWeights
 
 PAIR = ("model=qwen2.5-coder-1.5b", "quantization=q4_k_m_bf16", "hardware=cpu")

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from specexp.runtimes.base import runtime_for
-from specexp.runtimes.vllm_facts import COMPILE_DURING_WINDOW, engine_paths
+from specexp.runtimes.vllm.facts import COMPILE_DURING_WINDOW, engine_paths
 from tests.support.engines import fixture
 
 REAL = "h200-0.26.0"

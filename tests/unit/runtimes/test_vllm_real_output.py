@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 
 from specexp.measure.metrics import acceptance_by_position, acceptance_rate, tokens_per_pass
-from specexp.runtimes import promtext
 from specexp.runtimes.base import runtime_for
-from specexp.runtimes.client import to_trace
-from specexp.runtimes.vllm_facts import KV_TOO_SMALL, cache_config, engine_error, logged_kv_tokens
-from specexp.runtimes.vllm_install import default_executable
+from specexp.runtimes.http import promtext
+from specexp.runtimes.http.client import to_trace
+from specexp.runtimes.vllm.facts import KV_TOO_SMALL, cache_config, engine_error, logged_kv_tokens
+from specexp.runtimes.vllm.install import default_executable
 from tests.support.engines import counter_window, fixture, sse_raw
 
 REAL = "cpu-0.32.0"

@@ -13,7 +13,7 @@ import pytest
 from specexp.measure.metrics import window_metrics
 from specexp.roofline.costmodel import CostModel, Slice
 from specexp.run.compose import build_spec, load_option
-from specexp.runtimes.sim import SimRuntime
+from specexp.runtimes.sim.driver import SimRuntime
 from specexp.sim.drafting import AcceptanceModel, DraftCost
 from specexp.sim.profile import load_profile
 from specexp.spec.errors import SpecError

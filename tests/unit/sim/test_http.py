@@ -20,8 +20,8 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from specexp.measure import metrics
-from specexp.runtimes import promtext
-from specexp.runtimes.client import RawStream, stream_all, to_trace
+from specexp.runtimes.http import promtext
+from specexp.runtimes.http.client import RawStream, stream_all, to_trace
 from specexp.sim.kvcache import DEFAULT_BLOCK_TOKENS as BLOCK_TOKENS
 from specexp.sim.kvcache import KvPool
 from specexp.simserve.prompts import block_hashes, chat_text, prompt_units

@@ -16,7 +16,7 @@ import pytest
 from specexp.measure.events import Request
 from specexp.measure.metrics import window_metrics
 from specexp.run.compose import load_option
-from specexp.runtimes.sim import SimRuntime
+from specexp.runtimes.sim.driver import SimRuntime
 from specexp.spec.experiment import (
     DrafterSpec,
     ExperimentSpec,

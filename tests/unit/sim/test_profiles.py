@@ -15,7 +15,7 @@ from specexp.record import Provenance, RunRecord
 from specexp.report.method import _simulated_engines
 from specexp.roofline.costmodel import Slice
 from specexp.run.compose import build_spec
-from specexp.runtimes.sim import SimRuntime
+from specexp.runtimes.sim.driver import SimRuntime
 from specexp.sim.profile import load_profile
 from specexp.sim.startup import start_engine
 from specexp.spec.errors import SpecError

@@ -10,7 +10,7 @@ import pytest
 
 from specexp.measure.events import Request
 from specexp.roofline.costmodel import Slice
-from specexp.runtimes.sim import SimRuntime
+from specexp.runtimes.sim.driver import SimRuntime
 from specexp.sim.engine import SimEngine
 from specexp.sim.ubatches import equal_ubatches
 from specexp.workloads.driver import drive

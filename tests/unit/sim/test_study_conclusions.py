@@ -9,7 +9,7 @@ import pytest
 
 from specexp.measure.metrics import window_metrics
 from specexp.run.compose import build_spec
-from specexp.runtimes.sim import SimRuntime
+from specexp.runtimes.sim.driver import SimRuntime
 from specexp.workloads.driver import drive
 
 SPARK = ["hardware=dgx_spark", "model=qwen3.8-27b", "quantization=fp8"]

@@ -11,7 +11,7 @@ from typing import Any
 from specexp.measure.conditions import run_conditions
 from specexp.measure.events import Request, RequestTrace
 from specexp.measure.measurements import measurements
-from specexp.runtimes.sim import SimRuntime
+from specexp.runtimes.sim.driver import SimRuntime
 from specexp.workloads.driver import drive
 
 

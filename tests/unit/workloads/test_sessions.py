@@ -10,7 +10,7 @@ from typing import Any
 from specexp.measure.request_log import read_requests
 from specexp.run.job import run_job
 from specexp.run.plan import make_cell
-from specexp.runtimes.sim import SimRuntime
+from specexp.runtimes.sim.driver import SimRuntime
 from specexp.workloads.driver import drive
 
 SMALL = (

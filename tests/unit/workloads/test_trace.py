@@ -12,7 +12,7 @@ import pytest
 from specexp.measure.request_log import read_requests
 from specexp.run.job import run_job
 from specexp.run.plan import make_cell
-from specexp.runtimes.sim import SimRuntime
+from specexp.runtimes.sim.driver import SimRuntime
 from specexp.spec.errors import SpecError
 from specexp.spec.input_files import load_trace
 from specexp.workloads.driver import drive

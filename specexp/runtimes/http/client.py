@@ -9,7 +9,7 @@ concurrency 8 and 64. What the client does to be exact and light:
   JSON encoding falls inside a TTFT. TTFT's clock starts at `sent_at`: right before the request
   is handed to aiohttp over an idle open connection.
 - Per network read the event loop only stamps time.perf_counter and keeps the bytes; SSE lines
-  and JSON are parsed after the window (specexp.runtimes.stream). An SSE event's arrival is the
+  and JSON are parsed after the window (specexp.runtimes.http.stream). An SSE event's arrival is the
   read that completed its `data:` line. No timer is rescheduled per chunk: one watchdog per
   window finds stalled (no byte for stall_s) and overlong (timeout_s) requests. The garbage
   collector is paused while a window runs, so no collection delays a stamp.
@@ -37,8 +37,8 @@ if TYPE_CHECKING:
     import aiohttp  # imported where a window is sent: a runtime's start needs none of it
 
 from specexp.record.escape import printable
-from specexp.runtimes.shared_start import BARRIER_S, SharedStart
-from specexp.runtimes.stream import RawStream, chunk_text, parse_reads, to_trace
+from specexp.runtimes.http.shared_start import BARRIER_S, SharedStart
+from specexp.runtimes.http.stream import RawStream, chunk_text, parse_reads, to_trace
 
 __all__ = ["ClientWindow", "RawStream", "chunk_text", "stream_all", "stream_window", "to_trace"]
 

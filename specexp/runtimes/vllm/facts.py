@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from specexp.runtimes import promtext
+from specexp.runtimes.http import promtext
 
 
 def cache_config(samples: list[promtext.Sample]) -> tuple[int | None, dict[str, Any]]:

@@ -23,11 +23,12 @@ import httpx
 
 from specexp.measure.events import Counters, EngineInfo, Request, RequestTrace, RuntimeFailure
 from specexp.models import hf_config
-from specexp.runtimes import promtext, vllm_tokens
 from specexp.runtimes.base import register
-from specexp.runtimes.client import RawStream
-from specexp.runtimes.http import HttpRuntime, get, json_of
-from specexp.runtimes.vllm_facts import (
+from specexp.runtimes.http import promtext
+from specexp.runtimes.http.client import RawStream
+from specexp.runtimes.http.runtime import HttpRuntime, get, json_of
+from specexp.runtimes.vllm import tokens as vllm_tokens
+from specexp.runtimes.vllm.facts import (
     COMPILE_DURING_WINDOW,
     KV_TOO_SMALL,
     cache_config,
@@ -36,7 +37,7 @@ from specexp.runtimes.vllm_facts import (
     logged_kv_tokens,
     mean,
 )
-from specexp.runtimes.vllm_install import cpu_env, default_executable, written_dir
+from specexp.runtimes.vllm.install import cpu_env, default_executable, written_dir
 from specexp.spec.cache import cache_dir
 from specexp.spec.runtime import VllmRuntimeSpec
 

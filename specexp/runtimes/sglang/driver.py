@@ -30,10 +30,10 @@ from typing import Any
 import httpx
 
 from specexp.measure.events import Counters, EngineInfo, Request
-from specexp.runtimes import promtext
 from specexp.runtimes.base import register
-from specexp.runtimes.client import RawStream
-from specexp.runtimes.http import HttpRuntime, get, json_of
+from specexp.runtimes.http import promtext
+from specexp.runtimes.http.client import RawStream
+from specexp.runtimes.http.runtime import HttpRuntime, get, json_of
 from specexp.spec.runtime import SglangRuntimeSpec
 
 CHAIN = {"mtp", "eagle", "eagle3", "draft_model"}

@@ -1,6 +1,6 @@
 """What a streamed response means: SSE reads -> chunks -> a RequestTrace.
 
-Runs after a window, off its clock (specexp.runtimes.client only stamps and keeps the bytes).
+Runs after a window, off its clock (specexp.runtimes.http.client only stamps and keeps the bytes).
 Token counts come from the server: usage (final, or continuous when the engine sends it per
 chunk), llama.cpp `timings`, SGLang `meta_info`. Only where a server gives none does the trace
 count chunks and say `token_source: client`.

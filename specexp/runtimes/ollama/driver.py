@@ -26,10 +26,10 @@ import httpx
 
 from specexp.measure.events import EngineInfo, Request, RuntimeFailure
 from specexp.runtimes.base import register
-from specexp.runtimes.client import RawStream
 from specexp.runtimes.gguf_files import gguf_path
-from specexp.runtimes.http import HttpRuntime, get, json_of, messages_of
-from specexp.runtimes.ollama_models import (
+from specexp.runtimes.http.client import RawStream
+from specexp.runtimes.http.runtime import HttpRuntime, get, json_of, messages_of
+from specexp.runtimes.ollama.models import (
     binary_version,
     file_digest,
     has_model,
@@ -61,7 +61,7 @@ class OllamaRuntime(HttpRuntime):
 
     _tag: str | None = None
     _template: str | None = None
-    """The chat template a GGUF is imported with (specexp.runtimes.ollama_models.ollama_template)."""
+    """The chat template a GGUF is imported with (specexp.runtimes.ollama.models.ollama_template)."""
     _thinks: bool | None = None
     """Whether the served model can think (`thinking` in /api/show's capabilities); None: unknown."""
 
@@ -93,7 +93,7 @@ class OllamaRuntime(HttpRuntime):
     def served_model(self) -> str:
         """An Ollama model tag: runtime.served_model_name; else runtime.model_path when it is a tag
         (e.g. `qwen3.8:27b`: `ollama pull` it first, Ollama does not pull on request); else the
-        name the GGUF specexp imports is served under (specexp.runtimes.ollama_models); else the
+        name the GGUF specexp imports is served under (specexp.runtimes.ollama.models); else the
         model's name."""
         rt = self.spec.runtime
         if rt.served_model_name:

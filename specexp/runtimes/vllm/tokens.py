@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from specexp.measure.events import Request
-from specexp.runtimes.http import messages_of
+from specexp.runtimes.http.runtime import messages_of
 
 
 def tokenize_body(model: str, text: str) -> dict[str, Any]:

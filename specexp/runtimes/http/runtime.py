@@ -22,10 +22,10 @@ from specexp.measure.events import (
     RequestTrace,
     RuntimeFailure,
 )
-from specexp.runtimes import promtext
 from specexp.runtimes.base import Runtime
-from specexp.runtimes.client import RawStream, stream_window, to_trace
-from specexp.runtimes.process import ServerProcess, free_port
+from specexp.runtimes.http import promtext
+from specexp.runtimes.http.client import RawStream, stream_window, to_trace
+from specexp.runtimes.http.process import ServerProcess, free_port
 from specexp.spec.runtime import ServerRuntimeSpec
 
 PROBE_TIMEOUT_S = 5.0

@@ -20,10 +20,10 @@ import httpx
 
 from specexp.measure.events import Counters, EngineInfo, Request, RuntimeFailure
 from specexp.roofline.memory import kv_bytes_per_token
-from specexp.runtimes import promtext
 from specexp.runtimes.base import register
 from specexp.runtimes.gguf_files import gguf_path, weight_bytes
-from specexp.runtimes.http import HttpRuntime, json_of
+from specexp.runtimes.http import promtext
+from specexp.runtimes.http.runtime import HttpRuntime, json_of
 from specexp.spec import paths
 from specexp.spec.cache import cache_dir
 from specexp.spec.runtime import LlamacppRuntimeSpec

@@ -1,0 +1,1 @@
+"""llama.cpp's `llama-server`: its driver (`driver`)."""

@@ -1,0 +1,1 @@
+"""Ollama: its driver (`driver`) and the models it imports from GGUF files (`models`)."""

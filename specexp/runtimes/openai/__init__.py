@@ -1,0 +1,1 @@
+"""An OpenAI-compatible endpoint already running: its driver (`driver`)."""

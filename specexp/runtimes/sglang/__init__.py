@@ -1,0 +1,1 @@
+"""SGLang: its driver (`driver`)."""

@@ -1,0 +1,1 @@
+"""The simulator behind the runtime seam: its driver (`driver`)."""
