@@ -20,6 +20,8 @@ from pathlib import Path
 from specexp.fit import engine_cells as ce
 
 REPO = Path(__file__).resolve().parents[1]
+ENGINE = "llamacpp"
+"""The engine whose profile this fits: llama-server measured on the H200."""
 _DATA = REPO / "benchmarks/data"
 DATA = (
     _DATA / "gpu-h200-llamacpp.jsonl",
@@ -164,9 +166,9 @@ def main() -> None:
         "TTFT within 25 % or 20 ms.",
         "",
     ]
-    profile = ce.load_profile("llamacpp")
+    profile = ce.load_profile(ENGINE)
     if args.fit:
-        figures = ce.fit(cells)
+        figures = ce.fit(cells, ENGINE)
         lines += ["Fit: " + ", ".join(f"`{k}` {v:.4g}" for k, v in figures.items()), ""]
         profile = ce.with_figures(profile, [figures[k] for k in ce.FITTED])
     lines += ["Profile: " + ", ".join(f"`{k}` {getattr(profile, k):g}" for k in ce.FITTED), ""]
@@ -176,13 +178,13 @@ def main() -> None:
         + " (conf/sim_engine/llamacpp.yaml names each source)",
         "",
     ]
-    every = ce.compare(cells, ce.base_spec(), profile)
+    every = ce.compare(cells, ce.base_spec(ENGINE), profile)
     lines += table(every)
     for path in args.holdout:
         if not path.is_file():
             continue
         name = path.relative_to(REPO) if path.is_relative_to(REPO) else path
-        rows = ce.compare(ce.load_cells(path), ce.base_spec(), profile)
+        rows = ce.compare(ce.load_cells(path), ce.base_spec(ENGINE), profile)
         every += rows
         lines += [f"## Held out: `{name}`", "", HELD_OUT.get(path, "Cells the fit never saw."), ""]
         lines += table(rows)

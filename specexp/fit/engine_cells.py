@@ -148,7 +148,7 @@ def load_cells(paths: Path | Sequence[Path]) -> list[Cell]:
     return cells
 
 
-def base_spec(engine: str = "llamacpp", model: str = "qwen3-8b") -> ExperimentSpec:
+def base_spec(engine: str, model: str = "qwen3-8b") -> ExperimentSpec:
     """runtime=sim imitating `engine` for the measured shape: hardware=h200, `model` in bf16."""
     from specexp.run.compose import build_spec
 
@@ -261,7 +261,7 @@ def compare(
     return rows
 
 
-def fit(cells: Sequence[Cell], engine: str = "llamacpp", iterations: int = 40) -> dict[str, float]:
+def fit(cells: Sequence[Cell], engine: str, iterations: int = 40) -> dict[str, float]:
     """Least-squares figures of the profile from `cells`, with the fit's rms and max error."""
     from specexp.fit.hardware import _lm
 

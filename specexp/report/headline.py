@@ -28,6 +28,7 @@ from specexp.report.fastest import arm_of, fastest_lines, ranking, setups
 from specexp.report.format import arm, number
 from specexp.report.links import anchor, table_link
 from specexp.report.tables import TITLES, Row
+from specexp.spec.runtime import settings_for
 
 
 def findings_section(
@@ -101,17 +102,6 @@ def _slo_lines(rows: Sequence[Row], by_row: dict[int, str]) -> list[str]:
     return out
 
 
-BATCH_VARIANT = {
-    "llamacpp": "llama.cpp verifies a draft as one batch of k + 1 tokens, and its CPU kernels "
-    "round a batch differently from one token at a time, so near-ties in the target's logits can "
-    "flip (docs/engines.md 7.4)",
-    "vllm": "vLLM verifies a draft as one batched pass of k + 1 tokens, and on the CPU its kernels "
-    "round that batch differently from a one-token step, so near-ties in the target's logits can "
-    "flip (docs/engines.md 7.2)",
-}
-"""Why an engine's greedy output can change with drafting although its verification is exact."""
-
-
 def _identity_lines(rows: Sequence[Row]) -> list[str]:
     """A line per workload whose greedy output changed with a drafter, with the engine's reason; a
     run that accepted no draft at all and still differs shows that the verify batch, not the
@@ -122,9 +112,9 @@ def _identity_lines(rows: Sequence[Row]) -> list[str]:
         these = [r for r in differs if r.conditions.workload == workload]
         arms = ", ".join(sorted({arm_of(r) for r in these}))
         line = f"- {code_span(number(workload))}: greedy output (temperature 0) **differs** from no drafter's with {arms}"
-        runtime = str(these[0].conditions.runtime)
-        if runtime in BATCH_VARIANT:
-            line += f"; {BATCH_VARIANT[runtime]}"
+        settings = settings_for(str(these[0].conditions.runtime))
+        if settings is not None and settings.batch_variant_why:
+            line += f"; {settings.batch_variant_why}"
         none_accepted = [r for r in these if r.metrics.acceptance_rate == 0]
         if none_accepted:
             line += (

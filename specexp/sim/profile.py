@@ -32,8 +32,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from specexp.sim.kvcache import HybridStates
 from specexp.spec.experiment import ExperimentSpec
+from specexp.spec.runtime import SimRuntimeSpec
 
-DEFAULT = "vllm"
+DEFAULT = SimRuntimeSpec.default_engine
 
 
 class EngineProfile(BaseModel):

@@ -36,6 +36,9 @@ class RuntimeSpec(_Spec):
     summary: ClassVar[str]
     simulated: ClassVar[bool] = False
     """Whether it answers from the simulator, not from an engine serving a model."""
+    batch_variant_why: ClassVar[str] = ""
+    """Why the engine's greedy output can change with drafting although its verification is exact
+    (the report says it beside a workload whose output differed); "" where specexp knows no reason."""
 
     name: str
     version: str | None = None
@@ -93,6 +96,8 @@ def version_numbers(version: str) -> tuple[int, ...] | None:
 class SimRuntimeSpec(RuntimeSpec):
     module = "specexp.runtimes.sim.driver"
     simulated = True
+    default_engine: ClassVar[str] = "vllm"
+    """The engine profile the simulator imitates when `engine` is not set (conf/sim_engine/)."""
     summary = (
         "the built-in simulator: an engine's serving on a virtual clock, from first principles"
     )
@@ -155,6 +160,12 @@ class VllmRuntimeSpec(ServerRuntimeSpec):
         }
     )
 
+    batch_variant_why = (
+        "vLLM verifies a draft as one batched pass of k + 1 tokens, and on the CPU its kernels "
+        "round that batch differently from a one-token step, so near-ties in the target's logits can "
+        "flip (docs/engines.md 7.2)"
+    )
+
     name: Literal["vllm"] = "vllm"
     kv_cache_memory_gib: float | None = Field(default=None, gt=0)
     """KV cache memory the engine allocates, GiB (--kv-cache-memory-bytes; on hardware=cpu
@@ -197,6 +208,12 @@ class LlamacppRuntimeSpec(ServerRuntimeSpec):
             "eagle3": "draft-eagle3",
             "ngram": "ngram-simple",
         }
+    )
+
+    batch_variant_why = (
+        "llama.cpp verifies a draft as one batch of k + 1 tokens, and its CPU kernels "
+        "round a batch differently from one token at a time, so near-ties in the target's logits can "
+        "flip (docs/engines.md 7.4)"
     )
 
     name: Literal["llamacpp"] = "llamacpp"

@@ -65,7 +65,7 @@ def test_a_job_ends_where_its_settings_change_or_its_concurrency_stops_rising(
 
 def test_a_job_is_simulated_with_its_levels_in_the_order_they_ran() -> None:
     cells = [ce.Cell("decode", c, 519, 256, 2048, 32, 2, {}, job=0) for c in (1, 8, 32)]
-    spec = ce.job_spec(ce.base_spec(), cells)
+    spec = ce.job_spec(ce.base_spec("llamacpp"), cells)
     assert spec.workload.concurrency == [1, 8, 32]
     assert spec.workload.repeats == 2 and spec.workload.output_tokens == 256
     assert spec.runtime.max_num_seqs == 32 and spec.runtime.max_model_len == 2048
@@ -111,14 +111,14 @@ def test_a_prefix_job_is_one_job_simulated_cold_then_warm_at_each_length(tmp_pat
         ("warm", 0),
         ("cold", 1),
     ]
-    spec = ce.job_spec(ce.base_spec(), [c for c in cells if c.job == 0])
+    spec = ce.job_spec(ce.base_spec("llamacpp"), [c for c in cells if c.job == 0])
     w = spec.workload
     assert w.prompt_lengths == [3707, 16007] and w.cache == ["cold", "warm"] and w.shared_prefix
     assert w.output_tokens == 1 and w.warmup == 0
     # each cell meets its own simulated point: the warm request is served from the cache, fast
     rows = {
         (cell.prompt_tokens, cell.cache): sim
-        for cell, _, _, sim in ce.compare(cells[:4], ce.base_spec())
+        for cell, _, _, sim in ce.compare(cells[:4], ce.base_spec("llamacpp"))
     }
     assert rows[(16006, "warm")] < rows[(16007, "cold")] / 5
     assert rows[(3707, "warm")] < rows[(16006, "warm")] < rows[(3707, "cold")]

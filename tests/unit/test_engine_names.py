@@ -1,0 +1,45 @@
+"""An engine is named in its own places only: its folder under specexp/runtimes/ and its settings
+model (specexp/spec/runtime.py, with conf/runtime/ beside it). Everywhere else in the package an
+engine is reached through the registry (RUNTIMES, settings_for, real_engines), so adding one touches
+no list elsewhere."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from specexp.spec.runtime import real_engines
+
+PACKAGE = Path(__file__).resolve().parents[2] / "specexp"
+REGISTRY = PACKAGE / "spec" / "runtime.py"
+OWN = {
+    "sglang": ("sglang",),
+    "vllm": ("vllm",),
+    "llamacpp": ("llamacpp",),
+    "ollama": ("ollama",),
+    "openai": ("openai",),
+}
+"""Each engine's own folder(s) under specexp/runtimes/."""
+
+
+def _literals(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return {
+        n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+    }
+
+
+def test_no_engine_name_is_a_literal_outside_its_folder_and_its_settings() -> None:
+    assert set(OWN) == set(real_engines()), "a new engine: name its folder here"
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path == REGISTRY:
+            continue
+        rel = path.relative_to(PACKAGE)
+        literals = _literals(path)
+        for engine, folders in OWN.items():
+            if engine in literals and not (
+                rel.parts[0] == "runtimes" and len(rel.parts) > 2 and rel.parts[1] in folders
+            ):
+                found.append(f"{rel}: {engine!r}")
+    assert not found, "engine names written out of place:\n" + "\n".join(found)
