@@ -96,9 +96,7 @@ def no_text(spec: ExperimentSpec) -> str | None:
     """Why the simulator cannot answer the cell: the answer checks compare what a model says, and the
     simulator says nothing (its toy sampler, `runtime.toy_sampler`, is for testing the checks)."""
     w = spec.workload
-    check = "workload.samples" if w.samples is not None else None
-    if w.task is not None:
-        check = "workload.task"
+    check = {"samples": "workload.samples", "task": "workload.task"}.get(w.kind)
     if not spec.runtime.simulated or check is None or getattr(spec.runtime, "toy_sampler", None):
         return None
     return (

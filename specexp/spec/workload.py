@@ -184,6 +184,25 @@ class WorkloadSpec(_Spec):
     with an optional category; each category is measured on its own."""
 
     @property
+    def kind(self) -> str:
+        """How it is driven (specexp.workloads.driver): from a file or mode of its own (`session`:
+        agentic sessions, `trace`, `dataset`, `samples`: sampled outputs, `task`: an lm-eval task),
+        else open-loop (`search`: the highest load within the SLO, `rate`: request rates) or
+        closed-loop bursts at each concurrency (`burst`)."""
+        for kind, value in (
+            ("session", self.session),
+            ("trace", self.trace_file),
+            ("dataset", self.dataset_file),
+            ("samples", self.samples),
+            ("task", self.task),
+            ("search", self.search),
+            ("rate", self.request_rate),
+        ):
+            if value is not None:
+                return kind
+        return "burst"
+
+    @property
     def slots(self) -> int:
         """Requests a server with fixed slots (llama.cpp, Ollama) must run at once: the largest
         concurrency, or an open-loop max_concurrency cap when larger."""

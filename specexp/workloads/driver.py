@@ -47,6 +47,22 @@ def prompt_lengths(workload: WorkloadSpec) -> list[int]:
     return list(workload.prompt_lengths or [workload.prompt_tokens])
 
 
+OwnDriver = Callable[
+    [Runtime, WorkloadSpec, str, PromptBuilder | None, bool, bool], Iterator[Window]
+]
+OWN_DRIVERS: dict[str, OwnDriver] = {
+    "session": drive_sessions,
+    "trace": drive_trace,
+    "dataset": drive_dataset,
+    "samples": lambda runtime, w, marker, _builder, chat, warmups: drive_samples(
+        runtime, w, marker, chat, warmups
+    ),
+    "task": lambda runtime, w, *_: drive_task(runtime, w),
+}
+"""The workload kinds (WorkloadSpec.kind) driven by a module of their own; the others are open-loop
+(specexp.workloads.openloop) or closed-loop bursts, below."""
+
+
 def drive(
     runtime: Runtime,
     workload: WorkloadSpec,
@@ -62,21 +78,9 @@ def drive(
     (`seed` draws the arrivals, `slo` scores a search) go to specexp.workloads.openloop."""
     chat = workload.endpoint == "chat" if chat is None else chat
     builder = prompt_for if isinstance(prompt_for, PromptBuilder) else None
-    # the workloads with drivers of their own (their input files are checked when the spec is made)
-    if workload.session is not None:
-        yield from drive_sessions(runtime, workload, marker, builder, chat, warmups)
-        return
-    if workload.trace_file is not None:
-        yield from drive_trace(runtime, workload, marker, builder, chat, warmups)
-        return
-    if workload.dataset_file is not None:
-        yield from drive_dataset(runtime, workload, marker, builder, chat, warmups)
-        return
-    if workload.samples is not None:
-        yield from drive_samples(runtime, workload, marker, chat, warmups)
-        return
-    if workload.task is not None:
-        yield from drive_task(runtime, workload)
+    own = OWN_DRIVERS.get(workload.kind)
+    if own is not None:  # a workload with a driver of its own (its input file checked at plan time)
+        yield from own(runtime, workload, marker, builder, chat, warmups)
         return
     build = prompt_for or default_prompt(workload)
     warm_tokens = warmup_tokens(workload)
@@ -124,12 +128,12 @@ def _windows(
         warmups,
     )
     # -- open-loop load and SLO searches: specexp.workloads.openloop ----------------------------
-    if workload.search is not None:
+    if workload.kind == "search":
         yield from openloop.drive_search(
             runtime, workload, request, marker, lengths[0], seed, slo or SloSpec()
         )
         return
-    if workload.request_rate is not None:
+    if workload.kind == "rate":
         for tokens in lengths:
             yield from openloop.drive_rates(runtime, workload, request, marker, tokens, seed)
         return

@@ -1,0 +1,29 @@
+"""Every workload is driven by its kind (WorkloadSpec.kind): a module of its own, open-loop load, or
+closed-loop bursts; no workload falls between them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from specexp.workloads.driver import OWN_DRIVERS
+
+CONF = Path(__file__).resolve().parents[3] / "conf" / "workload"
+OPEN_AND_CLOSED = {"search", "rate", "burst"}
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in CONF.glob("*.yaml")))
+def test_every_workload_option_has_a_kind_the_driver_handles(make_spec: Any, name: str) -> None:
+    kind = make_spec(f"workload={name}").workload.kind
+    assert kind in set(OWN_DRIVERS) | OPEN_AND_CLOSED
+
+
+def test_kinds_follow_what_the_workload_sets(make_spec: Any) -> None:
+    assert make_spec("workload=lossless_sampling").workload.kind == "samples"
+    assert make_spec("workload=concurrency").workload.kind == "burst"
+    rate = make_spec(
+        "workload=concurrency", "workload.request_rate=[1,2]", "workload.num_requests=8"
+    )
+    assert rate.workload.kind == "rate"
