@@ -23,7 +23,7 @@ import numpy as np
 
 from specexp.record import Measurement, RunRecord, find_records
 from specexp.sim.profile import EngineProfile, load_profile
-from specexp.spec.vocabulary import arm_label
+from specexp.spec.vocabulary import arm_label, draft_length
 
 TARGETS = {
     "decode_tps": 0.15,
@@ -114,7 +114,7 @@ def draft_shape(record: RunRecord) -> tuple[float | None, float | None]:
     its mean length (draft tokens per draft). None where the engine counted neither, or for a figure
     that is 1 (every step drafts; every draft is k long)."""
     c = record.conditions
-    k = (c.k or 0) if c.drafter != "none" else 0  # type: ignore[attr-defined]
+    k = draft_length(c.drafter, c.k)  # type: ignore[attr-defined]
     drafts = tokens = accepted = steps = 0.0
     for m in record.measurements:  # type: ignore[attr-defined]
         e, timings = m.engine_counters, _step_timings(m)

@@ -12,7 +12,7 @@ import altair as alt
 
 from specexp.report.blocks import Chart
 from specexp.report.tables import Row
-from specexp.spec.vocabulary import arm_label
+from specexp.spec.vocabulary import arm_label, draft_length
 
 WIDTH = 420
 HEIGHT = 260
@@ -111,7 +111,7 @@ def tps_vs_k(
         {
             "workload": r.conditions.workload,
             "drafter": r.conditions.drafter,
-            "k": r.conditions.k or 0,
+            "k": draft_length(r.conditions.drafter, r.conditions.k),
             "setup": _setup(r, setups),
             "decode_tps": r.metrics.decode_tps,
             **_who(r),
@@ -123,7 +123,9 @@ def tps_vs_k(
     ks: dict[str, set[int]] = {}
     for r in rows:
         if r.metrics.decode_tps:
-            ks.setdefault(str(r.conditions.drafter), set()).add(int(r.conditions.k or 0))
+            ks.setdefault(str(r.conditions.drafter), set()).add(
+                draft_length(r.conditions.drafter, r.conditions.k)
+            )
     if not any(len(v) > 1 for name_, v in ks.items() if name_ != "none"):
         return []
     base = (
