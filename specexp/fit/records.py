@@ -23,7 +23,7 @@ import numpy as np
 
 from specexp.record import Measurement, RunRecord, find_records
 from specexp.sim.profile import EngineProfile, load_profile
-from specexp.spec.vocabulary import arm_label, draft_length
+from specexp.spec.arms import arm_label, draft_length
 
 TARGETS = {
     "decode_tps": 0.15,

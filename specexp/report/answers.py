@@ -9,7 +9,7 @@ from specexp.check.answers import answer_checks
 from specexp.record import RunRecord
 from specexp.report.blocks import Block, Heading, Paragraph, TableBlock
 from specexp.report.format import Markdown, cell, code_span, number
-from specexp.spec.vocabulary import arm_label
+from specexp.spec.arms import arm_label
 from specexp.stats.sampled import ALPHA, MAX_SHIFT, POWER
 
 TITLE = "Answers with and without the drafter"

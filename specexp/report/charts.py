@@ -12,7 +12,7 @@ import altair as alt
 
 from specexp.report.blocks import Chart
 from specexp.report.tables import Row
-from specexp.spec.vocabulary import arm_label, draft_length
+from specexp.spec.arms import arm_label, draft_length
 
 WIDTH = 420
 HEIGHT = 260

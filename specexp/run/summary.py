@@ -15,7 +15,7 @@ from specexp.check.answers import checked_runs
 from specexp.check.judgments import judgments
 from specexp.record import find_records, write_results_jsonl
 from specexp.run.report_ahead import ReportAhead
-from specexp.spec.vocabulary import arm_label
+from specexp.spec.arms import arm_label
 
 log = logging.getLogger(__name__)
 

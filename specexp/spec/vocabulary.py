@@ -325,18 +325,6 @@ _OPTION_SOURCES: Mapping[str, Callable[[str], list[str]]] = MappingProxyType(
 )
 
 
-def arm_label(drafter: Any, k: Any) -> str:
-    """A drafter arm in plain text, as every log line, chart label and benchmark table writes it:
-    `mtp k=3`, or the drafter alone where k is not set (`none`, a drafter at its default)."""
-    return f"{drafter} k={k}" if k is not None else str(drafter)
-
-
-def draft_length(drafter: Any, k: Any) -> int:
-    """Draft tokens a step proposes, as a count: k for a drafter run, 0 for the baseline or where k
-    was not set (the engine's default was not recorded as a number)."""
-    return int(k or 0) if drafter != "none" else 0
-
-
 def value_key(value: Any) -> Any:
     """A condition value as a dictionary key (lists become tuples)."""
     return tuple(value) if isinstance(value, list) else value
