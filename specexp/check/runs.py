@@ -30,8 +30,8 @@ class Run:
     id: str
     """The run id, with `#i` (the measurement's order) where a run has several."""
     run_id: str
-    conditions: Conditions  # type: ignore[valid-type]
-    metrics: Metrics  # type: ignore[valid-type]
+    conditions: Conditions
+    metrics: Metrics
     link: str = ""
     """The record's path (relative to the report, when one is written)."""
     origin: str = field(default="measured")

@@ -77,11 +77,11 @@ class Job:
     @property
     def label(self) -> str:
         c = self.record.conditions
-        return f"{c.model} {c.workload} {arm_label(c.drafter, c.k)}"  # type: ignore[attr-defined]
+        return f"{c.model} {c.workload} {arm_label(c.drafter, c.k)}"
 
     @property
     def drafter(self) -> str:
-        return str(self.record.conditions.drafter)  # type: ignore[attr-defined]
+        return str(self.record.conditions.drafter)
 
 
 def load_jobs(root: Path) -> list[Job]:
@@ -90,7 +90,7 @@ def load_jobs(root: Path) -> list[Job]:
         Job(path.relative_to(root).parts[0], record)
         for path, record in find_records([root])
         if record.conditions.source == "measured"
-    ]  # type: ignore[attr-defined]
+    ]
     return sorted(jobs, key=lambda j: j.record.provenance.started_at or "")
 
 
@@ -98,9 +98,9 @@ def acceptance(record: RunRecord) -> list[float] | None:
     """The job's acceptance by position: each position's median over the job's measurements."""
     rows = [
         m.metrics.acceptance_by_position
-        for m in record.measurements  # type: ignore[attr-defined]
+        for m in record.measurements
         if m.metrics.acceptance_by_position
-    ]  # type: ignore[attr-defined]
+    ]
     if not rows:
         return None
     width = min(len(r) for r in rows)
@@ -114,9 +114,9 @@ def draft_shape(record: RunRecord) -> tuple[float | None, float | None]:
     its mean length (draft tokens per draft). None where the engine counted neither, or for a figure
     that is 1 (every step drafts; every draft is k long)."""
     c = record.conditions
-    k = draft_length(c.drafter, c.k)  # type: ignore[attr-defined]
+    k = draft_length(c.drafter, c.k)
     drafts = tokens = accepted = steps = 0.0
-    for m in record.measurements:  # type: ignore[attr-defined]
+    for m in record.measurements:
         e, timings = m.engine_counters, _step_timings(m)
         if not e or not e.drafts or not timings:
             continue
@@ -132,7 +132,7 @@ def draft_shape(record: RunRecord) -> tuple[float | None, float | None]:
     if not drafts:  # counted, with timings, and no draft: the server drafted nothing over the job
         counted = any(
             m.engine_counters is not None and _step_timings(m) for m in record.measurements
-        )  # type: ignore[attr-defined]
+        )
         return (0.0 if counted else None), None
     rate = min(drafts / steps, 1.0) if steps > 0 else None
     mean = tokens / drafts
@@ -221,10 +221,10 @@ def simulate(
 def pair(m: Measurement, sim: dict[Key, dict[str, float]]) -> dict[str, float]:
     """The simulated point of measurement `m`: its concurrency and cache, the nearest prompt length."""
     c = m.conditions
-    points = [k for k in sim if k[0] == (c.concurrency or 0) and k[2] == c.cache]  # type: ignore[attr-defined]
+    points = [k for k in sim if k[0] == (c.concurrency or 0) and k[2] == c.cache]
     if not points:
         return {}
-    return sim[min(points, key=lambda k: abs(k[1] - (c.prompt_tokens or 0)))]  # type: ignore[attr-defined]
+    return sim[min(points, key=lambda k: abs(k[1] - (c.prompt_tokens or 0)))]
 
 
 @dataclass(frozen=True)
@@ -253,12 +253,12 @@ class Row:
     @property
     def label(self) -> str:
         c = self.measurement.conditions
-        return f"{self.job.label} c={c.concurrency} prompt={c.prompt_tokens:,} {c.cache}"  # type: ignore[attr-defined]
+        return f"{self.job.label} c={c.concurrency} prompt={c.prompt_tokens:,} {c.cache}"
 
 
 def metrics_of(job: Job, parts: bool = False) -> tuple[str, ...]:
     """The figures of a job compared; with `parts`, TTFT's parts in place of TTFT."""
-    workload = str(job.record.conditions.workload)  # type: ignore[attr-defined]
+    workload = str(job.record.conditions.workload)
     ttft = FIT_PARTS if parts else ("ttft_s",)
     if workload.startswith("prefill"):
         return ("prefill_tps", *ttft)
@@ -335,10 +335,10 @@ def warm_gains(rows: Iterable[Row]) -> list[WarmGain]:
     out = []
     for row in rows:
         c = row.measurement.conditions
-        if row.metric != "ttft_s" or not str(c.workload).startswith("prefix"):  # type: ignore[attr-defined]
+        if row.metric != "ttft_s" or not str(c.workload).startswith("prefix"):
             continue
-        key = (row.job.record.run_id, int(c.prompt_tokens or 0))  # type: ignore[attr-defined]
-        if c.cache == "cold":  # type: ignore[attr-defined]
+        key = (row.job.record.run_id, int(c.prompt_tokens or 0))
+        if c.cache == "cold":
             cold[key] = row
         elif key in cold:
             base = cold[key]

@@ -62,7 +62,7 @@ def run_conditions(
     drafter_config: str | None = None,
     knows_setup: bool = True,
     reported: dict[str, object] | None = None,
-) -> Conditions:  # type: ignore[valid-type]
+) -> Conditions:
     """The conditions fixed for a whole job; measurement-level ones are None here.
 
     `knows_setup` False (a server specexp did not start, runtime=openai): the setup conditions

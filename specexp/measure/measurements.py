@@ -50,7 +50,7 @@ def measurements(
     windows: Iterable[Window],
     run_conditions: Conditions,
     *,
-    prefill_only: bool,  # type: ignore[valid-type]
+    prefill_only: bool,
     kv_cache_tokens: int | None,
     partial: bool = False,
     slo: SloSpec | None = None,
@@ -74,7 +74,7 @@ def _measurement(
     point: Point,
     windows: list[Window],
     run: Conditions,
-    prefill_only: bool,  # type: ignore[valid-type]
+    prefill_only: bool,
     kv_cache_tokens: int | None,
     partial: bool,
 ) -> Measurement:
@@ -139,7 +139,7 @@ def _measurement(
         counters_went_back=sorted({name for w in windows for name in w.delta.went_back}),
         errors=[t.error for t in traces if t.error],
         engine_timings=None
-        if run.source == "simulated"  # type: ignore[attr-defined]
+        if run.source == "simulated"
         else [t.engine_timings for t in traces if t.engine_timings] or None,
         engine_counters=_counters(pooled),
         prefix_cache_reset=_reset(windows),
@@ -274,7 +274,7 @@ def _sum_deltas(deltas: list[Counters]) -> Counters:
         def column(i):
             return [x[i] if i < len(x) else None for x in lists]
 
-        per_pos = tuple(None if None in column(i) else sum(column(i)) for i in range(width))  # type: ignore[arg-type]
+        per_pos = tuple(None if None in column(i) else sum(column(i)) for i in range(width))
     return Counters(
         drafts=total([d.drafts for d in deltas]),
         draft_tokens=total([d.draft_tokens for d in deltas]),

@@ -47,7 +47,7 @@ class Markdown(str):
         joined = str.__add__(self, other)
         return Markdown(joined) if isinstance(other, Markdown) else joined
 
-    def join(self, parts: Any) -> Markdown:  # type: ignore[override]
+    def join(self, parts: Any) -> Markdown:
         return Markdown(str.join(self, (markdown(p) for p in parts)))
 
 

@@ -1,68 +1,27 @@
 """The run record as a type: what `result.json` holds, version `specexp.result/2`.
 
 Written from these models and read back into them; a record of another version is refused
-with a one-line message naming the file. Conditions and metrics are typed from their one
-definition each (`specexp.spec.vocabulary`, `specexp.measure.metrics`), so a record can hold no condition
-or metric that the vocabulary does not define.
+with a one-line message naming the file. Conditions and metrics are classes written from their one
+definition each (`specexp.spec.vocabulary`, by `scripts/record-fields` into `specexp.record.fields`), so a
+record can hold no condition or metric that the vocabulary does not define, and a type checker sees
+every field.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import ConfigDict, Field
 
-from specexp.spec.vocabulary import CONDITIONS, METRICS
+from specexp.record.fields import Conditions, Metrics
+from specexp.record.named import Record
 
 SCHEMA = "specexp.result/2"
 SCHEMA_VERSION = 2
 Status = Literal["ok", "failed", "refused", "skipped"]
 
 
-class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class _Named(_Record):
-    """Conditions or metrics: each a typed attribute (`conditions.drafter`); `get(name)` for a name
-    held in a variable (a table's columns), which must be one the vocabulary defines."""
-
-    def get(self, name: str) -> Any:
-        try:
-            return self.__dict__[name]  # a field's value: what pydantic keeps there
-        except KeyError:
-            raise KeyError(
-                f"{name!r} is not a {type(self).__name__[:-1].lower()} of the vocabulary"
-            ) from None
-
-
-def _metric_type(unit: str) -> Any:
-    if unit == "bool":
-        return bool | None
-    if unit == "ratios":
-        return list[float] | None
-    if unit == "tok":
-        return int | float | None
-    return float | None
-
-
-Conditions: type[_Record] = create_model(  # type: ignore[call-overload]
-    "Conditions",
-    __base__=_Named,
-    **{c.name: (c.type | None, None if c.absent_is_null else ...) for c in CONDITIONS.values()},
-)
-"""Every condition of the vocabulary, each present (null when unknown, never omitted; records written
-before a condition was added read it as null)."""
-
-Metrics: type[_Record] = create_model(  # type: ignore[call-overload]
-    "Metrics",
-    __base__=_Named,
-    **{m.name: (_metric_type(m.unit), None) for m in METRICS.values()},
-)
-"""Every metric of `specexp.spec.vocabulary.METRICS`; null where a run has no value for it."""
-
-
-class ErrorInfo(_Record):
+class ErrorInfo(Record):
     kind: str
     """Why: see docs/records.md for the kinds."""
     message: str
@@ -70,7 +29,7 @@ class ErrorInfo(_Record):
     """The last lines of the server's log."""
 
 
-class EngineFacts(_Record):
+class EngineFacts(Record):
     """What the engine said about itself when it started (or was reached). The facts every engine
     may report are typed fields; an engine's own further facts (vLLM's cache blocks and paths,
     the simulator's memory plan) are kept beside them as it reported them."""
@@ -111,7 +70,7 @@ class PromptSource(NamedTuple):
     """Agentic sessions: what each turn's new message is made of."""
 
 
-class Provenance(_Record):
+class Provenance(Record):
     specexp_version: str | None = None
     git_sha: str | None = None
     python: str | None = None
@@ -159,7 +118,7 @@ class Provenance(_Record):
         )
 
 
-class CounterDeltas(_Record):
+class CounterDeltas(Record):
     """The engine's own speculative counters over a measurement's timed windows (each window's
     after minus before, summed): what acceptance_rate, acceptance_by_position and tokens_per_pass
     are computed from, kept so they can be recomputed and held against the engine's per-request
@@ -175,7 +134,7 @@ class CounterDeltas(_Record):
     """Tokens accepted at each draft position (1-based position i at index i - 1)."""
 
 
-class ClientLoad(_Record):
+class ClientLoad(Record):
     """What the measuring client spent on a measurement, and whether it, not the server, set the pace."""
 
     processes: int
@@ -192,7 +151,7 @@ class ClientLoad(_Record):
     the figures say more about the client than about the server."""
 
 
-class SampledOutput(_Record):
+class SampledOutput(Record):
     """One sampled completion of the sampled-output check: the facts its verdict is judged from."""
 
     prompt: str
@@ -203,7 +162,7 @@ class SampledOutput(_Record):
     """Its first tokens, as the server's tokenizer reads the completion (ids), else its words."""
 
 
-class TaskItem(_Record):
+class TaskItem(Record):
     """One scored item of a task run through lm-evaluation-harness."""
 
     score: float
@@ -213,9 +172,9 @@ class TaskItem(_Record):
     """The model's answer as lm-eval filtered it (cut to 200 characters)."""
 
 
-class Measurement(_Record):
-    conditions: Conditions  # type: ignore[valid-type]
-    metrics: Metrics  # type: ignore[valid-type]
+class Measurement(Record):
+    conditions: Conditions
+    metrics: Metrics
     token_source: Literal["server", "client"] = "server"
     samples: dict[str, list[Any]] = {}
     """Per repeat, every metric behind a median (null where a repeat had none)."""
@@ -266,7 +225,7 @@ class Measurement(_Record):
     count cannot be true, and so neither can the rates computed from it."""
 
 
-class RunRecord(_Record):
+class RunRecord(Record):
     """One job's `result.json`."""
 
     schema_: Literal["specexp.result/2"] = Field(SCHEMA, alias="schema")
@@ -274,7 +233,7 @@ class RunRecord(_Record):
     run_id: str
     status: Status
     error: ErrorInfo | None = None
-    conditions: Conditions  # type: ignore[valid-type]
+    conditions: Conditions
     """The conditions fixed for the whole job; measurement-level ones are null here."""
     provenance: Provenance
     measurements: list[Measurement] = []

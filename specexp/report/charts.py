@@ -94,7 +94,7 @@ def _spec(chart: alt.TopLevelMixin) -> dict[str, Any]:
     specexp's rows are plain numbers and strings already."""
     data = getattr(chart, "data", None)
     if not (isinstance(data, alt.Data) and isinstance(data.values, list)):
-        return chart.to_dict(validate=VALIDATE)  # type: ignore[no-any-return]
+        return chart.to_dict(validate=VALIDATE)
     bare = chart.copy(deep=False)
     bare.data = alt.Data(values=[])
     spec: dict[str, Any] = bare.to_dict(validate=VALIDATE)

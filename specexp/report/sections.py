@@ -290,7 +290,7 @@ def prefix_cache_section(rows: Sequence[Row], fixed: dict[str, Any]) -> list[Blo
                     number(warm.metrics.cached_prompt_tokens) if warm else "—",
                     _run(cold or warm),
                 ]
-            )  # type: ignore[arg-type]
+            )
         blocks.append(
             TableBlock(
                 [

@@ -50,7 +50,7 @@ CHART_KEYS = (*SPEC_KEYS, "workload", "output_tokens", "ignore_eos", "thinking")
 class Failure:
     run_id: str
     status: str
-    conditions: Conditions  # type: ignore[valid-type]
+    conditions: Conditions
     error: ErrorInfo
     link: str = ""
 

@@ -105,8 +105,8 @@ class CostModel:
         )
         if dtype == "bf16":
             return bf16
-        if dtype in hw.native_dtypes and hw.peak_tflops.get(dtype):  # type: ignore[call-overload]
-            return hw.peak(dtype) * 1e12 * a.compute_by_dtype.get(dtype, a.compute)  # type: ignore[call-overload]
+        if dtype in hw.native_dtypes and hw.peak_tflops.get(dtype):
+            return hw.peak(dtype) * 1e12 * a.compute_by_dtype.get(dtype, a.compute)
         return bf16 * a.dequant_compute
 
     @cached_property
@@ -223,7 +223,7 @@ class CostModel:
                 continue
             rate = min(
                 self.flops_rate(q.compute_dtype[c]), cap * max(1.0, rows / a.small_batch_rows)
-            )  # type: ignore[index]
+            )
             seconds += 2 * params * rows / rate
         return seconds
 

@@ -201,7 +201,7 @@ every earlier cell keeps its id."""
 
 
 def _digest(spec: ExperimentSpec, **fields: Any) -> str:
-    data = spec.model_dump(mode="json", **fields)  # type: ignore[arg-type]
+    data = spec.model_dump(mode="json", **fields)
     for group, names in ADDED_WHEN_SET.items():
         for name in names:
             *parents, leaf = name.split(".")

@@ -262,7 +262,7 @@ def record_skipped(sweep_dir: Path, jobs: list[list[str]], plan: Plan) -> None:
 
 def describe_plan(
     jobs: list[list[str]], plan: Plan, done: dict[str, Path], added: set[int] = frozenset()
-) -> str:  # type: ignore[assignment]
+) -> str:
     """What will run, what is already complete (resumed sweeps), what is left out and why."""
     todo = [(i, c) for i, c in plan.run if not done.get(c.run_id)]
     lines = [

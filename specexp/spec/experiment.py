@@ -91,7 +91,7 @@ class HardwareSpec(_Spec):
 
     def peak(self, dtype: str) -> float:
         """Peak TFLOP/s for `dtype`, falling back to bf16 where `dtype` is not native."""
-        value = self.peak_tflops.get(dtype) if dtype in self.native_dtypes else None  # type: ignore[call-overload]
+        value = self.peak_tflops.get(dtype) if dtype in self.native_dtypes else None
         return value if value else float(self.peak_tflops["bf16"] or 0.0)
 
 

@@ -201,7 +201,7 @@ def _sharegpt(item: object, where: str) -> DatasetPrompt:
         messages.pop()
     if not messages:
         raise SpecError(where, "conversations", "no human message to send")
-    category = item.get("category", "sharegpt")  # type: ignore[union-attr]
+    category = item.get("category", "sharegpt")
     return DatasetPrompt(tuple(messages), str(category))
 
 

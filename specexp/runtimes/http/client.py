@@ -217,7 +217,7 @@ def _run(coro: Any) -> ClientWindow:
     import uvloop
 
     with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-        return runner.run(coro)  # type: ignore[no-any-return]
+        return runner.run(coro)
 
 
 def stream_window(
