@@ -20,6 +20,16 @@ module; importing them lazily keeps one runtime's dependencies out of the others
 
 
 R = TypeVar("R", bound="Runtime")
+S = TypeVar("S", bound=RuntimeSpec)
+
+
+def settings_as(spec: ExperimentSpec, cls: type[S]) -> S:
+    """The job's runtime settings as the settings model of the engine driving it: a driver reads its
+    own keys typed (`runtime_for` only ever gives a driver the settings it registered for)."""
+    rt = spec.runtime
+    if not isinstance(rt, cls):
+        raise TypeError(f"runtime {rt.name!r} is not driven by {cls.__name__}'s runtime")
+    return rt
 
 
 class Runtime(ABC):

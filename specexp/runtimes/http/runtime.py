@@ -22,11 +22,11 @@ from specexp.measure.events import (
     RequestTrace,
     RuntimeFailure,
 )
-from specexp.runtimes.base import Runtime
+from specexp.runtimes.base import Runtime, settings_as
 from specexp.runtimes.http import promtext
 from specexp.runtimes.http.client import RawStream, stream_window, to_trace
 from specexp.runtimes.http.process import ServerProcess, free_port
-from specexp.spec.runtime import ServerRuntimeSpec
+from specexp.spec.runtime import EndpointRuntimeSpec, ServerRuntimeSpec
 
 PROBE_TIMEOUT_S = 5.0
 
@@ -80,6 +80,12 @@ class HttpRuntime(Runtime):
     _client: ClientStats | None = None
 
     # -- what an engine module says -------------------------------------------------------
+
+    @property
+    def rt(self) -> EndpointRuntimeSpec:
+        """This job's settings, as EndpointRuntimeSpec."""
+        return settings_as(self.spec, EndpointRuntimeSpec)
+
     def build_argv(self, port: int) -> list[str] | None:
         """The argv that starts this engine's server on 127.0.0.1:`port` (None: cannot start)."""
         return None
@@ -93,7 +99,7 @@ class HttpRuntime(Runtime):
         """The model name requests carry: runtime.served_model_name; else the name the server
         reported (`_discovered_model`, read by engine_info from a running server); else what it
         was started with, which is the engines' default served name."""
-        rt = self.spec.runtime
+        rt = self.rt
         if rt.served_model_name:
             return rt.served_model_name
         if self._discovered_model:
@@ -119,7 +125,7 @@ class HttpRuntime(Runtime):
     # -- shared behaviour ----------------------------------------------------------------
     def model_ref(self) -> str:
         """What the server loads: runtime.model_path, else the model's Hugging Face id."""
-        ref = self.spec.runtime.model_path or self.spec.model.hf_id
+        ref = settings_as(self.spec, ServerRuntimeSpec).model_path or self.spec.model.hf_id
         if not ref:
             raise RuntimeFailure(
                 "refused",
@@ -135,9 +141,9 @@ class HttpRuntime(Runtime):
         drafter, k = self.spec.drafter.name, self.spec.k
         if drafter == "none" or k is None:
             return None
-        named = self.spec.runtime.drafter_name(drafter)
+        named = self.rt.drafter_name(drafter)
         if named is None:
-            accepted = ", ".join(sorted(self.spec.runtime.drafters or ()))
+            accepted = ", ".join(sorted(self.rt.drafters or ()))
             raise RuntimeFailure(
                 "refused",
                 "unsupported_drafter",
@@ -149,7 +155,7 @@ class HttpRuntime(Runtime):
         """`[flag, value, ...]` of the runtime settings that are one flag each, for the settings named
         in `flags` (setting -> the engine's flag), in that order; a setting left to the engine's own
         default (null, `auto`, a quantization without an engine name) gives no flag."""
-        rt = self.spec.runtime
+        rt = self.rt
         values: dict[str, object] = {
             "gpu_memory_utilization": rt.gpu_memory_utilization,
             "max_model_len": rt.max_model_len,
@@ -174,7 +180,7 @@ class HttpRuntime(Runtime):
         drafter = self.spec.drafter
         if drafter.weights == "none":
             return None
-        draft = self.spec.runtime.draft_model_path
+        draft = settings_as(self.spec, ServerRuntimeSpec).draft_model_path
         if drafter.cost.uses_draft_model and draft is None:
             draft = self.draft_model_ref()
         if drafter.weights == "separate" and draft is None:
@@ -187,12 +193,12 @@ class HttpRuntime(Runtime):
 
     @property
     def base_url(self) -> str:
-        if self.spec.runtime.url:
-            return self.spec.runtime.url.rstrip("/")
+        if self.rt.url:
+            return self.rt.url.rstrip("/")
         return f"http://127.0.0.1:{self.port}"
 
     def headers(self) -> dict[str, str]:
-        name = self.spec.runtime.api_key_env
+        name = self.rt.api_key_env
         key = os.environ.get(name) if name else None
         return {"Authorization": f"Bearer {key}"} if key else {}
 
@@ -200,7 +206,7 @@ class HttpRuntime(Runtime):
         return self.argv
 
     def start(self) -> EngineInfo:
-        if not self.spec.runtime.url:
+        if not self.rt.url:
             self.port = free_port()
             argv = self.argv = self.build_argv(self.port)
             if argv is None:
@@ -211,7 +217,7 @@ class HttpRuntime(Runtime):
                 self.process = ServerProcess(
                     argv, self.job_dir / "server.log", env=self.server_env(self.port)
                 )
-                self.process.wait_ready(self.is_ready, self.spec.runtime.start_timeout_s)
+                self.process.wait_ready(self.is_ready, self.rt.start_timeout_s)
             except RuntimeFailure as failure:
                 failure.argv = argv
                 raise
@@ -256,7 +262,7 @@ class HttpRuntime(Runtime):
         bodies = [
             (self.chat_path if r.chat else self.completion_path, self.body(r)) for r in requests
         ]
-        rt = self.spec.runtime
+        rt = self.rt
         window = stream_window(
             self.base_url,
             bodies,

@@ -20,7 +20,7 @@ import httpx
 
 from specexp.measure.events import Counters, EngineInfo, Request, RuntimeFailure
 from specexp.roofline.memory import kv_bytes_per_token
-from specexp.runtimes.base import register
+from specexp.runtimes.base import register, settings_as
 from specexp.runtimes.gguf_files import gguf_path, weight_bytes
 from specexp.runtimes.http import promtext
 from specexp.runtimes.http.runtime import HttpRuntime, json_of
@@ -87,8 +87,13 @@ class LlamaCppRuntime(HttpRuntime):
     _launch: dict[str, Any] = {}
     """Launch facts for the record: ctx_size, ctx_per_slot, host_prompt_cache_mib, gpu_layers."""
 
+    @property
+    def rt(self) -> LlamacppRuntimeSpec:
+        """This job's settings, as LlamacppRuntimeSpec."""
+        return settings_as(self.spec, LlamacppRuntimeSpec)
+
     def build_argv(self, port: int) -> list[str]:
-        spec, rt = self.spec, self.spec.runtime
+        spec, rt = self.spec, self.rt
         slots = spec.workload.slots
         context = rt.max_model_len or spec.model.max_position_embeddings
         executable = rt.executable or str(default_executable())
@@ -142,15 +147,15 @@ class LlamaCppRuntime(HttpRuntime):
         spec = self.spec
         if spec.drafter.weights not in DRAFT_FILE_WEIGHTS or spec.k is None:
             return None
-        if spec.runtime.draft_model_path:
-            return spec.runtime.draft_model_path
+        if self.rt.draft_model_path:
+            return self.rt.draft_model_path
         return gguf_path(spec.draft_model, None) if spec.draft_model is not None else None
 
     def _check_kv_fits(
         self, context: int, slots: int, model_file: str, draft_file: str | None
     ) -> None:
         """Refuse a server whose KV cache (context x slots) and weights cannot fit the device."""
-        spec, kv_dtype = self.spec, self.spec.runtime.kv_cache_dtype
+        spec, kv_dtype = self.spec, self.rt.kv_cache_dtype
         hw = spec.hardware
         device = (hw.engine_memory_gib or hw.memory_gib) * max(hw.gpu_count, 1) * 2**30
         tokens = context * slots
@@ -200,15 +205,14 @@ class LlamaCppRuntime(HttpRuntime):
             args = ["--spec-draft-model", draft, *args]
             if (
                 spec.hardware.gpu_count > 0
-                and _flag_value(list(spec.runtime.extra_args), ("-ngld", "--spec-draft-ngl"))
-                is None
+                and _flag_value(list(self.rt.extra_args), ("-ngld", "--spec-draft-ngl")) is None
             ):
                 args += ["-ngld", "all"]
         return args
 
     def _ngram_n(self, k: int) -> int | None:
         """The n-gram length specexp sets for ngram-simple (None: the user's extra_args set it)."""
-        if _flag_value(list(self.spec.runtime.extra_args), ("--spec-ngram-simple-size-n",)):
+        if _flag_value(list(self.rt.extra_args), ("--spec-ngram-simple-size-n",)):
             return None
         return min(NGRAM_SIZE_N, k)
 
@@ -217,11 +221,11 @@ class LlamaCppRuntime(HttpRuntime):
         if self.spec.drafter.name != "ngram" or self.spec.k is None:
             return None
         n = self._ngram_n(self.spec.k)
-        given = _flag_value(list(self.spec.runtime.extra_args), ("--spec-ngram-simple-size-n",))
+        given = _flag_value(list(self.rt.extra_args), ("--spec-ngram-simple-size-n",))
         return f"ngram-simple n={n if n is not None else given} m={self.spec.k}"
 
     def served_model(self) -> str:
-        return self.spec.runtime.served_model_name or self.spec.model.name
+        return self.rt.served_model_name or self.spec.model.name
 
     def request_extras(self, request: Request) -> dict[str, Any]:
         extras: dict[str, Any] = {
@@ -271,11 +275,9 @@ class LlamaCppRuntime(HttpRuntime):
             "model_ftype": props.get("model_ftype") if isinstance(props, dict) else None,
             "speculative": speculative,
         }
-        if not self.spec.runtime.url:  # what specexp started it with
+        if not self.rt.url:  # what specexp started it with
             details.update(self._launch)
-            commit, source = commit_of(
-                version, self.spec.runtime.executable or str(default_executable())
-            )
+            commit, source = commit_of(version, self.rt.executable or str(default_executable()))
             details.update(llama_cpp_commit=commit, llama_cpp_commit_source=source)
         return EngineInfo(
             runtime=self.name, version=version, kv_cache_tokens=n_ctx or None, details=details

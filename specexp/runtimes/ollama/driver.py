@@ -25,7 +25,7 @@ from typing import Any
 import httpx
 
 from specexp.measure.events import EngineInfo, Request, RuntimeFailure
-from specexp.runtimes.base import register
+from specexp.runtimes.base import register, settings_as
 from specexp.runtimes.gguf_files import gguf_path
 from specexp.runtimes.http.client import RawStream
 from specexp.runtimes.http.runtime import HttpRuntime, get, json_of, messages_of
@@ -65,6 +65,11 @@ class OllamaRuntime(HttpRuntime):
     _thinks: bool | None = None
     """Whether the served model can think (`thinking` in /api/show's capabilities); None: unknown."""
 
+    @property
+    def rt(self) -> OllamaRuntimeSpec:
+        """This job's settings, as OllamaRuntimeSpec."""
+        return settings_as(self.spec, OllamaRuntimeSpec)
+
     @classmethod
     def installed_version(cls, spec: ExperimentSpec) -> str | None:
         """What the `ollama` binary that would start says it is (`ollama --version`)."""
@@ -75,14 +80,12 @@ class OllamaRuntime(HttpRuntime):
 
     def build_argv(self, port: int) -> list[str]:
         self.engine_drafter("Ollama")  # refuses a drafter Ollama does not have
-        executable = self.spec.runtime.executable or "ollama"
-        refusal = self.spec.runtime.version_refusal(
-            self.spec.drafter.name, binary_version(executable)
-        )
+        executable = self.rt.executable or "ollama"
+        refusal = self.rt.version_refusal(self.spec.drafter.name, binary_version(executable))
         if refusal:
             raise RuntimeFailure("refused", "unsupported_drafter", refusal)
         # `ollama serve` takes no flags: its settings are environment variables (server_env).
-        return [executable, "serve", *self.spec.runtime.extra_args]
+        return [executable, "serve", *self.rt.extra_args]
 
     def server_env(self, port: int) -> dict[str, str]:
         """The environment `ollama serve` needs: where to listen, and as many parallel slots as
@@ -95,7 +98,7 @@ class OllamaRuntime(HttpRuntime):
         (e.g. `qwen3.8:27b`: `ollama pull` it first, Ollama does not pull on request); else the
         name the GGUF specexp imports is served under (specexp.runtimes.ollama.models); else the
         model's name."""
-        rt = self.spec.runtime
+        rt = self.rt
         if rt.served_model_name:
             return rt.served_model_name
         if rt.model_path and not rt.model_path.endswith(".gguf"):
@@ -113,7 +116,7 @@ class OllamaRuntime(HttpRuntime):
     def gguf(self) -> Path | None:
         """The GGUF file this job's model is, where specexp knows one: runtime.model_path=FILE.gguf,
         a packaged trained model, or one specexp writes."""
-        rt, model = self.spec.runtime, self.spec.model
+        rt, model = self.rt, self.spec.model
         if rt.model_path and rt.model_path.endswith(".gguf"):
             return Path(rt.model_path)
         if model.packaged_weights is None and model.generated_gguf is None:
@@ -126,8 +129,8 @@ class OllamaRuntime(HttpRuntime):
             "num_predict": request.max_tokens,
             "temperature": request.temperature,
         }
-        if self.spec.runtime.max_model_len is not None:
-            options["num_ctx"] = self.spec.runtime.max_model_len  # api/types.go Runner.NumCtx
+        if self.rt.max_model_len is not None:
+            options["num_ctx"] = self.rt.max_model_len  # api/types.go Runner.NumCtx
         if request.top_p != 1.0:
             options["top_p"] = request.top_p
         if request.seed is not None:
@@ -159,7 +162,7 @@ class OllamaRuntime(HttpRuntime):
     def engine_info(self, client: httpx.Client) -> EngineInfo:
         gguf, tag = self.gguf(), self.served_model()
         if gguf is not None and tag == self._tag and not has_model(client, tag):
-            import_gguf(client, gguf, tag, self.spec.runtime.start_timeout_s, self._template)
+            import_gguf(client, gguf, tag, self.rt.start_timeout_s, self._template)
         version = json_of(get(client, "/api/version"))
         reported = version.get("version") if isinstance(version, dict) else None
         details: dict[str, Any] = {"served_model": self.served_model()}
@@ -185,7 +188,7 @@ class OllamaRuntime(HttpRuntime):
         details["conditions"] = {"ignore_eos": False}
         return EngineInfo(
             runtime=self.name,
-            version=str(reported) if reported else self.spec.runtime.version,
+            version=str(reported) if reported else self.rt.version,
             details=details,
         )
 

@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 
 from specexp.measure.events import EngineInfo, Request, RuntimeFailure
-from specexp.runtimes.base import register
+from specexp.runtimes.base import register, settings_as
 from specexp.runtimes.http.runtime import HttpRuntime
 from specexp.spec.runtime import OpenaiRuntimeSpec
 
@@ -29,6 +29,11 @@ class OpenAIRuntime(HttpRuntime):
     knows_setup = False
     _models: list[str] | None = None
 
+    @property
+    def rt(self) -> OpenaiRuntimeSpec:
+        """This job's settings, as OpenaiRuntimeSpec."""
+        return settings_as(self.spec, OpenaiRuntimeSpec)
+
     def build_argv(self, port: int) -> list[str] | None:
         return None
 
@@ -36,7 +41,7 @@ class OpenAIRuntime(HttpRuntime):
     def base_url(self) -> str:
         """runtime.url without a trailing `/v1`: the paths (`/v1/models`, `/v1/chat/completions`)
         carry it, and base URLs are often given with it (`http://host:8000/v1`)."""
-        url = (self.spec.runtime.url or "").rstrip("/")
+        url = (self.rt.url or "").rstrip("/")
         if not url:
             raise RuntimeFailure(
                 "refused", "not_startable", "runtime=openai needs runtime.url=http://..."
@@ -44,8 +49,8 @@ class OpenAIRuntime(HttpRuntime):
         return url[: -len("/v1")] if url.endswith("/v1") else url
 
     def served_model(self) -> str:
-        if self.spec.runtime.served_model_name:
-            return self.spec.runtime.served_model_name
+        if self.rt.served_model_name:
+            return self.rt.served_model_name
         models = self.models()
         if models:
             return models[0]
@@ -70,7 +75,7 @@ class OpenAIRuntime(HttpRuntime):
 
     def engine_info(self, client: httpx.Client) -> EngineInfo:
         self._models = model_ids(client)
-        if not self._models and not self.spec.runtime.served_model_name:
+        if not self._models and not self.rt.served_model_name:
             raise RuntimeFailure(
                 "refused",
                 "no_model",
@@ -82,7 +87,7 @@ class OpenAIRuntime(HttpRuntime):
             "served_model": self.served_model(),
             **said,
         }
-        version = self.spec.runtime.version or said.get("server_version")
+        version = self.rt.version or said.get("server_version")
         return EngineInfo(runtime=self.name, version=version, details=details)
 
 

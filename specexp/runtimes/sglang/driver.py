@@ -30,7 +30,7 @@ from typing import Any
 import httpx
 
 from specexp.measure.events import Counters, EngineInfo, Request
-from specexp.runtimes.base import register
+from specexp.runtimes.base import register, settings_as
 from specexp.runtimes.http import promtext
 from specexp.runtimes.http.client import RawStream
 from specexp.runtimes.http.runtime import HttpRuntime, get, json_of
@@ -46,8 +46,14 @@ class SglangRuntime(HttpRuntime):
     _server_drafter_config: str | None = None
 
     # -- the server --------------------------------------------------------------------------
+
+    @property
+    def rt(self) -> SglangRuntimeSpec:
+        """This job's settings, as SglangRuntimeSpec."""
+        return settings_as(self.spec, SglangRuntimeSpec)
+
     def build_argv(self, port: int) -> list[str]:
-        rt = self.spec.runtime
+        rt = self.rt
         argv = [
             rt.executable or "python",
             "-m",
@@ -116,7 +122,7 @@ class SglangRuntime(HttpRuntime):
     def planned_drafter_config(self) -> str | None:
         """steps/topk/draft-tokens as this config asks for them (docs/engines.md 2.1)."""
         drafter, k = self.spec.drafter.name, self.spec.k
-        if drafter == "none" or k is None or self.spec.runtime.drafter_name(drafter) is None:
+        if drafter == "none" or k is None or self.rt.drafter_name(drafter) is None:
             return None
         if drafter == "ngram":
             return f"{k + 1}/1/{k + 1}"  # num_steps = num_draft_tokens // topk (2.1, _handle_ngram)
@@ -218,7 +224,7 @@ class SglangRuntime(HttpRuntime):
             info = json_of(get(client, "/get_server_info"))  # deprecated, still served (2.4)
         info = info if isinstance(info, dict) else {}
         self._server_drafter_config = resolved_drafter_config(info)
-        if self.spec.runtime.url and not self.spec.runtime.served_model_name:
+        if self.rt.url and not self.rt.served_model_name:
             models = json_of(get(client, "/v1/models"))
             cards = models.get("data") if isinstance(models, dict) else None
             if (
@@ -251,7 +257,7 @@ class SglangRuntime(HttpRuntime):
         reported = info.get("version")
         return EngineInfo(
             runtime=self.name,
-            version=str(reported) if reported else self.spec.runtime.version,
+            version=str(reported) if reported else self.rt.version,
             kv_cache_tokens=int(capacity)
             if isinstance(capacity, (int, float)) and capacity
             else None,

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from specexp.measure.events import Counters, EngineInfo, Request, RequestTrace
-from specexp.runtimes.base import Runtime, register
+from specexp.runtimes.base import Runtime, register, settings_as
 from specexp.sim import sampling
 from specexp.sim.engine import SimEngine
 from specexp.sim.startup import start_engine
@@ -21,6 +21,11 @@ class SimRuntime(Runtime):
     reads_prompts = False
     engine: SimEngine
 
+    @property
+    def rt(self) -> SimRuntimeSpec:
+        """This job's settings, as SimRuntimeSpec."""
+        return settings_as(self.spec, SimRuntimeSpec)
+
     def start(self) -> EngineInfo:
         """Plan memory and context as a real engine does (RuntimeFailure where it refuses)."""
         info, self.engine = start_engine(self.spec)
@@ -28,7 +33,7 @@ class SimRuntime(Runtime):
 
     def run_window(self, requests: Sequence[Request]) -> list[RequestTrace]:
         traces = self.engine.run(requests, self.spec.workload.max_concurrency)
-        fault = self.spec.runtime.toy_sampler
+        fault = self.rt.toy_sampler
         if fault is None:
             return traces
         k = self.spec.draft_tokens

@@ -23,7 +23,7 @@ import httpx
 
 from specexp.measure.events import Counters, EngineInfo, Request, RequestTrace, RuntimeFailure
 from specexp.models import hf_config
-from specexp.runtimes.base import register
+from specexp.runtimes.base import register, settings_as
 from specexp.runtimes.http import promtext
 from specexp.runtimes.http.client import RawStream
 from specexp.runtimes.http.runtime import HttpRuntime, get, json_of
@@ -69,8 +69,14 @@ class VllmRuntime(HttpRuntime):
     _monitor_on = False
 
     # -- the server --------------------------------------------------------------------------
+
+    @property
+    def rt(self) -> VllmRuntimeSpec:
+        """This job's settings, as VllmRuntimeSpec."""
+        return settings_as(self.spec, VllmRuntimeSpec)
+
     def build_argv(self, port: int) -> list[str]:
-        rt = self.spec.runtime
+        rt = self.rt
         argv = [
             rt.executable or str(default_executable(self.spec)),
             "serve",
@@ -120,7 +126,7 @@ class VllmRuntime(HttpRuntime):
         return argv + list(rt.extra_args)
 
     def _writes_model(self) -> bool:
-        rt, written = self.spec.runtime, self.spec.quantization.dequantized_from is not None
+        rt, written = self.rt, self.spec.quantization.dequantized_from is not None
         written = written or self.spec.model.generated_hf is not None or rt.load_format == "dummy"
         return not rt.model_path and not rt.url and written
 
@@ -132,22 +138,22 @@ class VllmRuntime(HttpRuntime):
     def model_ref(self) -> str:
         """runtime.model_path, else the folder specexp writes (a generated model, the config-only
         folder of load_format=dummy, a packaged GGUF dequantized), else hf_id."""
-        if not self.spec.runtime.model_path:
-            rt = self.spec.runtime
+        if not self.rt.model_path:
+            rt = self.rt
             written = written_dir(self.spec.model, rt.load_format, self.spec.quantization)
             if written is not None:
                 return written
         return super().model_ref()
 
     def served_model(self) -> str:
-        if not self.spec.runtime.served_model_name and self._writes_model():
+        if not self.rt.served_model_name and self._writes_model():
             return self.spec.model.name
         return super().served_model()
 
     def draft_model_ref(self) -> str | None:
         draft = self.spec.draft_model
-        if draft is not None and not self.spec.runtime.draft_model_path:
-            written = written_dir(draft, self.spec.runtime.load_format, self.spec.quantization)
+        if draft is not None and not self.rt.draft_model_path:
+            written = written_dir(draft, self.rt.load_format, self.spec.quantization)
             if written is not None:
                 return written
         return super().draft_model_ref()
@@ -155,7 +161,7 @@ class VllmRuntime(HttpRuntime):
     def draft_weights(self, engine: str) -> str | None:
         """HttpRuntime.draft_weights; with load_format=dummy and no runtime.draft_model_path, an
         EAGLE-3 head is the config-only folder specexp writes for the target (hf_config.eagle3_config)."""
-        rt, drafter = self.spec.runtime, self.spec.drafter
+        rt, drafter = self.rt, self.spec.drafter
         if rt.load_format == "dummy" and not rt.draft_model_path and drafter.name == "eagle3":
             try:
                 return str(
@@ -196,7 +202,7 @@ class VllmRuntime(HttpRuntime):
             "PYTHONUNBUFFERED": "1",
         }
         if self.spec.hardware.arch == "cpu":
-            env.update(cpu_env(self.spec.runtime.executable or default_executable(self.spec)))
+            env.update(cpu_env(self.rt.executable or default_executable(self.spec)))
         if self._writes_model():
             env.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"})
         return env
@@ -315,7 +321,7 @@ class VllmRuntime(HttpRuntime):
         models = json_of(get(client, "/v1/models"))
         cards = models.get("data") if isinstance(models, dict) else None
         card = cards[0] if isinstance(cards, list) and cards and isinstance(cards[0], dict) else {}
-        if self.spec.runtime.url and not self.spec.runtime.served_model_name and card.get("id"):
+        if self.rt.url and not self.rt.served_model_name and card.get("id"):
             self._discovered_model = str(card["id"])
         details: dict[str, Any] = {
             "served_model": self.served_model(),
@@ -350,7 +356,7 @@ class VllmRuntime(HttpRuntime):
         reported = version.get("version") if isinstance(version, dict) else None
         return EngineInfo(
             runtime=self.name,
-            version=str(reported) if reported else self.spec.runtime.version,
+            version=str(reported) if reported else self.rt.version,
             kv_cache_tokens=kv_tokens,
             details=details,
         )
