@@ -7,14 +7,14 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import ClassVar, Literal, TypeVar
+from typing import Any, ClassVar, Generic, Literal, TypeVar, cast
 
 from specexp.measure.events import ClientStats, Counters, EngineInfo, Request, RequestTrace
 from specexp.spec.experiment import ExperimentSpec
 from specexp.spec.registry import Registry
 from specexp.spec.runtime import RuntimeSpec, settings_for
 
-RUNTIMES: Registry[type[Runtime]] = Registry("runtime")
+RUNTIMES: Registry[type[Runtime[Any]]] = Registry("runtime")
 """The runtime classes, registered by their modules on import (specexp.spec.runtime names each
 module; importing them lazily keeps one runtime's dependencies out of the others' way)."""
 
@@ -32,8 +32,9 @@ def settings_as(spec: ExperimentSpec, cls: type[S]) -> S:
     return rt
 
 
-class Runtime(ABC):
-    """One server configuration's life. Timestamps are on the engine's clock."""
+class Runtime(ABC, Generic[S]):
+    """One server configuration's life. Timestamps are on the engine's clock. `S`: the settings
+    model of the engine it drives (`rt`)."""
 
     name: ClassVar[str]
     """The runtime's name, from its settings (`register`)."""
@@ -51,6 +52,11 @@ class Runtime(ABC):
     def __init__(self, spec: ExperimentSpec, job_dir: Path) -> None:
         self.spec = spec
         self.job_dir = job_dir
+
+    @property
+    def rt(self) -> S:
+        """This job's runtime settings, as the settings model this runtime registered for."""
+        return cast(S, settings_as(self.spec, self.settings))
 
     @classmethod
     def plan_refusal(cls, spec: ExperimentSpec) -> str | None:
@@ -150,7 +156,7 @@ def register(settings: type[RuntimeSpec]) -> Callable[[type[R]], type[R]]:
     return add
 
 
-def runtime_for(name: str) -> type[Runtime]:
+def runtime_for(name: str) -> type[Runtime[Any]]:
     """The runtime class registered under `name`, importing its module on first use."""
     settings = settings_for(name)
     if name not in RUNTIMES and settings is not None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import httpx
 
@@ -27,6 +27,9 @@ from specexp.runtimes.http import promtext
 from specexp.runtimes.http.client import RawStream, stream_window, to_trace
 from specexp.runtimes.http.process import ServerProcess, free_port
 from specexp.spec.runtime import EndpointRuntimeSpec, ServerRuntimeSpec
+
+E = TypeVar("E", bound=EndpointRuntimeSpec)
+"""The settings model of the HTTP engine a subclass drives."""
 
 PROBE_TIMEOUT_S = 5.0
 
@@ -56,7 +59,7 @@ def messages_of(request: Request) -> list[dict[str, str]]:
     return [{"role": "user", "content": request.prompt}]
 
 
-class HttpRuntime(Runtime):
+class HttpRuntime(Runtime[E]):
     """An OpenAI-compatible server, started by specexp or already running at `runtime.url`."""
 
     source = "measured"
@@ -80,11 +83,6 @@ class HttpRuntime(Runtime):
     _client: ClientStats | None = None
 
     # -- what an engine module says -------------------------------------------------------
-
-    @property
-    def rt(self) -> EndpointRuntimeSpec:
-        """This job's settings, as EndpointRuntimeSpec."""
-        return settings_as(self.spec, EndpointRuntimeSpec)
 
     def build_argv(self, port: int) -> list[str] | None:
         """The argv that starts this engine's server on 127.0.0.1:`port` (None: cannot start)."""

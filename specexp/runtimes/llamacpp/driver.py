@@ -20,7 +20,7 @@ import httpx
 
 from specexp.measure.events import Counters, EngineInfo, Request, RuntimeFailure
 from specexp.roofline.memory import kv_bytes_per_token
-from specexp.runtimes.base import register, settings_as
+from specexp.runtimes.base import register
 from specexp.runtimes.gguf_files import gguf_path, weight_bytes
 from specexp.runtimes.http import promtext
 from specexp.runtimes.http.runtime import HttpRuntime, json_of
@@ -82,15 +82,10 @@ def commit_of(build_info: str | None, executable: str) -> tuple[str | None, str 
 
 
 @register(LlamacppRuntimeSpec)
-class LlamaCppRuntime(HttpRuntime):
+class LlamaCppRuntime(HttpRuntime[LlamacppRuntimeSpec]):
     default_port = 8080
     _launch: dict[str, Any] = {}
     """Launch facts for the record: ctx_size, ctx_per_slot, host_prompt_cache_mib, gpu_layers."""
-
-    @property
-    def rt(self) -> LlamacppRuntimeSpec:
-        """This job's settings, as LlamacppRuntimeSpec."""
-        return settings_as(self.spec, LlamacppRuntimeSpec)
 
     def build_argv(self, port: int) -> list[str]:
         spec, rt = self.spec, self.rt

@@ -25,7 +25,7 @@ from typing import Any
 import httpx
 
 from specexp.measure.events import EngineInfo, Request, RuntimeFailure
-from specexp.runtimes.base import register, settings_as
+from specexp.runtimes.base import register
 from specexp.runtimes.gguf_files import gguf_path
 from specexp.runtimes.http.client import RawStream
 from specexp.runtimes.http.runtime import HttpRuntime, get, json_of, messages_of
@@ -52,7 +52,7 @@ TIMINGS = (
 
 
 @register(OllamaRuntimeSpec)
-class OllamaRuntime(HttpRuntime):
+class OllamaRuntime(HttpRuntime[OllamaRuntimeSpec]):
     default_port = 11434  # OLLAMA_HOST default 127.0.0.1:11434 (envconfig)
     health_path = "/api/version"
     chat_path = "/api/chat"
@@ -64,11 +64,6 @@ class OllamaRuntime(HttpRuntime):
     """The chat template a GGUF is imported with (specexp.runtimes.ollama.models.ollama_template)."""
     _thinks: bool | None = None
     """Whether the served model can think (`thinking` in /api/show's capabilities); None: unknown."""
-
-    @property
-    def rt(self) -> OllamaRuntimeSpec:
-        """This job's settings, as OllamaRuntimeSpec."""
-        return settings_as(self.spec, OllamaRuntimeSpec)
 
     @classmethod
     def installed_version(cls, spec: ExperimentSpec) -> str | None:

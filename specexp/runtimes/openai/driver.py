@@ -17,22 +17,17 @@ from typing import Any
 import httpx
 
 from specexp.measure.events import EngineInfo, Request, RuntimeFailure
-from specexp.runtimes.base import register, settings_as
+from specexp.runtimes.base import register
 from specexp.runtimes.http.runtime import HttpRuntime
 from specexp.spec.runtime import OpenaiRuntimeSpec
 
 
 @register(OpenaiRuntimeSpec)
-class OpenAIRuntime(HttpRuntime):
+class OpenAIRuntime(HttpRuntime[OpenaiRuntimeSpec]):
     health_path = "/v1/models"
     metrics_path = None
     knows_setup = False
     _models: list[str] | None = None
-
-    @property
-    def rt(self) -> OpenaiRuntimeSpec:
-        """This job's settings, as OpenaiRuntimeSpec."""
-        return settings_as(self.spec, OpenaiRuntimeSpec)
 
     def build_argv(self, port: int) -> list[str] | None:
         return None

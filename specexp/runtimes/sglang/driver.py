@@ -30,7 +30,7 @@ from typing import Any
 import httpx
 
 from specexp.measure.events import Counters, EngineInfo, Request
-from specexp.runtimes.base import register, settings_as
+from specexp.runtimes.base import register
 from specexp.runtimes.http import promtext
 from specexp.runtimes.http.client import RawStream
 from specexp.runtimes.http.runtime import HttpRuntime, get, json_of
@@ -41,16 +41,11 @@ CHAIN = {"mtp", "eagle", "eagle3", "draft_model"}
 
 
 @register(SglangRuntimeSpec)
-class SglangRuntime(HttpRuntime):
+class SglangRuntime(HttpRuntime[SglangRuntimeSpec]):
     default_port = 30000  # docs/engines.md 2 (serving.py L66)
     _server_drafter_config: str | None = None
 
     # -- the server --------------------------------------------------------------------------
-
-    @property
-    def rt(self) -> SglangRuntimeSpec:
-        """This job's settings, as SglangRuntimeSpec."""
-        return settings_as(self.spec, SglangRuntimeSpec)
 
     def build_argv(self, port: int) -> list[str]:
         rt = self.rt

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from specexp.measure.events import Counters, EngineInfo, Request, RequestTrace
-from specexp.runtimes.base import Runtime, register, settings_as
+from specexp.runtimes.base import Runtime, register
 from specexp.sim import sampling
 from specexp.sim.engine import SimEngine
 from specexp.sim.startup import start_engine
@@ -14,17 +14,12 @@ from specexp.spec.runtime import SimRuntimeSpec
 
 
 @register(SimRuntimeSpec)
-class SimRuntime(Runtime):
+class SimRuntime(Runtime[SimRuntimeSpec]):
     """The simulator behind the engine seam; every number it gives is `source: simulated`."""
 
     source = "simulated"
     reads_prompts = False
     engine: SimEngine
-
-    @property
-    def rt(self) -> SimRuntimeSpec:
-        """This job's settings, as SimRuntimeSpec."""
-        return settings_as(self.spec, SimRuntimeSpec)
 
     def start(self) -> EngineInfo:
         """Plan memory and context as a real engine does (RuntimeFailure where it refuses)."""

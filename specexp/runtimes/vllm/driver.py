@@ -23,7 +23,7 @@ import httpx
 
 from specexp.measure.events import Counters, EngineInfo, Request, RequestTrace, RuntimeFailure
 from specexp.models import hf_config
-from specexp.runtimes.base import register, settings_as
+from specexp.runtimes.base import register
 from specexp.runtimes.http import promtext
 from specexp.runtimes.http.client import RawStream
 from specexp.runtimes.http.runtime import HttpRuntime, get, json_of
@@ -62,18 +62,13 @@ docs/engines.md is silent on it)."""
 
 
 @register(VllmRuntimeSpec)
-class VllmRuntime(HttpRuntime):
+class VllmRuntime(HttpRuntime[VllmRuntimeSpec]):
     default_port = 8000  # docs/engines.md 1.3
     compile_lines = COMPILE_DURING_WINDOW
     _jit_verbose = True
     _monitor_on = False
 
     # -- the server --------------------------------------------------------------------------
-
-    @property
-    def rt(self) -> VllmRuntimeSpec:
-        """This job's settings, as VllmRuntimeSpec."""
-        return settings_as(self.spec, VllmRuntimeSpec)
 
     def build_argv(self, port: int) -> list[str]:
         rt = self.rt
