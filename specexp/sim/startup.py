@@ -15,6 +15,7 @@ from specexp.sim.kvcache import CacheLayout, block_tokens, cache_hits, page_alig
 from specexp.sim.memory import ENGINE_RESERVED_GIB, MemoryPlan, memory_plan, refusal
 from specexp.sim.profile import EngineProfile, calibration, load_profile
 from specexp.spec.experiment import ExperimentSpec, HardwareSpec
+from specexp.spec.runtime import SimRuntimeSpec
 
 GIB = 1024**3
 
@@ -42,6 +43,8 @@ def plan_server(
     """The server's start-time decisions; RuntimeFailure where a real engine refuses to start.
     `profile` replaces runtime.engine's (a calibration trying figures)."""
     rt = spec.runtime
+    if not isinstance(rt, SimRuntimeSpec):
+        raise TypeError(f"the simulator plans runtime=sim's servers, not runtime={rt.name}")
     profile = profile or load_profile(rt.engine, spec.hardware.name)
     hardware = spec.hardware
     if profile.layer_overhead_us is not None:  # the engine's own kernels' fixed cost per layer
