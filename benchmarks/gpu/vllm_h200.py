@@ -101,8 +101,8 @@ DRAFTERS = [
 ]
 """The cells the studies still lack on the H200: n-gram k = 2 and 8 on the dense shape, at concurrency
 1-32 and on warm prefixes; then the hybrid shape's baseline bursts and warm prefixes again, in a sitting
-of their own (a burst's TTFT differs between sittings by more than the targets). The 2026-12-03
-sittings (benchmarks/data/h200-vllm-2026-12-03/, h200-vllm-2026-12-03-2/) ran this plan's earlier
+of their own (a burst's TTFT differs between sittings by more than the targets): run on 2026-12-04
+(benchmarks/data/h200-vllm-2026-12-04/). The 2026-12-03 sittings (benchmarks/data/h200-vllm-2026-12-03/, h200-vllm-2026-12-03-2/) ran this plan's earlier
 entries: the dense shape's draft model (k = 4) and EAGLE-3 (k = 3) beside a baseline, with their warm
 prefixes; MTP k = 1, 5 and 8 on the hybrid (k = 8 with its warm prefixes); SmolLM2-135M's trained
 weights on three real workloads without a drafter and with n-gram k = 2, 4 and 8 (SMOLLM2_PLAN). An
