@@ -123,7 +123,47 @@ SMOLLM2_PLAN = [
     ),
 ]
 """n-gram on SmolLM2-135M's trained weights on real text (real acceptance) beside its baseline."""
-PLANS = {"studies": RUNS, "drafters": DRAFTERS, "smollm2": SMOLLM2_PLAN}
+GRAPH_SIZE = "--compilation-config.max_cudagraph_capture_size,1024"
+"""vLLM's largest captured CUDA graph raised from its default 512 tokens to 1,024 (a dotted config flag)."""
+GRAPHS_SHAPE = [
+    "hardware=h200",
+    "quantization=bf16",
+    "runtime.max_model_len=20480",
+    "runtime.gpu_memory_utilization=0.85",
+    "workload=concurrency",
+    "workload.concurrency=[1,2,4]",
+    "workload.repeats=3",
+    "drafter=none",
+]
+GRAPHS_PLAN = [
+    (
+        "h200_vllm_dense_graphs",
+        [
+            *GRAPHS_SHAPE,
+            "model=qwen3-8b",
+            "workload.prompt_tokens=480,511,512,532,1024",
+            "workload.output_tokens=1,128",
+            "runtime.extra_args=[--enable-per-request-metrics],"
+            f"[--enable-per-request-metrics,{GRAPH_SIZE}]",
+        ],
+    ),
+    (
+        "h200_vllm_hybrid_graphs",
+        [
+            *GRAPHS_SHAPE,
+            "model=qwen3.8-27b",
+            "workload.prompt_tokens=511,532",
+            "workload.output_tokens=128",
+            f"runtime.extra_args=[--enable-per-request-metrics,--gdn-prefill-backend,triton,{GRAPH_SIZE}]",
+        ],
+    ),
+]
+"""Whether a step of more tokens than vLLM's largest CUDA graph (512 by default) is what makes a burst of
+two 512-token prompts take 45-76 ms where one alone takes 23 ms, and a lone 532-token prompt 42 ms: one
+server with the default graphs and one with graphs up to 1,024 tokens, each at prompts on both sides of
+512 (a burst of two of 511-token prompts makes a mixed step of exactly 512), one token out against 128;
+then the hybrid shape with graphs up to 1,024 tokens."""
+PLANS = {"studies": RUNS, "drafters": DRAFTERS, "smollm2": SMOLLM2_PLAN, "graphs": GRAPHS_PLAN}
 MOE_SWEEP = [
     "hardware=h200",
     "model=qwen3-30b-a3b",
