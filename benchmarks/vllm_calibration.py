@@ -44,12 +44,15 @@ FITTED = (
     "linear_prefill_layer_ms",
     "layer_overhead_us",
     "prefill_compute",
+    "ungraphed_layer_us",
 )
-UPPER = (50.0, 10.0, 20.0, 5.0, 200.0, 1.6)
+UPPER = (50.0, 10.0, 20.0, 5.0, 200.0, 1.6, 2000.0)
 """Fitted (to TTFT totals) on the 2026-12-02 jobs without a drafter: the figures in conf/sim_engine/vllm.yaml."""
-PARTS_FITTED = FITTED[:4]
-"""Fitted to TTFT parts by `--fit`: the front end's three figures and the hybrid's prefill layer cost
-(`layer_overhead_us` stays: it is decode's, which the parts say nothing about)."""
+PARTS_FITTED = (*FITTED[:4], FITTED[6])
+"""Fitted to TTFT parts by `--fit`: the front end's three figures, the hybrid's prefill layer cost and the
+cost of a step without a CUDA graph (`layer_overhead_us` stays: it is decode's, which the parts say
+nothing about)."""
+PARTS_UPPER = (*UPPER[:4], UPPER[6])
 FITTED_SYNC = ("sync_step_overhead_ms", "sync_position_overhead_ms")
 """Fitted on the jobs vLLM schedules synchronously (n-gram k = 2, 4, 8, the draft model k = 4), after
 the others: a step's fixed CPU time and its time per drafted position."""
@@ -151,7 +154,7 @@ def parts_fit(fitted: list[fr.Job], profile: EngineProfile, iterations: int) -> 
     """Fit PARTS_FITTED to the TTFT parts of the drafter-free jobs, and say what the totals and the
     warm gains come to under those figures (which the profile does not adopt unless they do better)."""
     figures = fr.fit(
-        fitted, "vllm", PARTS_FITTED, UPPER[:4], iterations=iterations, base=profile, parts=True
+        fitted, "vllm", PARTS_FITTED, PARTS_UPPER, iterations=iterations, base=profile, parts=True
     )
     print("parts fit:", figures, flush=True)
     trial = fr.with_figures(profile, PARTS_FITTED, [figures[k] for k in PARTS_FITTED])

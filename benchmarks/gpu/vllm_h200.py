@@ -154,7 +154,20 @@ GRAPHS_PLAN = [
             "model=qwen3.8-27b",
             "workload.prompt_tokens=511,532",
             "workload.output_tokens=128",
-            f"runtime.extra_args=[--enable-per-request-metrics,--gdn-prefill-backend,triton,{GRAPH_SIZE}]",
+            "runtime.extra_args=[--enable-per-request-metrics,--gdn-prefill-backend,triton],"
+            f"[--enable-per-request-metrics,--gdn-prefill-backend,triton,{GRAPH_SIZE}]",
+        ],
+    ),
+    (
+        "h200_vllm_dense_graphs",
+        [
+            *GRAPHS_SHAPE[:-3],
+            "workload.concurrency=[1,2,4,8]",
+            *GRAPHS_SHAPE[-2:],
+            "model=qwen3-8b",
+            "workload.prompt_tokens=64,72",
+            "workload.output_tokens=128",
+            "runtime.extra_args=[--enable-per-request-metrics]",
         ],
     ),
 ]
@@ -162,7 +175,9 @@ GRAPHS_PLAN = [
 two 512-token prompts take 45-76 ms where one alone takes 23 ms, and a lone 532-token prompt 42 ms: one
 server with the default graphs and one with graphs up to 1,024 tokens, each at prompts on both sides of
 512 (a burst of two of 511-token prompts makes a mixed step of exactly 512), one token out against 128;
-then the hybrid shape with graphs up to 1,024 tokens."""
+then the hybrid shape with either; then bursts of 2 to 8 short prompts (asked for at 64 and 72 tokens,
+they ran at 165: the instruction and the chat template alone). Run on 2026-12-04
+(benchmarks/data/h200-vllm-2026-12-04-2/: the last two entries as `start --sweep` of the same overrides)."""
 PLANS = {"studies": RUNS, "drafters": DRAFTERS, "smollm2": SMOLLM2_PLAN, "graphs": GRAPHS_PLAN}
 MOE_SWEEP = [
     "hardware=h200",

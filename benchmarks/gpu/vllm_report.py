@@ -28,6 +28,7 @@ SITTINGS = (
     ("h200-vllm-2026-12-03", "2026-12-03"),
     ("h200-vllm-2026-12-03-2", "2026-12-03, the same day's second sitting"),
     ("h200-vllm-2026-12-04", "2026-12-04"),
+    ("h200-vllm-2026-12-04-2", "2026-12-04, the same day's second sitting"),
 )
 """Every sitting's records, committed under benchmarks/data/ (one lease each), and when it ran: the
 report, the TTFT parts and the profile's fit all read these."""

@@ -1,11 +1,9 @@
 """Hold an engine profile against that engine measured by specexp, job by job, and fit its figures.
 
 The data are specexp's own records of a real server (`result.json`, read into `RunRecord`). Every
-measured job is simulated whole from its record: the overrides it ran with, the engine swapped for
-`runtime=sim runtime.engine=<profile>`, and for a drafter the acceptance by position the engine's
-counters measured over the job (the simulator is then judged on the engine's costs, not on a guess of
-what the drafter accepts). A prefix-cache job's new suffix is the one its prompts had under the
-server's tokenizer (`suffix_tokens`). Points pair on concurrency, cache state and the nearest prompt
+measured job is simulated whole from its record, replayed as specexp.fit.replay says: the overrides it
+ran with, the engine swapped for `runtime=sim runtime.engine=<profile>`, and what the simulator must be
+told besides (a drafter's measured acceptance, a suffix's tokens, the server's largest CUDA graph). Points pair on concurrency, cache state and the nearest prompt
 length (a server counts the chat template's tokens too).
 
 `fit` is the Levenberg-Marquardt least squares of specexp.fit.hardware on log(simulated / measured) over
@@ -21,9 +19,10 @@ from pathlib import Path
 
 import numpy as np
 
+from specexp.fit.replay import sim_overrides
 from specexp.record import Measurement, RunRecord, find_records
 from specexp.sim.profile import EngineProfile, load_profile
-from specexp.spec.arms import arm_label, draft_length
+from specexp.spec.arms import arm_label
 
 TARGETS = {
     "decode_tps": 0.15,
@@ -48,21 +47,6 @@ PART_FLOOR_S = 0.001
 """A measured part shorter than this is not compared (a queue of 0.02 ms has no ratio worth fitting)."""
 TTFT_SLACK_S = 0.020
 WARM_GAIN_TARGET = 0.30
-ENGINE_OVERRIDES = (
-    "runtime=",
-    "runtime.load_format=",
-    "runtime.executable=",
-    "runtime.extra_args=",
-    "runtime.start_timeout_s=",
-)
-"""Overrides of a measured job that name the engine, not the cell: replaced by the simulator's."""
-BYTE_CHAT_TAIL_TOKENS = 13
-"""Tokens of the ChatML tail after a user message under specexp's byte-level tokenizer
-(`<|im_end|>`, a newline, `<|im_start|>`, then `assistant` and a newline byte by byte)."""
-MARKER_TOKENS = 14
-"""The unique marker before a cache group's instruction, byte by byte: 12 hex digits, `]` and a space
-(specexp.workloads.prompts.PromptBuilder: `{material}\\n\\n[{marker}] {instruction}`)."""
-
 Key = tuple[int, int, str]
 """A simulated point: (concurrency, prompt tokens, cache)."""
 
@@ -92,120 +76,6 @@ def load_jobs(root: Path) -> list[Job]:
         if record.conditions.source == "measured"
     ]
     return sorted(jobs, key=lambda j: j.record.provenance.started_at or "")
-
-
-def acceptance(record: RunRecord) -> list[float] | None:
-    """The job's acceptance by position: each position's median over the job's measurements."""
-    rows = [
-        m.metrics.acceptance_by_position
-        for m in record.measurements
-        if m.metrics.acceptance_by_position
-    ]
-    if not rows:
-        return None
-    width = min(len(r) for r in rows)
-    return [round(statistics.median(r[i] for r in rows), 4) for i in range(width)]
-
-
-def draft_shape(record: RunRecord) -> tuple[float | None, float | None]:
-    """(draft_rate, draft_continue) of the job, from the engine's own counts over its measurements:
-    drafts per decode step (a step emits its accepted drafts and one token of its own; a request's
-    first token comes from its prompt), and the chance a draft goes on past each position that gives
-    its mean length (draft tokens per draft). None where the engine counted neither, or for a figure
-    that is 1 (every step drafts; every draft is k long)."""
-    c = record.conditions
-    k = draft_length(c.drafter, c.k)
-    drafts = tokens = accepted = steps = 0.0
-    for m in record.measurements:
-        e, timings = m.engine_counters, _step_timings(m)
-        if not e or not e.drafts or not timings:
-            continue
-        emitted = sum(float(t.get("predicted_n") or 0) for t in timings)
-        drafts, tokens, accepted = (
-            drafts + e.drafts,
-            tokens + (e.draft_tokens or 0),
-            accepted + (e.accepted or 0),
-        )
-        steps += emitted - len(timings) - (e.accepted or 0)
-    if not k:
-        return None, None
-    if not drafts:  # counted, with timings, and no draft: the server drafted nothing over the job
-        counted = any(
-            m.engine_counters is not None and _step_timings(m) for m in record.measurements
-        )
-        return (0.0 if counted else None), None
-    rate = min(drafts / steps, 1.0) if steps > 0 else None
-    mean = tokens / drafts
-    go_on = None
-    if mean < k - 1e-6:  # sum of go_on**i, i < k, is the mean length: bisection
-        lo, hi = 0.0, 1.0
-        for _ in range(60):
-            mid = (lo + hi) / 2
-            lo, hi = (mid, hi) if sum(mid**i for i in range(k)) < mean else (lo, mid)
-        go_on = round(lo, 4)
-    return (round(rate, 4) if rate is not None and rate < 0.9999 else None), go_on
-
-
-def _step_timings(m: Measurement) -> list[dict]:
-    """The per-request timings that count the tokens a request emitted (llama-server's `predicted_n`),
-    from which steps are counted; vLLM's per-request metrics count none, so a vLLM job's draft rate
-    stays unknown (None), not 0."""
-    return [t for t in m.engine_timings or [] if isinstance(t.get("predicted_n"), (int, float))]
-
-
-def byte_suffix_tokens(record: RunRecord) -> int | None:
-    """A cache-reuse job's new suffix in tokens where its server counted bytes (the byte-level tokenizer of
-    the config-only folders specexp writes, runtime.load_format=dummy): the marker, the instruction and,
-    for chat, the template's tail. None for any other job."""
-    config = record.provenance.config
-    workload = config.get("workload") or {}
-    if (
-        not workload.get("shared_prefix")
-        or (config.get("runtime") or {}).get("load_format") != "dummy"
-    ):
-        return None
-    tail = BYTE_CHAT_TAIL_TOKENS if workload.get("endpoint", "chat") == "chat" else 0
-    return MARKER_TOKENS + len(str(workload.get("prompt", "")).encode()) + tail
-
-
-def sim_overrides(record: RunRecord, engine: str) -> list[str]:
-    """The measured job's overrides with the simulator imitating `engine` in place of the server."""
-    kept = [
-        o for o in record.provenance.overrides if not o.lstrip("+").startswith(ENGINE_OVERRIDES)
-    ]
-    out = ["runtime=sim", f"runtime.engine={engine}", *kept, *_engine_only_keys(kept)]
-    accepted = acceptance(record)
-    workload_class = (record.provenance.config.get("workload") or {}).get(
-        "acceptance_class", "fresh"
-    )
-    if accepted:
-        out.append(f"drafter.acceptance.{workload_class}=[{','.join(str(a) for a in accepted)}]")
-    rate, go_on = draft_shape(record)
-    if rate is not None:
-        out.append(f"++drafter.draft_rate={{{workload_class}:{rate}}}")
-    if go_on is not None:
-        out.append(f"++drafter.draft_continue={{{workload_class}:{go_on}}}")
-    suffix = byte_suffix_tokens(record)
-    if suffix is not None:
-        out.append(f"workload.suffix_tokens={suffix}")
-    return out
-
-
-def _engine_only_keys(overrides: Sequence[str]) -> list[str]:
-    """Deletions (`~runtime.KEY`) of the runtime keys an experiment file sets that the simulator has
-    not (a study's `runtime.extra_args` for its server): the study's cells, on the simulator."""
-    from omegaconf import OmegaConf
-
-    from specexp.spec.paths import experiments_dir
-    from specexp.spec.runtime import SimRuntimeSpec
-
-    out = []
-    for o in overrides:
-        if o.lstrip("+").startswith("experiment="):
-            path = experiments_dir() / f"{o.split('=', 1)[1]}.yaml"
-            runtime = OmegaConf.load(path).get("runtime") or {}
-            out += [f"~runtime.{key}" for key in runtime if key not in SimRuntimeSpec.model_fields]
-    return out
 
 
 def simulate(
@@ -262,8 +132,8 @@ def metrics_of(job: Job, parts: bool = False) -> tuple[str, ...]:
     ttft = FIT_PARTS if parts else ("ttft_s",)
     if workload.startswith("prefill"):
         return ("prefill_tps", *ttft)
-    if workload.startswith("prefix"):
-        return ttft
+    if workload.startswith("prefix") or job.record.conditions.output_tokens == 1:
+        return ttft  # one token out: no decode, and the aggregate is the TTFT's inverse
     return ("decode_tps", "aggregate_tps", *ttft)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -226,6 +227,26 @@ def measured_notes(record: RunRecord) -> list[str]:
     return notes
 
 
+def prompt_length_notes(windows: Sequence[Window]) -> list[str]:
+    """Points whose prompts came out longer than asked: the workload's instruction and the chat
+    template alone take more tokens than the point's length leaves them (the server's count)."""
+    notes = []
+    for target in sorted({w.point.prompt_tokens for w in windows if w.point.prompt_tokens}):
+        counted = [
+            t.prompt_tokens
+            for w in windows
+            if w.point.prompt_tokens == target
+            for t in w.traces
+            if t.prompt_tokens
+        ]
+        if counted and min(counted) > target * 1.1 + 8:
+            notes.append(
+                f"{target}-token prompts asked for, {min(counted):,} sent: the workload's "
+                "instruction and the chat template alone take more than that length leaves them"
+            )
+    return notes
+
+
 def _finish(
     cell: Cell,
     progress: _Progress,
@@ -282,7 +303,8 @@ def _finish(
         else [],
         notes=(runtime.notes() if runtime is not None else []),
     )
-    record = record.model_copy(update={"notes": [*record.notes, *measured_notes(record)]})
+    notes = [*record.notes, *measured_notes(record), *prompt_length_notes(progress.windows)]
+    record = record.model_copy(update={"notes": notes})
     if write_record(job_dir, record):
         write_requests(job_dir, progress.windows, spec.workload.record_chunk_times)
     else:

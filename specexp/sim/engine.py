@@ -31,7 +31,7 @@ from specexp.sim.kvcache import CHAT_TURN_TOKENS, CacheLayout, KvPool
 from specexp.sim.memory import MemoryPlan
 from specexp.sim.passes import StepPasses
 from specexp.sim.profile import EngineProfile
-from specexp.sim.sequences import Counts, Seq, Step, trace, window_blocks
+from specexp.sim.sequences import Counts, HeldTokens, Seq, Step, trace, window_blocks
 
 
 class SimEngine:
@@ -51,6 +51,7 @@ class SimEngine:
         profile: EngineProfile | None = None,
         prefill_target: CostModel | None = None,
         drafter: str = "none",
+        cuda_graph_max_tokens: int | None = None,
     ) -> None:
         self.target = target
         self.passes = StepPasses(
@@ -64,8 +65,14 @@ class SimEngine:
         self.k = k if draft is not None else 0
         self.max_num_batched_tokens = self.profile.batch_tokens or max_num_batched_tokens
         self.max_num_seqs = max_num_seqs
-        self._step_s = self.profile.step_overhead_s(drafter if self.k else "none", self.k)
+        scheduled_with = drafter if self.k else "none"
+        self._step_s = self.profile.step_overhead_s(scheduled_with, self.k)
         """Fixed CPU time of a step (more where the engine schedules synchronously with this drafter)."""
+        self.passes.graph_max_tokens = self.profile.graph_cap(
+            max_num_seqs, self.k, self.max_num_batched_tokens, cuda_graph_max_tokens
+        )
+        self.held = HeldTokens(self.profile.output_waits_for_next_launch(scheduled_with))
+        """The last step's tokens, until the next step is launched."""
         self.layout = layout
         self.memory = memory
         self.pool = KvPool(memory.kv_bytes if memory is not None else float("inf"))
@@ -219,6 +226,8 @@ class SimEngine:
     # -- the scheduler -------------------------------------------------------------------
     def step(self) -> Step | None:
         """Admit what fits, run one forward pass; None when nothing could run."""
+        if not self.running:
+            self.held.drop()
         if not self.running and self.waiting:  # idle until the head of the queue can be scheduled
             self.clock = max(self.clock, self.waiting[0].ready)
         for s in self.waiting:  # what the scheduler sees at this step boundary
@@ -291,6 +300,7 @@ class SimEngine:
             if p.sampling == "per_token"
             else len(decoding)
         ) + sum(1 for s, n in chunks if s.prefilled + n == s.prompt)
+        self.held.release(self.clock + (seconds if self.passes.kernel_by_kernel else 0.0))
         self.clock += seconds + self._step_s + p.seq_overhead_ms * sampled / 1e3
         emitted = [(s, self._emit(s, a + 1)) for s, (_, a) in zip(decoding, proposed, strict=True)]
         for s, n in chunks:
@@ -301,6 +311,7 @@ class SimEngine:
             if not s.in_prefill:
                 self._remember(s)
                 emitted.append((s, self._emit(s, 1)))
+        self.held.hold(emitted)
         return emitted
 
     def _checkpoint_seconds(self, chunks: list[tuple[Seq, int]]) -> float:

@@ -45,6 +45,11 @@ class StepPasses:
         self._cuda_graphs: dict[Hashable, bool] = {}
         """Decode pass shapes ggml-cuda has seen -> whether their CUDA graph is captured."""
         self._ungraphed = sorted(profile.ungraphed_pass_ms.items())
+        self.graph_max_tokens: int | None = profile.graph_max_tokens
+        """The largest step run from a CUDA graph (the engine caps the profile's: graph_cap)."""
+        self.kernel_by_kernel = False
+        """Whether the last step launched kernels one by one: past `graph_max_tokens`, or a hybrid
+        model's linear-attention prefill, which runs outside the graphs (linear_prefill_layer_ms)."""
 
     def seconds(
         self, verify: list[Slice], chunks: Sequence[tuple[int, int, int]], slots: list[int] | None
@@ -56,6 +61,28 @@ class StepPasses:
             Slice(tokens=n, context=done, logits=int(done + n == prompt))
             for n, done, prompt in chunks
         ]
+        tokens = sum(x.tokens for x in verify) + sum(x.tokens for x in prefill)
+        cap = self.graph_max_tokens
+        past_graph = cap is not None and tokens > cap
+        self.kernel_by_kernel = past_graph or bool(
+            prefill
+            and self.profile.linear_prefill_layer_ms
+            and self.target.shape.linear_attention_layers
+        )
+        launches = 0.0
+        if past_graph:
+            shape = self.target.shape
+            layers = shape.full_attention_layers + shape.linear_attention_layers
+            launches = layers * self.profile.ungraphed_layer_us / 1e6
+        return self._seconds(verify, prefill, chunks, slots) + launches
+
+    def _seconds(
+        self,
+        verify: list[Slice],
+        prefill: list[Slice],
+        chunks: Sequence[tuple[int, int, int]],
+        slots: list[int] | None,
+    ) -> float:
         p = self.profile
         equal = p.prefill_ubatch_split == "equal"
         if not prefill:

@@ -154,6 +154,20 @@ class EngineProfile(BaseModel):
     """CPU time of each drafted position in a step the engine schedules synchronously, ms: on the H200
     vLLM's n-gram steps grow by about half a millisecond a position at one to sixteen streams, far more
     than the pass over the extra tokens costs."""
+    graph_max_tokens: int | None = Field(default=None, ge=1)
+    """The most tokens a step may hold and still replay a CUDA graph (vLLM's max_cudagraph_capture_size,
+    512 by default); unless the server sets its own (runtime.cuda_graph_max_tokens) the engine caps it at
+    2 x max_num_seqs x (1 + k), and at the step's token budget either way, as
+    vLLM does (config/vllm.py _set_cudagraph_sizes). A step of more tokens runs kernel by kernel and pays
+    `ungraphed_layer_us`. None: no such limit (llama.cpp's graphs: `ungraphed_pass_ms`)."""
+    ungraphed_layer_us: float = Field(default=0.0, ge=0)
+    """Extra time of a step past `graph_max_tokens`, us per decoder layer: its kernels are launched one
+    by one from the engine's thread, and the GPU waits on the launches."""
+    async_output: bool = False
+    """Asynchronous scheduling: a step's tokens leave the engine only once the next step has been
+    launched (vLLM's EngineCore.step_with_batch_queue), and a step past `graph_max_tokens` takes its
+    whole pass to launch (a graphed one next to nothing). Not with `sync_scheduling_drafters`, nor when
+    no step follows."""
     sampling: Literal["per_sequence", "per_token"] = "per_sequence"
     """What `seq_overhead_ms` is paid for. per_sequence: once per sequence that samples in a step;
     per_token: once per token a step emits (llama-server samples a verify's positions one by one,
@@ -178,6 +192,21 @@ class EngineProfile(BaseModel):
             else 0.0
         )
         return (self.step_overhead_ms + sync) / 1e3
+
+    def graph_cap(
+        self, max_num_seqs: int, k: int, batch_tokens: int, given: int | None = None
+    ) -> int | None:
+        """The largest step run from a CUDA graph under these settings: `given` (the server's own
+        setting) or `graph_max_tokens` capped as vLLM caps its default, either within the budget."""
+        if self.graph_max_tokens is None:
+            return None
+        if given is not None:
+            return min(given, batch_tokens)
+        return min(self.graph_max_tokens, 2 * max_num_seqs * (1 + k), batch_tokens)
+
+    def output_waits_for_next_launch(self, drafter: str) -> bool:
+        """Whether a step's tokens leave only after the next step's launch (`async_output`)."""
+        return self.async_output and drafter not in self.sync_scheduling_drafters
 
 
 def load_profile(name: str | None, device: str | None = None) -> EngineProfile:

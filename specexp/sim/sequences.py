@@ -141,3 +141,31 @@ def engine_timings(s: Seq) -> dict[str, float] | None:
         "queue_time_ms": round((s.scheduled - (s.queued or s.scheduled)) * 1e3, 6),
         "time_to_first_token_ms": round((s.events[0].t - s.scheduled) * 1e3, 6),
     }
+
+
+class HeldTokens:
+    """A step's token events that leave the engine only once the next step is launched (an engine
+    profile's `async_output`): vLLM's engine core builds step N's outputs after it has launched step
+    N + 1, so a step launched kernel by kernel holds back the tokens of the step before it."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self._held: list[tuple[Seq, int]] = []
+
+    def hold(self, emitted: Sequence[tuple[Seq, int]]) -> None:
+        """The events this step just emitted wait for the next step's launch."""
+        if self.enabled:
+            self._held = [(s, len(s.events) - 1) for s, _ in emitted]
+
+    def release(self, launched: float) -> None:
+        """The next step is launched at engine time `launched`: the held tokens leave then (or when
+        they were emitted, if later)."""
+        for s, i in self._held:
+            event = s.events[i]
+            if launched > event.t:
+                s.events[i] = event._replace(t=launched)
+        self._held = []
+
+    def drop(self) -> None:
+        """No step follows: the held tokens left when their pass ended."""
+        self._held = []

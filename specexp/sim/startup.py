@@ -158,6 +158,7 @@ def start_engine(
         profile=profile,
         prefill_target=plan.prefill,
         drafter=spec.drafter.name,
+        cuda_graph_max_tokens=rt.cuda_graph_max_tokens,
     )
     details = {
         "weight_gib": round(memory.weight_bytes / GIB, 2),

@@ -105,6 +105,10 @@ class SimRuntimeSpec(RuntimeSpec):
     name: Literal["sim"] = "sim"
     engine: Literal["vllm", "sglang", "llamacpp"] | None = None
     """The engine the simulator imitates (its profile, conf/sim_engine/); None: vllm."""
+    cuda_graph_max_tokens: int | None = Field(default=None, ge=1, exclude_if=lambda v: v is None)
+    """The largest step the imitated engine runs from a CUDA graph, for an engine whose profile has
+    such a limit (vLLM: `--compilation-config.max_cudagraph_capture_size`); None: the profile's
+    (vLLM's default, 512 tokens). A step of more tokens runs kernel by kernel."""
     prefix_cache_broken_versions: list[str] = []
     """Versions of the imitated engine (fnmatch patterns, against runtime.version) whose prefix cache
     silently never hits: it is on and costs KV capacity, but nothing is reused."""

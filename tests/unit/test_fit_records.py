@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from specexp.fit import records as fr
+from specexp.fit import replay
 
 REPO = Path(__file__).resolve().parents[2]
 H200 = REPO / "benchmarks/data/h200-vllm/sweeps"
@@ -24,8 +25,21 @@ def test_a_vllm_job_leaves_the_draft_rate_unknown(jobs: dict[str, fr.Job]) -> No
     a step drafted is not known: the simulator drafts every step, as n-gram did on these repeating
     outputs (4.85 tokens a pass), and is not told that the server never drafted."""
     ngram = jobs["086deb3dc112"]
-    assert fr.draft_shape(ngram.record) == (None, None)
+    assert replay.draft_shape(ngram.record) == (None, None)
     assert not any("draft_rate" in o for o in fr.sim_overrides(ngram.record, "vllm"))
+
+
+def test_a_server_given_larger_cuda_graphs_is_replayed_with_them() -> None:
+    """The second 2026-12-04 sitting served the dense shape with vLLM's default graphs and with graphs
+    up to 1,024 tokens (`--compilation-config.max_cudagraph_capture_size 1024` in extra_args): the
+    simulator is told which, and nothing for the default."""
+    graphs = fr.load_jobs(REPO / "benchmarks/data/h200-vllm-2026-12-04-2/sweeps")
+    given = {replay.cuda_graph_max_tokens(j.record) for j in graphs}
+    assert given == {None, 1024}
+    for job in graphs:
+        overrides = fr.sim_overrides(job.record, "vllm")
+        wanted = replay.cuda_graph_max_tokens(job.record)
+        assert ("runtime.cuda_graph_max_tokens=1024" in overrides) == (wanted == 1024)
 
 
 def test_ttft_parts_come_from_the_engines_timings(jobs: dict[str, fr.Job]) -> None:

@@ -156,3 +156,71 @@ def test_a_burst_past_the_steps_token_budget_queues_its_last_requests_in_vllms_o
         for t in burst.traces
     }
     assert all(q < ttft for q, ttft in ttft_ms.items())  # the queue is a part of the TTFT
+
+
+def lone_prefill_ms(make_spec: Spec, tmp_path: Path, prompt: int, *overrides: str) -> float:
+    (window,) = windows(
+        make_spec,
+        tmp_path,
+        *H200_DENSE,
+        "workload=prefill_sweep",
+        f"workload.prompt_lengths=[{prompt}]",
+        "workload.repeats=1",
+        *overrides,
+    )
+    return median_ttft(window) * 1e3
+
+
+def test_a_step_past_vllms_largest_cuda_graph_runs_kernel_by_kernel(
+    make_spec: Spec, tmp_path: Path
+) -> None:
+    """vLLM 0.26 captures CUDA graphs for steps of up to 512 tokens by default: on the H200 a lone
+    532-token prompt took 31 ms where one of 512 took 16-18 ms, and with graphs up to 1,024 tokens
+    the 532-token one took 18 ms. The step past the graph pays its layers' kernel-by-kernel launches;
+    a server given larger graphs (runtime.cuda_graph_max_tokens) does not."""
+    profile = load_profile("vllm")
+    assert profile.graph_max_tokens == 512 and profile.ungraphed_layer_us > 0
+    launches_ms = 36 * profile.ungraphed_layer_us / 1e3  # the dense shape's 36 layers
+    at, past = (lone_prefill_ms(make_spec, tmp_path, n) for n in (512, 532))
+    assert past - at >= launches_ms
+    graphs = "runtime.cuda_graph_max_tokens=1024"
+    at_1k, past_1k = (lone_prefill_ms(make_spec, tmp_path, n, graphs) for n in (512, 532))
+    assert past_1k - at_1k < launches_ms / 4
+    assert at_1k == pytest.approx(at)
+
+
+def events_of_first(tmp_path: Path, prompt: int, *overrides: str) -> list[float]:
+    """A request decoding alone, and a `prompt`-token one arriving 100 ms later: the first request's
+    token events (engine clock) from 60 ms before to 60 ms after the second arrives."""
+    from specexp.measure.events import Request
+    from specexp.runtimes.sim.driver import SimRuntime
+    from tests.unit.sim.test_profiles import spec_of
+
+    runtime = SimRuntime(spec_of(*H200_DENSE, *overrides), tmp_path)
+    runtime.start()
+
+    def request(name: str, tokens: int, at: float) -> Request:
+        return Request(name, "x", prompt_tokens=tokens, max_tokens=64, send_at=at)
+
+    first, _ = runtime.engine.run([request("decoding", 64, 0.0), request("new", prompt, 0.1)])
+    return [e.t for e in first.token_events if 0.04 < e.t - first.sent_at < 0.16]
+
+
+def test_a_steps_tokens_leave_once_the_next_step_is_launched(tmp_path: Path) -> None:
+    """vLLM's engine core builds step N's outputs after launching step N + 1. A 600-token prompt joining
+    a decoding request makes a 601-token step, past the largest CUDA graph: launched kernel by kernel,
+    it holds back the token of the decode step before it, which leaves with the long step's own token
+    (on the H200 both first tokens of a burst of two 512-token prompts leave together, 67-76 ms after
+    it). A step within the graph (a 400-token prompt) holds nothing back: every gap is one pass."""
+    assert load_profile("vllm").async_output
+
+    def gaps(prompt: int, *overrides: str) -> list[float]:
+        times = events_of_first(tmp_path, prompt, *overrides)
+        return [b - a for a, b in zip(times, times[1:], strict=False)]
+
+    past = gaps(600)
+    assert min(past) < 1e-6  # the held token and the long step's own leave together
+    within = gaps(400)
+    assert min(within) > 0.003
+    # n-gram is scheduled synchronously: each step's tokens leave when its pass ends
+    assert min(gaps(600, "drafter=ngram", "k=2")) > 0.003
