@@ -47,7 +47,7 @@ FITTED = (
     "ungraphed_layer_us",
 )
 UPPER = (50.0, 10.0, 20.0, 5.0, 200.0, 1.6, 2000.0)
-"""Fitted (to TTFT totals) on the 2026-12-02 jobs without a drafter: the figures in conf/sim_engine/vllm.yaml."""
+"""Fitted (to TTFT totals) on every sitting's jobs without a drafter: the figures in conf/sim_engine/vllm.yaml."""
 PARTS_FITTED = (*FITTED[:4], FITTED[6])
 """Fitted to TTFT parts by `--fit`: the front end's three figures, the hybrid's prefill layer cost and the
 cost of a step without a CUDA graph (`layer_overhead_us` stays: it is decode's, which the parts say

@@ -131,7 +131,6 @@ GRAPHS_SHAPE = [
     "runtime.max_model_len=20480",
     "runtime.gpu_memory_utilization=0.85",
     "workload=concurrency",
-    "workload.concurrency=[1,2,4]",
     "workload.repeats=3",
     "drafter=none",
 ]
@@ -140,6 +139,7 @@ GRAPHS_PLAN = [
         "h200_vllm_dense_graphs",
         [
             *GRAPHS_SHAPE,
+            "workload.concurrency=[1,2,4]",
             "model=qwen3-8b",
             "workload.prompt_tokens=480,511,512,532,1024",
             "workload.output_tokens=1,128",
@@ -151,6 +151,7 @@ GRAPHS_PLAN = [
         "h200_vllm_hybrid_graphs",
         [
             *GRAPHS_SHAPE,
+            "workload.concurrency=[1,2,4]",
             "model=qwen3.8-27b",
             "workload.prompt_tokens=511,532",
             "workload.output_tokens=128",
@@ -161,9 +162,8 @@ GRAPHS_PLAN = [
     (
         "h200_vllm_dense_graphs",
         [
-            *GRAPHS_SHAPE[:-3],
+            *GRAPHS_SHAPE,
             "workload.concurrency=[1,2,4,8]",
-            *GRAPHS_SHAPE[-2:],
             "model=qwen3-8b",
             "workload.prompt_tokens=64,72",
             "workload.output_tokens=128",

@@ -3,8 +3,9 @@
 The data are specexp's own records of a real server (`result.json`, read into `RunRecord`). Every
 measured job is simulated whole from its record, replayed as specexp.fit.replay says: the overrides it
 ran with, the engine swapped for `runtime=sim runtime.engine=<profile>`, and what the simulator must be
-told besides (a drafter's measured acceptance, a suffix's tokens, the server's largest CUDA graph). Points pair on concurrency, cache state and the nearest prompt
-length (a server counts the chat template's tokens too).
+told besides (a drafter's measured acceptance, a suffix's tokens, the server's largest CUDA graph).
+Points pair on concurrency, cache state and the nearest prompt length (a server counts the chat
+template's tokens too).
 
 `fit` is the Levenberg-Marquardt least squares of specexp.fit.hardware on log(simulated / measured) over
 the figures `TARGETS` names, of the profile fields it is given.

@@ -165,8 +165,9 @@ class EngineProfile(BaseModel):
     by one from the engine's thread, and the GPU waits on the launches."""
     async_output: bool = False
     """Asynchronous scheduling: a step's tokens leave the engine only once the next step has been
-    launched (vLLM's EngineCore.step_with_batch_queue), and a step past `graph_max_tokens` takes its
-    whole pass to launch (a graphed one next to nothing). Not with `sync_scheduling_drafters`, nor when
+    launched (vLLM's EngineCore.step_with_batch_queue), and a step launched kernel by kernel (past
+    `graph_max_tokens`, or a hybrid model's prefill, whose linear-attention layers run outside the
+    graphs: `linear_prefill_layer_ms`) takes its whole pass to launch (a graphed one next to nothing). Not with `sync_scheduling_drafters`, nor when
     no step follows."""
     sampling: Literal["per_sequence", "per_token"] = "per_sequence"
     """What `seq_overhead_ms` is paid for. per_sequence: once per sequence that samples in a step;
