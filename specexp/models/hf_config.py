@@ -32,8 +32,9 @@ from typing import Any
 from specexp.models import tiny_hf
 from specexp.spec.experiment import DrafterSpec, ModelSpec
 
-FORMAT_VERSION = 1
-"""Bump on any change to the written files; part of the cache key."""
+FORMAT_VERSION = 2
+"""Bump on any change to the written files; part of the cache key. 2: the hybrid's
+`full_attention_interval` and image and video processor files (SGLang needs both)."""
 
 BOS_ID, EOS_ID = tiny_hf.BOS_ID, tiny_hf.EOS_ID
 
@@ -180,6 +181,8 @@ def config_json(model: ModelSpec) -> dict[str, Any]:
             "full_attention" if (i + 1) % interval == 0 else "linear_attention"
             for i in range(model.num_hidden_layers)
         ],
+        # SGLang lays the layers out from this field and ignores layer_types (docs/engines.md 2.5)
+        "full_attention_interval": interval,
         "mamba_ssm_dtype": model.linear_state_dtype,
     }
     if model.mtp is not None:
@@ -255,10 +258,37 @@ def tokenizer_files(vocab_size: int, context: int) -> dict[str, Any]:
     }
 
 
+PROCESSOR = {
+    "patch_size": 16,
+    "temporal_patch_size": 2,
+    "merge_size": 2,
+    "image_mean": [0.5, 0.5, 0.5],
+    "image_std": [0.5, 0.5, 0.5],
+    "processor_class": "Qwen3VLProcessor",
+}
+"""The image and video processor settings Qwen3.5 publishes (those of Qwen3-VL). SGLang always builds
+a Qwen3.5 model's processors, and refuses to start without these files (docs/engines.md 2.5); no
+image ever reaches them."""
+PROCESSOR_FILES = {
+    "preprocessor_config.json": {
+        **PROCESSOR,
+        "size": {"longest_edge": 16777216, "shortest_edge": 65536},
+        "image_processor_type": "Qwen2VLImageProcessorFast",
+    },
+    "video_preprocessor_config.json": {
+        **PROCESSOR,
+        "size": {"longest_edge": 25165824, "shortest_edge": 4096},
+        "video_processor_type": "Qwen3VLVideoProcessor",
+    },
+}
+
+
 def model_files(config: dict[str, Any]) -> dict[str, Any]:
-    """Every file of a folder whose config.json is `config`."""
+    """Every file of a folder whose config.json is `config` (a hybrid's processors too)."""
     text = config.get("text_config", config)
+    processors = PROCESSOR_FILES if HYBRID in config.get("architectures", []) else {}
     return {
+        **processors,
         "config.json": config,
         "generation_config.json": {
             "bos_token_id": BOS_ID,

@@ -87,6 +87,11 @@ class Runtime(ABC, Generic[S]):
     def counters(self) -> Counters:
         """The engine's cumulative counters now."""
 
+    def window_counters(self, delta: Counters, traces: Sequence[RequestTrace]) -> Counters:
+        """A window's counter increase, completed from its requests where the engine counts per
+        request only (SGLang's speculative counts); `delta` as read, by default."""
+        return delta
+
     def idle(self, seconds: float) -> None:
         """Let `seconds` pass with nothing sent (an agent's think time); the simulator's clock is virtual."""
         if seconds > 0:

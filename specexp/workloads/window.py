@@ -36,7 +36,7 @@ def timed(
     window = sampler.window() if sampler is not None else nullcontext()
     with window as gpu:
         traces = runtime.run_window(requests)
-    delta = runtime.counters().delta(before)
+    delta = runtime.window_counters(runtime.counters().delta(before), traces)
     return Window(
         point,
         traces,

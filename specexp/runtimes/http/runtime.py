@@ -120,6 +120,11 @@ class HttpRuntime(Runtime[E]):
         """Token counts and timings an engine puts somewhere other than usage/timings."""
         return {}
 
+    def stream_chunks(self, raw: RawStream, path: str) -> RawStream:
+        """The chunks of a stream from `path` as OpenAI chunks (an engine's native API rewritten);
+        unchanged by default."""
+        return raw
+
     # -- shared behaviour ----------------------------------------------------------------
     def model_ref(self) -> str:
         """What the server loads: runtime.model_path, else the model's Hugging Face id."""
@@ -276,8 +281,14 @@ class HttpRuntime(Runtime[E]):
             cpu_s=window.cpu_s, wall_s=window.wall_s, processes=window.processes
         )
         traces = [
-            to_trace(r.request_id, raw, self.stream_details, window.started_at, window.wall_offset)
-            for r, raw in zip(requests, window.raws)
+            to_trace(
+                r.request_id,
+                self.stream_chunks(raw, path),
+                self.stream_details,
+                window.started_at,
+                window.wall_offset,
+            )
+            for r, (path, _), raw in zip(requests, bodies, window.raws)
         ]
         if self.process is not None and not self.process.alive:
             raise RuntimeFailure(

@@ -1,14 +1,23 @@
-"""runtime=sglang: SGLang 0.5.23's server (facts from docs/engines.md section 2).
+"""runtime=sglang: SGLang's server, 0.5.12 (served on an H200 by specexp) to 0.5.23 (facts from
+docs/engines.md section 2).
 
 Starts `python -m sglang.launch_server --model-path MODEL --host 127.0.0.1 --port P` with
 `--mem-fraction-static`, `--enable-metrics` (no /metrics without it, 2.2) and `--enable-cache-report`
-(usage.prompt_tokens_details.cached_tokens, 2.3), plus the drafter's `--speculative-*` flags (2.1).
+(usage.prompt_tokens_details.cached_tokens, 2.3), plus the drafter's `--speculative-*` flags (2.1),
+and `--load-format` with the config-only folder specexp writes for `dummy` (specexp.runtimes.hf_folders).
 The version and the resolved drafter shape come from `GET /server_info` (2.4); counters from
-`sglang:*` series; per-request speculative details from `sglext.spec_tokens_details`; the radix
-cache is emptied with `/flush_cache`.
+`sglang:*` series; prompts are cut and counted with `/tokenize`; the radix cache is emptied with
+`/flush_cache`.
 
-Acceptance is INFERRED: SGLang has no drafts/accepted counters, only `sglang:spec_verify_calls_total`
-and `sglang:generation_tokens_total` (2.2). SGLang's own per-request figure is
+Requests: a chat request goes to `/v1/chat/completions`; a completion to the native `/generate`
+(specexp.runtimes.sglang.native), whose finished `meta_info` carries the request's speculative counts
+in every version. A window's acceptance is the sum of its requests' counts
+(specexp.runtimes.sglang.acceptance) where `/metrics` has no speculative counter: 0.5.12 has none,
+and its OpenAI endpoints return no per-request counts either, so measure drafting with
+`workload.endpoint=completions`.
+
+Where `/metrics` has `sglang:spec_verify_calls_total` (0.5.2x), acceptance is INFERRED from it and
+`sglang:generation_tokens_total` (2.2). SGLang's own per-request figure is
 `spec_accept_length = completion_tokens / spec_verify_ct` (tokenizer_manager
 `_calculate_spec_decoding_metrics`), and every verify pass emits its accepted drafts plus one token
 of its own, so completion = verify passes + accepted drafts (the prefill token is the first pass's).
@@ -25,15 +34,20 @@ ranks are summed, a figure replicated on the workers of one rank is counted once
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import httpx
 
-from specexp.measure.events import Counters, EngineInfo, Request
+from specexp.measure.events import Counters, EngineInfo, Request, RequestTrace
 from specexp.runtimes.base import register
+from specexp.runtimes.hf_folders import WrittenHfModel
 from specexp.runtimes.http import promtext
 from specexp.runtimes.http.client import RawStream
 from specexp.runtimes.http.runtime import HttpRuntime, get, json_of
+from specexp.runtimes.http.tokenize import ServerTokenizer
+from specexp.runtimes.sglang import native
+from specexp.runtimes.sglang.acceptance import window_counts
 from specexp.spec.runtime import SglangRuntimeSpec
 
 CHAIN = {"mtp", "eagle", "eagle3", "draft_model"}
@@ -41,9 +55,12 @@ CHAIN = {"mtp", "eagle", "eagle3", "draft_model"}
 
 
 @register(SglangRuntimeSpec)
-class SglangRuntime(HttpRuntime[SglangRuntimeSpec]):
+class SglangRuntime(ServerTokenizer, WrittenHfModel, HttpRuntime[SglangRuntimeSpec]):
     default_port = 30000  # docs/engines.md 2 (serving.py L66)
+    completion_path = native.PATH
     _server_drafter_config: str | None = None
+    _incremental: bool = False
+    """The server streams only what is new (`--incremental-streaming-output`, read at start)."""
 
     # -- the server --------------------------------------------------------------------------
 
@@ -71,6 +88,10 @@ class SglangRuntime(HttpRuntime[SglangRuntimeSpec]):
             }
         )
         argv += ["--enable-metrics", "--enable-cache-report"]
+        if rt.load_format:
+            argv += ["--load-format", rt.load_format]
+        if self._writes_model() and not rt.served_model_name:
+            argv += ["--served-model-name", self.spec.model.name]  # not the cache directory's path
         if not rt.prefix_caching:
             argv.append("--disable-radix-cache")  # the radix cache is on by default (2.4)
         argv += self._speculative_args()
@@ -131,6 +152,19 @@ class SglangRuntime(HttpRuntime[SglangRuntimeSpec]):
         return self._server_drafter_config or self.planned_drafter_config()
 
     # -- requests -------------------------------------------------------------------------------
+    def body(self, request: Request) -> dict[str, Any]:
+        """A chat request's OpenAI body; a completion's native `/generate` body."""
+        return super().body(request) if request.chat else native.body(request)
+
+    def stream_chunks(self, raw: RawStream, path: str) -> RawStream:
+        return native.as_completion_chunks(raw, self._incremental) if path == native.PATH else raw
+
+    def window_counters(self, delta: Counters, traces: Sequence[RequestTrace]) -> Counters:
+        """The speculative counts summed from the window's requests where /metrics has none."""
+        if self.spec.drafter.name == "none":
+            return delta
+        return window_counts(delta, traces, self.spec.k)
+
     def request_extras(self, request: Request) -> dict[str, Any]:
         """Per-chunk usage, and `return_spec_tokens_details`: its `sglext.spec_tokens_details`
         chunk is the streaming form of meta_info's spec fields (2.3). `return_meta_info` itself is
@@ -165,8 +199,9 @@ class SglangRuntime(HttpRuntime[SglangRuntimeSpec]):
         for key in ("completion_tokens", "prompt_tokens", "cached_tokens"):
             if isinstance(timings.get(key), int) and not isinstance(timings.get(key), bool):
                 out[key] = timings[key]
-        if timings:
-            out["engine_timings"] = timings
+        kept = {key: value for key, value in timings.items() if _figure(value)}
+        if kept:
+            out["engine_timings"] = kept
         return out
 
     # -- counters and engine facts ---------------------------------------------------------------
@@ -219,6 +254,7 @@ class SglangRuntime(HttpRuntime[SglangRuntimeSpec]):
             info = json_of(get(client, "/get_server_info"))  # deprecated, still served (2.4)
         info = info if isinstance(info, dict) else {}
         self._server_drafter_config = resolved_drafter_config(info)
+        self._incremental = info.get("incremental_streaming_output") is True
         if self.rt.url and not self.rt.served_model_name:
             models = json_of(get(client, "/v1/models"))
             cards = models.get("data") if isinstance(models, dict) else None
@@ -291,6 +327,16 @@ def resolved_drafter_config(info: dict[str, Any]) -> str | None:
     if any(not isinstance(p, int) or isinstance(p, bool) for p in parts):
         return None
     return "/".join(str(p) for p in parts)
+
+
+def _figure(value: Any) -> bool:
+    """A number, or a list of numbers (a histogram), and nothing else a server sends (its text, ids
+    and nested objects stay out of the record)."""
+    if isinstance(value, (int, float)):
+        return True
+    return isinstance(value, list) and all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) for v in value
+    )
 
 
 def _mean(samples: list[promtext.Sample], name: str) -> float | None:

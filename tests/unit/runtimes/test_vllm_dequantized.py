@@ -16,8 +16,8 @@ import pytest
 from specexp.measure.conditions import weights_of
 from specexp.measure.events import RuntimeFailure
 from specexp.models.hf_from_gguf import STAMP
+from specexp.runtimes import hf_folders
 from specexp.runtimes.base import runtime_for
-from specexp.runtimes.vllm import install as vllm_install
 from specexp.spec.experiment import PackagedWeights
 
 PAIR = ("model=qwen2.5-coder-1.5b", "quantization=q4_k_m_bf16", "hardware=cpu")
@@ -36,7 +36,7 @@ def folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
         made[weights.file] = folder
         return folder
 
-    monkeypatch.setattr(vllm_install, "folder_for", folder_for)
+    monkeypatch.setattr(hf_folders, "folder_for", folder_for)
     monkeypatch.setenv("SPECEXP_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("SPECEXP_VLLM", str(tmp_path / "venv" / "bin" / "vllm"))
     monkeypatch.delenv("LD_PRELOAD", raising=False)
@@ -100,7 +100,7 @@ def test_a_fetch_or_conversion_failure_is_refused_with_its_line(
     def broken(weights: PackagedWeights, root: Path | None = None) -> Path:
         raise GgufConversionError(f"{weights.file}: tensor 'x' has no qwen2 name")
 
-    monkeypatch.setattr(vllm_install, "folder_for", broken)
+    monkeypatch.setattr(hf_folders, "folder_for", broken)
     with pytest.raises(RuntimeFailure) as info:
         vllm(*PAIR).build_argv(8123)
     assert info.value.kind == "missing_model"

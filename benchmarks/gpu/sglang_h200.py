@@ -1,0 +1,206 @@
+"""SGLang with CUDA on an H200, driven by specexp (`runtime=sglang hardware=h200`).
+
+On the device (one lease; the pieces of `sglang_stage.py pack` travel one a call, then):
+
+    python3 benchmarks/gpu/sglang_h200.py carry --piece .gpu-stage/sglang/piece-0     # each piece, a call each
+    python3 benchmarks/gpu/sglang_h200.py install start --out $OUT                    # unpack, start the sweeps
+    python3 benchmarks/gpu/sglang_h200.py wait --for 540 --out $OUT                   # later calls: progress, records
+
+Here, on what came back:
+
+    .venv/bin/python benchmarks/gpu/sglang_h200.py report     # every committed sitting (SITTINGS)
+
+SGLang 0.5.12 is unpacked into a folder of its own (SITE) that goes first on PYTHONPATH for specexp and
+for every server it starts (its packages clash with vLLM's: benchmarks/results/sglang-h200-size.md).
+The sweeps are `experiments/h200_sglang_dense.yaml` and `h200_sglang_hybrid.yaml` with
+`runtime=sglang runtime.load_format=dummy`: SGLang serves every model without weights from the
+config-only folders specexp writes (specexp.models.hf_config), the EAGLE-3 head and the 2-layer draft
+model too. Completions go to SGLang's native `/generate`, whose `meta_info` carries each request's
+speculative counts (`workload.endpoint=completions`; specexp.runtimes.sglang.native).
+
+Flags of this device, not of specexp's SGLang driver (FLAGS): `--sampling-backend pytorch` (FlashInfer's
+sampler would compile with nvcc at first use, minutes of a lease) and `--cuda-graph-max-bs 32` (graphs
+for the batch sizes measured, 32 streams at most: a shorter start). On the hybrid,
+`--mamba-scheduler-strategy extra_buffer` for every cell: SGLang refuses speculative decoding with the
+prefix cache under its default strategy, so a like-for-like baseline of MTP uses the same strategy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+from benchmarks.gpu.sitting import Sitting  # noqa: E402
+
+SITE = Path("/tmp/sglang-site")
+SITTING = Sitting(
+    work=Path(os.environ.get("SPECEXP_GPU_WORK", "/tmp/specexp-sglang-gpu")),
+    pieces=Path("/tmp/specexp-sglang"),
+    script=Path(__file__).resolve(),
+)
+DEVICE_FLAGS = "--sampling-backend,pytorch,--cuda-graph-max-bs,32"
+FLAGS = {
+    "h200_sglang_dense": [f"runtime.extra_args=[{DEVICE_FLAGS}]"],
+    "h200_sglang_hybrid": [
+        f"runtime.extra_args=[{DEVICE_FLAGS},--mamba-scheduler-strategy,extra_buffer]"
+    ],
+}
+"""Each experiment and the flags its servers need on this device (see the module docstring)."""
+MEASURED = [
+    "runtime=sglang",
+    "runtime.load_format=dummy",
+    "runtime.start_timeout_s=900",
+    "workload.endpoint=completions",
+]
+DECODE = (
+    "workload:concurrency,workload.concurrency:'[1,2,4,8,16,32]',workload.prompt_tokens:'512',"
+    "workload.output_tokens:'128',workload.repeats:'5'"
+)
+
+
+def grid(*cells: str) -> str:
+    """A `hydra.sweeper.grid` override of these cells (each `key:value,...`)."""
+    return "hydra.sweeper.grid=[" + ",".join("{" + c + "}" for c in cells) + "]"
+
+
+STUDIES = [
+    ("h200_sglang_dense", []),
+    ("h200_sglang_hybrid", []),
+    ("h200_sglang_hybrid", [grid(f"{DECODE},drafter:mtp,k:'1,7'"), "baseline=false"]),
+    ("h200_sglang_dense", [grid(f"{DECODE},drafter:eagle3,k:'1,7'"), "baseline=false"]),
+]
+"""The experiments' cells (each server configuration once: the dense shape without a drafter, with
+EAGLE-3 and the draft model at the A/B's 3/1/4; the hybrid without a drafter and with MTP at 3/1/4),
+then the k sweep (1 and 7) of MTP and of EAGLE-3, a server each."""
+PLANS = {"studies": STUDIES}
+DEVICE_ENV = {
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "HF_HUB_DISABLE_TELEMETRY": "1",
+    "PYTHONUNBUFFERED": "1",
+    "NCCL_NVLS_ENABLE": "0",
+    "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
+    "NVSHMEM_DISABLE_NVLS": "1",
+}
+"""Offline, and NVLink multicast off (the lent machines' rule)."""
+
+
+def device_env() -> dict[str, str]:
+    """The environment of specexp and of the servers it starts: SITE first on PYTHONPATH, and the
+    carried libnuma where the device has none."""
+    env = {**os.environ, **DEVICE_ENV, "PYTHONPATH": str(SITE)}
+    numa = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True, check=False)
+    if "libnuma.so.1 " not in numa.stdout:
+        env["LD_LIBRARY_PATH"] = ":".join(
+            p for p in (str(SITE / "_syslibs"), os.environ.get("LD_LIBRARY_PATH")) if p
+        )
+    return env
+
+
+def install(out: Path) -> None:
+    subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "benchmarks/gpu/sglang_stage.py"),
+            "install",
+            "--pieces",
+            str(SITTING.pieces),
+        ],
+        check=True,
+    )
+    check = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import time; t = time.time(); import sglang, sgl_kernel, flashinfer, transformers; "
+            "import sglang.srt.entrypoints.http_server; from sgl_kernel import flash_ops; "
+            "import hydra, specexp; "
+            "print('sglang', sglang.__version__, 'sgl_kernel', sgl_kernel.__version__, 'transformers', "
+            "transformers.__version__, 'imports %.0f s' % (time.time() - t))",
+        ],
+        capture_output=True,
+        text=True,
+        env=device_env(),
+        cwd=REPO,
+    )
+    SITTING.log(f"install: {(check.stdout + check.stderr).strip()[-800:]}", out)
+    if check.returncode != 0:
+        raise SystemExit(check.returncode)
+
+
+def run(deadline_s: float, extra: list[str], sweep: list[str], plan: str) -> int:
+    """Every sweep of the plan in turn (or `sweep`, one multirun of those overrides); each stops
+    starting jobs at the deadline."""
+    t0 = time.monotonic()
+    SITTING.host_info()
+    env = {**device_env(), "SPECEXP_CACHE": str(SITTING.work / "cache")}
+    runs: list[tuple[str, list[str]]] = [("sweep", sweep)] if sweep else PLANS[plan]
+    experiments = {p.stem for p in (REPO / "experiments").glob("*.yaml")}
+    for name, only in runs:
+        left = deadline_s - (time.monotonic() - t0)
+        if left < 120:
+            SITTING.log(f"run: {name} {only} not started ({left:.0f} s left)")
+            continue
+        given = {e.split("=", 1)[0] for e in [*extra, *only]}
+        base = [*MEASURED, f"runtime.executable={sys.executable}", *FLAGS.get(name, [])]
+        overrides = [*(o for o in base if o.split("=", 1)[0] not in given), *only, *extra]
+        rc = SITTING.sweep(name, overrides, env, left, name in experiments)
+        SITTING.log(f"run: {name} rc={rc} after {time.monotonic() - t0:.0f} s")
+    SITTING.done(time.monotonic() - t0)
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "stages", nargs="+", choices=["carry", "install", "start", "run", "wait", "pack", "report"]
+    )
+    parser.add_argument("--piece", type=Path, action="append", default=[])
+    parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "gpu-out")))
+    parser.add_argument("--deadline-s", type=float, default=1080.0)
+    parser.add_argument("--for", dest="wait_s", type=float, default=540.0)
+    parser.add_argument("--extra", action="append", default=[])
+    parser.add_argument("--sweep", action="append", default=[])
+    parser.add_argument("--plan", choices=sorted(PLANS), default="studies")
+    args = parser.parse_args()
+    for stage in args.stages:
+        if stage == "carry":
+            for piece in args.piece:
+                SITTING.carry(piece)
+        elif stage == "install":
+            install(args.out)
+        elif stage == "start":
+            SITTING.start(
+                args.out,
+                [
+                    f"--deadline-s={args.deadline_s}",
+                    f"--plan={args.plan}",
+                    *[f"--extra={e}" for e in args.extra],
+                    *[f"--sweep={e}" for e in args.sweep],
+                ],
+            )
+        elif stage == "run":
+            return run(args.deadline_s, args.extra, args.sweep, args.plan)
+        elif stage == "wait":
+            SITTING.wait(args.wait_s, args.out)
+        elif stage == "pack":
+            SITTING.pack(args.out)
+        elif stage == "report":
+            from benchmarks.gpu import sglang_report
+
+            for path in sglang_report.write():
+                SITTING.log(f"report: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

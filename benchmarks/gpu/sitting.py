@@ -1,0 +1,211 @@
+"""One sitting on a lent GPU machine: carry pieces one call at a time, run specexp sweeps detached so
+that they outlive the call that started them, watch them from later calls, and pack the records.
+
+The engine scripts (vllm_h200.py, sglang_h200.py) say what to carry, how to install it and which
+sweeps to run; this module does the rest the same way for each. A device call may last 10 minutes
+and the machine is kept only ~30 s between calls, so:
+
+    carry   one piece into `pieces` (a call each, back to back)
+    start   copy the repository to `work`-repo and run the script's `run` stage there, detached
+    wait    until the sweeps end or N seconds pass, printing each job as it ends; then `pack`
+    pack    every result.json and requests.jsonl, the servers' logs cut short, the consoles, into
+            OUT/records.tar.gz
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tarfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True)
+class Sitting:
+    work: Path
+    """Where the sweeps, their consoles and the log live on the device."""
+    pieces: Path
+    """Where carried pieces wait for the install."""
+    script: Path
+    """The engine script whose `run` stage `start` runs detached."""
+
+    @property
+    def copy(self) -> Path:
+        return self.work.parent / (self.work.name + "-repo")
+
+    def log(self, text: str, out: Path | None = None) -> None:
+        line = f"[{time.strftime('%H:%M:%S')}] {text}"
+        print(line, flush=True)
+        for folder in {self.work, out} - {None}:
+            assert folder is not None
+            folder.mkdir(parents=True, exist_ok=True)
+            with (folder / "log.txt").open("a") as f:
+                f.write(line + "\n")
+
+    def carry(self, piece: Path) -> None:
+        """Copy one piece (and the SHA256 beside it) to `pieces`, where it stays while the machine
+        is held."""
+        self.pieces.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(piece, self.pieces / piece.name)
+        if (piece.parent / "SHA256").is_file():
+            shutil.copy2(piece.parent / "SHA256", self.pieces / "SHA256")
+        have = sorted(p.name for p in self.pieces.glob("piece-*"))
+        self.log(
+            f"carry: {piece.name} ({piece.stat().st_size >> 20} MiB); "
+            f"{self.pieces} holds {', '.join(have)}"
+        )
+
+    def start(self, out: Path, args: Sequence[str], env: Mapping[str, str] | None = None) -> None:
+        """Copy the repository to `copy` and run the script's `run` stage there with `args`, in a
+        session of its own, detached."""
+        if self.copy.exists():
+            shutil.rmtree(self.copy)
+        shutil.copytree(
+            REPO,
+            self.copy,
+            ignore=shutil.ignore_patterns(".gpu-stage", ".git", ".venv", "__pycache__", "results"),
+        )
+        self.work.mkdir(parents=True, exist_ok=True)
+        (self.work / "run.done").unlink(missing_ok=True)
+        with (self.work / "run.txt").open("w") as console:
+            proc = subprocess.Popen(
+                [sys.executable, str(self.copy / self.script.relative_to(REPO)), "run", *args],
+                cwd=self.copy,
+                stdout=console,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                env={**os.environ, **(env or {})},
+            )
+        (self.work / "run.pid").write_text(str(proc.pid))
+        self.log(f"start: sweeps running as pid {proc.pid} ({' '.join(args)})", out)
+
+    def sweep(
+        self,
+        name: str,
+        overrides: Sequence[str],
+        env: Mapping[str, str],
+        left_s: float,
+        experiment: bool,
+    ) -> int:
+        """One specexp sweep (`+experiment=NAME`, else a plain multirun) into work/sweeps/NAME,
+        interrupted at `left_s` (finished jobs are kept)."""
+        argv = [
+            sys.executable,
+            "-m",
+            "specexp",
+            *([f"+experiment={name}"] if experiment else ["-m"]),
+            *overrides,
+            f"hydra.sweep.dir={self.work / 'sweeps' / name}",
+        ]
+        self.log("run: " + " ".join(argv[3:]))
+        with (self.work / f"{name}.console.txt").open("a") as console:
+            proc = subprocess.Popen(
+                argv, cwd=Path.cwd(), stdout=console, stderr=subprocess.STDOUT, env=dict(env)
+            )
+            try:
+                return proc.wait(timeout=max(left_s, 1))
+            except subprocess.TimeoutExpired:
+                self.log(f"run: {name} at the deadline: interrupted; finished jobs are kept")
+                proc.send_signal(signal.SIGINT)
+                try:
+                    return proc.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    return proc.wait()
+
+    def done(self, seconds: float) -> None:
+        (self.work / "run.done").write_text(f"{seconds:.0f}\n")
+
+    def host_info(self) -> None:
+        cpu = Path("/proc/cpuinfo")
+        text = cpu.read_text(errors="replace") if cpu.is_file() else ""
+        model = next(
+            (
+                ln.split(":", 1)[1].strip()
+                for ln in text.splitlines()
+                if ln.startswith("model name")
+            ),
+            "?",
+        )
+        self.log(f"host: cpu {model!r}, {os.cpu_count()} cores, load {os.getloadavg()}")
+        query = (
+            "name,driver_version,clocks.sm,clocks.mem,clocks.max.sm,power.limit,"
+            "temperature.gpu,memory.used"
+        )
+        smi = (
+            subprocess.run(
+                ["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader"],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            if shutil.which("nvidia-smi")
+            else None
+        )
+        self.log(f"host: gpu {smi.stdout.strip() if smi else '?'}")
+
+    def wait(self, seconds: float, out: Path) -> None:
+        """Until the sweeps finish or `seconds` pass, each job as it ends; then the records into `out`."""
+        t0 = time.monotonic()
+        seen = 0
+        while time.monotonic() - t0 < seconds and not (self.work / "run.done").is_file():
+            time.sleep(min(5.0, max(1.0, seconds - (time.monotonic() - t0))))
+            seen = self._progress(seen)
+        self._progress(seen)
+        self.pack(out)
+
+    def _progress(self, seen: int) -> int:
+        lines = [
+            line
+            for p in sorted(self.work.glob("*.console.txt"))
+            for line in p.read_text(errors="replace").splitlines()
+            if line.startswith("[")
+            and "] " in line
+            and ("ok" in line or "failed" in line or "refused" in line)
+        ]
+        for line in lines[seen:]:
+            print("  " + line[:300], flush=True)
+        return len(lines)
+
+    def pack(self, out: Path, logs: Sequence[str] = ("server.log",)) -> None:
+        """Every result.json and requests.jsonl, each server's log cut to its first 300 and last 150
+        lines, the consoles and the log, into OUT/records.tar.gz."""
+        out.mkdir(parents=True, exist_ok=True)
+        with tarfile.open(out / "records.tar.gz", "w:gz") as tar:
+            for path in sorted((self.work / "sweeps").rglob("result.json")):
+                tar.add(path, arcname=str(path.relative_to(self.work)))
+                requests = path.parent / "requests.jsonl"
+                if requests.is_file():
+                    tar.add(requests, arcname=str(requests.relative_to(self.work)))
+                for name in logs:
+                    server_log = path.parent / name
+                    if not server_log.is_file():
+                        continue
+                    lines = server_log.read_text(errors="replace").splitlines()
+                    keep = (
+                        lines
+                        if len(lines) <= 450
+                        else [*lines[:300], f"... {len(lines) - 450} lines ...", *lines[-150:]]
+                    )
+                    short = path.parent / (name + ".short")
+                    short.write_text("\n".join(keep) + "\n")
+                    tar.add(short, arcname=str(short.relative_to(self.work)))
+            for extra in [
+                *self.work.glob("*.console.txt"),
+                *self.work.glob("*.raw.txt"),
+                self.work / "log.txt",
+                self.work / "run.txt",
+            ]:
+                if extra.is_file():
+                    tar.add(extra, arcname=extra.name)
+        size = (out / "records.tar.gz").stat().st_size >> 10
+        self.log(f"pack: {out / 'records.tar.gz'} ({size} KiB)")
