@@ -70,15 +70,19 @@ def grid(*cells: str) -> str:
     return "hydra.sweeper.grid=[" + ",".join("{" + c + "}" for c in cells) + "]"
 
 
+CAPTURE = "capture"
+"""A plan entry that runs sglang_capture.py (the real server's outputs, kept as fixtures) into
+work/capture/."""
 STUDIES = [
     ("h200_sglang_dense", []),
     ("h200_sglang_hybrid", []),
+    (CAPTURE, []),
     ("h200_sglang_hybrid", [grid(f"{DECODE},drafter:mtp,k:'1,7'"), "baseline=false"]),
     ("h200_sglang_dense", [grid(f"{DECODE},drafter:eagle3,k:'1,7'"), "baseline=false"]),
 ]
 """The experiments' cells (each server configuration once: the dense shape without a drafter, with
 EAGLE-3 and the draft model at the A/B's 3/1/4; the hybrid without a drafter and with MTP at 3/1/4),
-then the k sweep (1 and 7) of MTP and of EAGLE-3, a server each."""
+the real server's outputs, then the k sweep (1 and 7) of MTP and of EAGLE-3, a server each."""
 PLANS = {"studies": STUDIES}
 DEVICE_ENV = {
     "HF_HUB_OFFLINE": "1",
@@ -147,6 +151,19 @@ def run(deadline_s: float, extra: list[str], sweep: list[str], plan: str) -> int
         left = deadline_s - (time.monotonic() - t0)
         if left < 120:
             SITTING.log(f"run: {name} {only} not started ({left:.0f} s left)")
+            continue
+        if name == CAPTURE:
+            argv = [sys.executable, str(REPO / "benchmarks/gpu/sglang_capture.py")]
+            with (SITTING.work / "capture.raw.txt").open("a") as console:
+                rc = subprocess.run(
+                    [*argv, str(SITTING.work / "capture"), str(min(left, 420))],
+                    cwd=REPO,
+                    env=env,
+                    stdout=console,
+                    stderr=subprocess.STDOUT,
+                    check=False,
+                ).returncode
+            SITTING.log(f"run: capture rc={rc} after {time.monotonic() - t0:.0f} s")
             continue
         given = {e.split("=", 1)[0] for e in [*extra, *only]}
         base = [*MEASURED, f"runtime.executable={sys.executable}", *FLAGS.get(name, [])]

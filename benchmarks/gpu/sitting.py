@@ -199,6 +199,8 @@ class Sitting:
                     short = path.parent / (name + ".short")
                     short.write_text("\n".join(keep) + "\n")
                     tar.add(short, arcname=str(short.relative_to(self.work)))
+            for path in sorted(self.work.glob("capture/*")):
+                tar.add(path, arcname=str(path.relative_to(self.work)))
             for extra in [
                 *self.work.glob("*.console.txt"),
                 *self.work.glob("*.raw.txt"),
