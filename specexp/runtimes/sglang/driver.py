@@ -34,12 +34,13 @@ ranks are summed, a figure replicated on the workers of one rank is counted once
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
 import httpx
 
-from specexp.measure.events import Counters, EngineInfo, Request, RequestTrace
+from specexp.measure.events import Counters, EngineInfo, Request, RequestTrace, RuntimeFailure
 from specexp.runtimes.base import register
 from specexp.runtimes.hf_folders import WrittenHfModel
 from specexp.runtimes.http import promtext
@@ -50,6 +51,15 @@ from specexp.runtimes.sglang import native
 from specexp.runtimes.sglang.acceptance import window_counts
 from specexp.spec.runtime import SglangRuntimeSpec
 
+START_ERROR = re.compile(r"^((?:\w+\.)*\w*(?:Error|Exception): .+)$", re.MULTILINE)
+"""The exception line a refused start ends with (e.g. `ValueError: Speculative decoding for ... is not
+compatible with radix cache ...`, tests/fixtures/engines/sglang/h200-0.5.12/refused_start.log)."""
+COMPILES = re.compile(
+    r"Compiling a graph for (?:dynamic shape|shape)|Capture (?:cuda graph|piecewise CUDA graph|draft)"
+)
+"""What SGLang's log says when it compiles or captures a CUDA graph (model_executor/, compilation/
+backend.py). On 0.5.12 these lines come at start-up only; its Triton kernels compile at first use
+without a line, which is why every point is warmed up before it is timed (docs/engines.md 2.5)."""
 CHAIN = {"mtp", "eagle", "eagle3", "draft_model"}
 """Drafters sized by steps/topk/draft-tokens: a chain of k (topk 1, so num_draft_tokens = k + 1)."""
 
@@ -58,11 +68,33 @@ CHAIN = {"mtp", "eagle", "eagle3", "draft_model"}
 class SglangRuntime(ServerTokenizer, WrittenHfModel, HttpRuntime[SglangRuntimeSpec]):
     default_port = 30000  # docs/engines.md 2 (serving.py L66)
     completion_path = native.PATH
+    compile_lines = COMPILES
     _server_drafter_config: str | None = None
     _incremental: bool = False
     """The server streams only what is new (`--incremental-streaming-output`, read at start)."""
 
     # -- the server --------------------------------------------------------------------------
+
+    def server_env(self, port: int) -> dict[str, str]:
+        """Offline for a folder specexp wrote: nothing to fetch, and SGLang's start asks the hub."""
+        if self._writes_model():
+            return {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+        return {}
+
+    def start(self) -> EngineInfo:
+        """HttpRuntime.start; a server that exits before it is ready is refused with SGLang's own
+        error as its cause (the exception its argument checks raise)."""
+        try:
+            return super().start()
+        except RuntimeFailure as failure:
+            log = failure.log_tail
+            if self.process is not None:
+                log = self.process.log_path.read_text(encoding="utf-8", errors="replace")
+            cause = start_error(log)
+            if cause and failure.status == "refused":
+                failure.message = f"{failure.message}: {cause[:500]}"
+                failure.args = (failure.message,)
+            raise
 
     def build_argv(self, port: int) -> list[str]:
         rt = self.rt
@@ -303,6 +335,12 @@ class SglangRuntime(ServerTokenizer, WrittenHfModel, HttpRuntime[SglangRuntimeSp
                 return client.post("/flush_cache").status_code == 200
         except httpx.HTTPError:
             return False
+
+
+def start_error(log: str) -> str | None:
+    """The last exception line of a server log (the one that ended the start), or None."""
+    found = START_ERROR.findall(log or "")
+    return found[-1].strip() if found else None
 
 
 def cached_tokens(samples: list[promtext.Sample]) -> float | None:

@@ -1,0 +1,202 @@
+"""runtime=sglang on output recorded from a real SGLang 0.5.12 on an H200, serving specexp's config-only
+Qwen3-8B shape with dummy weights and an EAGLE-3 head at 3/1/4 (tests/fixtures/engines/sglang/h200-0.5.12,
+captured by benchmarks/gpu/sglang_capture.py): the native stream and its speculative counts, a
+window's acceptance summed from its requests, the counters /metrics has and has not, the server
+info, the tokenizer, the cache flush and SGLang's own refusal of a start."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from specexp.measure.events import Counters, Request
+from specexp.measure.metrics import acceptance_by_position, acceptance_rate, tokens_per_pass
+from specexp.runtimes.base import runtime_for
+from specexp.runtimes.http import promtext
+from specexp.runtimes.http.client import to_trace
+from specexp.runtimes.sglang import native
+from specexp.runtimes.sglang.driver import start_error
+from tests.support.engines import fixture, mock, sse_raw
+
+REAL = "h200-0.5.12"
+
+
+@pytest.fixture
+def sglang(
+    make_spec: Callable[..., Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Callable[..., Any]:
+    monkeypatch.setenv("SPECEXP_CACHE", str(tmp_path / "cache"))
+    return lambda *overrides: runtime_for("sglang")(
+        make_spec("runtime=sglang", *overrides), tmp_path
+    )
+
+
+def native_trace(runtime: Any, name: str = "generate_stream.txt") -> Any:
+    raw = runtime.stream_chunks(sse_raw("sglang", f"{REAL}/{name}"), native.PATH)
+    return to_trace("r", raw, runtime.stream_details)
+
+
+def test_the_native_stream_gives_every_token_once_and_the_requests_own_counts(
+    sglang: Callable[..., Any],
+) -> None:
+    trace = native_trace(sglang("drafter=eagle3", "k=3"))
+    assert trace.error is None and trace.finish_reason == "length"
+    assert (trace.prompt_tokens, trace.completion_tokens, trace.token_source) == (70, 64, "server")
+    # each event brings its own token, though every event repeats the whole text so far
+    assert sum(e.tokens for e in trace.token_events) == 64 == len(trace.token_events)
+    assert trace.text == "<w37102><w112784>" * 32
+    timings = trace.engine_timings
+    assert (timings["spec_verify_ct"], timings["spec_num_correct_drafts"]) == (63, 0)
+    assert timings["spec_num_proposed_drafts"] == 189 == 63 * 3
+    assert timings["spec_correct_drafts_histogram"] == [63]
+    # the server's text, ids and nested objects stay out of the record; its figures are kept
+    assert "id" not in timings and "finish_reason" not in timings
+    assert timings["queue_time"] == 0.0
+
+
+def test_a_windows_acceptance_is_the_sum_of_its_requests_counts(
+    sglang: Callable[..., Any],
+) -> None:
+    runtime = sglang("drafter=eagle3", "k=3")
+    trace = native_trace(runtime)
+    # 0.5.12's /metrics has no speculative counter: the delta around the window says nothing
+    before = runtime.map_counters(promtext.parse(fixture("sglang", f"{REAL}/metrics_before.txt")))
+    after = runtime.map_counters(promtext.parse(fixture("sglang", f"{REAL}/metrics_after.txt")))
+    delta = after.delta(before)
+    assert delta.drafts is None and delta.accepted is None
+    window = runtime.window_counters(delta, [trace, trace])
+    assert (window.drafts, window.draft_tokens, window.accepted) == (126, 378, 0)
+    assert acceptance_rate(window) == 0.0 and tokens_per_pass(window) == 1.0
+    assert acceptance_by_position(window) == [0.0, 0.0, 0.0]
+    # the prefill's token and one per verify pass: SGLang's own completion = 1 + passes + accepted
+    assert trace.completion_tokens == 1 + 63 + 0
+
+
+def test_the_histogram_gives_acceptance_by_position() -> None:
+    from dataclasses import replace
+
+    from specexp.runtimes.sglang.acceptance import window_counts
+
+    base = to_trace("r", sse_raw("sglang", f"{REAL}/completions_stream.txt"))
+    # 10 passes: 4 accepted none, 3 one, 2 two, 1 all three (a chain: position i accepted only
+    # after every earlier one)
+    timings = {
+        "spec_verify_ct": 10,
+        "spec_num_correct_drafts": 3 + 4 + 3,
+        "spec_num_proposed_drafts": 30,
+        "spec_correct_drafts_histogram": [4, 3, 2, 1],
+    }
+    window = window_counts(Counters(), [replace(base, engine_timings=timings)], 3)
+    assert acceptance_by_position(window) == [0.6, 0.3, 0.1]
+    assert acceptance_rate(window) == pytest.approx(10 / 30)
+
+
+def test_a_request_without_its_counts_leaves_the_window_unknown(
+    sglang: Callable[..., Any],
+) -> None:
+    runtime = sglang("drafter=eagle3", "k=3")
+    # 0.5.12's OpenAI chat stream carries no speculative counts, though it was asked for them
+    chat = to_trace("c", sse_raw("sglang", f"{REAL}/chat_stream.txt"), runtime.stream_details)
+    assert chat.completion_tokens == 64 and "spec_verify_ct" not in (chat.engine_timings or {})
+    window = runtime.window_counters(Counters(), [native_trace(runtime), chat])
+    assert window.drafts is None and acceptance_rate(window) is None
+    # without a drafter nothing is summed
+    plain = sglang()
+    assert plain.window_counters(Counters(), [native_trace(plain)]).drafts is None
+
+
+def test_real_metrics_give_tokens_and_cache_hits_not_speculation(
+    sglang: Callable[..., Any],
+) -> None:
+    runtime = sglang("drafter=eagle3", "k=3")
+    samples = promtext.parse(fixture("sglang", f"{REAL}/metrics_after.txt"))
+    assert not [s for s in samples if s.name == "sglang:spec_verify_calls_total"]
+    counters = runtime.map_counters(samples)
+    before = runtime.map_counters(promtext.parse(fixture("sglang", f"{REAL}/metrics_before.txt")))
+    delta = counters.delta(before)
+    # the native stream and the chat and completion streams: 64 tokens each
+    assert delta.generation_tokens == 3 * 64
+    assert delta.prompt_tokens == 70 + 89 + 70
+    assert counters.cached_prompt_tokens is not None
+    assert "spec_accept_length" in counters.extra
+
+
+def test_engine_info_from_the_real_server_info(
+    sglang: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runtime = sglang("drafter=eagle3", "k=3")
+    info = json.loads(fixture("sglang", f"{REAL}/server_info.json"))
+    mock(runtime, monkeypatch, {"GET /server_info": (200, info)})
+    with runtime.sync_client() as client:
+        engine = runtime.engine_info(client)
+    assert engine.version == "0.5.12"
+    assert engine.kv_cache_tokens == 749782
+    assert runtime.drafter_config() == "3/1/4"
+    assert runtime._incremental is False
+    assert engine.details["speculative_algorithm"] == "EAGLE3"
+
+
+def test_prompts_are_counted_and_cut_with_the_real_tokenizer(
+    sglang: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runtime = sglang()
+    tokens = json.loads(fixture("sglang", f"{REAL}/tokenize.json"))
+    text = json.loads(fixture("sglang", f"{REAL}/detokenize.json"))
+    seen: list[Any] = []
+    routes = {"POST /tokenize": (200, tokens), "POST /detokenize": (200, text)}
+    mock(runtime, monkeypatch, routes, seen)
+    prompt = "Count from one to one hundred in words, separated by commas: one, two,"
+    assert runtime.tokenize(prompt) == [ord(c) for c in prompt]
+    assert runtime.count_prompt(Request("r", prompt, 70, 8)) == 70
+    assert runtime.detokenize(tokens["tokens"][:8]) == "Count fr"
+    assert json.loads(seen[0].content)["add_special_tokens"] is False
+
+
+def test_flush_cache_answered_200(
+    sglang: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runtime = sglang()
+    status, body = fixture("sglang", f"{REAL}/flush_cache.txt").split("\n", 1)
+    assert status == "HTTP 200"
+    mock(runtime, monkeypatch, {"POST /flush_cache": (200, body)})
+    assert runtime.reset_prefix_cache() is True
+
+
+def test_a_refused_start_names_sglangs_own_error() -> None:
+    cause = start_error(fixture("sglang", f"{REAL}/refused_start.log"))
+    assert cause is not None and cause.startswith("ValueError: Speculative decoding for ")
+    assert "--mamba-scheduler-strategy extra_buffer" in cause
+    assert start_error("all went well\n") is None
+
+
+def test_completions_go_to_generate_and_chat_to_the_openai_endpoint(
+    sglang: Callable[..., Any],
+) -> None:
+    runtime = sglang()
+    completion = runtime.body(Request("r", "Hi", 2, 5, ignore_eos=True, seed=7, chat=False))
+    assert completion == {
+        "text": "Hi",
+        "sampling_params": {
+            "max_new_tokens": 5,
+            "temperature": 0.0,
+            "ignore_eos": True,
+            "sampling_seed": 7,
+        },
+        "stream": True,
+    }
+    chat = runtime.body(Request("r", "Hi", 2, 5, chat=True))
+    assert chat["messages"] and chat["max_tokens"] == 5
+    assert runtime.completion_path == native.PATH
+
+
+def test_an_error_event_fails_the_request(sglang: Callable[..., Any]) -> None:
+    from specexp.runtimes.http.client import RawStream
+
+    raw = RawStream(sent_at=0.0, status=200, done=True)
+    raw.chunks.append((1.0, {"error": {"message": "bad \x1b[31mthing"}}))
+    trace = to_trace("r", native.as_completion_chunks(raw, False))
+    assert trace.error_kind == "server_error" and "bad" in (trace.error or "")
