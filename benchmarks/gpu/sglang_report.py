@@ -1,0 +1,191 @@
+"""SGLang measured on an H200 against `runtime=sim runtime.engine=sglang` on the same jobs.
+
+Every measured job is simulated whole from its own record (specexp.fit.records), as vllm_report.py does
+for vLLM; points pair on concurrency, cache state and the nearest prompt length.
+
+Writes `benchmarks/results/gpu-h200-sglang.md`: the servers (argv, version, KV tokens, what SGLang
+chose), what the windows held (per-request speculative counts, cache hits), and per job the measured,
+simulated and simulated/measured figures. The records are committed under
+`benchmarks/data/h200-sglang*/`; `benchmarks/sglang_calibration.py` fits the profile to part of them.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from benchmarks.gpu.vllm_report import _fmt, job_table, load
+from specexp.fit import records as fr
+
+NAME = "gpu-h200-sglang"
+DATA = Path(__file__).resolve().parents[1] / "data"
+RESULTS = Path(__file__).resolve().parents[1] / "results"
+SITTINGS = (("h200-sglang-2026-12-04", "2026-12-04"),)
+"""Every SGLang sitting's records, committed under benchmarks/data/ (one lease each), and when it ran."""
+CHOSEN = (
+    "attention_backend",
+    "sampling_backend",
+    "max_running_requests",
+    "chunked_prefill_size",
+    "page_size",
+    "mamba_scheduler_strategy",
+    "disable_overlap_schedule",
+)
+"""What SGLang resolved for each server, read from the server log's `server_args=` line."""
+
+
+def sitting_dirs() -> list[Path]:
+    return [DATA / name for name, _ in SITTINGS]
+
+
+def sittings_named() -> str:
+    return ", ".join(f"`benchmarks/data/{name}/` ({when})" for name, when in SITTINGS)
+
+
+def chosen(job: fr.Job, roots: Sequence[Path]) -> dict[str, str]:
+    """SGLang's resolved settings from the job's kept server log (`server_args=ServerArgs(...)`)."""
+    for root in roots:
+        for log in root.rglob(f"*{job.record.run_id}*/server.log.short"):
+            text = log.read_text(errors="replace")
+            start = text.find("server_args=ServerArgs(")
+            if start < 0:
+                continue
+            args = text[start : text.find("\n", start)]
+            found = {}
+            for key in CHOSEN:
+                at = args.find(f" {key}=")
+                if at >= 0:
+                    found[key] = args[at + len(key) + 2 :].split(",", 1)[0].strip("'\"")
+            return found
+    return {}
+
+
+SKIPPED = ("--host", "--port", "--model-path")
+"""Flags of every server's argv that say nothing about it (the address; the folder is the model's)."""
+
+
+def shown_argv(argv: Sequence[str]) -> str:
+    """A server's argv without the interpreter, the address and the model folder, paths cut to their
+    last part."""
+    out: list[str] = []
+    skip = False
+    for arg in argv[3:]:
+        if skip:
+            skip = False
+            continue
+        if arg in SKIPPED:
+            skip = True
+            continue
+        out.append(Path(arg).name if "/" in arg else arg)
+    return " ".join(out)
+
+
+def summary(all_jobs: list[fr.Job]) -> list[str]:
+    measured = [m for j in all_jobs for m in j.record.measurements]
+    drafted = [
+        m
+        for j in all_jobs
+        for m in j.record.measurements
+        if j.drafter != "none" and m.metrics.acceptance_rate is not None
+    ]
+    lines = [
+        "## What the run found",
+        "",
+        f"- {len(all_jobs)} jobs, {len(measured)} measurements; "
+        f"{sum(m.contaminated is False for m in measured)} measured in windows whose server log shows no "
+        f"compile or graph capture, {sum(m.contaminated is True for m in measured)} contaminated, "
+        f"{sum(m.contaminated is None for m in measured)} not checked. SGLang 0.5.12 states a compile "
+        "only for its CUDA graphs (`Compiling a graph for ...`, `Capture ... cuda graph`), and its Triton "
+        "kernels compile at first use without a line, so every point is warmed up at its own shape first. "
+        "The 2026-12-04 sitting ran before specexp read SGLang's log for those lines (not checked); the "
+        "start and end of each server's log kept with its records show them all during the start, before "
+        "any window.",
+        f"- Acceptance in {len(drafted)} drafter windows, each the sum of the window's requests' own counts "
+        "(`meta_info.spec_verify_ct`, `spec_num_correct_drafts`, `spec_num_proposed_drafts` from the native "
+        "`/generate`): SGLang 0.5.12's `/metrics` has no speculative counter. With dummy weights EAGLE-3's "
+        "head accepted no draft (1 token a pass) and the 2-layer draft model every one (4 a pass): the "
+        "drafting cost alone, and the best case.",
+    ]
+    for job in all_jobs:
+        if job.record.status != "ok":
+            error = job.record.error
+            lines.append(
+                f"- not finished: {job.label} ({job.record.status}: {error.message if error else ''})."
+            )
+    return [*lines, ""]
+
+
+def markdown(
+    all_jobs: list[fr.Job],
+    sims: dict[str, dict[fr.Key, dict[str, float]]],
+    stamp: str,
+    roots: Sequence[Path],
+) -> str:
+    lines = [
+        "# SGLang with CUDA on an H200: measured by specexp, beside the simulator",
+        "",
+        f"Written {stamp} by `benchmarks/gpu/sglang_report.py` from the records `benchmarks/gpu/sglang_h200.py` "
+        f"brought back from the device, in {len(roots)} sitting(s). Every model is served without weights "
+        "(`runtime.load_format=dummy`, from the config-only folders specexp writes); completions go to "
+        "SGLang's native `/generate` (`workload.endpoint=completions`), whose `meta_info` carries each "
+        "request's speculative counts. Simulated: `runtime=sim runtime.engine=sglang` with each job's own "
+        "overrides, and for a drafter the acceptance by position the job measured (specexp/fit/records.py); "
+        "which cells the profile was fitted on: `benchmarks/results/sglang_calibration.md`. The records, with "
+        f"every sample and request: {sittings_named()}.",
+        "",
+        *summary(all_jobs),
+        "## The servers and what SGLang chose",
+        "",
+        "| server (argv) | version | KV tokens | " + " | ".join(CHOSEN) + " |",
+        "|---|---|---:|" + "---|" * len(CHOSEN),
+    ]
+    seen: set[str] = set()
+    for job in all_jobs:
+        argv = job.record.provenance.server_argv
+        if not argv:
+            continue
+        key = shown_argv(argv)
+        if key in seen:
+            continue
+        seen.add(key)
+        info: dict[str, Any] = (
+            job.record.provenance.engine_info.model_dump(exclude_unset=True)
+            if job.record.provenance.engine_info is not None
+            else {}
+        )
+        picked = chosen(job, roots)
+        lines.append(
+            f"| `{key}` | {_fmt(info.get('version'))} | {_fmt(info.get('kv_cache_tokens'))} | "
+            + " | ".join(picked.get(k, "–") for k in CHOSEN)
+            + " |"
+        )
+    lines.append("")
+    for job in all_jobs:
+        lines += [
+            f"## {job.group}: {job.label}",
+            "",
+            f"run `{job.record.run_id}`, status {job.record.status}"
+            + (
+                f" ({job.record.error.kind}: {job.record.error.message})"
+                if job.record.error
+                else ""
+            ),
+            "",
+        ]
+        if job.record.measurements:
+            lines += job_table(job, sims[job.record.run_id]) + [""]
+    return "\n".join(lines) + "\n"
+
+
+def write(roots: Sequence[Path] | None = None, stamp: str | None = None) -> list[Path]:
+    roots = list(roots or [d / "sweeps" for d in sitting_dirs()])
+    all_jobs = load(roots)
+    sims = {
+        j.record.run_id: fr.simulate(j, "sglang") if j.record.measurements else {} for j in all_jobs
+    }
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    md = RESULTS / f"{NAME}.md"
+    md.write_text(markdown(all_jobs, sims, stamp or datetime.date.today().isoformat(), roots))
+    return [md]

@@ -1,0 +1,110 @@
+"""The `sglang` engine profile held against SGLang measured by specexp on an H200.
+
+    .venv/bin/python benchmarks/sglang_calibration.py [--fit] [--iterations N]
+
+Every measured job of the SGLang sittings (SITTINGS: SGLang 0.5.12 with CUDA on an H200,
+benchmarks/data/h200-sglang*/, the dense Qwen3-8B shape and the hybrid Qwen3.8-27B shape without
+weights; see `benchmarks/gpu/sglang_h200.py`) is simulated whole from its own record
+(`specexp.fit.records`): `runtime=sim runtime.engine=sglang` with the job's overrides and a drafter's
+measured acceptance by position. Part of the cells is fitted, the rest held out:
+
+- fitted (FITTED): the dense shape without a drafter (decode by concurrency, short bursts, prefill
+  1k-16k, the prefix cache cold and warm): SGLang's per-request front end (tokenizer manager, HTTP),
+  its serial part under a burst, and its prefill kernels' speed against the hardware file's;
+- held out: the dense shape with EAGLE-3 and with the 2-layer draft model at 3/1/4, and the hybrid
+  shape without a drafter.
+
+Prints simulated against measured with the error and whether each is within the targets (decode and
+aggregate 15 %, prefill 20 %, TTFT 25 % or 20 ms, warm-over-cold gain 30 %). `--fit` refits FITTED first
+and shows every table under the refit figures. Writes benchmarks/results/sglang_calibration.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.gpu.sglang_report import sitting_dirs  # noqa: E402
+from benchmarks.gpu.vllm_report import load as sittings  # noqa: E402
+from benchmarks.vllm_calibration import gains, table  # noqa: E402
+from specexp.fit import records as fr  # noqa: E402
+from specexp.sim.profile import load_profile  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+ENGINE = "sglang"
+FITTED = (
+    "request_overhead_ms",
+    "request_overhead_us_per_token",
+    "request_serial_ms",
+    "prefill_compute",
+)
+UPPER = (50.0, 10.0, 20.0, 1.6)
+"""Fitted (to the totals) on the dense shape's jobs without a drafter: the figures in
+conf/sim_engine/sglang.yaml."""
+FITTED_MODELS = ("qwen3-8b",)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--fit", action="store_true", help="refit FITTED to the fitted jobs first")
+    parser.add_argument("--iterations", type=int, default=12)
+    parser.add_argument(
+        "--out", type=Path, default=REPO / "benchmarks/results/sglang_calibration.md"
+    )
+    args = parser.parse_args()
+    roots = [d / "sweeps" for d in sitting_dirs()]
+    jobs = [j for j in sittings(roots) if j.record.measurements]
+    fitted = [
+        j
+        for j in jobs
+        if j.drafter == "none" and j.record.conditions.model in FITTED_MODELS  # type: ignore[attr-defined]
+    ]
+    held = [j for j in jobs if j not in fitted]
+    profile = load_profile(ENGINE, "h200")
+    lines = [
+        f"# Engine profile `{ENGINE}` against SGLang measured on an H200",
+        "",
+        "Data: "
+        + ", ".join(f"`{r.relative_to(REPO)}`" for r in roots)
+        + " (specexp's records of SGLang 0.5.12 with CUDA on an H200, both shapes served without weights; "
+        "benchmarks/results/gpu-h200-sglang.md). Simulated: each job from its own record with "
+        f"`runtime=sim runtime.engine={ENGINE}` (specexp/fit/records.py). Targets: decode and aggregate "
+        "within 15 %, prefill within 20 %, TTFT within 25 % or 20 ms, warm-over-cold gain within 30 %.",
+        "",
+    ]
+    if args.fit:
+        figures = fr.fit(fitted, ENGINE, FITTED, UPPER, iterations=args.iterations, base=profile)
+        profile = fr.with_figures(profile, FITTED, [figures[k] for k in FITTED])
+        lines += [
+            "Refit: " + ", ".join(f"`{k}` {v:.4g}" for k, v in figures.items()),
+            "",
+        ]
+    lines += ["Profile: " + ", ".join(f"`{k}` {getattr(profile, k):.4g}" for k in FITTED), ""]
+    fitted_rows = fr.compare(fitted, ENGINE, profile)
+    held_rows = fr.compare(held, ENGINE, profile)
+    lines += [
+        "## Fitted: the dense shape without a drafter",
+        "",
+        *table(fitted_rows),
+        "### Warm over cold",
+        "",
+        *gains(fitted_rows),
+        "## Held out: EAGLE-3 and the draft model at 3/1/4 on the dense shape, the hybrid shape",
+        "",
+        "The simulator is given each drafter job's measured acceptance by position (dummy weights: "
+        "EAGLE-3's head accepted nothing, the draft model everything); these jobs were not fitted.",
+        "",
+        *table(held_rows),
+        "### Warm over cold",
+        "",
+        *gains(held_rows),
+    ]
+    text = "\n".join(lines)
+    print(text)
+    args.out.write_text(text)
+
+
+if __name__ == "__main__":
+    main()
