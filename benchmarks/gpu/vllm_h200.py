@@ -34,20 +34,23 @@ from __future__ import annotations
 import argparse
 import datetime
 import os
-import shutil
-import signal
 import subprocess
 import sys
-import tarfile
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-PIECES = Path("/tmp/specexp-vllm")
-WORK = Path(os.environ.get("SPECEXP_GPU_WORK", "/tmp/specexp-gpu"))
-COPY = WORK.parent / (WORK.name + "-repo")
+from benchmarks.gpu.sitting import Sitting  # noqa: E402
+
+SITTING = Sitting(
+    work=Path(os.environ.get("SPECEXP_GPU_WORK", "/tmp/specexp-gpu")),
+    pieces=Path("/tmp/specexp-vllm"),
+    script=Path(__file__).resolve(),
+)
+PIECES, WORK = SITTING.pieces, SITTING.work
+log = SITTING.log
 FLAGS = {
     "h200_vllm_dense": ["runtime.extra_args=[--enable-per-request-metrics]"],
     "h200_vllm_hybrid": [
@@ -204,25 +207,6 @@ DEVICE_ENV = {
 }
 
 
-def log(text: str, out: Path | None = None) -> None:
-    line = f"[{time.strftime('%H:%M:%S')}] {text}"
-    print(line, flush=True)
-    for folder in {WORK, out} - {None}:
-        folder.mkdir(parents=True, exist_ok=True)  # type: ignore[union-attr]
-        with (folder / "log.txt").open("a") as f:  # type: ignore[operator]
-            f.write(line + "\n")
-
-
-def carry(piece: Path) -> None:
-    """Copy one piece (and the SHA256 beside it) to PIECES, where it stays while the machine is held."""
-    PIECES.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(piece, PIECES / piece.name)
-    if (piece.parent / "SHA256").is_file():
-        shutil.copy2(piece.parent / "SHA256", PIECES / "SHA256")
-    have = sorted(p.name for p in PIECES.glob("piece-*"))
-    log(f"carry: {piece.name} ({piece.stat().st_size >> 20} MiB); {PIECES} holds {', '.join(have)}")
-
-
 def install(out: Path) -> None:
     subprocess.run(
         [
@@ -235,40 +219,6 @@ def install(out: Path) -> None:
         check=True,
     )
     log("install: done", out)
-
-
-def start(
-    out: Path, deadline_s: float, extra: list[str], sweep: list[str], plan: str = "studies"
-) -> None:
-    """Copy the repository to COPY and run `run` there in a session of its own, detached."""
-    if COPY.exists():
-        shutil.rmtree(COPY)
-    shutil.copytree(
-        REPO,
-        COPY,
-        ignore=shutil.ignore_patterns(".gpu-stage", ".git", ".venv", "__pycache__", "results"),
-    )
-    WORK.mkdir(parents=True, exist_ok=True)
-    with (WORK / "run.txt").open("w") as console:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                str(COPY / "benchmarks/gpu/vllm_h200.py"),
-                "run",
-                "--deadline-s",
-                str(deadline_s),
-                *[f"--extra={e}" for e in extra],
-                *[f"--sweep={e}" for e in sweep],
-                f"--plan={plan}",
-            ],
-            cwd=COPY,
-            stdout=console,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-    (WORK / "run.pid").write_text(str(proc.pid))
-    log(f"start: sweeps running as pid {proc.pid} (deadline {deadline_s:.0f} s)", out)
 
 
 def vllm_executable() -> Path:
@@ -305,7 +255,7 @@ def run(
     """Every experiment in turn, measured on vLLM; each stops starting jobs at the deadline. `extra`
     overrides are appended (to try the driver on another machine: hardware=cpu model=tiny-hf ...)."""
     t0 = time.monotonic()
-    _host_info()
+    SITTING.host_info()
     executable = vllm_executable()
     env = {
         **os.environ,
@@ -323,113 +273,11 @@ def run(
             continue
         given = {e.split("=", 1)[0] for e in [*extra, *only]}
         base = [*MEASURED, f"runtime.executable={executable}", *FLAGS.get(name, [])]
-        argv = [
-            sys.executable,
-            "-m",
-            "specexp",
-            *([f"+experiment={name}"] if name in experiments else ["-m"]),
-            *(o for o in base if o.split("=", 1)[0] not in given),
-            *only,
-            *extra,
-            f"hydra.sweep.dir={WORK / 'sweeps' / name}",
-        ]
-        log("run: " + " ".join(argv[3:]))
-        with (WORK / f"{name}.console.txt").open("a") as console:
-            proc = subprocess.Popen(
-                argv, cwd=REPO, stdout=console, stderr=subprocess.STDOUT, env=env
-            )
-            try:
-                rc = proc.wait(timeout=max(left, 1))
-            except subprocess.TimeoutExpired:
-                log(f"run: {name} at the deadline: interrupted; finished jobs are kept")
-                proc.send_signal(signal.SIGINT)
-                try:
-                    rc = proc.wait(timeout=60)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    rc = proc.wait()
+        overrides = [*(o for o in base if o.split("=", 1)[0] not in given), *only, *extra]
+        rc = SITTING.sweep(name, overrides, env, left, name in experiments)
         log(f"run: {name} rc={rc} after {time.monotonic() - t0:.0f} s")
-    (WORK / "run.done").write_text(f"{time.monotonic() - t0:.0f}\n")
+    SITTING.done(time.monotonic() - t0)
     return 0
-
-
-def _host_info() -> None:
-    cpu = (
-        Path("/proc/cpuinfo").read_text(errors="replace") if Path("/proc/cpuinfo").is_file() else ""
-    )
-    model = next(
-        (
-            line.split(":", 1)[1].strip()
-            for line in cpu.splitlines()
-            if line.startswith("model name")
-        ),
-        "?",
-    )
-    log(f"host: cpu {model!r}, {os.cpu_count()} cores, load {os.getloadavg()}")
-    query = "name,driver_version,clocks.sm,clocks.mem,clocks.max.sm,power.limit,temperature.gpu,memory.used"
-    smi = (
-        subprocess.run(
-            ["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader"],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if shutil.which("nvidia-smi")
-        else None
-    )
-    log(f"host: gpu {smi.stdout.strip() if smi else '?'}")
-
-
-def wait(seconds: float, out: Path) -> None:
-    """Until the sweeps finish or `seconds` pass, each job as it ends; then the records into `out`."""
-    t0 = time.monotonic()
-    seen = 0
-    while time.monotonic() - t0 < seconds and not (WORK / "run.done").is_file():
-        time.sleep(min(5.0, max(1.0, seconds - (time.monotonic() - t0))))
-        seen = _progress(seen)
-    _progress(seen)
-    pack(out)
-
-
-def _progress(seen: int) -> int:
-    lines = [
-        line
-        for p in sorted(WORK.glob("*.console.txt"))
-        for line in p.read_text(errors="replace").splitlines()
-        if line.startswith("[")
-        and "] " in line
-        and ("ok" in line or "failed" in line or "refused" in line)
-    ]
-    for line in lines[seen:]:
-        print("  " + line[:300], flush=True)
-    return len(lines)
-
-
-def pack(out: Path) -> None:
-    """Every result.json and requests.jsonl, each server's log cut to its first 300 and last 150 lines,
-    the consoles and the log, into OUT/records.tar.gz."""
-    out.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(out / "records.tar.gz", "w:gz") as tar:
-        for path in sorted((WORK / "sweeps").rglob("result.json")):
-            tar.add(path, arcname=str(path.relative_to(WORK)))
-            for name in ("requests.jsonl",):
-                if (path.parent / name).is_file():
-                    tar.add(path.parent / name, arcname=str((path.parent / name).relative_to(WORK)))
-            server_log = path.parent / "server.log"
-            if server_log.is_file():
-                lines = server_log.read_text(errors="replace").splitlines()
-                keep = (
-                    lines
-                    if len(lines) <= 450
-                    else [*lines[:300], f"... {len(lines) - 450} lines ...", *lines[-150:]]
-                )
-                short = path.parent / "server.log.short"
-                short.write_text("\n".join(keep) + "\n")
-                tar.add(short, arcname=str(short.relative_to(WORK)))
-        for extra in [*WORK.glob("*.console.txt"), WORK / "log.txt", WORK / "run.txt"]:
-            if extra.is_file():
-                tar.add(extra, arcname=extra.name)
-    log(f"pack: {out / 'records.tar.gz'} ({(out / 'records.tar.gz').stat().st_size >> 10} KiB)")
 
 
 def main() -> int:
@@ -481,18 +329,26 @@ def main() -> int:
     for stage in args.stages:
         if stage == "carry":
             for piece in args.piece:
-                carry(piece)
+                SITTING.carry(piece)
         elif stage == "install":
             install(args.out)
         elif stage == "start":
             sweep = MOE_SWEEP if args.sweep == ["moe"] else args.sweep
-            start(args.out, args.deadline_s, args.extra, sweep, args.plan)
+            SITTING.start(
+                args.out,
+                [
+                    f"--deadline-s={args.deadline_s}",
+                    *[f"--extra={e}" for e in args.extra],
+                    *[f"--sweep={e}" for e in sweep],
+                    f"--plan={args.plan}",
+                ],
+            )
         elif stage == "run":
             return run(args.deadline_s, args.extra, args.sweep, args.plan)
         elif stage == "wait":
-            wait(args.wait_s, args.out)
+            SITTING.wait(args.wait_s, args.out)
         elif stage == "pack":
-            pack(args.out)
+            SITTING.pack(args.out)
         elif stage == "report":
             from benchmarks.gpu import vllm_report
 
