@@ -55,6 +55,7 @@ FLAGS = {
 """Each experiment and the flags its servers need on this device (see the module docstring)."""
 MEASURED = [
     "runtime=sglang",
+    "~runtime.engine",  # the experiments' simulator setting (runtime.engine: sglang)
     "runtime.load_format=dummy",
     "runtime.start_timeout_s=900",
     "workload.endpoint=completions",

@@ -41,8 +41,8 @@ ANTLR = "antlr4-python3-runtime==4.9.3"
 CACHE = Path.home() / ".cache" / "specexp" / f"sglang-{VERSION}"
 SITE = Path("/tmp/sglang-site")
 PIECES = Path("/tmp/specexp-sglang")
-PIECE_BYTES = 28 << 20
-"""One piece and the repository (its tracked files, about 31 MiB) under the 64 MiB a call carries."""
+PIECE_BYTES = 22 << 20
+"""One piece and the repository (its tracked files, about 38 MiB) under the 64 MiB a call carries."""
 PLATFORMS = tuple(f"manylinux_2_{n}_x86_64" for n in (39, 38, 37, 36, 35, 34, 33, 32, 31, 30)) + (
     tuple(f"manylinux_2_{n}_x86_64" for n in (29, 28, 27, 26, 25, 24, 17, 12, 5))
     + ("manylinux2014_x86_64", "manylinux2010_x86_64", "manylinux1_x86_64")
@@ -139,20 +139,24 @@ def build_site(wheels: list[Path], site: Path) -> None:
         shutil.copy2(numa.resolve(), libs / "libnuma.so.1")
 
 
-def pack(out: Path) -> None:
-    """The pieces of SITE's tar.xz in `out`, with its sha256 (SHA256)."""
+def pack(out: Path, rebuild: bool = False) -> None:
+    """The pieces of SITE's tar.xz in `out`, with its sha256 (SHA256); the archive is built once and
+    cached (`rebuild`: again)."""
     started = time.monotonic()
-    wheels = download(CACHE / "whl")
-    site = CACHE / SITE.name
-    build_site(wheels, site)
     archive = CACHE / "site.tar.xz"
-    with archive.open("wb") as sink:
-        tar = subprocess.Popen(
-            ["tar", "-C", str(site.parent), "-cf", "-", site.name], stdout=subprocess.PIPE
-        )
-        subprocess.run(["xz", "-6", "-T2"], stdin=tar.stdout, stdout=sink, check=True)
-        if tar.wait() != 0:
-            raise SystemExit("pack: tar failed")
+    if rebuild or not archive.is_file():
+        wheels = download(CACHE / "whl")
+        site = CACHE / SITE.name
+        build_site(wheels, site)
+        partial = archive.with_suffix(".partial")
+        with partial.open("wb") as sink:
+            tar = subprocess.Popen(
+                ["tar", "-C", str(site.parent), "-cf", "-", site.name], stdout=subprocess.PIPE
+            )
+            subprocess.run(["xz", "-6", "-T2"], stdin=tar.stdout, stdout=sink, check=True)
+            if tar.wait() != 0:
+                raise SystemExit("pack: tar failed")
+        partial.replace(archive)
     digest = hashlib.sha256(archive.read_bytes()).hexdigest()
     out.mkdir(parents=True, exist_ok=True)
     for old in out.glob("piece-*"):
@@ -164,7 +168,7 @@ def pack(out: Path) -> None:
             index += 1
     (out / "SHA256").write_text(f"{digest}  site.tar.xz\n")
     log(
-        f"pack: {len(wheels)} wheels, {archive.stat().st_size / 1e6:.1f} MB as tar.xz, {index} pieces "
+        f"pack: {archive.stat().st_size / 1e6:.1f} MB as tar.xz, {index} pieces "
         f"of at most {PIECE_BYTES >> 20} MiB in {out}, sha256 {digest[:16]}, "
         f"{time.monotonic() - started:.0f} s"
     )
@@ -201,9 +205,10 @@ def main() -> int:
     parser.add_argument("stage", choices=["pack", "install"])
     parser.add_argument("--out", type=Path, default=Path(".gpu-stage/sglang"))
     parser.add_argument("--pieces", type=Path, default=PIECES)
+    parser.add_argument("--rebuild", action="store_true", help="pack: download and build again")
     args = parser.parse_args()
     if args.stage == "pack":
-        pack(args.out)
+        pack(args.out, args.rebuild)
         return 0
     sha = None
     for path in (args.pieces / "SHA256", Path(".gpu-stage/sglang/SHA256")):
