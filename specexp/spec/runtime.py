@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BeforeValidator, Field
+from pydantic import BeforeValidator, Field, field_validator
 
 from specexp.spec.base import _Spec
 
@@ -120,6 +120,10 @@ class SimRuntimeSpec(RuntimeSpec):
     means nothing. None: the simulator generates no text, and the answer checks are refused."""
 
 
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
+
+
 class EndpointRuntimeSpec(RuntimeSpec):
     """An OpenAI-compatible HTTP server, started by specexp or already running."""
 
@@ -146,6 +150,28 @@ class ServerRuntimeSpec(EndpointRuntimeSpec):
     """The drafter's weights where the engine needs them (draft model, DFlash, DSpark, EAGLE-3)."""
     extra_args: list[Annotated[str, BeforeValidator(str)]] = []
     """Extra argv appended to the server command, verbatim (a list, never a shell string)."""
+    env: Annotated[
+        dict[str, Annotated[str, BeforeValidator(str)]], BeforeValidator(lambda v: v or {})
+    ] = {}
+    """Environment variables the started server gets besides specexp's own (SGLang's
+    SGLANG_ENABLE_SPEC_V2=1, say). They are recorded with the config, so never a secret: an API key
+    goes through api_key_env."""
+
+    @field_validator("env")
+    @classmethod
+    def _env_names(cls, value: dict[str, str]) -> dict[str, str]:
+        for name in value:
+            if not ENV_NAME.fullmatch(name):
+                raise ValueError(
+                    f"{name!r} is not an environment variable name (letters, digits and _, "
+                    "not starting with a digit)"
+                )
+            if SECRET_NAME.search(name):
+                raise ValueError(
+                    f"{name} names a secret, which the records would keep: put it in an environment "
+                    "variable of your own and name that in runtime.api_key_env"
+                )
+        return value
 
 
 class VllmRuntimeSpec(ServerRuntimeSpec):

@@ -217,9 +217,11 @@ class HttpRuntime(Runtime[E]):
                     "refused", "not_startable", f"runtime={self.name} needs runtime.url=http://..."
                 )
             try:
-                self.process = ServerProcess(
-                    argv, self.job_dir / "server.log", env=self.server_env(self.port)
-                )
+                env = {
+                    **self.server_env(self.port),
+                    **settings_as(self.spec, ServerRuntimeSpec).env,
+                }
+                self.process = ServerProcess(argv, self.job_dir / "server.log", env=env)
                 self.process.wait_ready(self.is_ready, self.rt.start_timeout_s)
             except RuntimeFailure as failure:
                 failure.argv = argv

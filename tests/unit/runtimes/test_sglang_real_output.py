@@ -200,3 +200,32 @@ def test_an_error_event_fails_the_request(sglang: Callable[..., Any]) -> None:
     raw.chunks.append((1.0, {"error": {"message": "bad \x1b[31mthing"}}))
     trace = to_trace("r", native.as_completion_chunks(raw, False))
     assert trace.error_kind == "server_error" and "bad" in (trace.error or "")
+
+
+def test_the_started_server_gets_runtime_env_and_a_refusal_keeps_its_log(
+    sglang: Callable[..., Any], tmp_path: Path
+) -> None:
+    from specexp.measure.events import RuntimeFailure
+
+    script = tmp_path / "python"
+    script.write_text(
+        '#!/bin/sh\necho "SPEC_V2=$SGLANG_ENABLE_SPEC_V2"\n'
+        'echo "ValueError: Speculative decoding is not compatible with radix cache"\nexit 1\n'
+    )
+    script.chmod(0o755)
+    runtime = sglang(
+        f"runtime.executable={script}",
+        "runtime.env={SGLANG_ENABLE_SPEC_V2: 1}",
+        "runtime.start_timeout_s=30",
+    )
+    with pytest.raises(RuntimeFailure) as failure:
+        try:
+            runtime.start()
+        finally:
+            runtime.stop()
+    log = (tmp_path / "server.log").read_text()
+    assert "SPEC_V2=1" in log
+    assert failure.value.status == "refused"
+    assert failure.value.message.endswith(
+        "ValueError: Speculative decoding is not compatible with radix cache"
+    )
