@@ -48,6 +48,7 @@ CONDITION_KEYS = (
     "request_rate",
     "cache",
     "turn",
+    "send",
     "category",
     "task",
     "eval_items",
@@ -61,7 +62,7 @@ CONDITION_KEYS = (
 )
 """docs/vocabulary.md section 1: the first written 23, plus `max_model_len` and `draft_model`, plus
 `turn` and `category` (agentic sessions, dataset files), plus `task`, `eval_items` and `top_p`
-(the answer checks)."""
+(the answer checks), plus `send` (a shared prefix sent several times)."""
 
 
 def compose_config(overrides: Sequence[str] = ()) -> tuple[dict[str, Any], dict[str, Any]]:

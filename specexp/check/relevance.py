@@ -51,6 +51,7 @@ _PREFILL = {
     "request_rate": "open-loop arrivals queue behind each other once the server falls behind",
     "drafter": "a drafter prefills its own layers over the prompt before the first token",
     "turn": "a later turn of a session finds its conversation so far in the prefix cache",
+    "send": "a hybrid's cache keeps states only where earlier sends left them: a third send finds more",
 }
 _SPECULATION = {
     "drafter": "speculative decoding on/off and its method set the tokens emitted per pass",
@@ -126,6 +127,7 @@ _CACHE = {
     "prefix_caching": "off, nothing is reused",
     "concurrency": "simultaneous requests can miss each other's prefix",
     "turn": "turn 1 finds at most the shared system prompt, later turns their conversation",
+    "send": "what a repeat finds depends on where the earlier sends left the engine's saved states",
 }
 _IDENTITY = {
     "hardware": "kernels differ by architecture, and with them argmax ties",

@@ -93,6 +93,7 @@ def run_conditions(
         "request_rate": None,
         "cache": None,
         "turn": None,
+        "send": None,
         "category": None,
         "task": w.task.name if w.task else None,
         "eval_items": None,

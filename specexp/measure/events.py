@@ -214,6 +214,8 @@ class Point:
     """Open-loop requests per second (None: a closed-loop burst of `concurrency`)."""
     turn: int | None = None
     """Turn of an agentic session (1-based); None outside sessions."""
+    send: int | None = None
+    """The n-th send of a shared prefix (1-based); None where requests share no prefix."""
     category: str | None = None
     """Prompt category of a dataset file; None outside datasets."""
 

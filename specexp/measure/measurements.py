@@ -112,6 +112,7 @@ def _measurement(
             "request_rate": point.request_rate,
             "cache": point.cache,
             "turn": point.turn,
+            "send": point.send,
             "category": point.category,
             "eval_items": sum(len(w.task_items) for w in windows) or None,
             "repeats": len(windows),

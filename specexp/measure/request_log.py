@@ -36,6 +36,7 @@ def request_line(
         "concurrency": window.point.concurrency,
         "cache": window.point.cache,
         **({"turn": window.point.turn} if window.point.turn is not None else {}),
+        **({"send": window.point.send} if window.point.send is not None else {}),
         **({"category": window.point.category} if window.point.category is not None else {}),
         "sent_at": trace.sent_wall,
         "send_lag_s": _round(trace.send_lag_s),

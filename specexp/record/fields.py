@@ -35,6 +35,7 @@ class Conditions(Named):
     request_rate: float | None = None
     cache: str | None
     turn: int | None = None
+    send: int | None = None
     category: str | None = None
     task: str | None = None
     eval_items: int | None = None

@@ -260,54 +260,64 @@ def prefix_cache_section(rows: Sequence[Row], fixed: dict[str, Any]) -> list[Blo
             )
         ),
     ]
-    for conditions, members in group(rows, (*SPEC_KEYS, "cache")):
+    for conditions, members in group(rows, (*SPEC_KEYS, "cache", "send")):
         blocks.append(Heading(_label(conditions, fixed) or "All runs", 3))
-        setup = varying(members, exclude=("repeats", "prompt_tokens", "cache"))
-        by_len: dict[Any, dict[str, Row]] = {}
+        setup = varying(members, exclude=("repeats", "prompt_tokens", "cache", "send"))
+        by_len: dict[Any, dict[Any, Row]] = {}
         for r in members:
+            # cold is the first send; a warm one is the send it was (a record before `send`: the second)
+            send = "cold" if r.conditions.cache == "cold" else (r.conditions.send or 2)
             by_len.setdefault(
                 (tuple(str(r.get(c)) for c in setup), r.conditions.prompt_tokens or 0), {}
-            )[str(r.conditions.cache)] = r
+            )[send] = r
+        sends = sorted({s for d in by_len.values() for s in d if s != "cold"})
         body = []
         for where, length in sorted(by_len):
-            cold, warm = by_len[(where, length)].get("cold"), by_len[(where, length)].get("warm")
-            gain = "—"
-            if warm and warm.metrics.cached_prompt_tokens == 0:
-                gain = "no hit: 0 cached"  # a TTFT ratio here would be noise, not a cache's gain
-            elif cold and warm and cold.metrics.ttft_s and warm.metrics.ttft_s:
-                gain = f"{cold.metrics.ttft_s / warm.metrics.ttft_s:.3g}×"
-            body.append(
-                [
-                    *where,
-                    number(length),
-                    with_spread(cold.metrics.ttft_s, cold.spread.get(M.ttft_s), "ttft_s")
-                    if cold
-                    else "—",
-                    with_spread(warm.metrics.ttft_s, warm.spread.get(M.ttft_s), "ttft_s")
-                    if warm
-                    else "—",
-                    gain,
-                    number(warm.metrics.cached_prompt_tokens) if warm else "—",
-                    _run(cold or warm),
-                ]
-            )
+            found = by_len[(where, length)]
+            cold = found.get("cold")
+            row = [
+                *where,
+                number(length),
+                with_spread(cold.metrics.ttft_s, cold.spread.get(M.ttft_s), "ttft_s")
+                if cold
+                else "—",
+            ]
+            for send in sends:
+                row += _warm_cells(cold, found.get(send))
+            body.append([*row, _run(cold or next(iter(found.values())))])
+        heads: list[Any] = []
+        for send in sends:
+            name = "warm " if len(sends) == 1 else f"send {send} "
+            heads += [
+                Markdown(name) + header("ttft_s"),
+                "gain",
+                Markdown(name) + header("cached_prompt_tokens"),
+            ]
         blocks.append(
             TableBlock(
-                [
-                    *setup,
-                    "prompt_tokens",
-                    Markdown("cold ") + header("ttft_s"),
-                    Markdown("warm ") + header("ttft_s"),
-                    "gain",
-                    Markdown("warm ") + header("cached_prompt_tokens"),
-                    "run",
-                ],
+                [*setup, "prompt_tokens", Markdown("cold ") + header("ttft_s"), *heads, "run"],
                 body,
-                align=["l"] * len(setup) + ["r"] * 5 + ["l"],
+                align=["l"] * len(setup) + ["r"] * (2 + 3 * len(sends)) + ["l"],
             )
         )
     blocks += charts.cold_warm_ttft(rows, "prefix-cache-ttft")
     return blocks
+
+
+def _warm_cells(cold: Row | None, warm: Row | None) -> list[Any]:
+    """A warm send's TTFT, its gain over the cold send, and what it found cached."""
+    if warm is None:
+        return ["—", "—", "—"]
+    gain = "—"
+    if warm.metrics.cached_prompt_tokens == 0:
+        gain = "no hit: 0 cached"  # a TTFT ratio here would be noise, not a cache's gain
+    elif cold and cold.metrics.ttft_s and warm.metrics.ttft_s:
+        gain = f"{cold.metrics.ttft_s / warm.metrics.ttft_s:.3g}×"
+    return [
+        with_spread(warm.metrics.ttft_s, warm.spread.get(M.ttft_s), "ttft_s"),
+        gain,
+        number(warm.metrics.cached_prompt_tokens),
+    ]
 
 
 def failures_section(failures: Sequence[Any]) -> list[Block]:

@@ -190,6 +190,15 @@ CONDITIONS: Mapping[str, Condition] = MappingProxyType(
                 absent_is_null=True,
             ),
             _c(
+                "send",
+                int,
+                "workload",
+                "the n-th send of a shared prefix (1-based: 1 is the first, cold; workload.cache "
+                "[cold, warm, warm] sends it three times); null where requests share no prefix",
+                minimum=1,
+                absent_is_null=True,
+            ),
+            _c(
                 "category",
                 str,
                 "workload",

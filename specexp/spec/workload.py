@@ -105,7 +105,9 @@ class WorkloadSpec(_Spec):
     run again, up to this many times; the last run is kept, marked contaminated if it compiled too.
     Operational: not part of the run id."""
     cache: list[Literal["cold", "warm"]] = ["cold"]
-    """Cache states measured, in this order (cold first, then the same prefix again)."""
+    """Cache states measured, in this order (cold first, then the same prefix again). With a shared
+    prefix each entry is one send of it, measured on its own (condition `send`): [cold, warm, warm]
+    sends it three times, as a hybrid model's cache finds more on a third send than on a second."""
     shared_prefix: bool = False
     """Requests share their prefix (prefix-cache workloads); otherwise each is unique."""
     suffix_tokens: int = Field(default=16, ge=1, exclude_if=lambda v: v == 16)

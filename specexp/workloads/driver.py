@@ -156,7 +156,8 @@ def _windows(
                 groups = [
                     f"{tag}-s{i}" if workload.shared_prefix else None for i in range(concurrency)
                 ]
-                if "warm" in workload.cache and "cold" not in workload.cache:
+                primed = "warm" in workload.cache and "cold" not in workload.cache
+                if primed:
                     window = warm_up(
                         runtime,
                         [request(f"{tag}-prime-{i}", tokens, g) for i, g in enumerate(groups)],
@@ -165,8 +166,10 @@ def _windows(
                     )
                     if warmups:
                         yield window
-                for cache in workload.cache:
-                    point = Point(tokens, concurrency, cache)
+                for n, cache in enumerate(workload.cache, 2 if primed else 1):
+                    # the n-th send of each request's prefix: a measurement of its own
+                    send = n if workload.shared_prefix else None
+                    point = Point(tokens, concurrency, cache, send=send)
                     # a shared prefix's windows are not run again: a second cold send would find it warm
                     reruns = 0 if workload.shared_prefix else workload.rerun_contaminated
                     for attempt in range(reruns + 1):
