@@ -84,7 +84,35 @@ STUDIES = [
 """The experiments' cells (each server configuration once: the dense shape without a drafter, with
 EAGLE-3 and the draft model at the A/B's 3/1/4; the hybrid without a drafter and with MTP at 3/1/4),
 the real server's outputs, then the k sweep (1 and 7) of MTP and of EAGLE-3, a server each."""
-PLANS = {"studies": STUDIES}
+PREFIX_SENDS = (
+    "workload:prefix_cache,workload.prompt_lengths:'[3700,8000,16000]',"
+    "workload.cache:'[cold,warm,warm]'"
+)
+EXTENDED = (
+    "workload:agentic_sessions,workload.concurrency:'[1]',workload.prompt_tokens:'8000',"
+    "workload.output_tokens:'16',workload.session.turns:'3',workload.session.turn_tokens:'64',"
+    "workload.session.think_time_s:'0'"
+)
+SECOND = [
+    (
+        "h200_sglang_hybrid",
+        [
+            grid(
+                f"{DECODE},drafter:mtp,k:'3'",
+                f"{PREFIX_SENDS},drafter:mtp,k:'3'",
+                f"{PREFIX_SENDS},drafter:none",
+                f"{EXTENDED},drafter:none",
+            ),
+            "baseline=false",
+        ],
+    ),
+    ("h200_sglang_hybrid", [grid(f"{DECODE},drafter:mtp,k:'1,7'"), "baseline=false"]),
+    ("h200_sglang_dense", [grid(f"{DECODE},drafter:eagle3,k:'1,7'"), "baseline=false"]),
+]
+"""What the first sitting (2026-12-04) left: MTP at the A/B's 3/1/4 on the hybrid with its warm prefixes;
+the hybrid's prefix sent three times (what a second and a third send find, with and without MTP) and a
+session whose every turn extends the last prompt; then the k sweep (1 and 7) of MTP and of EAGLE-3."""
+PLANS = {"studies": STUDIES, "second": SECOND}
 DEVICE_ENV = {
     "HF_HUB_OFFLINE": "1",
     "TRANSFORMERS_OFFLINE": "1",
