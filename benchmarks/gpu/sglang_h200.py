@@ -218,28 +218,19 @@ def main() -> int:
     parser.add_argument("--sweep", action="append", default=[])
     parser.add_argument("--plan", choices=sorted(PLANS), default="studies")
     args = parser.parse_args()
+    start_args = [
+        f"--deadline-s={args.deadline_s}",
+        f"--plan={args.plan}",
+        *[f"--extra={e}" for e in args.extra],
+        *[f"--sweep={e}" for e in args.sweep],
+    ]
     for stage in args.stages:
-        if stage == "carry":
-            for piece in args.piece:
-                SITTING.carry(piece)
-        elif stage == "install":
+        if SITTING.common_stage(stage, args, start_args):
+            continue
+        if stage == "install":
             install(args.out)
-        elif stage == "start":
-            SITTING.start(
-                args.out,
-                [
-                    f"--deadline-s={args.deadline_s}",
-                    f"--plan={args.plan}",
-                    *[f"--extra={e}" for e in args.extra],
-                    *[f"--sweep={e}" for e in args.sweep],
-                ],
-            )
         elif stage == "run":
             return run(args.deadline_s, args.extra, args.sweep, args.plan)
-        elif stage == "wait":
-            SITTING.wait(args.wait_s, args.out)
-        elif stage == "pack":
-            SITTING.pack(args.out)
         elif stage == "report":
             from benchmarks.gpu import sglang_report
 

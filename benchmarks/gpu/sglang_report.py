@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.gpu.vllm_report import _fmt, job_table, load
+from benchmarks.gpu.vllm_report import _fmt, job_table, load, not_finished
 from specexp.fit import records as fr
 
 NAME = "gpu-h200-sglang"
@@ -108,13 +108,7 @@ def summary(all_jobs: list[fr.Job]) -> list[str]:
         "head accepted no draft (1 token a pass) and the 2-layer draft model every one (4 a pass): the "
         "drafting cost alone, and the best case.",
     ]
-    for job in all_jobs:
-        if job.record.status != "ok":
-            error = job.record.error
-            lines.append(
-                f"- not finished: {job.label} ({job.record.status}: {error.message if error else ''})."
-            )
-    return [*lines, ""]
+    return [*lines, *not_finished(all_jobs), ""]
 
 
 def markdown(

@@ -24,6 +24,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -49,6 +50,22 @@ class Sitting:
             folder.mkdir(parents=True, exist_ok=True)
             with (folder / "log.txt").open("a") as f:
                 f.write(line + "\n")
+
+    def common_stage(self, stage: str, args: Any, start_args: Sequence[str]) -> bool:
+        """Run `stage` where it is the same for every engine (carry, start, wait, pack) with the
+        parsed `args` (`piece`, `out`, `wait_s`); False for a stage the engine script runs itself."""
+        if stage == "carry":
+            for piece in args.piece:
+                self.carry(piece)
+        elif stage == "start":
+            self.start(args.out, start_args)
+        elif stage == "wait":
+            self.wait(args.wait_s, args.out)
+        elif stage == "pack":
+            self.pack(args.out)
+        else:
+            return False
+        return True
 
     def carry(self, piece: Path) -> None:
         """Copy one piece (and the SHA256 beside it) to `pieces`, where it stays while the machine

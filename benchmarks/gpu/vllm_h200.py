@@ -326,29 +326,20 @@ def main() -> int:
         "--work", type=Path, default=Path("/tmp/specexp-vllm-h200"), help="sim/report: scratch"
     )
     args = parser.parse_args()
+    sweep = MOE_SWEEP if args.sweep == ["moe"] else args.sweep
+    start_args = [
+        f"--deadline-s={args.deadline_s}",
+        *[f"--extra={e}" for e in args.extra],
+        *[f"--sweep={e}" for e in sweep],
+        f"--plan={args.plan}",
+    ]
     for stage in args.stages:
-        if stage == "carry":
-            for piece in args.piece:
-                SITTING.carry(piece)
-        elif stage == "install":
+        if SITTING.common_stage(stage, args, start_args):
+            continue
+        if stage == "install":
             install(args.out)
-        elif stage == "start":
-            sweep = MOE_SWEEP if args.sweep == ["moe"] else args.sweep
-            SITTING.start(
-                args.out,
-                [
-                    f"--deadline-s={args.deadline_s}",
-                    *[f"--extra={e}" for e in args.extra],
-                    *[f"--sweep={e}" for e in sweep],
-                    f"--plan={args.plan}",
-                ],
-            )
         elif stage == "run":
             return run(args.deadline_s, args.extra, args.sweep, args.plan)
-        elif stage == "wait":
-            SITTING.wait(args.wait_s, args.out)
-        elif stage == "pack":
-            SITTING.pack(args.out)
         elif stage == "report":
             from benchmarks.gpu import vllm_report
 

@@ -154,12 +154,17 @@ def summary(all_jobs: list[fr.Job], roots: Sequence[Path]) -> list[str]:
         f"- vLLM's kernel JIT monitor logged {sum(compiles.values())} compiles while serving "
         f"({', '.join(f'{k} x{n}' for k, n in sorted(compiles.items()))}): {where}.",
     ]
-    for job in unfinished:
-        error = job.record.error
-        lines.append(
-            f"- not finished: {job.label} ({job.record.status}: {error.message if error else ''})."
-        )
-    return [*lines, ""]
+    return [*lines, *not_finished(unfinished), ""]
+
+
+def not_finished(jobs: Sequence[fr.Job]) -> list[str]:
+    """A line for each job that did not finish, with its status and error."""
+    return [
+        f"- not finished: {j.label} ({j.record.status}: "
+        f"{j.record.error.message if j.record.error else ''})."
+        for j in jobs
+        if j.record.status != "ok"
+    ]
 
 
 def markdown(
