@@ -229,3 +229,18 @@ def test_the_started_server_gets_runtime_env_and_a_refusal_keeps_its_log(
     assert failure.value.message.endswith(
         "ValueError: Speculative decoding is not compatible with radix cache"
     )
+
+
+def test_the_ttft_splits_by_sglangs_own_timestamps(sglang: Callable[..., Any]) -> None:
+    from specexp.measure.ttft_parts import ttft_parts
+
+    trace = native_trace(sglang("drafter=eagle3", "k=3"))
+    # meta_info: received .3420858, first response sent .3714883; queue_time 0.0 but no
+    # forward_entry_time: SGLang did not track the wait, so queue and engine are unknown
+    parts = ttft_parts(0.040, trace.engine_timings)
+    assert parts["ttft_queue_s"] is None and parts["ttft_engine_s"] is None
+    assert parts["ttft_frontend_s"] == pytest.approx(0.040 - (0.3714883 - 0.3420858), abs=1e-6)
+    tracked = {**(trace.engine_timings or {}), "forward_entry_time": 1.0, "queue_time": 0.004}
+    parts = ttft_parts(0.040, tracked)
+    assert parts["ttft_queue_s"] == 0.004
+    assert parts["ttft_engine_s"] == pytest.approx(0.0294025 - 0.004, abs=1e-6)
