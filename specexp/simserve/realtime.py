@@ -96,6 +96,20 @@ class Job:
         return self.seq.cached if self.seq is not None else 0
 
 
+@dataclass(frozen=True)
+class Held:
+    """One step's tokens for one request, waiting to be handed on."""
+
+    job: Job
+    tokens: int
+    event: int
+    """Index of the token event in the request's sequence (its time can still move)."""
+    completion: int
+    """Tokens generated once these are out."""
+    last: bool
+    """The request finished with these."""
+
+
 @dataclass
 class Stats:
     """What the engine's own counters do not say."""
@@ -186,6 +200,9 @@ class RealTimeEngine:
     async def _loop(self) -> None:
         self._wakeup = asyncio.Event()
         sim = self.sim
+        held: list[Held] = []
+        """The last step's tokens, where the engine hands a step's tokens on only once the next step
+        is launched (the profile's async_output): they leave at the times the next step gives them."""
         while True:
             while self._arrivals:
                 job = self._arrivals.popleft()
@@ -199,6 +216,7 @@ class RealTimeEngine:
                 sim.abort(job.seq)
                 self._close(job)
             if not sim.busy:
+                held = await self._hand_on(held)  # no step follows: they left when their pass ended
                 self._wakeup.clear()
                 await self._wakeup.wait()
                 continue
@@ -207,27 +225,52 @@ class RealTimeEngine:
                 sim.clock = self.sim_at(now)
                 self.stats.resyncs += 1
             step = sim.step()
+            held = await self._hand_on(held)  # this step's launch released them
             if step is None:  # the head of the queue waits for KV that nothing running will free
                 self._wakeup.clear()
                 await self._wakeup.wait()
                 continue
-            due = self.wall(sim.clock)
-            await _sleep_until(due)
-            for seq, tokens in step.emitted:
-                self._deliver(self.jobs[id(seq)], tokens, due)
+            finished = {id(seq) for seq in step.finished}
+            now_out = [
+                Held(
+                    self.jobs[id(seq)],
+                    tokens,
+                    len(seq.events) - 1,
+                    seq.generated,
+                    id(seq) in finished,
+                )
+                for seq, tokens in step.emitted
+            ]
+            if sim.held.enabled:
+                held = now_out
+            else:
+                await _sleep_until(self.wall(sim.clock))
+                await self._hand_on(now_out)
             for seq in step.finished:
-                self._close(self.jobs[id(seq)])
+                job = self.jobs.get(id(seq))
+                if job is not None and not any(h.job is job for h in held):
+                    self._close(job)
 
-    def _deliver(self, job: Job, tokens: int, due: float) -> None:
-        seq = job.seq
-        assert seq is not None
+    async def _hand_on(self, out: list[Held]) -> list[Held]:
+        """Deliver `out` in order, each at its token event's time (as the engine's trace has it);
+        close a job whose last tokens these were. Returns an empty list."""
+        for h in sorted(out, key=_event_t):
+            sim_t = _event_t(h)
+            due = self.wall(sim_t)
+            await _sleep_until(due)
+            self._deliver(h.job, h.tokens, due, sim_t, h.completion, h.last)
+            if h.last:
+                self._close(h.job)
+        return []
+
+    def _deliver(
+        self, job: Job, tokens: int, due: float, sim_t: float, completion: int, last: bool
+    ) -> None:
         if job.aborted or not tokens:
             return
-        delivery = Delivery(
-            tokens=tokens, completion_tokens=seq.generated, sim_t=seq.events[-1].t, scheduled=due
-        )
+        delivery = Delivery(tokens=tokens, completion_tokens=completion, sim_t=sim_t, scheduled=due)
         job.deliveries.append(delivery)
-        if not job.sink(job, delivery, seq.done):
+        if not job.sink(job, delivery, last):
             job.aborted = True
 
     def _close(self, job: Job) -> None:
@@ -237,6 +280,13 @@ class RealTimeEngine:
             self.stats.aborted += 1
         if job.finished is not None and not job.finished.done():
             job.finished.set_result(None)
+
+
+def _event_t(h: Held) -> float:
+    """The engine time of a held token event, as the engine's trace has it now."""
+    seq = h.job.seq
+    assert seq is not None
+    return seq.events[h.event].t
 
 
 async def _sleep_until(deadline: float) -> None:
