@@ -50,7 +50,7 @@ def _sglang(timings: Mapping[str, Any]) -> tuple[float | None, float | None, flo
     - request received; queue and engine only where SGLang tracked when the request entered the
     forward pass (`forward_entry_time`; without it its `queue_time` is a meaningless 0.0)."""
     received, sent = timings.get("request_received_ts"), timings.get("response_sent_to_client_ts")
-    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (received, sent)):
+    if not isinstance(received, (int, float)) or not isinstance(sent, (int, float)):
         return None, None, None
     server = float(sent) - float(received)
     if not math.isfinite(server) or server < 0:

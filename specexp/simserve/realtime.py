@@ -247,9 +247,9 @@ class RealTimeEngine:
                 await _sleep_until(self.wall(sim.clock))
                 await self._hand_on(now_out)
             for seq in step.finished:
-                job = self.jobs.get(id(seq))
-                if job is not None and not any(h.job is job for h in held):
-                    self._close(job)
+                done = self.jobs.get(id(seq))
+                if done is not None and not any(h.job is done for h in held):
+                    self._close(done)
 
     async def _hand_on(self, out: list[Held]) -> list[Held]:
         """Deliver `out` in order, each at its token event's time (as the engine's trace has it);

@@ -52,8 +52,9 @@ def as_completion_chunks(raw: RawStream, incremental: bool) -> RawStream:
             message = error.get("message") if isinstance(error, dict) else error
             raw.fail("server_error", f"SGLang: {str(message)[:300]}")
             continue
-        meta = chunk.get("meta_info") if isinstance(chunk.get("meta_info"), dict) else {}
-        text = chunk.get("text") if isinstance(chunk.get("text"), str) else ""
+        found_meta, found_text = chunk.get("meta_info"), chunk.get("text")
+        meta: dict[str, Any] = found_meta if isinstance(found_meta, dict) else {}
+        text: str = found_text if isinstance(found_text, str) else ""
         if incremental:
             new = text
         else:
