@@ -154,8 +154,8 @@ class ServerRuntimeSpec(EndpointRuntimeSpec):
         dict[str, Annotated[str, BeforeValidator(str)]], BeforeValidator(lambda v: v or {})
     ] = {}
     """Environment variables the started server gets besides specexp's own (SGLang's
-    SGLANG_ENABLE_SPEC_V2=1, say). They are recorded with the config, so never a secret: an API key
-    goes through api_key_env."""
+    SGLANG_ENABLE_SPEC_V2=1, say), which win where both set one (Ollama's OLLAMA_HOST is specexp's).
+    They are recorded with the config, so never a secret: an API key goes through api_key_env."""
 
     @field_validator("env")
     @classmethod

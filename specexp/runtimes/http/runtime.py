@@ -217,9 +217,10 @@ class HttpRuntime(Runtime[E]):
                     "refused", "not_startable", f"runtime={self.name} needs runtime.url=http://..."
                 )
             try:
+                # specexp's own settings win: a server binds where specexp says (OLLAMA_HOST)
                 env = {
-                    **self.server_env(self.port),
                     **settings_as(self.spec, ServerRuntimeSpec).env,
+                    **self.server_env(self.port),
                 }
                 self.process = ServerProcess(argv, self.job_dir / "server.log", env=env)
                 self.process.wait_ready(self.is_ready, self.rt.start_timeout_s)
