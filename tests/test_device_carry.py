@@ -33,3 +33,22 @@ def test_one_piece_and_the_repository_fit_in_one_device_call(stage) -> None:
         f"{size >> 20} MiB tracked + {stage.PIECE_BYTES >> 20} MiB a piece: lower "
         f"{stage.__name__}.PIECE_BYTES or move large files out of the repository"
     )
+
+
+def test_pieces_join_back_to_the_archive_and_a_wrong_piece_is_refused(tmp_path: Path) -> None:
+    archive = tmp_path / "site.tar.xz"
+    archive.write_bytes(bytes(range(256)) * 40)  # 10,240 bytes
+    digest, count = vllm_stage.split_into_pieces(archive, tmp_path / "out", piece_bytes=4096)
+    assert count == 3 and (tmp_path / "out" / "SHA256").read_text().split() == [
+        digest,
+        "site.tar.xz",
+    ]
+    parts, blob = vllm_stage.join_pieces(tmp_path / "out", digest)
+    assert blob == archive.read_bytes() and [p.name for p in parts] == [
+        "piece-0",
+        "piece-1",
+        "piece-2",
+    ]
+    (tmp_path / "out" / "piece-1").write_bytes(b"x" * 4096)
+    with pytest.raises(SystemExit, match="join to sha256"):
+        vllm_stage.join_pieces(tmp_path / "out", digest)

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.gpu.vllm_report import _fmt, job_table, load, not_finished
+from benchmarks.gpu.vllm_report import _fmt, job_sections, load, not_finished
 from specexp.fit import records as fr
 
 NAME = "gpu-h200-sglang"
@@ -156,21 +156,7 @@ def markdown(
             + " |"
         )
     lines.append("")
-    for job in all_jobs:
-        lines += [
-            f"## {job.group}: {job.label}",
-            "",
-            f"run `{job.record.run_id}`, status {job.record.status}"
-            + (
-                f" ({job.record.error.kind}: {job.record.error.message})"
-                if job.record.error
-                else ""
-            ),
-            "",
-        ]
-        if job.record.measurements:
-            lines += job_table(job, sims[job.record.run_id]) + [""]
-    return "\n".join(lines) + "\n"
+    return "\n".join([*lines, *job_sections(all_jobs, sims)]) + "\n"
 
 
 def write(roots: Sequence[Path] | None = None, stamp: str | None = None) -> list[Path]:

@@ -24,13 +24,15 @@ repository travel in one device call (64 MiB). Everything is cached under
 from __future__ import annotations
 
 import argparse
-import hashlib
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from benchmarks.gpu.vllm_stage import join_pieces, split_into_pieces  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 VERSION = "0.5.12"
@@ -157,16 +159,7 @@ def pack(out: Path, rebuild: bool = False) -> None:
             if tar.wait() != 0:
                 raise SystemExit("pack: tar failed")
         partial.replace(archive)
-    digest = hashlib.sha256(archive.read_bytes()).hexdigest()
-    out.mkdir(parents=True, exist_ok=True)
-    for old in out.glob("piece-*"):
-        old.unlink()
-    with archive.open("rb") as f:
-        index = 0
-        while chunk := f.read(PIECE_BYTES):
-            (out / f"piece-{index}").write_bytes(chunk)
-            index += 1
-    (out / "SHA256").write_text(f"{digest}  site.tar.xz\n")
+    digest, index = split_into_pieces(archive, out, PIECE_BYTES)
     log(
         f"pack: {archive.stat().st_size / 1e6:.1f} MB as tar.xz, {index} pieces "
         f"of at most {PIECE_BYTES >> 20} MiB in {out}, sha256 {digest[:16]}, "
@@ -180,13 +173,8 @@ def install(pieces: Path, sha256: str, site: Path = SITE) -> None:
         log(f"install: {site} already unpacked")
         return
     started = time.monotonic()
-    parts = sorted(pieces.glob("piece-*"), key=lambda p: int(p.name.split("-")[1]))
-    blob = b"".join(p.read_bytes() for p in parts)
-    digest = hashlib.sha256(blob).hexdigest()
-    if digest != sha256:
-        raise SystemExit(
-            f"install: the {len(parts)} pieces in {pieces} join to sha256 {digest}, expected {sha256}"
-        )
+    parts, blob = join_pieces(pieces, sha256)
+    digest = sha256
     if site.exists():
         shutil.rmtree(site)
     subprocess.run(

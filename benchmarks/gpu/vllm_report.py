@@ -210,22 +210,27 @@ def markdown(
             f"{_fmt(block)} | " + " | ".join(_fmt(info.get(p)) for p in PATHS) + " |"
         )
     lines.append("")
+    return "\n".join([*lines, *job_sections(all_jobs, sims)]) + "\n"
+
+
+def job_sections(
+    all_jobs: Sequence[fr.Job], sims: dict[str, dict[fr.Key, dict[str, float]]]
+) -> list[str]:
+    """A heading, run id, status and measured-beside-simulated table for each job."""
+    lines: list[str] = []
     for job in all_jobs:
+        trained = job.record.conditions.weights == "trained"  # type: ignore[attr-defined]
+        error = job.record.error
         lines += [
-            f"## {job.group}: {job.label}"
-            + (" (trained weights)" if job.record.conditions.weights == "trained" else ""),  # type: ignore[attr-defined]
+            f"## {job.group}: {job.label}" + (" (trained weights)" if trained else ""),
             "",
             f"run `{job.record.run_id}`, status {job.record.status}"
-            + (
-                f" ({job.record.error.kind}: {job.record.error.message})"
-                if job.record.error
-                else ""
-            ),
+            + (f" ({error.kind}: {error.message})" if error else ""),
             "",
         ]
         if job.record.measurements:
             lines += job_table(job, sims[job.record.run_id]) + [""]
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def sitting(root_jobs: Sequence[fr.Job], days: Sequence[str]) -> str:

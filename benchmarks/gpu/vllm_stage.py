@@ -167,15 +167,7 @@ def pack(out: Path, llama_src: Path | None, extra: tuple[Path, ...] | list[Path]
             tar.add(llama_src, arcname=f"src/{llama_src.name}")
         for path in extra:
             tar.add(path, arcname=f"extra/{path.name}")
-    digest = hashlib.sha256(tar_path.read_bytes()).hexdigest()
-    for old in out.glob("piece-*"):
-        old.unlink()
-    with tar_path.open("rb") as f:
-        index = 0
-        while chunk := f.read(PIECE_BYTES):
-            (out / f"piece-{index}").write_bytes(chunk)
-            index += 1
-    (out / "SHA256").write_text(f"{digest}  vllm-h200.tar\n")
+    digest, index = split_into_pieces(tar_path, out)
     tar_path.unlink()
     shutil.rmtree(work)
     log(
@@ -183,9 +175,25 @@ def pack(out: Path, llama_src: Path | None, extra: tuple[Path, ...] | list[Path]
     )
 
 
-def install(pieces: Path, sha256: str, dest: Path) -> None:
-    """Join the pieces, check them, untar into `dest` and install into this Python."""
-    started = time.monotonic()
+def split_into_pieces(archive: Path, out: Path, piece_bytes: int = PIECE_BYTES) -> tuple[str, int]:
+    """`archive` cut into `out`/piece-0, piece-1, ... of `piece_bytes` (old pieces removed), with its
+    sha256 in `out`/SHA256; (the sha256, the number of pieces)."""
+    digest = hashlib.sha256(archive.read_bytes()).hexdigest()
+    out.mkdir(parents=True, exist_ok=True)
+    for old in out.glob("piece-*"):
+        old.unlink()
+    index = 0
+    with archive.open("rb") as f:
+        while chunk := f.read(piece_bytes):
+            (out / f"piece-{index}").write_bytes(chunk)
+            index += 1
+    (out / "SHA256").write_text(f"{digest}  {archive.name}\n")
+    return digest, index
+
+
+def join_pieces(pieces: Path, sha256: str) -> tuple[list[Path], bytes]:
+    """The pieces in `pieces`, in order, and their bytes joined; exits when the join's sha256 is not
+    `sha256`."""
     parts = sorted(pieces.glob("piece-*"), key=lambda p: int(p.name.split("-")[1]))
     blob = b"".join(p.read_bytes() for p in parts)
     digest = hashlib.sha256(blob).hexdigest()
@@ -193,6 +201,13 @@ def install(pieces: Path, sha256: str, dest: Path) -> None:
         raise SystemExit(
             f"install: the {len(parts)} pieces in {pieces} join to sha256 {digest}, expected {sha256}"
         )
+    return parts, blob
+
+
+def install(pieces: Path, sha256: str, dest: Path) -> None:
+    """Join the pieces, check them, untar into `dest` and install into this Python."""
+    started = time.monotonic()
+    parts, blob = join_pieces(pieces, sha256)
     dest.mkdir(parents=True, exist_ok=True)
     tar_path = dest / "vllm-h200.tar"
     tar_path.write_bytes(blob)
