@@ -195,7 +195,15 @@ class SglangRuntime(ServerTokenizer, WrittenHfModel, HttpRuntime[SglangRuntimeSp
         """The speculative counts summed from the window's requests where /metrics has none."""
         if self.spec.drafter.name == "none":
             return delta
-        return window_counts(delta, traces, self.spec.k)
+        counted = window_counts(delta, traces, self.spec.k)
+        if counted.drafts is None and any(t.error is None for t in traces):
+            self._note(
+                "SGLang reported no speculative counts for these requests (its /metrics has no "
+                "speculative counter before 0.5.2x, nor its OpenAI endpoints per-request counts): "
+                "acceptance is unknown; workload.endpoint=completions sends them to /generate, "
+                "which reports them"
+            )
+        return counted
 
     def request_extras(self, request: Request) -> dict[str, Any]:
         """Per-chunk usage, and `return_spec_tokens_details`: its `sglext.spec_tokens_details`

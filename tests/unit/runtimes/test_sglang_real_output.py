@@ -104,6 +104,7 @@ def test_a_request_without_its_counts_leaves_the_window_unknown(
     assert chat.completion_tokens == 64 and "spec_verify_ct" not in (chat.engine_timings or {})
     window = runtime.window_counters(Counters(), [native_trace(runtime), chat])
     assert window.drafts is None and acceptance_rate(window) is None
+    assert any("workload.endpoint=completions" in note for note in runtime.notes())
     # without a drafter nothing is summed
     plain = sglang()
     assert plain.window_counters(Counters(), [native_trace(plain)]).drafts is None
