@@ -35,6 +35,7 @@ import numpy as np
 
 from specexp.sim.profile import EngineProfile, load_profile
 from specexp.spec.experiment import ExperimentSpec
+from specexp.spec.runtime import SimRuntimeSpec
 
 FITTED = (
     "seq_overhead_ms",
@@ -238,8 +239,10 @@ def compare(
     for cell in cells:
         jobs.setdefault(cell.job, []).append(cell)
     bases = {base.model.name: base}
+    assert isinstance(base.runtime, SimRuntimeSpec), "cells are simulated with runtime=sim"
+    engine = base.runtime.engine
     for cell in cells:  # a job of another model: the same simulator with that model
-        bases.setdefault(cell.model, base_spec(base.runtime.engine, cell.model))
+        bases.setdefault(cell.model, base_spec(engine, cell.model))
     sims = {key: simulate(job_spec(bases[job[0].model], job), profile) for key, job in jobs.items()}
     rows = []
     for cell in cells:

@@ -44,13 +44,16 @@ def spec_of(
     """The one road from Hydra to specexp: a composed config (with its `hydra` node, or with
     `choices` given) -> resolved data -> validated spec. Every entry point goes through here."""
     if choices is None or isinstance(choices, DictConfig):
-        raw_choices = OmegaConf.to_container(
-            choices if choices is not None else cfg.hydra.runtime.choices
-        )
-        assert isinstance(raw_choices, dict)
-        choices = raw_choices
+        choices = _mapping(choices if choices is not None else cfg.hydra.runtime.choices)
     data = _resolved(cfg)
     return Composed(to_spec(data, choices, overrides), data, dict(choices))
+
+
+def _mapping(node: Any, resolve: bool = False) -> dict[str, Any]:
+    """An OmegaConf mapping node as plain data with string keys."""
+    data = OmegaConf.to_container(node, resolve=resolve)
+    assert isinstance(data, dict)
+    return {str(k): v for k, v in data.items()}
 
 
 class SweepComposer:
@@ -75,13 +78,15 @@ class SweepComposer:
     def compose(self, overrides: Sequence[str]) -> Composed:
         parsed = self.parser.parse_overrides(list(overrides))
         picks = {
-            o.get_key_element().lstrip("+~"): o.input_line for o in parsed if _chooses_option(o)
+            o.get_key_element().lstrip("+~"): str(o.input_line)
+            for o in parsed
+            if _chooses_option(o)
         }
         choices = tuple(
             line for _, line in sorted(picks.items())
         )  # one group's last pick counts, as in Hydra
         values = [o for o in parsed if not _chooses_option(o)]
-        key = (choices, tuple(o.input_line for o in values))
+        key = (choices, tuple(str(o.input_line) for o in values))
         if key not in self._cells:
             cfg, picked = self.config(choices, values)
             self._cells[key] = Composed(to_spec(cfg, picked, overrides), cfg, picked)
@@ -107,8 +112,7 @@ class SweepComposer:
         part = OmegaConf.create({key: task[key] for key in touched if key in task})
         OmegaConf.set_struct(part, True)  # as Hydra applies overrides: a new key needs its `+`
         ConfigLoaderImpl._apply_overrides_to_config(values, part)
-        changed = OmegaConf.to_container(part, resolve=True)
-        assert isinstance(changed, dict)
+        changed = _mapping(part, resolve=True)
         data = {key: copy.deepcopy(value) for key, value in task.items() if key not in touched}
         data.update(changed)
         data = {
@@ -215,9 +219,7 @@ def resolved_config(overrides: Sequence[str]) -> tuple[dict[str, Any], dict[str,
     """The resolved config and the group choices of `overrides`, not yet validated (for tools
     and tests that look at a config before it becomes a spec)."""
     cfg = _hydra_compose(list(overrides))
-    choices = OmegaConf.to_container(cfg.hydra.runtime.choices)
-    assert isinstance(choices, dict)
-    return _resolved(cfg), choices
+    return _resolved(cfg), _mapping(cfg.hydra.runtime.choices)
 
 
 def _hydra_compose(overrides: list[str]) -> DictConfig:

@@ -158,7 +158,7 @@ def start_engine(
         profile=profile,
         prefill_target=plan.prefill,
         drafter=spec.drafter.name,
-        cuda_graph_max_tokens=rt.cuda_graph_max_tokens,
+        cuda_graph_max_tokens=rt.cuda_graph_max_tokens if isinstance(rt, SimRuntimeSpec) else None,
     )
     details = {
         "weight_gib": round(memory.weight_bytes / GIB, 2),

@@ -47,25 +47,24 @@ def equal_ubatches(
     brings the same number of tokens (the run's smallest remainder, at most ubatch // run).
     `ids`: each slice's sequence id (llama-server's slot), in batch order; None: consecutive.
     `leads`, where given, gets each micro-batch's first sequence id."""
-    entries = [[x, 0] for x in (*verify, *prefill)]
-    seq = list(ids) if ids is not None else list(range(len(entries)))
+    slices: list[Slice] = [*verify, *prefill]
+    done_of = [0] * len(slices)
+    seq = list(ids) if ids is not None else list(range(len(slices)))
     passes: list[list[Slice]] = []
     while True:
-        left = [j for j, (x, done) in enumerate(entries) if done < x.tokens]
+        left = [j for j, x in enumerate(slices) if done_of[j] < x.tokens]
         if not left:
             return passes
         run = [left[0]]
         for j in left[1:]:
             if len(run) < ubatch and seq[j] == seq[run[-1]] + 1:
                 run.append(j)
-        take = max(
-            1, min(min(entries[j][0].tokens - entries[j][1] for j in run), ubatch // len(run))
-        )
+        take = max(1, min(min(slices[j].tokens - done_of[j] for j in run), ubatch // len(run)))
         passes.append([])
         if leads is not None:
             leads.append(seq[run[0]])
         for j in run:
-            x, done = entries[j]
+            x, done = slices[j], done_of[j]
             n = min(take, x.tokens - done)
             passes[-1].append(
                 Slice(
@@ -75,4 +74,4 @@ def equal_ubatches(
                     state_writes=x.state_writes,
                 )
             )
-            entries[j][1] = done + n
+            done_of[j] = done + n

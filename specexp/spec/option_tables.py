@@ -8,6 +8,7 @@ drifted from conf/ (an option added, removed or re-described). An option's line 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from omegaconf import OmegaConf
 
@@ -37,6 +38,14 @@ def _file(group: str, name: str) -> Path:
     return paths.conf_dir() / group / f"{name}.yaml"
 
 
+def _yaml(path: Path) -> dict[str, Any]:
+    """A conf/ file's mapping (an option file is one)."""
+    data = OmegaConf.to_container(OmegaConf.load(path))
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: not a mapping")
+    return {str(k): v for k, v in data.items()}
+
+
 def names(group: str) -> list[str]:
     """The shipped options of a group (conf/ only, not a user's --config-dir), sorted."""
     return sorted(p.stem for p in (paths.conf_dir() / group).glob("*.yaml"))
@@ -44,7 +53,7 @@ def names(group: str) -> list[str]:
 
 def defaults() -> dict[str, str]:
     """Each axis's default option, from conf/config.yaml's defaults list."""
-    listed = OmegaConf.to_container(OmegaConf.load(paths.conf_dir() / "config.yaml"))["defaults"]
+    listed = _yaml(paths.conf_dir() / "config.yaml")["defaults"]
     return {k: v for item in listed if isinstance(item, dict) for k, v in item.items()}
 
 
@@ -52,13 +61,13 @@ def summary(group: str, name: str) -> str:
     """One line on what an option is."""
     if group == "runtime" and name in RUNTIMES:
         return RUNTIMES[name].summary
-    data = OmegaConf.to_container(OmegaConf.load(_file(group, name)))
+    data = _yaml(_file(group, name))
     return " ".join(str(data.get("description") or "").split())
 
 
 def model_kind(name: str) -> str:
     """Where a model option's figures come from (a key of MODEL_KINDS)."""
-    data = OmegaConf.to_container(OmegaConf.load(_file("model", name)))
+    data = _yaml(_file("model", name))
     if data.get("packaged_weights"):
         return "packaged"
     if data.get("generated_gguf") or data.get("generated_hf"):

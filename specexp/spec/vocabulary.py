@@ -353,9 +353,10 @@ def is_baseline_of(
 T = TypeVar("T")
 
 
-def baseline_key(conditions: Mapping[str, Any], ignore: Iterable[str] = ()) -> tuple[Any, ...]:
-    """The conditions a run and its baseline agree on (`is_baseline_of`), as one hashable key."""
-    values = conditions if isinstance(conditions, Mapping) else vars(conditions)  # a record's
+def baseline_key(conditions: object, ignore: Iterable[str] = ()) -> tuple[Any, ...]:
+    """The conditions a run and its baseline agree on (`is_baseline_of`), as one hashable key: of a
+    mapping, or of a record's `Conditions` (its attributes)."""
+    values: Mapping[str, Any] = conditions if isinstance(conditions, Mapping) else vars(conditions)
     return tuple(value_key(values.get(name)) for name in _compared(frozenset(ignore)))
 
 
@@ -386,11 +387,15 @@ class Baselines(Generic[T]):
             if found.get("drafter") == "none":
                 self._first.setdefault(baseline_key(found, self._ignore), candidate)
 
-    def of(self, conditions: Mapping[str, Any]) -> T | None:
-        """The baseline of a run of these `conditions`; None for one that drafts nothing."""
-        if conditions.get("drafter") in (None, "none"):
+    def of(self, conditions: object) -> T | None:
+        """The baseline of a run of these `conditions` (a mapping, or a record's `Conditions`); None
+        for one that drafts nothing."""
+        values: Mapping[str, Any] = (
+            conditions if isinstance(conditions, Mapping) else vars(conditions)
+        )
+        if values.get("drafter") in (None, "none"):
             return None
-        return self._first.get(baseline_key(conditions, self._ignore))
+        return self._first.get(baseline_key(values, self._ignore))
 
 
 # -- metrics (docs/vocabulary.md section 2): defined in specexp.spec.metric_defs, named here --
