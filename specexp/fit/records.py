@@ -150,14 +150,14 @@ def measured(m: Measurement, metric: str) -> float | None:
     from specexp.measure.ttft_parts import ttft_parts
 
     parts = [ttft_parts(None, t) for t in m.engine_timings]
-    queue = [p["ttft_queue_s"] for p in parts if p["ttft_queue_s"] is not None]
-    engine = [p["ttft_engine_s"] for p in parts if p["ttft_engine_s"] is not None]
-    if not queue or not engine:
+    queues = [q for p in parts if (q := p["ttft_queue_s"]) is not None]
+    engines = [e for p in parts if (e := p["ttft_engine_s"]) is not None]
+    if not queues or not engines:
         return None
     if metric == "ttft_frontend_s":
         ttft = getattr(m.metrics, "ttft_s", None)
-        return None if ttft is None else ttft - statistics.fmean(queue) - statistics.fmean(engine)
-    return statistics.fmean(queue if metric == "ttft_queue_s" else engine)
+        return None if ttft is None else ttft - statistics.fmean(queues) - statistics.fmean(engines)
+    return statistics.fmean(queues if metric == "ttft_queue_s" else engines)
 
 
 def simulated(point: dict[str, float], metric: str) -> float:

@@ -77,11 +77,15 @@ def prefill_tps(trace: RequestTrace) -> float | None:
 
 
 def aggregate_tps(traces: Sequence[RequestTrace]) -> float | None:
-    done = [t for t in traces if t.completion_tokens is not None and t.last_token_at is not None]
+    done = [
+        (t.completion_tokens, last)
+        for t in traces
+        if t.completion_tokens is not None and (last := t.last_token_at) is not None
+    ]
     if not done:
         return None
-    span = max(t.last_token_at for t in done) - min(t.sent_at for t in traces)  # type: ignore[type-var]
-    return sum(t.completion_tokens for t in done) / span if span > 0 else None  # type: ignore[misc]
+    span = max(last for _, last in done) - min(t.sent_at for t in traces)
+    return sum(tokens for tokens, _ in done) / span if span > 0 else None
 
 
 def per_stream_tps(traces: Sequence[RequestTrace]) -> float | None:
@@ -123,14 +127,14 @@ DECODE_SIDE = tuple(name for name in PER_REQUEST if METRICS[name].family == "dec
 
 def window_metrics(
     traces: Sequence[RequestTrace], delta: Counters, *, prefill_only: bool
-) -> dict[str, float | list[float] | None]:
+) -> dict[str, float | list[float | None] | None]:
     """All metrics of one measurement window: requests sent together, counters around them.
 
     Per-request metrics are averaged over the window's requests. With `prefill_only`
     (max_tokens = 1) decode-side metrics mean nothing and prefill_tps is computed instead.
     """
     ok = [t for t in traces if t.error is None]
-    out: dict[str, float | list[float] | None] = {}
+    out: dict[str, float | list[float | None] | None] = {}
     for name, fn in PER_REQUEST.items():
         out[name] = _mean([fn(t) for t in ok])
     parts = [ttft_parts(ttft_s(t), t.engine_timings) for t in ok]

@@ -103,10 +103,10 @@ def setups(rows: Sequence[Row], by_row: dict[int, str]) -> list[Setup]:
         if not arms:
             continue
         setup = Setup(base, section, arms)
-        key = (_group_key(base, varying), setup.concurrency)
+        group = (_group_key(base, varying), setup.concurrency)
         single_stream = setup.concurrency == 1 and section == "decode"
-        if key not in out or single_stream:
-            out[key] = setup
+        if group not in out or single_stream:
+            out[group] = setup
     return list(out.values())
 
 
@@ -295,7 +295,7 @@ def _falls_back(setup: Setup) -> list[tuple[str, int, float, int, float]]:
     """Per drafter with several k where the largest gives speed back: the drafter, its best k and
     speedup, and the largest k and its speedup."""
     out = []
-    for drafter in sorted({r.conditions.drafter for r, _, _ in setup.arms}):
+    for drafter in sorted({str(r.conditions.drafter) for r, _, _ in setup.arms}):
         ks = sorted(
             (r.conditions.k, ratio)
             for r, ratio, _ in setup.arms

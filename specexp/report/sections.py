@@ -201,7 +201,8 @@ def _crossovers(rows: Sequence[Row]) -> list[Block]:
             )
         else:
             lines.append(
-                f"- {named} pays up to concurrency {max(c for c, p in verdicts if p and c < first_loss)}; "
+                f"- {named} pays up to concurrency "
+                f"{max(c for c, p in verdicts if p and c is not None and c < first_loss)}; "
                 f"at concurrency {first_loss} it is slower than no drafter."
             )
     return (

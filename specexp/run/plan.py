@@ -248,7 +248,7 @@ def make_plan(cells: Sequence[Cell]) -> Plan:
             continue
         seen[cell.run_id] = index
         if cell.skip_reason or cell.refuse_reason:
-            skipped.append((index, cell, cell.skip_reason or cell.refuse_reason))
+            skipped.append((index, cell, cell.skip_reason or cell.refuse_reason or ""))
         else:
             run.append((index, cell))
     first_seen: dict[str, int] = {}

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import hashlib
 from functools import lru_cache
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -102,7 +102,8 @@ def generate(
             out.append(int(rng.choice(VOCAB, p=q_at(tuple(out), False))))
             continue
         prefix = tuple(out)
-        proposed, drafts = [], []
+        proposed: list[int] = []
+        drafts: list[Any] = []
         for _ in range(k):
             p = draft(prompt, prefix + tuple(proposed), temperature, top_p)
             proposed.append(int(rng.choice(VOCAB, p=p)))

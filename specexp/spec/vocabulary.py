@@ -354,9 +354,8 @@ T = TypeVar("T")
 
 
 def baseline_key(conditions: object, ignore: Iterable[str] = ()) -> tuple[Any, ...]:
-    """The conditions a run and its baseline agree on (`is_baseline_of`), as one hashable key: of a
-    mapping, or of a record's `Conditions` (its attributes)."""
-    values: Mapping[str, Any] = conditions if isinstance(conditions, Mapping) else vars(conditions)
+    """What a run and its baseline agree on (`is_baseline_of`) as one key (a mapping or a record's)."""
+    values = conditions if isinstance(conditions, Mapping) else vars(conditions)
     return tuple(value_key(values.get(name)) for name in _compared(frozenset(ignore)))
 
 
@@ -377,22 +376,19 @@ class Baselines(Generic[T]):
     def __init__(
         self,
         candidates: Iterable[T],
-        conditions_of: Callable[[T], Mapping[str, Any]],
+        conditions_of: Callable[[T], object],
         ignore: Iterable[str] = (),
     ) -> None:
         self._conditions_of, self._ignore = conditions_of, tuple(ignore)
         self._first: dict[tuple[Any, ...], T] = {}
         for candidate in candidates:
             found = conditions_of(candidate)
-            if found.get("drafter") == "none":
+            if (found if isinstance(found, Mapping) else vars(found)).get("drafter") == "none":
                 self._first.setdefault(baseline_key(found, self._ignore), candidate)
 
     def of(self, conditions: object) -> T | None:
-        """The baseline of a run of these `conditions` (a mapping, or a record's `Conditions`); None
-        for one that drafts nothing."""
-        values: Mapping[str, Any] = (
-            conditions if isinstance(conditions, Mapping) else vars(conditions)
-        )
+        """The baseline of a run of these `conditions` (mapping or record); None if it drafts nothing."""
+        values = conditions if isinstance(conditions, Mapping) else vars(conditions)
         if values.get("drafter") in (None, "none"):
             return None
         return self._first.get(baseline_key(values, self._ignore))
