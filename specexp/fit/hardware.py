@@ -251,7 +251,7 @@ def fit(
         return p
 
     def residual(q: np.ndarray) -> np.ndarray:
-        trial = with_params(hw, full(q))
+        trial = with_params(hw, [float(v) for v in full(q)])
         return np.array([np.log(predict_ms(trial, row) / row.ms) for row in rows])
 
     upper = np.array([np.inf, np.inf] + [1.0] * (len(PARAMS) - 3) + [np.inf])[free]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import Any
 
@@ -261,7 +262,10 @@ def record_skipped(sweep_dir: Path, jobs: list[list[str]], plan: Plan) -> None:
 
 
 def describe_plan(
-    jobs: list[list[str]], plan: Plan, done: dict[str, Path], added: set[int] = frozenset()
+    jobs: list[list[str]],
+    plan: Plan,
+    done: dict[str, Path],
+    added: AbstractSet[int] = frozenset(),
 ) -> str:
     """What will run, what is already complete (resumed sweeps), what is left out and why."""
     todo = [(i, c) for i, c in plan.run if not done.get(c.run_id)]

@@ -128,8 +128,8 @@ class RealTimeEngine:
         self.speed = speed
         self.max_lag_s = max_lag_s
         self.info: EngineInfo
-        self.info, self.sim = start_engine(spec)  # raises RuntimeFailure (out of memory, context)
         self.sim: SimEngine
+        self.info, self.sim = start_engine(spec)  # raises RuntimeFailure (out of memory, context)
         self.k = self.sim.k
         self.max_model_len = int(
             self.info.details.get("max_model_len")
