@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from specexp.sim.profile import EngineProfile, load_profile
+from specexp.sim.profile import DEFAULT, EngineProfile, load_profile
 from specexp.spec.experiment import ExperimentSpec
 from specexp.spec.runtime import SimRuntimeSpec
 
@@ -240,7 +240,7 @@ def compare(
         jobs.setdefault(cell.job, []).append(cell)
     bases = {base.model.name: base}
     assert isinstance(base.runtime, SimRuntimeSpec), "cells are simulated with runtime=sim"
-    engine = base.runtime.engine
+    engine = base.runtime.engine or DEFAULT  # the simulator's default profile
     for cell in cells:  # a job of another model: the same simulator with that model
         bases.setdefault(cell.model, base_spec(engine, cell.model))
     sims = {key: simulate(job_spec(bases[job[0].model], job), profile) for key, job in jobs.items()}

@@ -9,15 +9,15 @@ every field.
 
 from __future__ import annotations
 
-from typing import Any, Literal, NamedTuple
+from typing import Any, Final, Literal, NamedTuple
 
 from pydantic import ConfigDict, Field
 
 from specexp.record.fields import Conditions, Metrics
 from specexp.record.named import Record
 
-SCHEMA = "specexp.result/2"
-SCHEMA_VERSION = 2
+SCHEMA: Final = "specexp.result/2"
+SCHEMA_VERSION: Final = 2
 Status = Literal["ok", "failed", "refused", "skipped"]
 
 
