@@ -18,7 +18,7 @@ from specexp.measure.events import EngineInfo, Request, RuntimeFailure, Window
 from specexp.measure.measurements import measurements
 from specexp.measure.request_log import write_requests
 from specexp.record import ErrorInfo, Provenance, RunRecord, complete_result, write_record
-from specexp.record.schema import Status
+from specexp.record.schema import SCHEMA, Status
 from specexp.run import interrupt, provenance
 from specexp.run.plan import Cell
 from specexp.runtimes.base import Runtime, runtime_for
@@ -42,6 +42,7 @@ def skipped_result(
     started = provenance.now()
     refused = reason == cell.refuse_reason and not cell.skip_reason
     return RunRecord(
+        schema=SCHEMA,
         run_id=cell.run_id,
         status="refused" if refused else "skipped",
         error=ErrorInfo(kind=cell.refuse_kind if refused else "meaningless_cell", message=reason),
@@ -279,6 +280,7 @@ def _finish(
         }
     )
     record = RunRecord(
+        schema=SCHEMA,
         run_id=cell.run_id,
         status=progress.status,
         error=progress.error,

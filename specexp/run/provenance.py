@@ -8,6 +8,7 @@ import platform
 import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypedDict
 
 from specexp import __version__
 
@@ -35,7 +36,17 @@ def git_sha() -> str | None:
     return out.stdout.strip() or None
 
 
-def environment() -> dict[str, str | None]:
+class Environment(TypedDict):
+    """Where a job ran: the record's provenance fields of that name."""
+
+    specexp_version: str | None
+    git_sha: str | None
+    python: str | None
+    host: str | None
+    visible_gpus: str | None
+
+
+def environment() -> Environment:
     return {
         "specexp_version": __version__,
         "git_sha": git_sha(),
