@@ -244,7 +244,7 @@ def compare(
     for cell in cells:  # a job of another model: the same simulator with that model
         bases.setdefault(cell.model, base_spec(engine, cell.model))
     sims = {key: simulate(job_spec(bases[job[0].model], job), profile) for key, job in jobs.items()}
-    rows = []
+    rows: list[tuple[Cell, str, float, float]] = []
     for cell in cells:
         # the simulated point of the cell's job: its concurrency and cache, the prompt length nearest
         # (a server counts a prefix job's warm prompt a token off its cold one)

@@ -68,11 +68,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="md",
         help="md: the report (default); csv, jsonl: the measurements as one flat table",
     )
-    html = parser.add_mutually_exclusive_group()
-    html.add_argument(
+    html_choice = parser.add_mutually_exclusive_group()
+    html_choice.add_argument(
         "--html", type=Path, default=None, help="the HTML report (default: report.html beside -o)"
     )
-    html.add_argument("--no-html", action="store_true", help="write no HTML report")
+    html_choice.add_argument("--no-html", action="store_true", help="write no HTML report")
     parser.add_argument(
         "--title", default=None, help="default: the experiment name, if all runs share one"
     )
