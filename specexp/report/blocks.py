@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,8 +21,9 @@ class Paragraph:
 
 @dataclass(frozen=True)
 class TableBlock:
-    headers: list[str]
-    rows: list[list[str]]
+    headers: Sequence[str]
+    rows: Sequence[Sequence[str]]
+    """Cells: plain text (escaped when rendered) or `Markdown` (a str already escaped)."""
     align: list[str] = field(default_factory=list)
     """Per column: "l" or "r"."""
     caption: str | None = None
