@@ -88,7 +88,7 @@ def _slo_lines(rows: Sequence[Row], by_row: dict[int, str]) -> list[str]:
     out = []
     for (drafter, k), members in sorted(arms.items(), key=str):
         met = None
-        for r in sorted(members, key=lambda r: r.conditions.request_rate):
+        for r in sorted(members, key=lambda r: r.conditions.request_rate or 0.0):
             if not r.load.get("slo_met"):
                 break
             met = r.conditions.request_rate
