@@ -157,7 +157,7 @@ def cuda_graph_max_tokens(record: RunRecord) -> int | None:
 def _engine_only_keys(overrides: Sequence[str]) -> list[str]:
     """Deletions (`~runtime.KEY`) of the runtime keys an experiment file sets that the simulator has
     not (a study's `runtime.extra_args` for its server): the study's cells, on the simulator."""
-    from omegaconf import OmegaConf
+    from omegaconf import DictConfig, OmegaConf
 
     from specexp.spec.paths import experiments_dir
     from specexp.spec.runtime import SimRuntimeSpec
@@ -166,6 +166,7 @@ def _engine_only_keys(overrides: Sequence[str]) -> list[str]:
     for o in overrides:
         if o.lstrip("+").startswith("experiment="):
             path = experiments_dir() / f"{o.split('=', 1)[1]}.yaml"
-            runtime = OmegaConf.load(path).get("runtime") or {}
+            loaded = OmegaConf.load(path)
+            runtime = (loaded.get("runtime") if isinstance(loaded, DictConfig) else None) or {}
             out += [f"~runtime.{key}" for key in runtime if key not in SimRuntimeSpec.model_fields]
     return out

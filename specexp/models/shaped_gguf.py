@@ -263,6 +263,7 @@ def write_shaped_model(
         writer.write_header_to_file()
         writer.write_kv_data_to_file()
         writer.write_ti_data_to_file()
+        assert writer.fout is not None  # opened by write_header_to_file
         out = writer.fout[0]
         for tensor_name, dims in specs:
             writer.write_padding(out, out.tell())

@@ -170,7 +170,8 @@ class OllamaRuntime(HttpRuntime[OllamaRuntimeSpec]):
             if isinstance(capabilities, list):
                 self._thinks = "thinking" in capabilities
                 details["capabilities"] = [str(c) for c in capabilities]
-            model = show.get("details") if isinstance(show.get("details"), dict) else {}
+            found = show.get("details")
+            model: dict[str, Any] = found if isinstance(found, dict) else {}
             for key in ("family", "parameter_size", "quantization_level", "format"):
                 if key in model:
                     details[key] = model[key]
