@@ -93,8 +93,9 @@ def main() -> None:
         *gains(fitted_rows),
         "## Held out: EAGLE-3 and the draft model at 3/1/4 on the dense shape, the hybrid shape",
         "",
-        "The simulator is given each drafter job's measured acceptance by position (dummy weights: "
-        "EAGLE-3's head accepted nothing, the draft model everything); these jobs were not fitted.",
+        "The simulator is given each drafter job's measured acceptance by position (with dummy weights, "
+        "a drafting cost at that acceptance: benchmarks/results/gpu-h200-sglang.md gives each job's "
+        "tokens per pass); these jobs were not fitted.",
         "",
         *table(held_rows),
         "### Warm over cold",

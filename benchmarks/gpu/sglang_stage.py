@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from benchmarks.gpu import vllm_stage  # noqa: E402
 from benchmarks.gpu.vllm_stage import join_pieces, split_into_pieces  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
@@ -43,8 +44,8 @@ ANTLR = "antlr4-python3-runtime==4.9.3"
 CACHE = Path.home() / ".cache" / "specexp" / f"sglang-{VERSION}"
 SITE = Path("/tmp/sglang-site")
 PIECES = Path("/tmp/specexp-sglang")
-PIECE_BYTES = 22 << 20
-"""One piece and the repository (its tracked files, about 38 MiB) under the 64 MiB a call carries."""
+PIECE_BYTES = vllm_stage.PIECE_BYTES
+"""One piece and the repository under the 64 MiB a call carries, as the vLLM stage's."""
 PLATFORMS = tuple(f"manylinux_2_{n}_x86_64" for n in (39, 38, 37, 36, 35, 34, 33, 32, 31, 30)) + (
     tuple(f"manylinux_2_{n}_x86_64" for n in (29, 28, 27, 26, 25, 24, 17, 12, 5))
     + ("manylinux2014_x86_64", "manylinux2010_x86_64", "manylinux1_x86_64")

@@ -92,6 +92,12 @@ class WrittenHfModel(HttpRuntime[Any]):
         written = written or self.spec.model.generated_hf is not None or rt.load_format == "dummy"
         return not rt.model_path and not rt.url and written
 
+    def server_env(self, port: int) -> dict[str, str]:
+        """Offline for a folder specexp wrote: nothing to fetch (SGLang's start asks the hub)."""
+        if self._writes_model():
+            return {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+        return super().server_env(port)
+
     def model_ref(self) -> str:
         """runtime.model_path, else the folder specexp writes (a generated model, the config-only
         folder of load_format=dummy, a packaged GGUF dequantized), else hf_id."""

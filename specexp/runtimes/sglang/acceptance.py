@@ -10,9 +10,11 @@ SGLang counts per request, in the scheduler (`scheduler_output_processor_mixin.p
 
 So over a window, drafts = sum of verify passes, draft_tokens = sum proposed, accepted = sum correct,
 and from the histogram of a chain (topk 1) the drafts whose position i was accepted are the passes
-that accepted at least i + 1. The fields come only when the request drafted (`spec_verify_ct` > 0): a
-request that generated at most one token counts zero; a longer one without them leaves the window's
-counts unknown (None), never a guess.
+that accepted at least i + 1. SGLang adds the fields only when `spec_verify_ct` > 0
+(`tokenizer_manager.py` `_calculate_spec_decoding_metrics`): a request whose finished `meta_info` is
+there (its `e2e_latency`) but without them counted no pass (one that ended within its first verify
+pass, or generated one token) and counts zero. A request without its finished `meta_info` (a chat
+stream on 0.5.12) leaves the window's counts unknown (None), never a guess.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from specexp.measure.events import Counters, RequestTrace
 
 FIELDS = ("spec_verify_ct", "spec_num_correct_drafts", "spec_num_proposed_drafts")
 HISTOGRAM = "spec_correct_drafts_histogram"
+FINISHED = "e2e_latency"
+"""A key only a finished request's `meta_info` has (`tokenizer_manager.py`)."""
 
 
 def _count(value: Any) -> int | None:
@@ -38,7 +42,9 @@ def request_counts(trace: RequestTrace) -> tuple[int, int, int, list[int]] | Non
     timings = trace.engine_timings or {}
     counts = [_count(timings.get(f)) for f in FIELDS]
     if any(c is None for c in counts):
-        if (trace.completion_tokens or 0) <= 1 and not any(f in timings for f in FIELDS):
+        if any(f in timings for f in FIELDS):
+            return None  # some counts, not all: not SGLang's answer
+        if FINISHED in timings or (trace.completion_tokens or 0) <= 1:
             return 0, 0, 0, []
         return None
     raw = timings.get(HISTOGRAM)

@@ -75,12 +75,6 @@ class SglangRuntime(ServerTokenizer, WrittenHfModel, HttpRuntime[SglangRuntimeSp
 
     # -- the server --------------------------------------------------------------------------
 
-    def server_env(self, port: int) -> dict[str, str]:
-        """Offline for a folder specexp wrote: nothing to fetch, and SGLang's start asks the hub."""
-        if self._writes_model():
-            return {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-        return {}
-
     def start(self) -> EngineInfo:
         """HttpRuntime.start; a server that exits before it is ready is refused with SGLang's own
         error as its cause (the exception its argument checks raise)."""

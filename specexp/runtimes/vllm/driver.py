@@ -155,9 +155,7 @@ class VllmRuntime(ServerTokenizer, WrittenHfModel, HttpRuntime[VllmRuntimeSpec])
         }
         if self.spec.hardware.arch == "cpu":
             env.update(cpu_env(self.rt.executable or default_executable(self.spec)))
-        if self._writes_model():
-            env.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"})
-        return env
+        return {**env, **super().server_env(port)}
 
     def start(self) -> EngineInfo:
         """HttpRuntime.start; a server that exits before it is ready is refused with vLLM's own

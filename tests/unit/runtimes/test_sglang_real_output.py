@@ -95,6 +95,22 @@ def test_the_histogram_gives_acceptance_by_position() -> None:
     assert acceptance_rate(window) == pytest.approx(10 / 30)
 
 
+def test_a_finished_request_without_counts_made_no_counted_pass(sglang: Callable[..., Any]) -> None:
+    from specexp.runtimes.sglang.acceptance import FIELDS
+
+    runtime = sglang("drafter=eagle3", "k=3")
+    raw = sse_raw("sglang", f"{REAL}/generate_stream.txt")
+    # SGLang leaves the spec fields off when no verify pass was counted (a request that ended within
+    # its first pass); its finished meta_info is still there
+    for _, chunk in raw.chunks:
+        for key in (*FIELDS, "spec_correct_drafts_histogram"):
+            chunk["meta_info"].pop(key, None)
+    trace = to_trace("r", runtime.stream_chunks(raw, native.PATH), runtime.stream_details)
+    assert trace.completion_tokens == 64 and "e2e_latency" in (trace.engine_timings or {})
+    window = runtime.window_counters(Counters(), [trace, native_trace(runtime)])
+    assert (window.drafts, window.draft_tokens, window.accepted) == (63, 189, 0)
+
+
 def test_a_request_without_its_counts_leaves_the_window_unknown(
     sglang: Callable[..., Any],
 ) -> None:
@@ -232,16 +248,17 @@ def test_the_started_server_gets_runtime_env_and_a_refusal_keeps_its_log(
     )
 
 
-def test_the_ttft_splits_by_sglangs_own_timestamps(sglang: Callable[..., Any]) -> None:
+def test_sglangs_timestamps_are_kept_but_claim_no_ttft_part(sglang: Callable[..., Any]) -> None:
     from specexp.measure.ttft_parts import ttft_parts
 
     trace = native_trace(sglang("drafter=eagle3", "k=3"))
-    # meta_info: received .3420858, first response sent .3714883; queue_time 0.0 but no
-    # forward_entry_time: SGLang did not track the wait, so queue and engine are unknown
-    parts = ttft_parts(0.040, trace.engine_timings)
-    assert parts["ttft_queue_s"] is None and parts["ttft_engine_s"] is None
-    assert parts["ttft_frontend_s"] == pytest.approx(0.040 - (0.3714883 - 0.3420858), abs=1e-6)
-    tracked = {**(trace.engine_timings or {}), "forward_entry_time": 1.0, "queue_time": 0.004}
-    parts = ttft_parts(0.040, tracked)
-    assert parts["ttft_queue_s"] == 0.004
-    assert parts["ttft_engine_s"] == pytest.approx(0.0294025 - 0.004, abs=1e-6)
+    # SGLang's received -> first response sent holds its own tokenization, so it is neither the
+    # vocabulary's engine part (from first scheduling) nor leaves the front end it defines: the
+    # timestamps stay in the record's engine timings, and no part is claimed from them
+    timings = trace.engine_timings or {}
+    assert timings["response_sent_to_client_ts"] - timings["request_received_ts"] == pytest.approx(
+        0.3714883 - 0.3420858, abs=1e-6
+    )
+    assert ttft_parts(0.040, timings) == dict.fromkeys(
+        ("ttft_queue_s", "ttft_engine_s", "ttft_frontend_s")
+    )

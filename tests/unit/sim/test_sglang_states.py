@@ -5,36 +5,24 @@ the branch checkpoint of a request whose match ran past its state."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[3]
+from tests.conftest import run_specexp
 
 
 def sends(tmp_path: Path, length: int) -> list[float]:
     out = tmp_path / f"p{length}"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "specexp",
-            "-m",
-            "workload=prefix_cache",
-            "workload.cache=[cold,warm,warm]",
-            f"workload.prompt_lengths=[{length}]",
-            "workload.repeats=1",
-            "model=qwen3.8-27b",
-            "hardware=h200",
-            "quantization=bf16",
-            "runtime.engine=sglang",
-            f"hydra.sweep.dir={out}",
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
+    done = run_specexp(
+        "-m",
+        "workload=prefix_cache",
+        "workload.cache=[cold,warm,warm]",
+        f"workload.prompt_lengths=[{length}]",
+        "workload.repeats=1",
+        "model=qwen3.8-27b",
+        "hardware=h200",
+        "quantization=bf16",
+        "runtime.engine=sglang",
+        f"hydra.sweep.dir={out}",
     )
     assert done.returncode == 0, done.stderr[-2000:]
     (result,) = out.glob("*/result.json")
