@@ -11,8 +11,9 @@ measured acceptance by position. Part of the cells is fitted, the rest held out:
 - fitted (FITTED): the dense shape without a drafter (decode by concurrency, short bursts, prefill
   1k-16k, the prefix cache cold and warm): SGLang's per-request front end (tokenizer manager, HTTP),
   its serial part under a burst, and its prefill kernels' speed against the hardware file's;
-- held out: the dense shape with EAGLE-3 and with the 2-layer draft model at 3/1/4, and the hybrid
-  shape without a drafter.
+- held out: the dense shape with EAGLE-3 and with the 2-layer draft model at 3/1/4; the hybrid shape
+  without a drafter (decode, prefill, a session's turns) and with MTP (its prefix sent three times at
+  3/1/4, decode at k = 1).
 
 Prints simulated against measured with the error and whether each is within the targets (decode and
 aggregate 15 %, prefill 20 %, TTFT 25 % or 20 ms, warm-over-cold gain 30 %). `--fit` refits FITTED first
@@ -91,7 +92,7 @@ def main() -> None:
         "### Warm over cold",
         "",
         *gains(fitted_rows),
-        "## Held out: EAGLE-3 and the draft model at 3/1/4 on the dense shape, the hybrid shape",
+        "## Held out: EAGLE-3 and the draft model on the dense shape, the hybrid shape with and without MTP",
         "",
         "The simulator is given each drafter job's measured acceptance by position (with dummy weights, "
         "a drafting cost at that acceptance: benchmarks/results/gpu-h200-sglang.md gives each job's "

@@ -112,7 +112,28 @@ SECOND = [
 """What the first sitting (2026-12-04) left: MTP at the A/B's 3/1/4 on the hybrid with its warm prefixes;
 the hybrid's prefix sent three times (what a second and a third send find, with and without MTP) and a
 session whose every turn extends the last prompt; then the k sweep (1 and 7) of MTP and of EAGLE-3."""
-PLANS = {"studies": STUDIES, "second": SECOND}
+THIRD = [
+    ("h200_sglang_hybrid", [grid(f"{DECODE},drafter:mtp,k:'7'"), "baseline=false"]),
+    ("h200_sglang_hybrid", [grid(f"{DECODE},drafter:mtp,k:'1'"), "baseline=false"]),
+]
+"""What the second sitting lost with its machine: MTP at k = 7, then at k = 1, on the hybrid."""
+REST = [
+    (
+        "h200_sglang_hybrid",
+        [
+            grid(
+                f"{DECODE},drafter:mtp,k:'3,7'",
+                f"{PREFIX_SENDS},drafter:none",
+            ),
+            "baseline=false",
+        ],
+    ),
+    ("h200_sglang_dense", [grid(f"{DECODE},drafter:eagle3,k:'1,7'"), "baseline=false"]),
+]
+"""What SGLang refused in the second and third sittings (a port above 55535, since fixed) and what no
+sitting reached: MTP at the A/B's 3/1/4 and at k = 7 on the hybrid, the hybrid's prefix sent three
+times without a drafter, then EAGLE-3 at k = 1 and 7."""
+PLANS = {"studies": STUDIES, "second": SECOND, "third": THIRD, "rest": REST}
 DEVICE_ENV = {
     "HF_HUB_OFFLINE": "1",
     "TRANSFORMERS_OFFLINE": "1",

@@ -22,7 +22,11 @@ from specexp.fit import records as fr
 NAME = "gpu-h200-sglang"
 DATA = Path(__file__).resolve().parents[1] / "data"
 RESULTS = Path(__file__).resolve().parents[1] / "results"
-SITTINGS = (("h200-sglang-2026-12-04", "2026-12-04"),)
+SITTINGS = (
+    ("h200-sglang-2026-12-04", "2026-12-04"),
+    ("h200-sglang-2026-12-04b", "2026-12-04, second"),
+    ("h200-sglang-2026-12-04c", "2026-12-04, third"),
+)
 """Every SGLang sitting's records, committed under benchmarks/data/ (one lease each), and when it ran."""
 CHOSEN = (
     "attention_backend",

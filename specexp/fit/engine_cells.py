@@ -201,8 +201,9 @@ def job_spec(base: ExperimentSpec, cells: Sequence[Cell]) -> ExperimentSpec:
 
 PROMPT_SLACK = 2
 """Tokens by which a server may count a prefix job's warm prompt off its cold one (its new suffix)."""
-Key = tuple[int, int, str]
-"""A simulated window's (concurrency, prompt tokens, cache)."""
+Key = tuple[int, int, str, int]
+"""A simulated window's (concurrency, prompt tokens, cache, send): the send of a shared prefix that
+is sent several times (condition `send`), 0 where the workload sends each prompt once."""
 
 
 def simulate(
@@ -220,7 +221,8 @@ def simulate(
     samples: dict[Key, dict[str, list[float]]] = {}
     for window in drive(runtime, spec.workload, marker="calibration"):
         point = window.point
-        level = samples.setdefault((point.concurrency or 0, point.prompt_tokens, point.cache), {})
+        key = (point.concurrency or 0, point.prompt_tokens, point.cache, point.send or 0)
+        level = samples.setdefault(key, {})
         for k, v in window_metrics(window.traces, window.delta, prefill_only=prefill_only).items():
             if isinstance(v, (int, float)) and not isinstance(v, bool):
                 level.setdefault(k, []).append(float(v))
@@ -255,7 +257,8 @@ def compare(
             and k[2] == cell.cache
             and abs(k[1] - cell.prompt_tokens) <= PROMPT_SLACK
         ]
-        key = min(points, key=lambda k: abs(k[1] - cell.prompt_tokens), default=None)
+        # a cell is a prompt cold, then warm once: of several sends, the first of its cache state
+        key = min(points, key=lambda k: (abs(k[1] - cell.prompt_tokens), k[3]), default=None)
         sim = sims[cell.job][key] if key is not None else {}
         rows.extend(
             (cell, metric, value, sim.get(metric, float("nan")))

@@ -48,8 +48,8 @@ PART_FLOOR_S = 0.001
 """A measured part shorter than this is not compared (a queue of 0.02 ms has no ratio worth fitting)."""
 TTFT_SLACK_S = 0.020
 WARM_GAIN_TARGET = 0.30
-Key = tuple[int, int, str]
-"""A simulated point: (concurrency, prompt tokens, cache)."""
+Key = tuple[int, int, str, int]
+"""A simulated point: (concurrency, prompt tokens, cache, send; 0: the workload sends each prompt once)."""
 
 
 @dataclass(frozen=True)
@@ -90,12 +90,19 @@ def simulate(
 
 
 def pair(m: Measurement, sim: dict[Key, dict[str, float]]) -> dict[str, float]:
-    """The simulated point of measurement `m`: its concurrency and cache, the nearest prompt length."""
+    """The simulated point of measurement `m`: its concurrency, cache and send (a record from before
+    sends were recorded: the first send of its cache state), the nearest prompt length."""
     c = m.conditions
-    points = [k for k in sim if k[0] == (c.concurrency or 0) and k[2] == c.cache]
+    points = [
+        k
+        for k in sim
+        if k[0] == (c.concurrency or 0)
+        and k[2] == c.cache
+        and (c.send is None or k[3] == c.send)  # a record without sends: the first of its cache
+    ]
     if not points:
         return {}
-    return sim[min(points, key=lambda k: abs(k[1] - (c.prompt_tokens or 0)))]
+    return sim[min(points, key=lambda k: (abs(k[1] - (c.prompt_tokens or 0)), k[3]))]
 
 
 @dataclass(frozen=True)

@@ -24,8 +24,10 @@ ENGINE_OVERRIDES = (
     "runtime.executable=",
     "runtime.extra_args=",
     "runtime.start_timeout_s=",
+    "runtime.engine",  # `~runtime.engine`: a sitting drops an experiment's simulator setting
 )
-"""Overrides of a measured job that name the engine, not the cell: replaced by the simulator's."""
+"""Overrides of a measured job that name the engine, not the cell (with `+` or `~`): replaced by the
+simulator's."""
 BYTE_CHAT_TAIL_TOKENS = 13
 """Tokens of the ChatML tail after a user message under specexp's byte-level tokenizer
 (`<|im_end|>`, a newline, `<|im_start|>`, then `assistant` and a newline byte by byte)."""
@@ -111,7 +113,7 @@ def byte_suffix_tokens(record: RunRecord) -> int | None:
 def sim_overrides(record: RunRecord, engine: str) -> list[str]:
     """The measured job's overrides with the simulator imitating `engine` in place of the server."""
     kept = [
-        o for o in record.provenance.overrides if not o.lstrip("+").startswith(ENGINE_OVERRIDES)
+        o for o in record.provenance.overrides if not o.lstrip("+~").startswith(ENGINE_OVERRIDES)
     ]
     out = ["runtime=sim", f"runtime.engine={engine}", *kept, *_engine_only_keys(kept)]
     accepted = acceptance(record)

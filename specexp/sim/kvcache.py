@@ -28,7 +28,7 @@ from specexp.roofline.shape import CONV_STATE_BYTES, STATE_DTYPE_BYTES, ModelSha
 
 DEFAULT_BLOCK_TOKENS = 16
 """vLLM's default cache block for dense models."""
-HybridStates = Literal["align", "chunk_floor", "chunk_end", "prompt_tail"]
+HybridStates = Literal["align", "chunk_floor", "prompt_tail"]
 """Where a hybrid model keeps its recurrent states (EngineProfile.hybrid_states)."""
 CHAT_TURN_TOKENS = 1
 """Prompt tokens before a chat prompt's user message, where llama-server breaks a hybrid model's batch
@@ -156,7 +156,7 @@ class CacheLayout:
                 if start < p < start + tokens
             )
             return cuts[0] - start if cuts else tokens
-        if not (self.enabled and self.hybrid) or self.states in ("chunk_floor", "chunk_end"):
+        if not (self.enabled and self.hybrid) or self.states == "chunk_floor":
             return tokens
         block = self.block_tokens
         last = self.last_state_block(prompt) * block
@@ -192,10 +192,8 @@ class CacheLayout:
             }
         if self.states == "align":  # a state only where the chunk ends, on a block boundary
             return {end // block} if end >= block and end % block == 0 else set()
-        if self.states == "chunk_end":  # where the chunk ends, if that is on the grid
-            kept = {end // block} if end >= block and end % block == 0 else set()
-        else:  # chunk_floor: anywhere in the chunk, on the grid
-            kept = {end // block} if end >= block else set()
+        # chunk_floor: where the chunk ends, floored to the grid
+        kept = {end // block} if end >= block else set()
         return kept | ({junction} if junction and start < junction * block <= end else set())
 
     def last_state_block(self, prompt: int) -> int:

@@ -117,10 +117,10 @@ class EngineProfile(BaseModel):
     """Where a hybrid model (recurrent layers) keeps the states that a prefix-cache hit can resume
     from, besides the KV blocks. align (vLLM's mamba_cache_mode align): prefill chunks are cut to
     whole blocks, one ending at the prompt's last full block, and the state is kept at every chunk
-    end; chunk_floor (SGLang 0.5.23's extra_buffer): chunks are not cut, and each keeps the state at its
-    last block boundary; chunk_end (SGLang 0.5.12's extra_buffer, as measured on the H200): chunks are
-    not cut, and each keeps the state where it ends only if that is a block boundary; prompt_tail (llama-server's context checkpoints): the states
-    `hybrid_tail_tokens` before every prompt's end. With align, chunk_floor and chunk_end, a request whose KV
+    end; chunk_floor (SGLang's extra_buffer, 0.5.12 as measured on the H200 and 0.5.23's source):
+    chunks are not cut, and each keeps the state at its last block boundary; prompt_tail
+    (llama-server's context checkpoints): the states
+    `hybrid_tail_tokens` before every prompt's end. With align and chunk_floor, a request whose KV
     hit runs past its state hit also keeps the state where its KV hit ends (vLLM's Marconi
     admission, SGLang's branch checkpoint): the next request with that prefix resumes there."""
     hybrid_tail_tokens: tuple[int, ...] = ()

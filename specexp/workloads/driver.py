@@ -173,7 +173,11 @@ def _windows(
                     # a shared prefix's windows are not run again: a second cold send would find it warm
                     reruns = 0 if workload.shared_prefix else workload.rerun_contaminated
                     for attempt in range(reruns + 1):
-                        rid = f"{tag}-{cache}" + (f"-rerun{attempt}" if attempt else "")
+                        # a later send of the same cache state is a request of its own (its id,
+                        # and so its marker: the shared prefix with a new suffix)
+                        again = cache in workload.cache[: n - (2 if primed else 1)]
+                        rid = f"{tag}-{cache}" + (f"-send{n}" if again else "")
+                        rid += f"-rerun{attempt}" if attempt else ""
                         requests = [request(f"{rid}-{i}", tokens, g) for i, g in enumerate(groups)]
                         # the prefix is new to the engine anyway; emptying the cache too makes "cold" certain,
                         # and whether the engine confirmed it is recorded

@@ -24,10 +24,10 @@ from specexp.workloads.material import filler, prose, source_file
 from specexp.workloads.prompts import PromptBuilder
 from specexp.workloads.window import (
     digest,
-    opening_warm_up,
-    own_prompt_warm_up,
     repeats_by_concurrency,
     timed,
+    warm_up,
+    warmup_tokens,
 )
 
 CHARS_PER_TOKEN = 4
@@ -60,55 +60,77 @@ def drive_sessions(
     chat: bool,
     warmups: bool,
 ) -> Iterator[Window]:
-    """One window per turn per repeat per session count; warm-up windows too with `warmups`."""
+    """One window per turn per repeat per session count; warm-up windows too with `warmups`.
+
+    The warm-up is a session of its own, of `warmup` sessions and two turns: the first turn's prompt
+    cold, then a turn's prefill onto its cached conversation, the two shapes every measured session
+    sends (an engine compiling a kernel at a shape's first use does it there, not in turn 1)."""
+    s = workload.session
+    assert s is not None
+    if workload.warmup:
+        for window in _turns(
+            runtime, workload, f"{marker}-warmup", workload.warmup, min(s.turns, 2), builder, chat
+        ):
+            if warmups:
+                yield window
+    for sessions, repeat in repeats_by_concurrency(workload):
+        tag = f"{marker}-c{sessions}-r{repeat}"
+        yield from _turns(
+            runtime, workload, tag, sessions, s.turns, builder, chat, f"{marker}-system", repeat
+        )
+
+
+def _turns(
+    runtime: Runtime,
+    workload: WorkloadSpec,
+    tag: str,
+    sessions: int,
+    turns: int,
+    builder: PromptBuilder | None,
+    chat: bool,
+    system_key: str | None = None,
+    repeat: int = 0,
+) -> Iterator[Window]:
+    """`sessions` sessions of `turns` turns behind the system prompt `system_key` (None: a warm-up's,
+    counted in no figure, behind a system prompt of its own)."""
     s = workload.session
     assert s is not None
     out = workload.output_tokens
-    yield from opening_warm_up(
-        runtime,
-        workload,
-        own_prompt_warm_up(workload, marker, chat),
-        workload.prompt_tokens,
-        warmups,
-    )
-    system = (
-        builder.material(f"{marker}-system", workload.prompt_tokens) if builder is not None else ""
-    )
-    for sessions, repeat in repeats_by_concurrency(workload):
-        tag = f"{marker}-c{sessions}-r{repeat}"
-        history: list[list[tuple[str, str]]] = [[("system", system)] for _ in range(sessions)]
-        context = workload.prompt_tokens  # tokens every session has sent or received so far
-        for turn in range(1, s.turns + 1):
-            if turn > 1:
-                runtime.idle(s.think_time_s)
-            reqs = []
-            for i in range(sessions):
-                rid = f"{tag}-s{i}-t{turn}"
-                history[i].append(("user", turn_message(workload, rid, turn, builder)))
-                reqs.append(
-                    _request(
-                        workload,
-                        rid,
-                        tuple(history[i]),
-                        context,
-                        s.turn_tokens,
-                        (f"{tag}-system", workload.prompt_tokens),
-                        f"{tag}-s{i}",
-                        chat,
-                    )
+    key = system_key or f"{tag}-system"
+    system = builder.material(key, workload.prompt_tokens) if builder is not None else ""
+    history: list[list[tuple[str, str]]] = [[("system", system)] for _ in range(sessions)]
+    context = workload.prompt_tokens  # tokens every session has sent or received so far
+    for turn in range(1, turns + 1):
+        if turn > 1:
+            runtime.idle(s.think_time_s)
+        reqs = []
+        for i in range(sessions):
+            rid = f"{tag}-s{i}-t{turn}"
+            history[i].append(("user", turn_message(workload, rid, turn, builder)))
+            reqs.append(
+                _request(
+                    workload,
+                    rid,
+                    tuple(history[i]),
+                    context,
+                    s.turn_tokens,
+                    (key, workload.prompt_tokens),
+                    f"{tag}-s{i}",
+                    chat,
+                    warmup=system_key is None,
                 )
-            reset = runtime.reset_prefix_cache() if turn == 1 else None
-            point = Point(
-                context + s.turn_tokens, sessions, "cold" if turn == 1 else "warm", turn=turn
             )
+        point = Point(context + s.turn_tokens, sessions, "cold" if turn == 1 else "warm", turn=turn)
+        if system_key is None:
+            window = warm_up(runtime, reqs, point)
+        else:
+            reset = runtime.reset_prefix_cache() if turn == 1 else None
             window = timed(runtime, reqs, point, repeat=repeat, reset=reset)
-            for i, trace in enumerate(window.traces):
-                history[i].append(("assistant", trace.text or ""))
-            counted = [
-                t.completion_tokens for t in window.traces if t.completion_tokens is not None
-            ]
-            context += s.turn_tokens + int(statistics.median(counted) if counted else out)
-            yield window
+        for i, trace in enumerate(window.traces):
+            history[i].append(("assistant", trace.text or ""))
+        counted = [t.completion_tokens for t in window.traces if t.completion_tokens is not None]
+        context += s.turn_tokens + int(statistics.median(counted) if counted else out)
+        yield window
 
 
 def _request(
@@ -120,6 +142,7 @@ def _request(
     system: tuple[str, int],
     session: str,
     chat: bool,
+    warmup: bool = False,
 ) -> Request:
     """One turn's request: the conversation so far (`context` tokens, of which the system prompt
     is shared by every session) plus the new message; all of it is resent by the session's later
@@ -129,7 +152,8 @@ def _request(
         request_id=rid,
         prompt=flat,
         prompt_tokens=context + new_tokens,
-        max_tokens=workload.output_tokens,
+        max_tokens=warmup_tokens(workload) if warmup else workload.output_tokens,
+        warmup=warmup,
         ignore_eos=workload.ignore_eos,
         temperature=workload.temperature,
         thinking=workload.thinking,

@@ -36,12 +36,13 @@ def test_each_send_of_a_prefix_is_its_own_measurement(tmp_path: Path) -> None:
     # the second send resumes only where the first's prefill chunk kept a state; the third where the
     # second branched from the first: more
     assert cached[0] == 0 and 0 < cached[1] < cached[2]
-    requests = (result.parent / "requests.jsonl").read_text().splitlines()
-    assert {json.loads(line).get("send") for line in requests if '"warmup": false' in line} == {
-        1,
-        2,
-        3,
-    }
+    requests = [
+        json.loads(line) for line in (result.parent / "requests.jsonl").read_text().splitlines()
+    ]
+    timed = [r for r in requests if not r["warmup"]]
+    assert {r.get("send") for r in timed} == {1, 2, 3}
+    # every send is a request of its own: the records join on request ids
+    assert len({r["request_id"] for r in timed}) == len(timed) == 3
     # the report's prefix-cache table gives each warm send its own TTFT, gain and hit
     report = (out / "measurements.md").read_text()
     table = report.split("## Prefix cache", 1)[1]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -21,11 +22,38 @@ _RUNNING: set[subprocess.Popen[bytes]] = set()
 LOG_TAIL_LINES = 40
 
 
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+HIGHEST_PORT = 65535
+LOWEST_CHOSEN_PORT = 20000
+"""Where a port is chosen when the system's pick lies above an engine's ceiling (below the usual
+ephemeral range, above the well-known and registered services most hosts run)."""
+
+
+def _bindable(port: int) -> int | None:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return None
         return int(s.getsockname()[1])
+
+
+def free_port(highest: int = HIGHEST_PORT) -> int:
+    """A TCP port on 127.0.0.1, at most `highest`, that nothing listens on right now.
+
+    The system picks one from its ephemeral range; an engine that derives further ports from its
+    own (SGLang: port + 10000, docs/engines.md section 2) sets a ceiling, and a pick above it is replaced by a
+    free port from LOWEST_CHOSEN_PORT..highest."""
+    picked = _bindable(0)
+    if picked is not None and picked <= highest:
+        return picked
+    candidates = list(range(LOWEST_CHOSEN_PORT, highest + 1))
+    random.shuffle(candidates)
+    for port in candidates[:256]:
+        if (found := _bindable(port)) is not None:
+            return found
+    raise RuntimeFailure(
+        "refused", "no_port", f"no free TCP port on 127.0.0.1 at or below {highest}"
+    )
 
 
 def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:

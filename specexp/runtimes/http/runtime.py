@@ -25,7 +25,7 @@ from specexp.measure.events import (
 from specexp.runtimes.base import Runtime, settings_as
 from specexp.runtimes.http import promtext
 from specexp.runtimes.http.client import RawStream, stream_window, to_trace
-from specexp.runtimes.http.process import ServerProcess, free_port
+from specexp.runtimes.http.process import HIGHEST_PORT, ServerProcess, free_port
 from specexp.spec.runtime import EndpointRuntimeSpec, ServerRuntimeSpec
 
 E = TypeVar("E", bound=EndpointRuntimeSpec)
@@ -65,6 +65,9 @@ class HttpRuntime(Runtime[E]):
     source = "measured"
     reusable = True
     default_port: ClassVar[int] = 8000
+    highest_port: ClassVar[int] = HIGHEST_PORT
+    """The highest port specexp may start this engine on (an engine that derives ports from its
+    own sets it lower)."""
     health_path: ClassVar[str] = "/health"
     metrics_path: ClassVar[str | None] = "/metrics"
     chat_path: ClassVar[str] = "/v1/chat/completions"
@@ -87,6 +90,10 @@ class HttpRuntime(Runtime[E]):
     def build_argv(self, port: int) -> list[str] | None:
         """The argv that starts this engine's server on 127.0.0.1:`port` (None: cannot start)."""
         return None
+
+    def choose_port(self) -> int:
+        """A free port on 127.0.0.1 for a server specexp starts, at most `highest_port`."""
+        return free_port(self.highest_port)
 
     def server_env(self, port: int) -> dict[str, str]:
         """Environment variables the started server needs besides specexp's own (Ollama's
@@ -210,7 +217,7 @@ class HttpRuntime(Runtime[E]):
 
     def start(self) -> EngineInfo:
         if not self.rt.url:
-            self.port = free_port()
+            self.port = self.choose_port()
             argv = self.argv = self.build_argv(self.port)
             if argv is None:
                 raise RuntimeFailure(

@@ -45,6 +45,7 @@ from specexp.runtimes.base import register
 from specexp.runtimes.hf_folders import WrittenHfModel
 from specexp.runtimes.http import promtext
 from specexp.runtimes.http.client import RawStream
+from specexp.runtimes.http.process import HIGHEST_PORT
 from specexp.runtimes.http.runtime import HttpRuntime, get, json_of
 from specexp.runtimes.http.tokenize import ServerTokenizer
 from specexp.runtimes.sglang import native
@@ -60,6 +61,9 @@ COMPILES = re.compile(
 """What SGLang's log says when it compiles or captures a CUDA graph (model_executor/, compilation/
 backend.py). On 0.5.12 these lines come at start-up only; its Triton kernels compile at first use
 without a line, which is why every point is warmed up before it is timed (docs/engines.md 2.5)."""
+GRPC_PORT_OFFSET = 10000
+"""SGLang refuses a --port whose port + 10000 (its gRPC port) passes 65535, even with gRPC off
+(docs/engines.md section 2): a server specexp starts gets a port at most 55535."""
 CHAIN = {"mtp", "eagle", "eagle3", "draft_model"}
 """Drafters sized by steps/topk/draft-tokens: a chain of k (topk 1, so num_draft_tokens = k + 1)."""
 
@@ -67,6 +71,7 @@ CHAIN = {"mtp", "eagle", "eagle3", "draft_model"}
 @register(SglangRuntimeSpec)
 class SglangRuntime(ServerTokenizer, WrittenHfModel, HttpRuntime[SglangRuntimeSpec]):
     default_port = 30000  # docs/engines.md 2 (serving.py L66)
+    highest_port = HIGHEST_PORT - GRPC_PORT_OFFSET
     completion_path = native.PATH
     compile_lines = COMPILES
     _server_drafter_config: str | None = None

@@ -16,7 +16,7 @@ import pytest
 from specexp.measure.events import Counters, Request
 from specexp.measure.metrics import acceptance_by_position, acceptance_rate, tokens_per_pass
 from specexp.runtimes.base import runtime_for
-from specexp.runtimes.http import promtext
+from specexp.runtimes.http import process, promtext
 from specexp.runtimes.http.client import to_trace
 from specexp.runtimes.sglang import native
 from specexp.runtimes.sglang.driver import start_error
@@ -188,6 +188,23 @@ def test_a_refused_start_names_sglangs_own_error() -> None:
     assert cause is not None and cause.startswith("ValueError: Speculative decoding for ")
     assert "--mamba-scheduler-strategy extra_buffer" in cause
     assert start_error("all went well\n") is None
+
+
+def test_a_port_sglang_refuses_is_never_chosen(
+    sglang: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SGLang refused --port 58131 on the H200 (its gRPC port, port + 10000, passed 65535): the
+    refusal is named, and specexp chooses a lower port when the system offers one that high."""
+    cause = start_error(fixture("sglang", f"{REAL}/refused_port.log"))
+    assert cause == "ValueError: SGLANG_GRPC_PORT (68131) must be between 1 and 65535"
+    real_bindable = process._bindable
+    monkeypatch.setattr(
+        process, "_bindable", lambda port: 58131 if port == 0 else real_bindable(port)
+    )
+    port = sglang().choose_port()
+    assert port + 10000 <= 65535
+    assert real_bindable(port) == port
+    assert process.free_port() == 58131  # without a ceiling, the system's pick stands
 
 
 def test_completions_go_to_generate_and_chat_to_the_openai_endpoint(

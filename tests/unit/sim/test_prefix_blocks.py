@@ -121,12 +121,15 @@ def sightings(engine: str, prompt: int, suffixes: list[int]) -> list[int]:
     return cached
 
 
-def test_sglang_keeps_a_state_where_a_chunk_ends_on_its_grid_and_at_the_branch() -> None:
-    # As SGLang 0.5.12 did on the H200 (extra_buffer): a 3,700-token prompt ends off the 64-token
-    # grid, so its state is of no use to the second request, which finds nothing; that request keeps
-    # the state where its match ended (the branch), and a third resumes there.
-    assert sightings("sglang", 3700, [16, 16, 16]) == [0, 0, 3648]
-    # A suffix that crosses grid points: the same, from where the longer-differing match ended.
+def test_sglang_keeps_a_state_on_its_grid_and_at_the_branch() -> None:
+    # As SGLang 0.5.12 did on the H200 (extra_buffer, benchmarks/data/h200-sglang-2026-12-04b): a
+    # 3,700-token prompt keeps its state at 3,648 (57 x 64), past what a prompt with a new 81-token
+    # suffix shares (3,619), so the second request finds nothing; it keeps the state where its match
+    # ended (the branch, floored to the grid), and the third resumes there.
+    assert sightings("sglang", 3700, [81, 81, 81]) == [0, 0, 3584]
+    # a suffix shorter than the prompt's tail past the grid: the first state is shared
+    assert sightings("sglang", 3700, [16, 16, 16]) == [0, 3648, 3648]
+    # a suffix that crosses grid points: from where the longer-differing match ended
     assert sightings("sglang", 3700, [200, 200, 200]) == [0, 0, 3456]
 
 

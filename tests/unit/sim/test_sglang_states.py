@@ -1,6 +1,6 @@
-"""Where the `sglang` profile keeps a hybrid model's recurrent states (hybrid_states chunk_end, as
-SGLang 0.5.12 kept them on the H200 under extra_buffer): a chunk's end only on the 64-token grid, and
-the branch checkpoint of a request whose match ran past its state."""
+"""Where the `sglang` profile keeps a hybrid model's recurrent states (hybrid_states chunk_floor, as
+SGLang 0.5.12 kept them on the H200 under extra_buffer): each prefill chunk's end floored to the
+64-token grid, and the branch checkpoint of a request whose match ran past its state."""
 
 from __future__ import annotations
 
@@ -31,10 +31,10 @@ def sends(tmp_path: Path, length: int) -> list[float]:
     return [by_send[n] for n in (1, 2, 3)]
 
 
-def test_an_off_grid_prompt_end_keeps_no_state_and_the_third_send_hits(tmp_path: Path) -> None:
-    # 3,700 = 57 x 64 + 52: the first send's state is off the grid; the second (a new 16-token
-    # suffix) finds nothing, as SGLang 0.5.12 did on the H200, and keeps the state where it branched
-    assert sends(tmp_path, 3700) == [0, 0, 57 * 64]
+def test_a_prompt_keeps_its_state_floored_to_the_grid(tmp_path: Path) -> None:
+    # 3,700 = 57 x 64 + 52: the first send keeps its state at 3,648, inside what a prompt with a new
+    # 16-token suffix shares, so the second send resumes there
+    assert sends(tmp_path, 3700) == [0, 57 * 64, 57 * 64]
 
 
 def test_a_long_prompt_resumes_at_its_first_chunks_end(tmp_path: Path) -> None:
