@@ -57,3 +57,20 @@ def test_no_import_cycles() -> None:
         if b != a and graph.chain_exists(importer=b, imported=a)
     ]
     assert not cycles, f"import cycles through: {cycles[:5]}"
+
+
+TYPE_IGNORES = 6
+"""`type: ignore` comments in specexp/ when mypy first ran clean in scripts/test (each a library's
+stub or a pydantic union the checker cannot follow); the number may fall, never rise."""
+
+
+def test_no_new_type_ignore() -> None:
+    found = [
+        f"{path.relative_to(REPO)}:{n}"
+        for path in sorted((REPO / "specexp").rglob("*.py"))
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if "# type: ignore" in line
+    ]
+    assert len(found) <= TYPE_IGNORES, (
+        "new `type: ignore` comments: type the code instead\n" + "\n".join(found)
+    )

@@ -117,6 +117,7 @@ def parse_figures(data: Any, where: str, *, extra_keys: Sequence[str] = ()) -> F
                 SpecError(where, "figures", "missing, empty or not a mapping of id -> figure")
             )
         mistakes.raise_any()
+    assert isinstance(raw, Mapping)  # a missing or misspelt `figures` was noted, and raised
     figures: dict[str, Figure] = {}
     written: list[str] = []
     for fid, body in raw.items():
@@ -188,6 +189,7 @@ def _figure(fid: str, body: Any, where: str) -> Figure:
     with mistakes.noted():
         conditions = _conditions(body.get("conditions"), f"{key}.conditions", where)
     mistakes.raise_any()
+    assert isinstance(metric, str) and isinstance(unit, str)  # checked above, or raised
     written = f"{_show_raw(body['value'])} {body['unit']}"
     return Figure(
         fid,

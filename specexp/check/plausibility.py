@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel
 
@@ -27,6 +27,13 @@ from specexp.roofline.costmodel import CostModel, Slice
 from specexp.spec.errors import SpecError
 from specexp.spec.experiment import Achieved, HardwareSpec, ModelSpec, QuantizationSpec
 from specexp.spec.vocabulary import C, M
+
+
+class Readable(Protocol):
+    """A run's other metrics, read by name: a mapping, or a record's Metrics."""
+
+    def get(self, name: str, /) -> Any: ...
+
 
 KV_DTYPES = ("auto", "bf16", "bfloat16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2")
 """KV element types the cost model knows; any other is taken as fp8 (1 byte: the highest limit)."""
@@ -134,7 +141,7 @@ def _device_of(
     return _Device(cost, basis)
 
 
-def _tokens_per_pass(c: Mapping[str, Any], measured: Mapping[str, Any]) -> tuple[float, str] | str:
+def _tokens_per_pass(c: Mapping[str, Any], measured: Readable) -> tuple[float, str] | str:
     drafter = c.get(C.drafter)
     if drafter is None:
         return "drafter unknown"
@@ -164,7 +171,7 @@ def _context(c: Mapping[str, Any]) -> tuple[int, str]:
     )
 
 
-def _stream(fig: Figure, measured: Mapping[str, Any], streams: int) -> tuple[float, str] | str:
+def _stream(fig: Figure, measured: Readable, streams: int) -> tuple[float, str] | str:
     """Seconds of one decode pass over `streams` sequences, per token of one stream."""
     device = _device(fig.conditions)
     if isinstance(device, str):
@@ -189,12 +196,12 @@ def _concurrency(fig: Figure) -> int:
     return c if isinstance(c, int) else 1
 
 
-def _per_stream(fig: Figure, measured: Mapping[str, Any]) -> Limit | str:
+def _per_stream(fig: Figure, measured: Readable) -> Limit | str:
     s = _stream(fig, measured, _concurrency(fig))
     return s if isinstance(s, str) else Limit(fig.metric, "max", 1 / s[0], s[1])
 
 
-def _aggregate(fig: Figure, measured: Mapping[str, Any]) -> Limit | str:
+def _aggregate(fig: Figure, measured: Readable) -> Limit | str:
     if not isinstance(fig.conditions.get(C.concurrency), int):
         return "concurrency unknown"
     n = _concurrency(fig)
@@ -202,12 +209,12 @@ def _aggregate(fig: Figure, measured: Mapping[str, Any]) -> Limit | str:
     return s if isinstance(s, str) else Limit(fig.metric, "max", n / s[0], s[1])
 
 
-def _tpot(fig: Figure, measured: Mapping[str, Any]) -> Limit | str:
+def _tpot(fig: Figure, measured: Readable) -> Limit | str:
     s = _stream(fig, measured, _concurrency(fig))
     return s if isinstance(s, str) else Limit(fig.metric, "min", s[0], s[1])
 
 
-def _computed_tokens(c: Mapping[str, Any], measured: Mapping[str, Any]) -> tuple[int, str]:
+def _computed_tokens(c: Mapping[str, Any], measured: Readable) -> tuple[int, str]:
     """Prompt tokens that must be computed before the first token (at least 1)."""
     prompt = c.get(C.prompt_tokens)
     if not isinstance(prompt, int):
@@ -221,7 +228,7 @@ def _computed_tokens(c: Mapping[str, Any], measured: Mapping[str, Any]) -> tuple
     return 1, "a warm prefix cache may serve all but 1 prompt token"
 
 
-def _ttft(fig: Figure, measured: Mapping[str, Any]) -> Limit | str:
+def _ttft(fig: Figure, measured: Readable) -> Limit | str:
     device = _device(fig.conditions)
     if isinstance(device, str):
         return device
@@ -232,7 +239,7 @@ def _ttft(fig: Figure, measured: Mapping[str, Any]) -> Limit | str:
     return Limit(fig.metric, "min", seconds, f"{device.basis}; {note}; one pass")
 
 
-def _prefill(fig: Figure, measured: Mapping[str, Any]) -> Limit | str:
+def _prefill(fig: Figure, measured: Readable) -> Limit | str:
     """Uncached prompt tokens / the least time to compute them (attention FLOPs left out)."""
     device = _device(fig.conditions)
     if isinstance(device, str):
@@ -254,16 +261,16 @@ def _prefill(fig: Figure, measured: Mapping[str, Any]) -> Limit | str:
     )
 
 
-def _ratio_limit(fig: Figure, measured: Mapping[str, Any]) -> Limit | str:
+def _ratio_limit(fig: Figure, measured: Readable) -> Limit | str:
     return Limit(fig.metric, "max", 1.0, "a share of drafted tokens is at most 1")
 
 
-def _tokens_per_pass_limit(fig: Figure, measured: Mapping[str, Any]) -> Limit | str:
+def _tokens_per_pass_limit(fig: Figure, measured: Readable) -> Limit | str:
     tpp = _tokens_per_pass(fig.conditions, {})
     return tpp if isinstance(tpp, str) else Limit(fig.metric, "max", tpp[0], tpp[1])
 
 
-LIMITS: Mapping[str, Callable[[Figure, Mapping[str, Any]], Limit | str]] = MappingProxyType(
+LIMITS: Mapping[str, Callable[[Figure, Readable], Limit | str]] = MappingProxyType(
     {
         "decode_tps": _per_stream,
         "e2e_tps": _per_stream,
@@ -280,7 +287,7 @@ LIMITS: Mapping[str, Callable[[Figure, Mapping[str, Any]], Limit | str]] = Mappi
 """Metric -> its physical limit, or the reason there is none."""
 
 
-def limit(fig: Figure, measured: Mapping[str, Any] | None = None) -> Limit | str:
+def limit(fig: Figure, measured: Readable | None = None) -> Limit | str:
     """The physical limit of `fig`'s metric under its conditions, or why there is none.
 
     `measured` are the other metrics of the same run (its tokens_per_pass and
@@ -290,7 +297,7 @@ def limit(fig: Figure, measured: Mapping[str, Any] | None = None) -> Limit | str
     if fn is None:
         return f"no physical limit for {fig.metric}"
     try:
-        return fn(fig, measured or {})
+        return fn(fig, measured if measured is not None else {})
     except (ArithmeticError, ValueError, KeyError) as err:
         return f"no limit: {err}"
 
@@ -340,7 +347,7 @@ def needs_no_check(metric: str, value: Any) -> bool:
     return not _defined_bounds(metric)[0].broken_by(value)
 
 
-def implausible(fig: Figure, measured: Mapping[str, Any] | None = None) -> Finding | None:
+def implausible(fig: Figure, measured: Readable | None = None) -> Finding | None:
     """An `implausible` finding when `fig` is outside what its definition allows (a negative
     rate, acceptance outside 0-1, fewer than 1 token per pass), or beyond its physical limit."""
     lim = defined_range(fig) or limit(fig, measured)

@@ -109,7 +109,7 @@ def run_conditions(
     if not knows_setup:
         values.update(_unstated_setup(spec))
     values.update({k: v for k, v in (reported or {}).items() if k in values and v is not None})
-    return Conditions(**values)
+    return Conditions.model_validate(values)
 
 
 UNSTATED = {

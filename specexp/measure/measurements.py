@@ -91,7 +91,7 @@ def _measurement(
     samples = {n: [m[n] for m in per_window] for n in scalar_names}
     metrics: dict[str, Any] = {}
     for name, values in samples.items():
-        present = [v for v in values if v is not None]
+        present = [v for v in values if isinstance(v, (int, float))]
         metrics[name] = statistics.median(present) if present else None
     pooled = _sum_deltas([w.delta for w in windows])
     metrics[M.acceptance_rate] = acceptance_rate(pooled)
@@ -146,7 +146,7 @@ def _measurement(
         prefix_cache_reset=_reset(windows),
         partial=partial,
         client=_client(windows),
-        telemetry=[w.telemetry for w in windows]
+        telemetry=[w.telemetry or {} for w in windows]  # by window: {} where one had none
         if any(w.telemetry is not None for w in windows)
         else None,
         contaminated=_contaminated(windows),

@@ -151,9 +151,9 @@ class NvmlSampler:
                 "energy_j": None,
                 "reason": "no NVML sample was taken during the window",
             }
-        counters = [(b, a) for b, a in zip(before, after)]
-        if all(b is not None and a is not None for b, a in counters):
-            summary["energy_j"] = sum(a - b for b, a in counters) / 1000.0  # type: ignore[operator]
+        counters = [(b, a) for b, a in zip(before, after) if b is not None and a is not None]
+        if len(counters) == len(before) == len(after):
+            summary["energy_j"] = sum(a - b for b, a in counters) / 1000.0
             summary["energy_method"] = "nvmlDeviceGetTotalEnergyConsumption"
         else:
             summary["energy_j"] = _integral(samples)

@@ -9,7 +9,7 @@ is left as it is).
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, overload
 
 from specexp.record.writable import encodable
 
@@ -41,6 +41,10 @@ class Markdown(str):
 
     __slots__ = ()
 
+    @overload
+    def __add__(self, other: Markdown) -> Markdown: ...
+    @overload
+    def __add__(self, other: str) -> str: ...
     def __add__(
         self, other: str
     ) -> str:  # Markdown only if both parts are: a plain part is escaped later

@@ -97,7 +97,8 @@ class Provenance(Record):
     def prompt_source(self) -> PromptSource:
         node = self.config.get("workload")
         node = node if isinstance(node, dict) else {}
-        session = node.get("session") if isinstance(node.get("session"), dict) else {}
+        raw = node.get("session")
+        session = raw if isinstance(raw, dict) else {}
         text = lambda v: str(v) if v is not None else None  # noqa: E731
         return PromptSource(
             text(node.get("name")),

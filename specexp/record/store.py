@@ -193,11 +193,11 @@ def results_lines(
     baseline and the speedup over it) where given."""
     lines: list[dict[str, object]] = []
     for record in records:
-        base = {"run_id": record.run_id, "status": record.status}
+        base: dict[str, object] = {"run_id": record.run_id, "status": record.status}
         if not record.measurements:
             lines.append({**base, "conditions": record.conditions.model_dump(), "metrics": {}})
         for i, m in enumerate(record.measurements):
-            line = {
+            line: dict[str, object] = {
                 **base,
                 "conditions": m.conditions.model_dump(),
                 "metrics": m.metrics.model_dump(),

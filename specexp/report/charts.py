@@ -95,6 +95,7 @@ def _spec(chart: alt.TopLevelMixin) -> dict[str, Any]:
     data = getattr(chart, "data", None)
     if not (isinstance(data, alt.Data) and isinstance(data.values, list)):
         return chart.to_dict(validate=VALIDATE)
+    assert isinstance(chart, alt.SchemaBase)  # every top-level chart is one
     bare = chart.copy(deep=False)
     bare.data = alt.Data(values=[])
     spec: dict[str, Any] = bare.to_dict(validate=VALIDATE)
@@ -141,11 +142,13 @@ def tps_vs_k(
     base = _legend_toggles(
         base, "drafter", ["drafter:N", "k:Q", "decode_tps:Q", "run:N", "conditions:N"]
     )
-    facet = {"column": alt.Column("workload:N", title=None)}
-    if setups:
-        facet["row"] = alt.Row("setup:N", title=" · ".join(setups))
+    column = alt.Column("workload:N", title=None)
     title = f"Decode tok/s vs k: {label}" if label else "Decode tok/s vs k"
-    chart = base.facet(**facet).properties(title=title)
+    if setups:
+        faceted = base.facet(column=column, row=alt.Row("setup:N", title=" · ".join(setups)))
+    else:
+        faceted = base.facet(column=column)
+    chart = faceted.properties(title=title)
     return [Chart(_name(name), title, _spec(chart))]
 
 

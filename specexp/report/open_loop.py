@@ -230,7 +230,7 @@ def _load(value: float | None, key: str, unit: str) -> str:
 
 
 def _verdict(value: float | None, base: float | None | str, key: str, unit: str) -> str:
-    if base == "missing":
+    if isinstance(base, str):  # "missing"
         return " (no drafter=none run to compare with)"
     where = (
         (lambda v: f"{number(v)} {unit}")

@@ -34,7 +34,7 @@ from typing import NamedTuple
 
 from specexp.roofline.memory import kv_bytes_per_element
 from specexp.roofline.shape import ModelShape, model_shape
-from specexp.spec.experiment import HardwareSpec, ModelSpec, QuantizationSpec
+from specexp.spec.experiment import Component, HardwareSpec, ModelSpec, QuantizationSpec
 
 __all__ = ["CostModel", "ModelShape", "Slice", "model_shape"]
 
@@ -129,7 +129,7 @@ class CostModel:
 
     # --- sizes ------------------------------------------------------------------------
 
-    def _params(self) -> dict[str, float]:
+    def _params(self) -> dict[Component, float]:
         """Parameters held per component (every expert of a mixture of experts)."""
         s = self.shape
         return {
@@ -138,7 +138,7 @@ class CostModel:
             "embeddings": s.lm_head_params,
         }
 
-    def _active_params(self) -> dict[str, float]:
+    def _active_params(self) -> dict[Component, float]:
         """Parameters one token computes with per component (k experts of a mixture)."""
         return {**self._params(), "mlp": self.shape.active_mlp_params}
 
@@ -147,7 +147,7 @@ class CostModel:
         """Every weight a pass may read (the input embeddings are looked up, not read); a pass
         over few tokens of a mixture of experts reads less (`weight_bytes_read`)."""
         b = self.quant.bytes_per_weight
-        return sum(p * b[c] for c, p in self._params().items())  # type: ignore[index]
+        return sum(p * b[c] for c, p in self._params().items())
 
     def weight_bytes_read(self, tokens: int) -> float:
         """Weights a pass over `tokens` tokens reads: the routed experts' expected share."""
@@ -185,8 +185,8 @@ class CostModel:
         q, moved, per_token, per_logit = self.quant, 0.0, 0.0, 0.0
         active = self._active_params()
         for c, params in self._params().items():
-            dtype = q.compute_dtype[c]  # type: ignore[index]
-            moved += params * q.bytes_per_weight[c] / self.weight_bandwidth(dtype)  # type: ignore[index]
+            dtype = q.compute_dtype[c]
+            moved += params * q.bytes_per_weight[c] / self.weight_bandwidth(dtype)
             if c == "embeddings":
                 per_logit += 2 * params / self.flops_rate(dtype)
             else:

@@ -14,6 +14,7 @@ import gc
 import multiprocessing as mp
 import os
 import signal
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -105,9 +106,10 @@ def _serve(conn: Any, parents_end: Any) -> None:
         import vl_convert
 
         from specexp.record import find_records
-        from specexp.report.write import write_report
+        from specexp.report.write import write_report as writer
 
         vl_convert.vegalite_to_svg(WARM_SPEC)
+        write_report: Callable[..., list[Path]] | None = writer
     except Exception:
         write_report = None
     try:

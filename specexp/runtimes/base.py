@@ -156,7 +156,8 @@ def register(settings: type[RuntimeSpec]) -> Callable[[type[R]], type[R]]:
 
     def add(cls: type[R]) -> type[R]:
         cls.name, cls.settings = name, settings
-        return RUNTIMES.register(name)(cls)
+        RUNTIMES.register(name)(cls)
+        return cls
 
     return add
 

@@ -181,7 +181,7 @@ def load_dataset(path: str) -> list[DatasetPrompt]:
 
 def _sharegpt(item: object, where: str) -> DatasetPrompt:
     turns = item.get("conversations") if isinstance(item, dict) else None
-    if not isinstance(turns, list) or not turns:
+    if not isinstance(item, dict) or not isinstance(turns, list) or not turns:
         raise SpecError(where, "conversations", f"missing or empty; expected {SHAPES}")
     messages = []
     for j, turn in enumerate(turns):

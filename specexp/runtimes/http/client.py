@@ -270,10 +270,19 @@ def stream_window(
 
 def _worker(index: int, args: tuple[Any, ...], shared: SharedStart, results: Any) -> None:
     try:
-        *head, _, offsets, cap = args
-        results.put(
-            (index, _run(_send(*head, shared=shared, offsets=offsets, max_concurrency=cap)))
+        base_url, reqs, timeout_s, headers, stall_s, warm_path, _, offsets, cap = args
+        sent = _send(
+            base_url,
+            reqs,
+            timeout_s,
+            headers,
+            stall_s,
+            warm_path,
+            shared=shared,
+            offsets=offsets,
+            max_concurrency=cap,
         )
+        results.put((index, _run(sent)))
     except BaseException as err:
         results.put((index, f"{type(err).__name__}: {err}"))
 
