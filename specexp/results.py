@@ -14,28 +14,26 @@ as written. Needs `pip install 'specexp[results]'` (pandas).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from specexp.record import find_records, results_lines
+from specexp.record import ResultLine, find_records, read_result_lines, results_lines
 from specexp.record.table import column_types, flat_rows
 
 DTYPES = {"str": "string", "int": "Int64", "float": "Float64", "bool": "boolean", "list": "object"}
 """pandas' nullable dtype of each column type."""
 
 
-def lines_of(*sources: str | Path) -> list[dict[str, Any]]:
+def lines_of(*sources: str | Path) -> list[ResultLine]:
     """results.jsonl lines of every source: a results.jsonl file as written, a folder's records
     read and judged."""
     from specexp.check.judgments import judgments
 
-    lines: list[dict[str, Any]] = []
+    lines: list[ResultLine] = []
     folders = []
     for source in map(Path, sources):
         if source.is_file():
-            text = source.read_text(encoding="utf-8")
-            lines += [json.loads(line) for line in text.splitlines() if line.strip()]
+            lines += read_result_lines(source)
         elif source.is_dir():
             folders.append(source)
         else:

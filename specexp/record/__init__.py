@@ -1,5 +1,6 @@
 """Run records: the typed schema (`schema`) and how records are stored and read (`store`)."""
 
+from specexp.record.result_line import LineError, ResultLine, read_result_lines
 from specexp.record.schema import (
     SCHEMA,
     SCHEMA_VERSION,
@@ -31,9 +32,11 @@ __all__ = [
     "ClientLoad",
     "Conditions",
     "ErrorInfo",
+    "LineError",
     "Measurement",
     "Metrics",
     "Provenance",
+    "ResultLine",
     "RunRecord",
     "RESULT",
     "RESULTS_JSONL",
@@ -43,6 +46,7 @@ __all__ = [
     "completed_runs",
     "find_records",
     "read_record",
+    "read_result_lines",
     "results_lines",
     "write_record",
     "write_results_jsonl",

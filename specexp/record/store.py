@@ -18,6 +18,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from specexp.record.result_line import ResultLine
 from specexp.record.schema import SCHEMA, RunRecord
 from specexp.record.writable import writable
 
@@ -184,28 +185,33 @@ Judged = Mapping[tuple[str, int], Mapping[str, object]]
 """(run id, measurement index) -> the read-time judgments of that measurement (specexp.check.judgments)."""
 
 
-def results_lines(
-    records: Iterable[RunRecord], judged: Judged | None = None
-) -> list[dict[str, object]]:
+def results_lines(records: Iterable[RunRecord], judged: Judged | None = None) -> list[ResultLine]:
     """One line per measurement (or per record without measurements), for pandas, polars or
     duckdb: run id, status, the conditions and metrics, each metric's [min, max] over the repeats
     (`spread`), and the `judgments` made when the records are read (output identity, the
     baseline and the speedup over it) where given."""
-    lines: list[dict[str, object]] = []
+    lines: list[ResultLine] = []
     for record in records:
-        base: dict[str, object] = {"run_id": record.run_id, "status": record.status}
         if not record.measurements:
-            lines.append({**base, "conditions": record.conditions.model_dump(), "metrics": {}})
+            lines.append(
+                ResultLine(
+                    run_id=record.run_id,
+                    status=record.status,
+                    conditions=record.conditions,
+                    metrics=None,
+                )
+            )
         for i, m in enumerate(record.measurements):
-            line: dict[str, object] = {
-                **base,
-                "conditions": m.conditions.model_dump(),
-                "metrics": m.metrics.model_dump(),
-                "spread": dict(m.spread),
-            }
-            if judged is not None:
-                line["judgments"] = dict(judged.get((record.run_id, i), {}))
-            lines.append(line)
+            lines.append(
+                ResultLine(
+                    run_id=record.run_id,
+                    status=record.status,
+                    conditions=m.conditions,
+                    metrics=m.metrics,
+                    spread=dict(m.spread),
+                    judgments=None if judged is None else dict(judged.get((record.run_id, i), {})),
+                )
+            )
     return lines
 
 
@@ -217,7 +223,7 @@ def write_results_jsonl(
     """Rebuild results.jsonl of a sweep directory from its result.json files (`found`: those
     already read), with the judgments made on reading them."""
     records = [r for _, r in (find_records([sweep_dir]) if found is None else found)]
-    text = "".join(json.dumps(line) + "\n" for line in results_lines(records, judged))
+    text = "".join(line.to_json() + "\n" for line in results_lines(records, judged))
     path = sweep_dir / RESULTS_JSONL
     atomic_write(path, text)
     return path

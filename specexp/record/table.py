@@ -16,6 +16,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from specexp.record.result_line import ResultLine
 from specexp.spec.vocabulary import CONDITIONS, METRICS
 
 JUDGMENTS: Mapping[str, str] = {
@@ -39,15 +40,20 @@ def column_types() -> dict[str, str]:
     return types
 
 
-def flat_rows(lines: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def flat_rows(lines: Sequence[ResultLine]) -> list[dict[str, Any]]:
     """results.jsonl lines as flat rows, every column present (null where a line has no value)."""
     columns = column_types()
     rows = []
     for line in lines:
-        row = {name: None for name in columns}
-        row["run_id"], row["status"] = line.get("run_id"), line.get("status")
-        for part in ("conditions", "metrics", "judgments"):
-            for name, value in (line.get(part) or {}).items():
+        row: dict[str, Any] = {name: None for name in columns}
+        row["run_id"], row["status"] = line.run_id, line.status
+        parts = (
+            line.conditions.model_dump(),
+            line.metrics.model_dump() if line.metrics is not None else {},
+            line.judgments or {},
+        )
+        for part in parts:
+            for name, value in part.items():
                 if name in columns:
                     row[name] = value
         rows.append(row)

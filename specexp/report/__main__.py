@@ -143,7 +143,7 @@ def _compare(args: argparse.Namespace) -> int:
         return 2
     try:
         before, after = (read_side(p) for p in args.compare)
-    except RecordError as err:
+    except (RecordError, SpecError) as err:
         print(f"specexp.report: {err.line()}", file=sys.stderr)
         return 2
     result = compare(before, after)

@@ -22,14 +22,13 @@ upgrade, a flag or a drafter checkpoint:
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from specexp.check.judgments import judgments, within_noise
-from specexp.record import find_records, results_lines
+from specexp.record import LineError, ResultLine, find_records, read_result_lines, results_lines
 from specexp.record.escape import Markdown, cell, code_span
 from specexp.report.blocks import Block, Heading, Paragraph, TableBlock
 from specexp.report.format import header, number
@@ -49,7 +48,7 @@ class Side:
     """One sweep: its measurements (results.jsonl lines, with spreads) and its provenance."""
 
     name: str
-    lines: list[dict[str, Any]]
+    lines: list[ResultLine]
     provenance: dict[str, list[str]] = field(default_factory=dict)
 
 
@@ -66,8 +65,8 @@ class Delta:
 
 @dataclass(frozen=True)
 class Pair:
-    before: dict[str, Any]
-    after: dict[str, Any]
+    before: ResultLine
+    after: ResultLine
     deltas: list[Delta]
 
 
@@ -77,7 +76,7 @@ class Comparison:
     after: Side
     change: dict[str, tuple[list[Any], list[Any]]]
     pairs: list[Pair]
-    unpaired: list[tuple[str, dict[str, Any], str]]
+    unpaired: list[tuple[str, ResultLine, str]]
     """(which side, the line, why it has no partner)."""
 
     def slower(self, pct: float) -> list[tuple[Pair, Delta]]:
@@ -98,10 +97,10 @@ class Comparison:
 def read_side(source: Path) -> Side:
     """A folder of records (read and judged as the report reads them) or a results.jsonl file."""
     if source.is_file():
-        lines = [
-            json.loads(x) for x in source.read_text(encoding="utf-8").splitlines() if x.strip()
-        ]
-        return Side(str(source), lines)
+        try:
+            return Side(str(source), read_result_lines(source))
+        except LineError as err:
+            raise SpecError(str(source), f"line {err.number}", err.problem) from None
     found = find_records([source])
     provenance: dict[str, list[str]] = {}
     for _, record in found:
@@ -118,17 +117,17 @@ def read_side(source: Path) -> Side:
 
 
 def compare(before: Side, after: Side) -> Comparison:
-    ok = lambda side: [x for x in side.lines if x.get("status") == "ok" and x.get("metrics")]  # noqa: E731
-    a, b = ok(before), ok(after)
+    a = [x for x in before.lines if x.measured]
+    b = [x for x in after.lines if x.measured]
     change = {}
     for name in CONDITIONS:
-        va = {value_key(x["conditions"].get(name)): x["conditions"].get(name) for x in a}
-        vb = {value_key(x["conditions"].get(name)): x["conditions"].get(name) for x in b}
+        va = {value_key(x.conditions.get(name)): x.conditions.get(name) for x in a}
+        vb = {value_key(x.conditions.get(name)): x.conditions.get(name) for x in b}
         if va and vb and not set(va) & set(vb):
             change[name] = (list(va.values()), list(vb.values()))
     keys = [c for c in CONDITIONS if c not in change and c not in NOT_PAIRED_ON]
-    key = lambda x: tuple(value_key(x["conditions"].get(c)) for c in keys)  # noqa: E731
-    by_key: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    key = lambda x: tuple(value_key(x.conditions.get(c)) for c in keys)  # noqa: E731
+    by_key: dict[tuple[Any, ...], list[ResultLine]] = {}
     for x in b:
         by_key.setdefault(key(x), []).append(x)
     pairs, unpaired, used = [], [], set()
@@ -147,7 +146,7 @@ def refuse_empty(c: Comparison) -> None:
     """A comparison with nothing in it is a mistake, not a result (a mistyped path, the wrong
     folder): a gate that passed it would pass on nothing. Raise a `SpecError` saying why."""
     for which, side in (("BEFORE", c.before), ("AFTER", c.after)):
-        finished = [x for x in side.lines if x.get("status") == "ok" and x.get("metrics")]
+        finished = [x for x in side.lines if x.measured]
         if not side.lines:
             empty = (
                 "nothing in this file" if Path(side.name).is_file() else "no result.json under it"
@@ -166,7 +165,7 @@ def refuse_empty(c: Comparison) -> None:
             where,
             "--compare",
             f"no pair of comparable measurements: no two share their conditions besides the "
-            f"change (run {line.get('run_id', '?')}: {why})",
+            f"change (run {line.run_id}: {why})",
         )
     if not any(p.deltas for p in c.pairs):
         raise SpecError(
@@ -176,31 +175,30 @@ def refuse_empty(c: Comparison) -> None:
         )
 
 
-def _why(line: Mapping[str, Any], others: Sequence[Mapping[str, Any]], keys: Sequence[str]) -> str:
+def _why(line: ResultLine, others: Sequence[ResultLine], keys: Sequence[str]) -> str:
     """The conditions in which the nearest measurement of the other sweep differs."""
     if not others:
         return "the other sweep has no finished measurement"
 
-    def differing(o: Mapping[str, Any]) -> list[str]:
+    def differing(o: ResultLine) -> list[str]:
         return [
-            c
-            for c in keys
-            if value_key(line["conditions"].get(c)) != value_key(o["conditions"].get(c))
+            c for c in keys if value_key(line.conditions.get(c)) != value_key(o.conditions.get(c))
         ]
 
     nearest = min((differing(o) for o in others), key=len)
     return "nearest measurement differs in " + ", ".join(
-        f"{c} ({number(line['conditions'].get(c))})" for c in nearest
+        f"{c} ({number(line.conditions.get(c))})" for c in nearest
     )
 
 
-def _deltas(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[Delta]:
+def _deltas(a: ResultLine, b: ResultLine) -> list[Delta]:
     out = []
     for m in HEADLINE:
-        x, y = a["metrics"].get(m), b["metrics"].get(m)
+        x = a.metrics.get(m) if a.metrics is not None else None
+        y = b.metrics.get(m) if b.metrics is not None else None
         if not isinstance(x, (int, float)) or not isinstance(y, (int, float)) or not x:
             continue
-        noise = within_noise((a.get("spread") or {}).get(m), (b.get("spread") or {}).get(m))
+        noise = within_noise((a.spread or {}).get(m), (b.spread or {}).get(m))
         higher = METRICS[m].better == "higher"
         if y == x:
             verdict = "same"
@@ -275,7 +273,7 @@ def blocks(c: Comparison, pct: float | None = None) -> list[Block]:
         name
         for name in CONDITIONS
         if name not in c.change
-        and len({value_key(p.before["conditions"].get(name)) for p in c.pairs}) > 1
+        and len({value_key(p.before.conditions.get(name)) for p in c.pairs}) > 1
     ]
     if c.pairs:
         out.append(Heading("Pairs"))
@@ -284,7 +282,7 @@ def blocks(c: Comparison, pct: float | None = None) -> list[Block]:
             for d in p.deltas:
                 body.append(
                     [
-                        *(number(p.before["conditions"].get(name)) for name in shown),
+                        *(number(p.before.conditions.get(name)) for name in shown),
                         header(d.metric),
                         number(d.before, d.metric),
                         number(d.after, d.metric),
@@ -306,10 +304,7 @@ def blocks(c: Comparison, pct: float | None = None) -> list[Block]:
         out.append(
             TableBlock(
                 ["sweep", "run", "why"],
-                [
-                    [side, code_span(line.get("run_id")), cell(why)]
-                    for side, line, why in c.unpaired
-                ],
+                [[side, code_span(line.run_id), cell(why)] for side, line, why in c.unpaired],
             )
         )
     return out

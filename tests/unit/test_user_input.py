@@ -174,3 +174,21 @@ def test_a_compare_with_no_comparable_pair_fails_the_gate(one_run: Path, tmp_pat
     )
     assert "--compare: no pair of comparable measurements" in said
     assert "nearest measurement differs in" in said
+
+
+def test_a_results_line_that_is_not_one_is_named_by_file_and_line(
+    one_run: Path, tmp_path: Path
+) -> None:
+    """A committed results.jsonl is untrusted input: a line that is not JSON, or names a condition
+    the vocabulary does not have, stops --compare with one line naming the file, the line and what is
+    wrong, never a traceback."""
+    good = (one_run / "results.jsonl").read_text().splitlines()[0]
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text(good + "\n" + good[:40] + "\n")
+    said = _one_line_exit_2(_compare(str(one_run), str(broken)), "specexp.report: ")
+    assert said.startswith(f"specexp.report: {broken}: line 2: ")
+    line = json.loads(good)
+    unknown = tmp_path / "unknown.jsonl"
+    unknown.write_text(_with(line, gpu_colour="green") + "\n")
+    said = _one_line_exit_2(_compare(str(unknown), str(one_run)), "specexp.report: ")
+    assert said.startswith(f"specexp.report: {unknown}: line 1: conditions.gpu_colour")

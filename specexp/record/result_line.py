@@ -1,0 +1,82 @@
+"""One line of a sweep's `results.jsonl`: a measurement flat enough for pandas, polars or duckdb.
+
+Written from the records (`specexp.record.store.results_lines`) and read back by `--compare` and
+`specexp.results` as the same model, so a reader never indexes a line by strings it guesses. A line
+is a measurement's run id, status, conditions and metrics, each metric's [min, max] over the repeats
+(`spread`) and the judgments made when the records were read (output identity, the baseline and the
+speedup over it); a record without measurements (skipped, refused) is one line with empty metrics.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError, field_validator
+
+from specexp.record.fields import Conditions, Metrics
+from specexp.record.named import Record
+
+
+class LineError(ValueError):
+    """A results.jsonl line that is not one: its file, line number and what is wrong."""
+
+    def __init__(self, where: Path, number: int, problem: str) -> None:
+        super().__init__(f"{where}: line {number}: {problem}")
+        self.where, self.number, self.problem = where, number, problem
+
+
+class ResultLine(Record):
+    """One measurement of a sweep, as results.jsonl holds it."""
+
+    run_id: str
+    status: str
+    conditions: Conditions
+    metrics: Metrics | None
+    """None: a record without measurements (written as `{}`)."""
+    spread: dict[str, list[float]] | None = None
+    judgments: dict[str, Any] | None = None
+    """The read-time judgments (specexp.check.judgments), where the lines were written with them."""
+
+    @field_validator("metrics", mode="before")
+    @classmethod
+    def _none_for_empty(cls, value: Any) -> Any:
+        return None if value == {} else value
+
+    @property
+    def measured(self) -> bool:
+        """Finished, with figures: what a comparison pairs."""
+        return self.status == "ok" and self.metrics is not None
+
+    def to_json(self) -> str:
+        """The line as results.jsonl writes it (the keys in this order; spread and judgments only
+        where the line has them)."""
+        out: dict[str, Any] = {
+            "run_id": self.run_id,
+            "status": self.status,
+            "conditions": self.conditions.model_dump(),
+            "metrics": self.metrics.model_dump() if self.metrics is not None else {},
+        }
+        if self.spread is not None:
+            out["spread"] = self.spread
+        if self.judgments is not None:
+            out["judgments"] = self.judgments
+        return json.dumps(out)
+
+
+def read_result_lines(path: Path) -> list[ResultLine]:
+    """Every line of a results.jsonl file; a line that is not JSON or not a result line raises
+    `LineError` naming the file and the line."""
+    lines = []
+    text = path.read_text(encoding="utf-8")
+    for number, raw in enumerate(text.splitlines(), 1):
+        if not raw.strip():
+            continue
+        try:
+            lines.append(ResultLine.model_validate_json(raw))
+        except ValidationError as err:
+            first = err.errors()[0]
+            at = ".".join(str(p) for p in first["loc"])
+            raise LineError(path, number, f"{at}: {first['msg']}" if at else first["msg"]) from None
+    return lines
