@@ -41,9 +41,11 @@ def test_a_two_turn_session_hits_the_prompt_cache_and_drafts_in_both_turns(
     by_turn = {m["conditions"]["turn"]: m for m in record["measurements"]}
     assert sorted(by_turn) == [1, 2]
     (job_dir,) = [p.parent for p in tmp_path.glob("*/result.json")]
-    first, second = (
-        [line for line in read_requests(job_dir) if line.get("turn") == t] for t in (1, 2)
-    )
+    timed = [line for line in read_requests(job_dir) if not line["warmup"]]
+    first, second = ([line for line in timed if line.get("turn") == t] for t in (1, 2))
+    # the warm-up was a session of its own, both turns of it: the shapes the timed turns send
+    warm = [line for line in read_requests(job_dir) if line["warmup"]]
+    assert [line.get("turn") for line in warm] == [1, 2]
     assert len(first) == len(second) == 1
     # the server's own counts: turn 2 is turn 1's prompt, its reply and a new message
     assert second[0]["prompt_tokens"] > first[0]["prompt_tokens"] + first[0]["output_tokens"]

@@ -137,7 +137,12 @@ def test_results_jsonl_has_one_line_per_measurement(
 def test_results_lines_keep_a_result_without_measurements(make_spec: Callable[..., Any]) -> None:
     skipped = _result("abc", "skipped", make_spec)
     [line] = results_lines([skipped])
-    assert (line.run_id, line.status, line.metrics, line.measured) == ("abc", "skipped", None, False)
+    assert (line.run_id, line.status, line.metrics, line.measured) == (
+        "abc",
+        "skipped",
+        None,
+        False,
+    )
     assert line.conditions.drafter == "mtp"
     assert json.loads(line.to_json())["metrics"] == {}  # written as an empty mapping
 
