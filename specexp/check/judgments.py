@@ -25,7 +25,7 @@ from typing import Any
 
 from specexp.check.answers import AnswerCheck, answer_checks
 from specexp.check.runs import Run, runs_of
-from specexp.record import RunRecord
+from specexp.record import Judgments, RunRecord
 from specexp.record.kinds import measurement_kinds
 from specexp.spec.vocabulary import Baselines
 
@@ -70,11 +70,11 @@ def answer_judgments(check: AnswerCheck | None) -> dict[str, Any]:
     }
 
 
-def judgments(found: Sequence[tuple[Path, RunRecord]]) -> dict[tuple[str, int], dict[str, Any]]:
+def judgments(found: Sequence[tuple[Path, RunRecord]]) -> dict[tuple[str, int], Judgments]:
     """(run id, measurement index) -> its judgments, for every measurement of a finished run."""
     runs = runs_of(found, partial=True)
     answers = answer_checks([r for _, r in found])
-    out: dict[tuple[str, int], dict[str, Any]] = {}
+    out: dict[tuple[str, int], Judgments] = {}
     bases = Baselines(runs, lambda r: r.conditions)
     for run, section in zip(runs, measurement_kinds(runs), strict=True):
         index = int(run.id.split("#", 1)[1]) if "#" in run.id else 0
@@ -91,13 +91,13 @@ def judgments(found: Sequence[tuple[Path, RunRecord]]) -> dict[tuple[str, int], 
             if speedup is None or metric is None or base is None
             else within_noise(run.spread.get(metric), base.spread.get(metric))
         )
-        out[(run.run_id, index)] = {
-            "output_identical": run.metrics.output_identical,
-            "baseline_run_id": base.run_id if base else None,
-            "speedup_metric": metric if base else None,
-            "speedup_vs_baseline": speedup,
-            "speedup_within_noise": noise,
-            "pass_cost_steps": pass_cost_steps(run, base),
+        out[(run.run_id, index)] = Judgments(
+            output_identical=run.metrics.output_identical,
+            baseline_run_id=base.run_id if base else None,
+            speedup_metric=metric if base else None,
+            speedup_vs_baseline=speedup,
+            speedup_within_noise=noise,
+            pass_cost_steps=pass_cost_steps(run, base),
             **answer_judgments(answers.get((run.run_id, index))),
-        }
+        )
     return out

@@ -1,6 +1,6 @@
 """Run records: the typed schema (`schema`) and how records are stored and read (`store`)."""
 
-from specexp.record.result_line import LineError, ResultLine, read_result_lines
+from specexp.record.result_line import Judgments, LineError, ResultLine, read_result_lines
 from specexp.record.schema import (
     SCHEMA,
     SCHEMA_VERSION,
@@ -32,6 +32,7 @@ __all__ = [
     "ClientLoad",
     "Conditions",
     "ErrorInfo",
+    "Judgments",
     "LineError",
     "Measurement",
     "Metrics",

@@ -27,6 +27,26 @@ class LineError(ValueError):
         self.where, self.number, self.problem = where, number, problem
 
 
+class Judgments(Record):
+    """What is judged of a measurement when its records are read (specexp.check.judgments says how
+    each is made); null where there is no such judgment. Every line written with judgments carries
+    every one of them."""
+
+    output_identical: bool | None = None
+    baseline_run_id: str | None = None
+    speedup_metric: str | None = None
+    speedup_vs_baseline: float | None = None
+    speedup_within_noise: bool | None = None
+    pass_cost_steps: float | None = None
+    sampled_verdict: str | None = None
+    sampled_p_value: float | None = None
+    sampled_detectable_shift: float | None = None
+    score_difference: float | None = None
+    score_interval: list[float] | None = None
+    mcnemar_p: float | None = None
+    score_verdict: str | None = None
+
+
 class ResultLine(Record):
     """One measurement of a sweep, as results.jsonl holds it."""
 
@@ -36,7 +56,7 @@ class ResultLine(Record):
     metrics: Metrics | None
     """None: a record without measurements (written as `{}`)."""
     spread: dict[str, list[float]] | None = None
-    judgments: dict[str, Any] | None = None
+    judgments: Judgments | None = None
     """The read-time judgments (specexp.check.judgments), where the lines were written with them."""
 
     @field_validator("metrics", mode="before")
@@ -61,7 +81,7 @@ class ResultLine(Record):
         if self.spread is not None:
             out["spread"] = self.spread
         if self.judgments is not None:
-            out["judgments"] = self.judgments
+            out["judgments"] = self.judgments.model_dump()
         return json.dumps(out)
 
 

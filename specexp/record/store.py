@@ -18,7 +18,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from specexp.record.result_line import ResultLine
+from specexp.record.result_line import Judgments, ResultLine
 from specexp.record.schema import SCHEMA, RunRecord
 from specexp.record.writable import writable
 
@@ -181,7 +181,7 @@ def complete_result(root: Path, run_id: str) -> Path | None:
     return None
 
 
-Judged = Mapping[tuple[str, int], Mapping[str, object]]
+Judged = Mapping[tuple[str, int], Judgments]
 """(run id, measurement index) -> the read-time judgments of that measurement (specexp.check.judgments)."""
 
 
@@ -209,7 +209,9 @@ def results_lines(records: Iterable[RunRecord], judged: Judged | None = None) ->
                     conditions=m.conditions,
                     metrics=m.metrics,
                     spread=dict(m.spread),
-                    judgments=None if judged is None else dict(judged.get((record.run_id, i), {})),
+                    judgments=None
+                    if judged is None
+                    else judged.get((record.run_id, i), Judgments()),
                 )
             )
     return lines

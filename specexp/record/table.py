@@ -50,7 +50,7 @@ def flat_rows(lines: Sequence[ResultLine]) -> list[dict[str, Any]]:
         parts = (
             line.conditions.model_dump(),
             line.metrics.model_dump() if line.metrics is not None else {},
-            line.judgments or {},
+            line.judgments.model_dump() if line.judgments is not None else {},
         )
         for part in parts:
             for name, value in part.items():
