@@ -30,6 +30,28 @@ def _legend_toggles(chart: alt.Chart, field: str, tooltip: Sequence[str]) -> alt
     )
 
 
+def _arm_lines(
+    data: list[dict[str, Any]],
+    x: alt.X,
+    y: alt.Y,
+    axes: Sequence[str],
+    facet: str,
+    name: str,
+    title: str,
+) -> list[Chart]:
+    """One line per drafter arm (`arm` of each datum), a panel per value of `facet`; `axes` are the
+    x and y fields the tooltip names beside the arm, run and conditions."""
+    chart = (
+        alt.Chart(alt.Data(values=data))
+        .mark_line(point=True)
+        .encode(x=x, y=y, color=alt.Color("arm:N", title="drafter"))
+        .properties(width=WIDTH, height=HEIGHT)
+    )
+    chart = _legend_toggles(chart, "arm", ["arm:N", *axes, "run:N", "conditions:N"])
+    chart = chart.facet(column=alt.Column(f"{facet}:N", title=None)).properties(title=title)
+    return [Chart(_name(name), title, _spec(chart))]
+
+
 def _who(row: Row) -> dict[str, Any]:
     """What a tooltip says of a point: its run and the conditions that set it."""
     c = row.conditions
@@ -171,27 +193,15 @@ def acceptance_by_position(
     data = _means(data, "accepted")
     if not data:
         return []
-    chart = (
-        alt.Chart(alt.Data(values=data))
-        .mark_line(point=True)
-        .encode(
-            x=alt.X("position:O", title="draft position"),
-            y=alt.Y(
-                "accepted:Q",
-                title="acceptance_by_position",
-                axis=alt.Axis(format="%"),
-                scale=alt.Scale(domain=[0, 1]),
-            ),
-            color=alt.Color("arm:N", title="drafter"),
-        )
-        .properties(width=WIDTH, height=HEIGHT)
-    )
-    chart = _legend_toggles(
-        chart, "arm", ["arm:N", "position:O", "accepted:Q", "run:N", "conditions:N"]
-    )
     title = f"Acceptance by draft position: {label}" if label else "Acceptance by draft position"
-    chart = chart.facet(column=alt.Column("workload:N", title=None)).properties(title=title)
-    return [Chart(_name(name), title, _spec(chart))]
+    x = alt.X("position:O", title="draft position")
+    y = alt.Y(
+        "accepted:Q",
+        title="acceptance_by_position",
+        axis=alt.Axis(format="%"),
+        scale=alt.Scale(domain=[0, 1]),
+    )
+    return _arm_lines(data, x, y, ["position:O", "accepted:Q"], "workload", name, title)
 
 
 def concurrency_scaling(
@@ -213,22 +223,10 @@ def concurrency_scaling(
     data = _means(data, "tok/s")
     if not data:
         return []
-    chart = (
-        alt.Chart(alt.Data(values=data))
-        .mark_line(point=True)
-        .encode(
-            x=alt.X("concurrency:Q", scale=alt.Scale(type="log", base=2), title="concurrency"),
-            y=alt.Y("tok/s:Q", title="tok/s"),
-            color=alt.Color("arm:N", title="drafter"),
-        )
-        .properties(width=WIDTH, height=HEIGHT)
-    )
-    chart = _legend_toggles(
-        chart, "arm", ["arm:N", "concurrency:Q", "tok/s:Q", "run:N", "conditions:N"]
-    )
     title = f"Throughput vs concurrency: {label}" if label else "Throughput vs concurrency"
-    chart = chart.facet(column=alt.Column("metric:N", title=None)).properties(title=title)
-    return [Chart(_name(name), title, _spec(chart))]
+    x = alt.X("concurrency:Q", scale=alt.Scale(type="log", base=2), title="concurrency")
+    y = alt.Y("tok/s:Q", title="tok/s")
+    return _arm_lines(data, x, y, ["concurrency:Q", "tok/s:Q"], "metric", name, title)
 
 
 def prefill_by_length(rows: Sequence[Row], name: str) -> list[Chart]:
