@@ -154,18 +154,29 @@ async def _warm(session: aiohttp.ClientSession, url: str, limit_s: float) -> Non
         pass  # a server that refuses the probe still gets measured, with connect inside the clock
 
 
+@dataclass(frozen=True)
+class Target:
+    """Where a window's requests go and how long they may take: the server's base URL, the window's
+    timeout, extra headers, the stall limit and the path that warms each connection first."""
+
+    base_url: str
+    timeout_s: float
+    headers: dict[str, str] | None
+    stall_s: float | None
+    warm_path: str | None
+
+
 async def _send(
-    base_url: str,
+    target: Target,
     reqs: Sequence[Prepared],
-    timeout_s: float,
-    headers: dict[str, str] | None,
-    stall_s: float | None,
-    warm_path: str | None,
     shared: SharedStart | None = None,
     offsets: Sequence[float] | None = None,
     max_concurrency: int | None = None,
 ) -> ClientWindow:
     import aiohttp
+
+    base_url, timeout_s, headers = target.base_url, target.timeout_s, target.headers
+    stall_s, warm_path = target.stall_s, target.warm_path
 
     raws = [RawStream(sent_at=0.0) for _ in reqs]
     connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=max(60.0, stall_s or 0.0))
@@ -237,63 +248,34 @@ def stream_window(
     reqs = [
         Prepared(path, json.dumps(body, separators=(",", ":")).encode()) for path, body in bodies
     ]
+    target = Target(base_url, timeout_s, headers, stall_s, warm_path)
     if processes <= 1 or len(reqs) <= 1:
-        window = _run(
-            _send(
-                base_url,
-                reqs,
-                timeout_s,
-                headers,
-                stall_s,
-                warm_path,
-                None,
-                offsets,
-                max_concurrency,
-            )
-        )
+        window = _run(_send(target, reqs, None, offsets, max_concurrency))
     else:
-        window = _spread(
-            base_url,
-            reqs,
-            timeout_s,
-            headers,
-            stall_s,
-            warm_path,
-            min(processes, len(reqs)),
-            offsets,
-            max_concurrency,
-        )
+        window = _spread(target, reqs, min(processes, len(reqs)), offsets, max_concurrency)
     for raw in window.raws:
         parse_reads(raw)
     return window
 
 
-def _worker(index: int, args: tuple[Any, ...], shared: SharedStart, results: Any) -> None:
+def _worker(
+    index: int,
+    target: Target,
+    reqs: list[Prepared],
+    offsets: list[float] | None,
+    cap: int | None,
+    shared: SharedStart,
+    results: Any,
+) -> None:
     try:
-        base_url, reqs, timeout_s, headers, stall_s, warm_path, _, offsets, cap = args
-        sent = _send(
-            base_url,
-            reqs,
-            timeout_s,
-            headers,
-            stall_s,
-            warm_path,
-            shared=shared,
-            offsets=offsets,
-            max_concurrency=cap,
-        )
-        results.put((index, _run(sent)))
+        results.put((index, _run(_send(target, reqs, shared, offsets, cap))))
     except BaseException as err:
         results.put((index, f"{type(err).__name__}: {err}"))
 
 
 def _spread(
-    base_url: str,
+    target: Target,
     reqs: list[Prepared],
-    timeout_s: float,
-    headers: dict[str, str] | None,
-    stall_s: float | None,
-    warm_path: str | None,
     processes: int,
     offsets: Sequence[float] | None = None,
     max_concurrency: int | None = None,
@@ -309,17 +291,10 @@ def _spread(
             target=_worker,
             args=(
                 i,
-                (
-                    base_url,
-                    part,
-                    timeout_s,
-                    headers,
-                    stall_s,
-                    warm_path,
-                    None,
-                    None if offsets is None else list(offsets[i::processes]),
-                    cap,
-                ),
+                target,
+                part,
+                None if offsets is None else list(offsets[i::processes]),
+                cap,
                 shared,
                 results,
             ),
@@ -334,7 +309,7 @@ def _spread(
         shared.release()
     except threading.BrokenBarrierError:
         pass  # a process died before it was ready: its requests are recorded as failed below
-    deadline = time.monotonic() + timeout_s + BARRIER_S + 60
+    deadline = time.monotonic() + target.timeout_s + BARRIER_S + 60
     try:
         while len(got) < processes:
             try:
@@ -378,7 +353,7 @@ async def stream_all(
     reqs = [
         Prepared(path, json.dumps(body, separators=(",", ":")).encode()) for path, _, body in bodies
     ]
-    window = await _send(base_url, reqs, timeout_s, headers, stall_s, None)
+    window = await _send(Target(base_url, timeout_s, headers, stall_s, None), reqs)
     for raw in window.raws:
         parse_reads(raw)
     return window.raws
