@@ -15,6 +15,7 @@ from specexp.report import charts, open_loop
 from specexp.report import format as fmt
 from specexp.report.blocks import Block, Heading, Paragraph, TableBlock
 from specexp.report.format import Markdown, cell, code_span, header, number, run_cell, with_spread
+from specexp.report.frontier import frontier_blocks
 from specexp.report.latency import latency_table
 from specexp.report.tables import (
     CHART_KEYS,
@@ -167,6 +168,7 @@ def concurrency_section(
         )
         label = _label(conditions, fixed, skip=("prompt_tokens",))
         blocks += charts.concurrency_scaling(members, f"concurrency-{name}", label, setups)
+        blocks += frontier_blocks(members, f"frontier-{name}", label, setups)
         blocks += charts.acceptance_by_position(
             members, f"concurrency-acceptance-{name}", label, [*setups, "concurrency"]
         )
