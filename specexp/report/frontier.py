@@ -44,7 +44,9 @@ def per_gpu(row: Row) -> float | None:
     return total / max(row.conditions.gpu_count or 1, 1)
 
 
-def _points(rows: Sequence[Row], setups: Sequence[str]) -> list[dict[str, Any]]:
+def _points(
+    rows: Sequence[Row], setups: Sequence[str], level: str = "concurrency"
+) -> list[dict[str, Any]]:
     measured = [r for r in rows if r.metrics.per_stream_tps and per_gpu(r)]
     by_setup: dict[str, list[Row]] = {}
     for r in measured:
@@ -57,7 +59,7 @@ def _points(rows: Sequence[Row], setups: Sequence[str]) -> list[dict[str, Any]]:
                 {
                     "arm": _arm(r, setups),
                     "setup": setup,
-                    "concurrency": r.conditions.concurrency,
+                    level: r.get(level),
                     "per_user": x,
                     "per_gpu": y,
                     "frontier": front,
@@ -68,12 +70,16 @@ def _points(rows: Sequence[Row], setups: Sequence[str]) -> list[dict[str, Any]]:
 
 
 def frontier_blocks(
-    rows: Sequence[Row], name: str, label: str = "", setups: Sequence[str] = ()
+    rows: Sequence[Row],
+    name: str,
+    label: str = "",
+    setups: Sequence[str] = (),
+    level: str = "concurrency",
 ) -> list[Block]:
-    """The frontier chart and who holds the frontier, for a concurrency sweep of more than one point;
-    nothing otherwise."""
-    data = _points(rows, setups)
-    if len({(p["setup"], p["arm"], p["concurrency"]) for p in data}) < 2:
+    """The frontier chart and who holds the frontier, for a sweep of more than one point over
+    `level` (concurrency, or an open-loop sweep's request_rate); nothing otherwise."""
+    data = _points(rows, setups, level)
+    if len({(p["setup"], p["arm"], p[level]) for p in data}) < 2:
         return []
     gpus = {r.conditions.gpu_count or 0 for r in rows}
     y_title = "aggregate_tps per GPU" if min(gpus) >= 1 else "aggregate_tps (the whole server)"
@@ -83,11 +89,11 @@ def frontier_blocks(
     base = alt.Chart()
     lines = (
         base.mark_line(point=True)
-        .encode(x=x, y=y, color=alt.Color("arm:N", title="drafter"), order="concurrency:Q")
+        .encode(x=x, y=y, color=alt.Color("arm:N", title="drafter"), order=f"{level}:Q")
         .properties(width=WIDTH, height=HEIGHT)
     )
     lines = _legend_toggles(
-        lines, "arm", ["arm:N", "concurrency:Q", "per_user:Q", "per_gpu:Q", "frontier:N", "run:N"]
+        lines, "arm", ["arm:N", f"{level}:Q", "per_user:Q", "per_gpu:Q", "frontier:N", "run:N"]
     )
     front = (
         base.transform_filter("datum.frontier")
@@ -98,10 +104,10 @@ def frontier_blocks(
     if setups:
         chart = chart.facet(column=alt.Column("setup:N", title=" · ".join(setups)))
     chart = chart.properties(title=title)
-    return [Paragraph(_holders(data)), Chart(_name(name), title, _spec(chart))]
+    return [Paragraph(_holders(data, level)), Chart(_name(name), title, _spec(chart))]
 
 
-def _holders(data: Sequence[dict[str, Any]]) -> Markdown:
+def _holders(data: Sequence[dict[str, Any]], level: str) -> Markdown:
     """Which arm holds the frontier at which concurrencies, from the fastest per user down."""
     parts = []
     for setup in dict.fromkeys(p["setup"] for p in data):
@@ -111,13 +117,13 @@ def _holders(data: Sequence[dict[str, Any]]) -> Markdown:
         )
         arms: dict[str, list[Any]] = {}
         for p in front:
-            arms.setdefault(p["arm"], []).append(p["concurrency"])
+            arms.setdefault(p["arm"], []).append(p[level])
         held = "; ".join(
-            f"{cell(arm)} (concurrency {', '.join(number(c) for c in levels)})"
+            f"{cell(arm)} ({level} {', '.join(number(c) for c in levels)})"
             for arm, levels in arms.items()
         )
         parts.append(f"{cell(setup)}: {held}" if setup != "—" else held)
     return Markdown(
-        "**Frontier** (no other drafter, k or concurrency gives each user and the GPU more at once; "
+        f"**Frontier** (no other drafter, k or {level} gives each user and the GPU more at once; "
         "from the fastest per user down): " + " · ".join(parts) + "."
     )

@@ -23,6 +23,7 @@ from specexp.report.format import (
     run_cell,
     with_spread,
 )
+from specexp.report.frontier import frontier_blocks
 from specexp.report.tables import (
     DRAFTER_KEYS,
     SPEC_KEYS,
@@ -128,6 +129,7 @@ def rate_section(rows: Sequence[Row], fixed: dict[str, Any], slo: str | None) ->
         )
         blocks += latency_vs_throughput(members, f"{name}-latency", label, setups)
         blocks += goodput_vs_rate(members, f"{name}-goodput", label, setups)
+        blocks += frontier_blocks(members, f"{name}-frontier", label, setups, "request_rate")
         blocks += charts.acceptance_by_position(members, f"{name}-acceptance", label, setups)
     return blocks
 

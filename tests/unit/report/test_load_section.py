@@ -82,6 +82,11 @@ def test_the_rate_section_charts_latency_goodput_and_acceptance_by_position(swep
         "Acceptance by draft position",
     ):
         assert f"![{title}" in text
+    # the frontier over the request rates: each arm's rates named, every arm measured on it or not
+    said = next(line for line in text.splitlines() if line.startswith("**Frontier**"))
+    assert "no other drafter, k or request_rate gives each user" in said
+    assert re.search(r"(no drafter|none|`?eagle3`? k=3) \(request_rate [\d.]+", said)
+    assert "![Frontier" in text
 
 
 def test_a_load_the_client_could_not_deliver_is_said_so(tmp_path: Path, specexp_cli: Cli) -> None:
