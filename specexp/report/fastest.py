@@ -28,6 +28,7 @@ from specexp.report.format import arm, number
 from specexp.report.links import table_link
 from specexp.report.tables import DRAFTER_KEYS, Row
 from specexp.spec.vocabulary import METRICS, baseline_key, value_key
+from specexp.stats.crossing import crossing
 
 MAX_GROUPS = 12
 """Group lines at most; the rest are in the tables."""
@@ -321,7 +322,12 @@ def _stops_paying(group: Sequence[Setup]) -> list[str]:
     out = []
     for (drafter, k), points in sorted(levels.items(), key=str):
         points.sort()
-        loss = next(((c, x) for c, x in points if x < 1), None)
-        if loss is not None and points[0][1] >= 1:
-            out.append(f"{arm(drafter, k)} at concurrency {loss[0]} ({loss[1]:.2f}×)")
+        at = next((i for i, (_, x) in enumerate(points) if x < 1), None)
+        if at is not None and at > 0 and points[0][1] >= 1:
+            (c0, x0), (c1, x1) = points[at - 1], points[at]
+            near = crossing(c0, x0, c1, x1)
+            out.append(
+                f"{arm(drafter, k)} at concurrency {c1} ({x1:.2f}×), crossing near {near:.3g} "
+                f"(log-linear from {c0}, {x0:.2f}×)"
+            )
     return out

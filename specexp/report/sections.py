@@ -32,6 +32,7 @@ from specexp.report.tables import group_label as _label
 from specexp.report.versus import best_of, speedup_cell, versus_best
 from specexp.spec.metric_defs import shown_in
 from specexp.spec.vocabulary import M
+from specexp.stats.crossing import crossing
 
 
 def classify(rows: Sequence[Row]) -> dict[str, list[Row]]:
@@ -184,13 +185,13 @@ def _crossovers(rows: Sequence[Row]) -> list[Block]:
     lines = []
     bases = baselines(rows)
     for (drafter, k), members in sorted(arms.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0)):
-        verdicts = []
+        verdicts, ratios = [], []
         for r in sorted(members, key=lambda r: r.conditions.concurrency or 1):
             base = bases.of(r.conditions)
             if base and base.metrics.aggregate_tps and r.metrics.aggregate_tps:
-                verdicts.append(
-                    (r.conditions.concurrency, r.metrics.aggregate_tps > base.metrics.aggregate_tps)
-                )
+                ratio = r.metrics.aggregate_tps / base.metrics.aggregate_tps
+                verdicts.append((r.conditions.concurrency, ratio > 1))
+                ratios.append((r.conditions.concurrency or 1, ratio))
         if not verdicts:
             continue
         named = fmt.arm(drafter, k)
@@ -202,10 +203,16 @@ def _crossovers(rows: Sequence[Row]) -> list[Block]:
                 f"- {named} is slower than no drafter from the lowest concurrency measured ({first_loss})."
             )
         else:
+            last = max(c for c, p in verdicts if p and c is not None and c < first_loss)
+            (c0, x0), (c1, x1) = (next(p for p in ratios if p[0] == c) for c in (last, first_loss))
+            near = (
+                f" (the two cross near {crossing(c0, x0, c1, x1):.3g}, log-linear between them)"
+                if x0 >= 1 > x1
+                else ""
+            )
             lines.append(
-                f"- {named} pays up to concurrency "
-                f"{max(c for c, p in verdicts if p and c is not None and c < first_loss)}; "
-                f"at concurrency {first_loss} it is slower than no drafter."
+                f"- {named} pays up to concurrency {last}; "
+                f"at concurrency {first_loss} it is slower than no drafter{near}."
             )
     return (
         [Paragraph(Markdown("Crossover:\n\n" + "\n".join(lines)))] if lines else []
