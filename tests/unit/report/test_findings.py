@@ -4,6 +4,7 @@ speedup, where a larger k gives speed back, and what is refused, partial or cont
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -124,6 +125,12 @@ def test_a_studys_findings_are_grouped_by_what_differs(tmp_path: Path) -> None:
     subs = findings.split(fresh, 1)[1].split("\n- ", 1)[0]
     assert "`mtp` pays most at k=8 at concurrency 1 (1.91×; k=15: 1.35×)" in subs
     assert "stops paying: `dspark` k=7 at concurrency 64 (0.96×)" in subs
+    # and where between the two concurrencies that bracket it: log-linear from 1.71x at 16 to 0.96x
+    near = re.search(
+        r"`dspark` k=7 at concurrency 64 \(0\.96×\), crossing near ([\d.]+) \(log-linear from 16, (1\.\d\d)×\)",
+        subs,
+    )
+    assert near is not None and 16 < float(near.group(1)) < 64
     setups = [x.split(":", 1)[0] for x in top if " at concurrency " in x.split(":", 1)[0]]
     assert len(setups) == len(set(setups)) == 2  # edit_heavy, and fresh_generation at 0.44
     assert len(top) <= 8
