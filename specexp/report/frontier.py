@@ -18,7 +18,7 @@ import altair as alt
 
 from specexp.record.escape import Markdown, cell
 from specexp.report.blocks import Block, Chart, Paragraph
-from specexp.report.charts import HEIGHT, WIDTH, _arm, _legend_toggles, _name, _setup, _spec
+from specexp.report.charts import HEIGHT, WIDTH, _arm, _legend_toggles, _name, _setup, _spec, _who
 from specexp.report.format import number
 from specexp.report.tables import Row
 
@@ -63,7 +63,7 @@ def _points(
                     "per_user": x,
                     "per_gpu": y,
                     "frontier": front,
-                    "run": r.run_id,
+                    **_who(r),
                 }
             )
     return out
@@ -93,7 +93,9 @@ def frontier_blocks(
         .properties(width=WIDTH, height=HEIGHT)
     )
     lines = _legend_toggles(
-        lines, "arm", ["arm:N", f"{level}:Q", "per_user:Q", "per_gpu:Q", "frontier:N", "run:N"]
+        lines,
+        "arm",
+        ["arm:N", f"{level}:Q", "per_user:Q", "per_gpu:Q", "frontier:N", "run:N", "conditions:N"],
     )
     front = (
         base.transform_filter("datum.frontier")

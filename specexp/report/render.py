@@ -52,9 +52,8 @@ def vega_bundle() -> str:
         return path.read_text(encoding="utf-8")
     except OSError:
         pass
-    bundle_of: Callable[..., str] = (
-        vl_convert.javascript_bundle
-    )  # its stub wants a snippet; none is the default
+    # vl-convert's stub makes the snippet required; without one it bundles its default
+    bundle_of: Callable[..., str] = vl_convert.javascript_bundle
     bundle = bundle_of().replace("</script", "<\\/script")
     try:
         atomic_write(path, bundle)

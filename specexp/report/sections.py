@@ -185,34 +185,33 @@ def _crossovers(rows: Sequence[Row]) -> list[Block]:
     lines = []
     bases = baselines(rows)
     for (drafter, k), members in sorted(arms.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0)):
-        verdicts, ratios = [], []
+        points = []  # (concurrency, aggregate_tps over no drafter's), by concurrency
         for r in sorted(members, key=lambda r: r.conditions.concurrency or 1):
             base = bases.of(r.conditions)
             if base and base.metrics.aggregate_tps and r.metrics.aggregate_tps:
-                ratio = r.metrics.aggregate_tps / base.metrics.aggregate_tps
-                verdicts.append((r.conditions.concurrency, ratio > 1))
-                ratios.append((r.conditions.concurrency or 1, ratio))
-        if not verdicts:
+                points.append(
+                    (r.conditions.concurrency, r.metrics.aggregate_tps / base.metrics.aggregate_tps)
+                )
+        if not points:
             continue
         named = fmt.arm(drafter, k)
-        first_loss = next((c for c, pays in verdicts if not pays), None)
-        if first_loss is None:
-            lines.append(f"- {named} pays at every concurrency measured (up to {verdicts[-1][0]}).")
-        elif first_loss == verdicts[0][0]:
+        loss = next((i for i, (_, ratio) in enumerate(points) if ratio <= 1), None)
+        if loss is None:
+            lines.append(f"- {named} pays at every concurrency measured (up to {points[-1][0]}).")
+        elif loss == 0:
             lines.append(
-                f"- {named} is slower than no drafter from the lowest concurrency measured ({first_loss})."
+                f"- {named} is slower than no drafter from the lowest concurrency measured ({points[0][0]})."
             )
         else:
-            last = max(c for c, p in verdicts if p and c is not None and c < first_loss)
-            (c0, x0), (c1, x1) = (next(p for p in ratios if p[0] == c) for c in (last, first_loss))
+            (c0, x0), (c1, x1) = points[loss - 1], points[loss]
             near = (
-                f" (the two cross near {crossing(c0, x0, c1, x1):.3g}, log-linear between them)"
-                if x0 >= 1 > x1
+                f" (the two cross near {crossing(c0 or 1, x0, c1 or 1, x1):.3g}, log-linear between them)"
+                if x1 < 1
                 else ""
             )
             lines.append(
-                f"- {named} pays up to concurrency {last}; "
-                f"at concurrency {first_loss} it is slower than no drafter{near}."
+                f"- {named} pays up to concurrency {c0}; "
+                f"at concurrency {c1} it is slower than no drafter{near}."
             )
     return (
         [Paragraph(Markdown("Crossover:\n\n" + "\n".join(lines)))] if lines else []

@@ -166,7 +166,8 @@ def _windows(
                     )
                     if warmups:
                         yield window
-                for n, cache in enumerate(workload.cache, 2 if primed else 1):
+                first = 2 if primed else 1  # a priming send is the first
+                for n, cache in enumerate(workload.cache, first):
                     # the n-th send of each request's prefix: a measurement of its own
                     send = n if workload.shared_prefix else None
                     point = Point(tokens, concurrency, cache, send=send)
@@ -175,7 +176,7 @@ def _windows(
                     for attempt in range(reruns + 1):
                         # a later send of the same cache state is a request of its own (its id,
                         # and so its marker: the shared prefix with a new suffix)
-                        again = cache in workload.cache[: n - (2 if primed else 1)]
+                        again = cache in workload.cache[: n - first]
                         rid = f"{tag}-{cache}" + (f"-send{n}" if again else "")
                         rid += f"-rerun{attempt}" if attempt else ""
                         requests = [request(f"{rid}-{i}", tokens, g) for i, g in enumerate(groups)]

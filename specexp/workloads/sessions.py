@@ -68,8 +68,18 @@ def drive_sessions(
     s = workload.session
     assert s is not None
     if workload.warmup:
+        tag = f"{marker}-warmup"
+        turns = min(s.turns, 2)
         for window in _turns(
-            runtime, workload, f"{marker}-warmup", workload.warmup, min(s.turns, 2), builder, chat
+            runtime,
+            workload,
+            tag,
+            workload.warmup,
+            turns,
+            builder,
+            chat,
+            f"{tag}-system",
+            warmup=True,
         ):
             if warmups:
                 yield window
@@ -88,16 +98,16 @@ def _turns(
     turns: int,
     builder: PromptBuilder | None,
     chat: bool,
-    system_key: str | None = None,
+    system_key: str,
     repeat: int = 0,
+    warmup: bool = False,
 ) -> Iterator[Window]:
-    """`sessions` sessions of `turns` turns behind the system prompt `system_key` (None: a warm-up's,
-    counted in no figure, behind a system prompt of its own)."""
+    """`sessions` sessions of `turns` turns behind the system prompt `system_key`; with `warmup`,
+    windows that count in no figure (and no cache emptied before them)."""
     s = workload.session
     assert s is not None
     out = workload.output_tokens
-    key = system_key or f"{tag}-system"
-    system = builder.material(key, workload.prompt_tokens) if builder is not None else ""
+    system = builder.material(system_key, workload.prompt_tokens) if builder is not None else ""
     history: list[list[tuple[str, str]]] = [[("system", system)] for _ in range(sessions)]
     context = workload.prompt_tokens  # tokens every session has sent or received so far
     for turn in range(1, turns + 1):
@@ -114,14 +124,14 @@ def _turns(
                     tuple(history[i]),
                     context,
                     s.turn_tokens,
-                    (key, workload.prompt_tokens),
+                    (system_key, workload.prompt_tokens),
                     f"{tag}-s{i}",
                     chat,
-                    warmup=system_key is None,
+                    warmup=warmup,
                 )
             )
         point = Point(context + s.turn_tokens, sessions, "cold" if turn == 1 else "warm", turn=turn)
-        if system_key is None:
+        if warmup:
             window = warm_up(runtime, reqs, point)
         else:
             reset = runtime.reset_prefix_cache() if turn == 1 else None

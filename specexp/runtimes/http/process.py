@@ -41,8 +41,8 @@ def free_port(highest: int = HIGHEST_PORT) -> int:
     """A TCP port on 127.0.0.1, at most `highest`, that nothing listens on right now.
 
     The system picks one from its ephemeral range; an engine that derives further ports from its
-    own (SGLang: port + 10000, docs/engines.md section 2) sets a ceiling, and a pick above it is replaced by a
-    free port from LOWEST_CHOSEN_PORT..highest."""
+    own (SGLang: port + 10000, docs/engines.md section 2) sets a ceiling, and a pick above it is
+    replaced by a free port from LOWEST_CHOSEN_PORT..highest."""
     picked = _bindable(0)
     if picked is not None and picked <= highest:
         return picked
