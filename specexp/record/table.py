@@ -3,8 +3,8 @@ metric and judgment, each column typed from the vocabulary.
 
 The rows are the lines of results.jsonl (`results_lines`), flattened: `run_id`, `status`, then
 every condition and metric by its own name, then the judgments made on reading the records
-(`output_identical` is a metric already; `baseline_run_id`, `speedup_metric`,
-`speedup_vs_baseline`, `speedup_within_noise`). `specexp.results.load` returns it as a typed
+(every field of `result_line.Judgments`: the baseline and the speedup over it, the sampled and
+scored verdicts; `output_identical` is a metric already). `specexp.results.load` returns it as a typed
 pandas DataFrame; `python -m specexp.report --format csv|jsonl` writes it.
 """
 
@@ -14,18 +14,22 @@ import csv
 import io
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, get_args, get_origin
 
-from specexp.record.result_line import ResultLine
+from specexp.record.result_line import Judgments, ResultLine
 from specexp.spec.vocabulary import CONDITIONS, METRICS
 
-JUDGMENTS: Mapping[str, str] = {
-    "baseline_run_id": "str",
-    "speedup_metric": "str",
-    "speedup_vs_baseline": "float",
-    "speedup_within_noise": "bool",
-}
-"""The read-time judgments beside the metrics (specexp.check.judgments), by their column type."""
+_KINDS: Mapping[Any, str] = {str: "str", int: "int", float: "float", bool: "bool", list: "list"}
+
+
+def judgment_types() -> dict[str, str]:
+    """The read-time judgments beside the metrics (specexp.check.judgments), by their column type,
+    read from the `Judgments` model: each is one type or null."""
+    out = {}
+    for name, field in Judgments.model_fields.items():
+        (kind,) = (get_origin(a) or a for a in get_args(field.annotation) if a is not type(None))
+        out[name] = _KINDS[kind]
+    return out
 
 
 def column_types() -> dict[str, str]:
@@ -35,7 +39,7 @@ def column_types() -> dict[str, str]:
         types[c.name] = {int: "int", float: "float", bool: "bool"}.get(c.type, "str")
     for m in METRICS.values():
         types[m.name] = "bool" if m.unit == "bool" else "list" if m.unit == "ratios" else "float"
-    for name, kind in JUDGMENTS.items():
+    for name, kind in judgment_types().items():
         types.setdefault(name, kind)
     return types
 

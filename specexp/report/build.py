@@ -9,7 +9,7 @@ from pathlib import Path
 from specexp.check.figures import FigureSet
 from specexp.record import RunRecord
 from specexp.report.blocks import Block, Chart
-from specexp.report.charts import schema_checks
+from specexp.report.chart_parts import schema_checks
 from specexp.report.contents import CONTENTS, read_for_report
 from specexp.report.format import Markdown
 from specexp.report.tables import Row

@@ -2,32 +2,25 @@
 
 from __future__ import annotations
 
-import re
-import statistics
 from collections.abc import Sequence
-from contextlib import AbstractContextManager
 from typing import Any
 
 import altair as alt
 
 from specexp.report.blocks import Chart
+from specexp.report.chart_parts import (
+    HEIGHT,
+    WIDTH,
+    arm_of,
+    file_name,
+    legend_toggles,
+    means,
+    setup_of,
+    vega_spec,
+    who,
+)
 from specexp.report.tables import Row
-from specexp.spec.arms import arm_label, draft_length
-
-WIDTH = 420
-HEIGHT = 260
-"""One panel, in pixels: legible at a report's width (two panels side by side fit 1,000 px)."""
-
-
-def _legend_toggles(chart: alt.Chart, field: str, tooltip: Sequence[str]) -> alt.Chart:
-    """Click a legend entry to bring its series forward (the others fade); hover a point for its
-    run id and conditions. In the SVG files every series is drawn in full."""
-    pick = alt.selection_point(fields=[field], bind="legend")
-    # typed channels: Altair need not infer them from plain values (~50 ms a chart)
-    return chart.add_params(pick).encode(
-        opacity=alt.Opacity(condition={"param": pick.name, "value": 1.0}, value=0.15),
-        tooltip=[alt.Tooltip(t) for t in tooltip],
-    )
+from specexp.spec.arms import draft_length
 
 
 def _arm_lines(
@@ -47,82 +40,9 @@ def _arm_lines(
         .encode(x=x, y=y, color=alt.Color("arm:N", title="drafter"))
         .properties(width=WIDTH, height=HEIGHT)
     )
-    chart = _legend_toggles(chart, "arm", ["arm:N", *axes, "run:N", "conditions:N"])
+    chart = legend_toggles(chart, "arm", ["arm:N", *axes, "run:N", "conditions:N"])
     chart = chart.facet(column=alt.Column(f"{facet}:N", title=None)).properties(title=title)
-    return [Chart(_name(name), title, _spec(chart))]
-
-
-def _who(row: Row) -> dict[str, Any]:
-    """What a tooltip says of a point: its run and the conditions that set it."""
-    c = row.conditions
-    return {
-        "run": row.run_id,
-        "conditions": " · ".join(
-            str(v)
-            for v in (c.hardware, c.model, c.quantization, c.runtime, c.workload)
-            if v is not None
-        ),
-    }
-
-
-def _means(points: list[dict[str, Any]], value: str) -> list[dict[str, Any]]:
-    """One point per place on a chart: where runs share one (seeds, or conditions the chart does
-    not set apart), their mean, its tooltip saying of how many runs; a point of one run stays as
-    it is. A sweep of thousands of runs draws thousands of points a reader cannot tell apart."""
-    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
-    for p in points:
-        key = tuple((k, v) for k, v in p.items() if k not in (value, "run", "conditions"))
-        groups.setdefault(key, []).append(p)
-    out = []
-    for members in groups.values():
-        point = dict(members[0])
-        if len(members) > 1:
-            point[value] = statistics.fmean(m[value] for m in members)
-            point["run"] = f"mean of {len(members)} runs"
-            setups = {m["conditions"] for m in members}
-            point["conditions"] = setups.pop() if len(setups) == 1 else f"{len(setups)} setups"
-        out.append(point)
-    return out
-
-
-def _name(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")[:120]
-
-
-def _arm(row: Row, setups: Sequence[str] = ()) -> str:
-    arm = arm_label(row.conditions.drafter, row.conditions.k)
-    return f"{_setup(row, setups)} · {arm}" if setups else arm
-
-
-def _setup(row: Row, setups: Sequence[str]) -> str:
-    """The conditions that tell this row's server apart from the others in the chart."""
-    return " · ".join(str(row.get(c)) for c in setups) or "—"
-
-
-VALIDATE = False
-"""Whether each chart is checked against the Vega-Lite schema as it is built (a fifth of a report's
-time; the report tests turn it on)."""
-
-
-def schema_checks() -> AbstractContextManager[None]:
-    """Altair checks every part of a chart against the schema as it is made (its debug mode, on by
-    default: a third of a report's time): only where VALIDATE asks for it."""
-    return alt.utils.schemapi.debug_mode(VALIDATE)
-
-
-def _spec(chart: alt.TopLevelMixin) -> dict[str, Any]:
-    """The chart's Vega-Lite spec. Its inline rows are set into the spec as they are: Altair would
-    walk each of thousands of rows' values to convert them (a large report's charts' time), and
-    specexp's rows are plain numbers and strings already."""
-    data = getattr(chart, "data", None)
-    if not (isinstance(data, alt.Data) and isinstance(data.values, list)):
-        return chart.to_dict(validate=VALIDATE)
-    assert isinstance(chart, alt.SchemaBase)  # every top-level chart is one
-    bare = chart.copy(deep=False)
-    bare.data = alt.Data(values=[])
-    spec: dict[str, Any] = bare.to_dict(validate=VALIDATE)
-    spec["data"] = {"values": data.values}
-    return spec
+    return [Chart(file_name(name), title, vega_spec(chart))]
 
 
 def tps_vs_k(
@@ -135,14 +55,14 @@ def tps_vs_k(
             "workload": r.conditions.workload,
             "drafter": r.conditions.drafter,
             "k": draft_length(r.conditions.drafter, r.conditions.k),
-            "setup": _setup(r, setups),
+            "setup": setup_of(r, setups),
             "decode_tps": r.metrics.decode_tps,
-            **_who(r),
+            **who(r),
         }
         for r in rows
         if r.metrics.decode_tps
     ]
-    data = _means(data, "decode_tps")
+    data = means(data, "decode_tps")
     ks: dict[str, set[int]] = {}
     for r in rows:
         if r.metrics.decode_tps:
@@ -161,7 +81,7 @@ def tps_vs_k(
         )
         .properties(width=WIDTH, height=HEIGHT)
     )
-    base = _legend_toggles(
+    base = legend_toggles(
         base, "drafter", ["drafter:N", "k:Q", "decode_tps:Q", "run:N", "conditions:N"]
     )
     column = alt.Column("workload:N", title=None)
@@ -171,7 +91,7 @@ def tps_vs_k(
     else:
         faceted = base.facet(column=column)
     chart = faceted.properties(title=title)
-    return [Chart(_name(name), title, _spec(chart))]
+    return [Chart(file_name(name), title, vega_spec(chart))]
 
 
 def acceptance_by_position(
@@ -181,16 +101,16 @@ def acceptance_by_position(
     data = [
         {
             "workload": r.conditions.workload,
-            "arm": _arm(r, setups),
+            "arm": arm_of(r, setups),
             "position": i + 1,
             "accepted": v,
-            **_who(r),
+            **who(r),
         }
         for r in rows
         for i, v in enumerate(r.metrics.acceptance_by_position or [])
         if v is not None
     ]
-    data = _means(data, "accepted")
+    data = means(data, "accepted")
     if not data:
         return []
     title = f"Acceptance by draft position: {label}" if label else "Acceptance by draft position"
@@ -210,17 +130,17 @@ def concurrency_scaling(
     """Aggregate and per-stream tok/s against concurrency, per drafter arm (and server setup)."""
     data = [
         {
-            "arm": _arm(r, setups),
+            "arm": arm_of(r, setups),
             "concurrency": r.conditions.concurrency,
             "metric": metric,
             "tok/s": r.metrics.get(metric),
-            **_who(r),
+            **who(r),
         }
         for r in rows
         for metric in ("aggregate_tps", "per_stream_tps")
         if r.metrics.get(metric)
     ]
-    data = _means(data, "tok/s")
+    data = means(data, "tok/s")
     if not data:
         return []
     title = f"Throughput vs concurrency: {label}" if label else "Throughput vs concurrency"
@@ -236,7 +156,7 @@ def prefill_by_length(rows: Sequence[Row], name: str) -> list[Chart]:
             "prompt_tokens": r.conditions.prompt_tokens,
             "prefill_tps": r.metrics.prefill_tps,
             "setup": f"{r.conditions.hardware} · {r.conditions.quantization} · {r.conditions.runtime}",
-            **_who(r),
+            **who(r),
         }
         for r in rows
         if r.metrics.prefill_tps
@@ -259,7 +179,7 @@ def cold_warm_ttft(rows: Sequence[Row], name: str) -> list[Chart]:
             "ttft_s": r.metrics.ttft_s,
             "cache": r.conditions.cache,
             "setup": f"{r.conditions.hardware} · {r.conditions.quantization}",
-            **_who(r),
+            **who(r),
         }
         for r in rows
         if r.metrics.ttft_s
@@ -293,9 +213,9 @@ def _by_length(
         .properties(width=WIDTH * 2, height=HEIGHT, title=title)
     )
     field = channels["color"].shorthand.split(":")[0]
-    chart = _legend_toggles(
+    chart = legend_toggles(
         chart,
         field,
         [channels["color"].shorthand, "prompt_tokens:Q", f"{y}:Q", "run:N", "conditions:N"],
     )
-    return [Chart(_name(name), title, _spec(chart))]
+    return [Chart(file_name(name), title, vega_spec(chart))]

@@ -18,7 +18,16 @@ import altair as alt
 
 from specexp.record.escape import Markdown, cell
 from specexp.report.blocks import Block, Chart, Paragraph
-from specexp.report.charts import HEIGHT, WIDTH, _arm, _legend_toggles, _name, _setup, _spec, _who
+from specexp.report.chart_parts import (
+    HEIGHT,
+    WIDTH,
+    arm_of,
+    file_name,
+    legend_toggles,
+    setup_of,
+    vega_spec,
+    who,
+)
 from specexp.report.format import number
 from specexp.report.tables import Row
 
@@ -50,20 +59,20 @@ def _points(
     measured = [r for r in rows if r.metrics.per_stream_tps and per_gpu(r)]
     by_setup: dict[str, list[Row]] = {}
     for r in measured:
-        by_setup.setdefault(_setup(r, setups), []).append(r)
+        by_setup.setdefault(setup_of(r, setups), []).append(r)
     out = []
     for setup, members in by_setup.items():
         xy = [(float(r.metrics.per_stream_tps or 0), float(per_gpu(r) or 0)) for r in members]
         for r, (x, y), front in zip(members, xy, on_frontier(xy), strict=True):
             out.append(
                 {
-                    "arm": _arm(r, setups),
+                    "arm": arm_of(r, setups),
                     "setup": setup,
                     level: r.get(level),
                     "per_user": x,
                     "per_gpu": y,
                     "frontier": front,
-                    **_who(r),
+                    **who(r),
                 }
             )
     return out
@@ -92,7 +101,7 @@ def frontier_blocks(
         .encode(x=x, y=y, color=alt.Color("arm:N", title="drafter"), order=f"{level}:Q")
         .properties(width=WIDTH, height=HEIGHT)
     )
-    lines = _legend_toggles(
+    lines = legend_toggles(
         lines,
         "arm",
         ["arm:N", f"{level}:Q", "per_user:Q", "per_gpu:Q", "frontier:N", "run:N", "conditions:N"],
@@ -106,7 +115,7 @@ def frontier_blocks(
     if setups:
         chart = chart.facet(column=alt.Column("setup:N", title=" · ".join(setups)))
     chart = chart.properties(title=title)
-    return [Paragraph(_holders(data, level)), Chart(_name(name), title, _spec(chart))]
+    return [Paragraph(_holders(data, level)), Chart(file_name(name), title, vega_spec(chart))]
 
 
 def _holders(data: Sequence[dict[str, Any]], level: str) -> Markdown:

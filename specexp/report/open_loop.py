@@ -12,7 +12,7 @@ from typing import Any
 
 import altair as alt
 
-from specexp.report import charts
+from specexp.report import chart_parts, charts
 from specexp.report.blocks import Block, Chart, Heading, Paragraph, TableBlock
 from specexp.report.format import (
     Markdown,
@@ -257,7 +257,7 @@ def latency_vs_throughput(
     """p50 and p99 TTFT and TPOT against achieved tok/s, one line per drafter arm (points in rate order)."""
     data = [
         {
-            "arm": charts._arm(r, setups),
+            "arm": chart_parts.arm_of(r, setups),
             "tok/s": r.metrics.aggregate_tps,
             "rate": r.conditions.request_rate,
             "latency": f"{kind} {stat}",
@@ -280,11 +280,11 @@ def latency_vs_throughput(
             order=alt.Order("rate:Q"),
             tooltip=["arm:N", "rate:Q", "tok/s:Q", "seconds:Q"],
         )
-        .properties(width=charts.WIDTH, height=charts.HEIGHT)
+        .properties(width=chart_parts.WIDTH, height=chart_parts.HEIGHT)
         .facet(facet=alt.Facet("latency:N"), columns=2)
     )
     title = f"Latency vs throughput: {label}" if label else "Latency vs throughput"
-    return [Chart(charts._name(name), title, chart.properties(title=label).to_dict())]
+    return [Chart(chart_parts.file_name(name), title, chart.properties(title=label).to_dict())]
 
 
 def goodput_vs_rate(
@@ -292,7 +292,7 @@ def goodput_vs_rate(
 ) -> list[Chart]:
     data = [
         {
-            "arm": charts._arm(r, setups),
+            "arm": chart_parts.arm_of(r, setups),
             "rate": r.conditions.request_rate,
             "goodput": r.metrics.goodput_rps,
         }
@@ -310,11 +310,11 @@ def goodput_vs_rate(
             color=alt.Color("arm:N", title="drafter"),
             order=alt.Order("rate:Q"),
         )
-        .properties(width=charts.WIDTH * 2, height=charts.HEIGHT, title=label)
+        .properties(width=chart_parts.WIDTH * 2, height=chart_parts.HEIGHT, title=label)
     )
     return [
         Chart(
-            charts._name(name),
+            chart_parts.file_name(name),
             f"Goodput vs request rate: {label}" if label else "Goodput vs request rate",
             chart.to_dict(),
         )

@@ -9,8 +9,8 @@ import pytest
 
 @pytest.fixture(autouse=True)
 def validated_charts() -> Iterator[None]:
-    from specexp.report import charts
+    from specexp.report import chart_parts
 
-    charts.VALIDATE = True
+    chart_parts.VALIDATE = True
     yield
-    charts.VALIDATE = False
+    chart_parts.VALIDATE = False
