@@ -29,6 +29,8 @@ CONDITION_KEYS = (
     "gpu_count",
     "gpu_shared",
     "gpu_memory_utilization",
+    "usd_per_gpu_hour",
+    "usd_per_kwh",
     "model",
     "quantization",
     "weights",
@@ -62,7 +64,8 @@ CONDITION_KEYS = (
 )
 """docs/vocabulary.md section 1: the first written 23, plus `max_model_len` and `draft_model`, plus
 `turn` and `category` (agentic sessions, dataset files), plus `task`, `eval_items` and `top_p`
-(the answer checks), plus `send` (a shared prefix sent several times)."""
+(the answer checks), plus `send` (a shared prefix sent several times), plus `usd_per_gpu_hour` and
+`usd_per_kwh` (the bill)."""
 
 
 def compose_config(overrides: Sequence[str] = ()) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -87,6 +87,14 @@ _ENERGY = {
     **_AGGREGATE,
     "hardware": "the device's power draw and its rate together set the joules per token",
 }
+_COST = {
+    **_AGGREGATE,
+    "usd_per_gpu_hour": "the price the time is billed at",
+}
+_ENERGY_COST = {
+    **_ENERGY,
+    "usd_per_kwh": "the price the energy is billed at",
+}
 _ACCEPTANCE = {
     "model": "the target decides which drafts are accepted",
     "quantization": "the drafter reads the target's states: MTP accepts ~53 % on NVFP4, ~79 % on FP8",
@@ -200,6 +208,16 @@ FAMILIES: Mapping[str, Family] = MappingProxyType(
                 "energy",
                 "GPU energy per token and mean power over a window",
                 MappingProxyType(_ENERGY),
+            ),
+            Family(
+                "cost",
+                "the bill from time: a GPU-hour's price over the tokens served in it",
+                MappingProxyType(_COST),
+            ),
+            Family(
+                "energy_cost",
+                "the bill from energy: a kWh's price over the tokens its energy served",
+                MappingProxyType(_ENERGY_COST),
             ),
             Family(
                 "acceptance",

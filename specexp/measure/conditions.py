@@ -74,6 +74,8 @@ def run_conditions(
         "gpu_count": spec.hardware.gpu_count,
         "gpu_shared": spec.gpu_shared,
         "gpu_memory_utilization": spec.runtime.gpu_memory_utilization,
+        "usd_per_gpu_hour": spec.hardware.usd_per_gpu_hour,
+        "usd_per_kwh": spec.hardware.usd_per_kwh,
         "model": spec.model.name,
         "quantization": spec.quantization.name,
         "weights": weights_of(spec),

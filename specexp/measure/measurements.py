@@ -10,6 +10,7 @@ from typing import Any
 
 from specexp.measure import slo as slos
 from specexp.measure.arrivals import rate_of
+from specexp.measure.bill import bill
 from specexp.measure.events import Counters, Point, RequestTrace, Window
 from specexp.measure.metrics import (
     acceptance_by_position,
@@ -61,13 +62,24 @@ def measurements(
     for window in (w for w in windows if not w.warmup):
         by_point.setdefault(window.point, []).append(window)
     return [
-        _with_load(
-            _measurement(point, group, run_conditions, prefill_only, kv_cache_tokens, partial),
-            group,
-            slo,
+        _billed(
+            _with_load(
+                _measurement(point, group, run_conditions, prefill_only, kv_cache_tokens, partial),
+                group,
+                slo,
+            ),
+            prefill_only,
         )
         for point, group in by_point.items()
     ]
+
+
+def _billed(m: Measurement, prefill_only: bool) -> Measurement:
+    """The measurement with its bill, where the user set a price (specexp.measure.bill)."""
+    update = bill(m.conditions, m.metrics, prefill_only=prefill_only)
+    if all(v is None for v in update.values()):
+        return m
+    return m.model_copy(update={"metrics": m.metrics.model_copy(update=update)})
 
 
 def _measurement(

@@ -16,6 +16,8 @@ class Conditions(Named):
     gpu_count: int | None
     gpu_shared: bool | None
     gpu_memory_utilization: float | None
+    usd_per_gpu_hour: float | None = None
+    usd_per_kwh: float | None = None
     model: str | None
     quantization: str | None
     weights: str | None = None
@@ -69,6 +71,8 @@ class Metrics(Named):
     task_score: float | None = None
     mean_power_w: float | None = None
     energy_j_per_token: float | None = None
+    usd_per_mtok: float | None = None
+    usd_per_mtok_energy: float | None = None
     achieved_rate_rps: float | None = None
     scheduled_rate_rps: float | None = None
     slo_attainment: float | None = None

@@ -15,6 +15,7 @@ from specexp.report.appendix import definitions, duplicates_section, runs_append
 from specexp.report.blocks import Block, Paragraph
 from specexp.report.by_turn import category_section, split, turn_section
 from specexp.report.checks import check_sections
+from specexp.report.cost import cost_section
 from specexp.report.headline import findings_section
 from specexp.report.method import method_section
 from specexp.report.open_loop import rate_section, slo_text
@@ -92,6 +93,7 @@ CONTENTS: tuple[Section, ...] = (
     Section("decode", lambda r: decode_section(r.by_kind["decode"], r.fixed)),
     Section("concurrency", lambda r: concurrency_section(r.by_kind["concurrency"], r.fixed, r.slo)),
     Section("rate", lambda r: rate_section(r.by_kind["rate"], r.fixed, r.slo)),
+    Section("cost", lambda r: cost_section(r.rows, r.fixed)),
     Section("prefill", lambda r: prefill_section(r.by_kind["prefill"], r.fixed)),
     Section("prefix_cache", lambda r: prefix_cache_section(r.by_kind["prefix_cache"], r.fixed)),
     Section("turns", lambda r: turn_section(r.turns, r.fixed)),

@@ -48,6 +48,8 @@ def number(value: Any, metric: str | None = None) -> str:
             return f"{value * 100:.1f} %"
         if unit == "s":
             return f"{value:.3f}" if value < 10 else f"{value:.1f}"
+        if unit.startswith("$"):
+            return f"{value:.3g}" if abs(value) < 100 else f"{value:,.0f}"
         if metric in COUNTS:
             return f"{value:,.0f}"
         if unit == "tok" and abs(value) < 100:

@@ -117,6 +117,10 @@ def warnings_for(cell: Cell) -> list[str]:
     return notes
 
 
+PRICES = ("usd_per_gpu_hour", "usd_per_kwh")
+"""The hardware's prices (the bill): conditions of a run, not of the server it runs on."""
+
+
 def _server_key(spec: ExperimentSpec) -> str:
     """Equal for cells one started server can serve: everything its argv depends on."""
     fields = {
@@ -131,6 +135,8 @@ def _server_key(spec: ExperimentSpec) -> str:
         "gpu_shared",
     }
     data = spec.model_dump(mode="json", include=fields)
+    for price in PRICES:  # what the user pays is no part of the server
+        data["hardware"].pop(price, None)
     data["slots"] = spec.workload.slots
     blob = json.dumps(data, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
@@ -193,7 +199,7 @@ ADDED_WHEN_SET = {
     "model": ("moe", "packaged_weights", "draft_model"),
     "draft_model": ("moe", "packaged_weights", "draft_model"),
     "drafter": ("draft_rate", "draft_continue"),
-    "hardware": ("achieved.serial_batched_matmuls",),
+    "hardware": ("achieved.serial_batched_matmuls", "usd_per_gpu_hour", "usd_per_kwh"),
     "quantization": ("dequantized_from",),
 }
 """Fields added after run ids were first issued: left out of the digest while unset, so that

@@ -63,6 +63,24 @@ CONDITIONS: Mapping[str, Condition] = MappingProxyType(
                 minimum=0,
                 maximum=1,
             ),
+            _c(
+                "usd_per_gpu_hour",
+                float,
+                "setup",
+                "the price of an hour of one GPU (of the whole server, for a CPU-only one) the "
+                "user set (hardware.usd_per_gpu_hour), in US dollars; null: none given",
+                minimum=0,
+                absent_is_null=True,
+            ),
+            _c(
+                "usd_per_kwh",
+                float,
+                "setup",
+                "the price of a kWh the user set (hardware.usd_per_kwh), in US dollars; null: "
+                "none given",
+                minimum=0,
+                absent_is_null=True,
+            ),
             _c("model", str, "setup", "target model id from conf/model/", options="conf"),
             _c(
                 "quantization",

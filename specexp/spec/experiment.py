@@ -88,6 +88,11 @@ class HardwareSpec(_Spec):
     engine_memory_gib: float | None = Field(default=None, gt=0)
     """Memory an engine allocates against (what the driver reports as total), GiB; None:
     `memory_gib`. gpu_memory_utilization is a share of this."""
+    usd_per_gpu_hour: float | None = Field(default=None, gt=0)
+    """What an hour of one GPU costs, in US dollars (a CPU-only server: an hour of the whole
+    server), as the user pays it; None: no bill. specexp never assumes a price."""
+    usd_per_kwh: float | None = Field(default=None, gt=0)
+    """What a kWh of electricity costs, in US dollars; None: no energy bill."""
 
     def peak(self, dtype: str) -> float:
         """Peak TFLOP/s for `dtype`, falling back to bf16 where `dtype` is not native."""

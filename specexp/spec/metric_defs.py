@@ -193,6 +193,26 @@ METRICS: dict[str, MetricDef] = {
             "energy",
         ),
         MetricDef(
+            "usd_per_mtok",
+            "$/Mtok",
+            "lower",
+            "the bill from time: hourly price (usd_per_gpu_hour x gpu_count; x 1 for a CPU-only "
+            "server) x 10^6 / (3600 x aggregate_tps), US dollars per million completion tokens; "
+            "null without a price, with max_tokens = 1 or with gpu_count unknown",
+            "bill, time",
+            "cost",
+        ),
+        MetricDef(
+            "usd_per_mtok_energy",
+            "$/Mtok",
+            "lower",
+            "the bill from energy: energy_j_per_token x 10^6 / (3.6 x 10^6 J per kWh) x usd_per_kwh, US "
+            "dollars of the GPUs' measured energy per million completion tokens; null without a "
+            "price, with max_tokens = 1 or without measured energy",
+            "bill, energy",
+            "energy_cost",
+        ),
+        MetricDef(
             "achieved_rate_rps",
             "req/s",
             "",

@@ -34,6 +34,7 @@ def draft_sweep(llama_server: Path, tmp_path_factory: pytest.TempPathFactory) ->
         "k=4",
         "workload.concurrency=[1,4]",
         "workload.repeats=2",
+        "hardware.usd_per_gpu_hour=0.05",  # the whole CPU server's hour: the bill
     )
     assert done.returncode == 0, done.stderr
     return out
@@ -52,6 +53,16 @@ def test_sweep_records_every_job_ok_with_the_engine_version(draft_sweep: Path) -
         assert (draft_sweep / "measurements.md").is_file() and (
             draft_sweep / "results.jsonl"
         ).is_file()
+
+
+def test_the_bill_is_the_servers_hour_over_the_tokens_it_served(draft_sweep: Path) -> None:
+    for r in results(draft_sweep):
+        for m in r["measurements"]:
+            c, tps = m["conditions"], m["metrics"]["aggregate_tps"]
+            assert c["gpu_count"] == 0 and c["usd_per_gpu_hour"] == 0.05 and tps > 0
+            assert m["metrics"]["usd_per_mtok"] == pytest.approx(0.05 * 1e6 / (3600 * tps))
+            assert m["metrics"]["usd_per_mtok_energy"] is None  # no price per kWh given
+    assert "## The bill" in (draft_sweep / "measurements.md").read_text()
 
 
 def test_acceptance_counters_and_positions_come_from_the_server(draft_sweep: Path) -> None:
