@@ -16,6 +16,7 @@ from specexp.report.blocks import Block, Paragraph
 from specexp.report.by_turn import category_section, split, turn_section
 from specexp.report.checks import check_sections
 from specexp.report.cost import cost_section
+from specexp.report.depth import depth_section
 from specexp.report.headline import findings_section
 from specexp.report.method import method_section
 from specexp.report.open_loop import rate_section, slo_text
@@ -91,6 +92,7 @@ CONTENTS: tuple[Section, ...] = (
     Section("count", _count),
     Section("method", lambda r: method_section(r.rows, r.results)),
     Section("decode", lambda r: decode_section(r.by_kind["decode"], r.fixed)),
+    Section("depth", lambda r: depth_section(r.by_kind["decode"], r.fixed)),
     Section("concurrency", lambda r: concurrency_section(r.by_kind["concurrency"], r.fixed, r.slo)),
     Section("rate", lambda r: rate_section(r.by_kind["rate"], r.fixed, r.slo)),
     Section("cost", lambda r: cost_section(r.rows, r.fixed)),

@@ -4,7 +4,8 @@
   drafter=none baseline (over the metric its table divides: specexp.check.judgments), with its
   spread, or "within noise" when the spreads of the two overlap;
 - where speculation stops paying: in k (a drafter's best k, and the larger k that falls back),
-  and in concurrency (the first level at which an arm is slower than no drafter);
+  in concurrency (the first level at which an arm is slower than no drafter) and in context depth
+  (specexp.report.depth: the depths that bracket it and the crossing between them);
 - the highest request rate that meets the SLO, per arm, where one was set;
 - what was refused, failed, skipped, partial, contaminated or client-bound;
 - what the answer checks say (the sampled outputs' and task scores' verdicts);
@@ -24,6 +25,7 @@ from specexp.record.escape import Markdown, code_span
 from specexp.record.kinds import measurement_kinds
 from specexp.report.answers import TITLE as ANSWERS
 from specexp.report.blocks import Block, Heading, Paragraph
+from specexp.report.depth import covered, depth_lines
 from specexp.report.fastest import arm_of, fastest_lines, ranking, setups
 from specexp.report.format import arm, number
 from specexp.report.links import anchor, table_link
@@ -36,8 +38,10 @@ def findings_section(
 ) -> list[Block]:
     kinds = measurement_kinds(rows)
     by_row = {id(r): s for r, s in zip(rows, kinds, strict=True)}
-    found = setups(rows, by_row)
-    lines = ranking(found) + fastest_lines(found)
+    decode = [r for r in rows if by_row[id(r)] == "decode"]
+    by_depth = covered(decode)  # said by depth, not as one depth's fastest
+    found = setups([r for r in rows if id(r) not in by_depth], by_row)
+    lines = ranking(found) + fastest_lines(found) + depth_lines(decode)
     lines += _slo_lines(rows, by_row)
     lines += _answer_lines(records)
     lines += _identity_lines(rows)

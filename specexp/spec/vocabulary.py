@@ -13,6 +13,7 @@ of another.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
 from typing import Any, Generic, TypeVar
@@ -142,7 +143,9 @@ def _compared(ignore: frozenset[str]) -> tuple[str, ...]:
 
 class Baselines(Generic[T]):
     """The drafter=none runs among `candidates`, found by `is_baseline_of` in one lookup each: the
-    first in order of those a run agrees with, as a search from the start finds it."""
+    first in order of those a run agrees with, as a search from the start finds it; where several
+    agree and differ in `prompt_tokens` (which a baseline may: servers count a prompt their own
+    way), the one nearest the run's, so each depth of a run of several lengths has its own."""
 
     def __init__(
         self,
@@ -151,18 +154,34 @@ class Baselines(Generic[T]):
         ignore: Iterable[str] = (),
     ) -> None:
         self._conditions_of, self._ignore = conditions_of, tuple(ignore)
-        self._first: dict[tuple[Any, ...], T] = {}
+        self._agreeing: dict[tuple[Any, ...], list[tuple[Any, T]]] = {}
         for candidate in candidates:
             found = conditions_of(candidate)
-            if (found if isinstance(found, Mapping) else vars(found)).get("drafter") == "none":
-                self._first.setdefault(baseline_key(found, self._ignore), candidate)
+            values = found if isinstance(found, Mapping) else vars(found)
+            if values.get("drafter") == "none":
+                self._agreeing.setdefault(baseline_key(found, self._ignore), []).append(
+                    (values.get("prompt_tokens"), candidate)
+                )
 
     def of(self, conditions: object) -> T | None:
         """The baseline of a run of these `conditions` (mapping or record); None if it drafts nothing."""
         values = conditions if isinstance(conditions, Mapping) else vars(conditions)
         if values.get("drafter") in (None, "none"):
             return None
-        return self._first.get(baseline_key(values, self._ignore))
+        agreeing = self._agreeing.get(baseline_key(values, self._ignore))
+        if not agreeing:
+            return None
+        ours = values.get("prompt_tokens")
+        if len(agreeing) == 1 or not ours or ours <= 0:
+            return agreeing[0][1]
+        return min(agreeing, key=lambda pc: _distance(ours, pc[0]))[1]
+
+
+def _distance(ours: float, theirs: Any) -> float:
+    """How far apart two prompt lengths are, by their ratio; unknown or zero is farthest."""
+    if not isinstance(theirs, (int, float)) or theirs <= 0:
+        return math.inf
+    return abs(math.log(theirs / ours))
 
 
 # -- metrics (docs/vocabulary.md section 2): defined in specexp.spec.metric_defs, named here --

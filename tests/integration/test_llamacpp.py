@@ -311,3 +311,36 @@ def test_the_completions_endpoint_is_measured_too(llama_server: Path, tmp_path: 
     lines = [json.loads(x) for x in (job / "requests.jsonl").read_text().splitlines()]
     # the workload's warm-up, the point's warm-up, and the request
     assert len(lines) == 3 and all(x["id"] and x["output_tokens"] == 16 for x in lines)
+
+
+def test_context_depth_compares_each_depth_with_its_own_baseline(
+    llama_server: Path, tmp_path: Path
+) -> None:
+    """The context_depth workload on a real server: one server per arm serves every depth, each depth
+    is a measurement with the prompt length the server counted, and each drafter depth is divided by
+    no drafter's at that depth (the tiny random weights make the speedups plumbing, not findings)."""
+    done = run_specexp(
+        tmp_path,
+        *TINY,
+        "workload=context_depth",
+        "workload.prompt_lengths=[256,512,1024]",
+        "workload.output_tokens=32",
+        "drafter=none,draft_model",
+        "draft_model=tiny-draft-noisy",
+        "k=4",
+    )
+    assert done.returncode == 0, done.stderr
+    records = results(tmp_path)
+    assert all(r["status"] == "ok" for r in records)
+    tps = {}
+    for r in records:
+        depths = [m["conditions"]["prompt_tokens"] for m in r["measurements"]]
+        assert depths == [256, 512, 1024]  # cut to length with the server's own tokenizer
+        for m in r["measurements"]:
+            tps[(r["conditions"]["drafter"], m["conditions"]["prompt_tokens"])] = m["metrics"][
+                "decode_tps"
+            ]
+    report = (tmp_path / "measurements.md").read_text()
+    section = report[report.index("## Speculation by context depth") :]
+    ratio = tps[("draft_model", 1024)] / tps[("none", 1024)]
+    assert f"{ratio:.2f}× at 1,024 tokens" in section
