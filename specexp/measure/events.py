@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal, NamedTuple
 
+from specexp.record.schema import EngineSeries
+
 
 class TokenEvent(NamedTuple):
     """A chunk that carried `tokens` generated tokens, arriving at time `t`. (A named tuple: a
@@ -260,6 +262,8 @@ class Window:
     """A task run: each item's score by `task/doc_id`."""
     task: dict[str, Any] | None = None
     """A task run: what lm-eval ran and its summary scores."""
+    series: EngineSeries | None = None
+    """The engine's state read at a fixed interval while the window ran (specexp.measure.engine_series)."""
 
 
 class RuntimeFailure(Exception):

@@ -161,6 +161,9 @@ def _measurement(
         telemetry=[w.telemetry or {} for w in windows]  # by window: {} where one had none
         if any(w.telemetry is not None for w in windows)
         else None,
+        engine_series=[w.series for w in windows]
+        if any(w.series is not None for w in windows)
+        else None,
         contaminated=_contaminated(windows),
         contamination=[line for w in windows for line in w.compiles or ()],
         sampled={

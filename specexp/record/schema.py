@@ -173,6 +173,41 @@ class TaskItem(Record):
     """The model's answer as lm-eval filtered it (cut to 200 characters)."""
 
 
+class EngineSeries(Record):
+    """What the engine said about itself while one timed window ran, read at a fixed interval
+    (`workload.engine_series_interval_s`; specexp.measure.engine_series), beside its requests, on
+    one clock: seconds since the window began. A column per figure, a value per reading; null
+    where the engine exports no such figure or a reading got no answer. The counters are the
+    engine's running totals (a reading minus the one before: what happened between them)."""
+
+    interval_s: float
+    """The interval readings were asked for at (a long window's readings thinned to at most
+    engine_series.MAX_READINGS keep it: every n-th, the last always)."""
+    clock: Literal["wall", "simulated"] = "wall"
+    t: list[float]
+    """Seconds since the window began, each reading's."""
+    running: list[float | None]
+    """Requests the engine is running (llama.cpp requests_processing, vLLM num_requests_running,
+    SGLang num_running_reqs)."""
+    waiting: list[float | None]
+    """Requests queued, not yet running (requests_deferred, num_requests_waiting, num_queue_reqs)."""
+    kv_usage: list[float | None]
+    """Share of the KV cache in use, 0-1 (vLLM kv_cache_usage_perc, SGLang token_usage; llama.cpp
+    exports none)."""
+    drafts: list[float | None]
+    draft_tokens: list[float | None]
+    accepted: list[float | None]
+    cached_prompt_tokens: list[float | None]
+    generation_tokens: list[float | None]
+    requests: list[list[float | None]]
+    """Per request of the window: [sent, first token, last token], seconds since the window began."""
+    read_s: float | None = None
+    """Mean seconds one reading took (the sampling's cost, spent on the engine's side and the
+    client's); null: none answered."""
+    failed: int = 0
+    """Readings that got no answer (counted in no column)."""
+
+
 class Measurement(Record):
     conditions: Conditions
     metrics: Metrics
@@ -197,6 +232,10 @@ class Measurement(Record):
     telemetry: list[dict[str, Any]] | None = None
     """Per window, the GPU's power, energy, memory, utilisation and clocks (specexp.measure.telemetry), or
     why there are none (`{"source": null, "reason": ...}`); None: not sampled."""
+    engine_series: list[EngineSeries | None] | None = None
+    """Per window, the engine's state read at a fixed interval while it ran (running and waiting
+    requests, KV-cache use, the speculative and prefix-cache counters) and its requests' times;
+    None: not sampled (`workload.engine_series_interval_s: null`, or an engine without metrics)."""
     load_delivered: bool | None = None
     """Open-loop: the achieved rate came within measure.RATE_MARGIN (10 %) of the scheduled one in every
     repeat; false: the client or a max_concurrency cap could not deliver the load; null: closed-loop."""

@@ -17,6 +17,7 @@ from specexp.report.by_turn import category_section, split, turn_section
 from specexp.report.checks import check_sections
 from specexp.report.cost import cost_section
 from specexp.report.depth import depth_section
+from specexp.report.engine_timeline import engine_section
 from specexp.report.headline import findings_section
 from specexp.report.method import method_section
 from specexp.report.open_loop import rate_section, slo_text
@@ -100,6 +101,7 @@ CONTENTS: tuple[Section, ...] = (
     Section("prefix_cache", lambda r: prefix_cache_section(r.by_kind["prefix_cache"], r.fixed)),
     Section("turns", lambda r: turn_section(r.turns, r.fixed)),
     Section("categories", lambda r: category_section(r.categories, r.fixed)),
+    Section("engine", lambda r: engine_section(r.results)),
     Section("answers", lambda r: answers_section(r.results)),
     Section("checks", lambda r: check_sections(r.results, r.rows, r.by_kind, r.cited)),
     Section("failures", lambda r: failures_section(r.failures)),

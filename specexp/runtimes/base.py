@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Generic, Literal, TypeVar, cast
 
+from specexp.measure.engine_series import SeriesSource
 from specexp.measure.events import ClientStats, Counters, EngineInfo, Request, RequestTrace
 from specexp.spec.experiment import ExperimentSpec
 from specexp.spec.registry import Registry
@@ -117,6 +118,12 @@ class Runtime(ABC, Generic[S]):
         """The lines in which the engine said, since `mark`, that it compiled a kernel while serving:
         () for a clean window, None where the engine's log cannot say (no log read, or the engine
         does not report such compiles)."""
+        return None
+
+    def engine_series(self, repeat: int = 0) -> SeriesSource | None:
+        """What reads the engine's state while a window (of `repeat`) runs, every
+        `workload.engine_series_interval_s` (specexp.measure.engine_series); None: the engine has
+        no state to read, or the workload asks for none."""
         return None
 
     def reset_prefix_cache(self) -> bool:

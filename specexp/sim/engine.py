@@ -13,15 +13,14 @@ specexp/sim/passes.py's. A prompt's full blocks enter the prefix cache (kvcache.
 prefill ends; cached blocks are evicted, least recently used first, to make room. The engine
 keeps the counters a vLLM server exports.
 
-Two faces drive it: the runtime adapter (`runtime.py`) submits a window of requests and steps
-until they finish (`run`); the real-time server (`realtime.py`) submits requests as they
-arrive and steps on the wall clock.
+Two faces drive it: the runtime adapter submits a window and steps until it finishes (`run`,
+`observe` reading its state after every step); the real-time server steps on the wall clock.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from specexp.measure.events import Counters, Request, RequestTrace, TokenEvent
 from specexp.roofline.costmodel import CostModel, Slice
@@ -90,6 +89,7 @@ class SimEngine:
         self.counts = Counts(per_position=[0] * self.k)
         self.waiting: deque[Seq] = deque()
         self.running: list[Seq] = []
+        self.observe: Callable[[SimEngine], None] | None = None
 
     @property
     def profile(self) -> EngineProfile:
@@ -378,15 +378,13 @@ class SimEngine:
                 i = pending.popleft()  # it arrived when due (mid-step too), or when a slot freed
                 if self.submit(seqs[i], max(due[i], freed_at)):
                     inflight.add(i)
-            if (
-                self.step() is None
-                and not self.running
-                and self.waiting
-                and self.waiting[0].ready <= self.clock
-            ):
-                for s in (
-                    self.waiting
-                ):  # nothing fits even in an empty pool: the start check prevents it
+            stepped = self.step()
+            if self.observe is not None:
+                self.observe(self)
+            stuck = stepped is None and not self.running and self.waiting
+            if stuck and self.waiting[0].ready <= self.clock:
+                # nothing fits even in an empty pool: the start check prevents it
+                for s in self.waiting:
                     s.error = "KV cache too small for this request"
                 self.waiting.clear()
             full = len(inflight) >= cap

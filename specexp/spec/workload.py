@@ -169,6 +169,10 @@ class WorkloadSpec(_Spec):
     record_chunk_times: bool = Field(default=False, exclude=True)
     """requests.jsonl keeps every token-bearing chunk's arrival (seconds after the request was
     sent) and token count. Operational: not part of the run id."""
+    engine_series_interval_s: float | None = Field(default=0.5, gt=0, exclude=True)
+    """Seconds between readings of the engine's state while a timed window runs (its metrics
+    endpoint; the simulator's own state on its clock): the record's `engine_series`. None: no
+    readings. Operational: not part of the run id."""
     # -- sessions, traces and datasets (specexp.workloads.sessions / trace / datasets) --
     session: SessionSpec | None = Field(default=None, exclude_if=lambda v: v is None)
     """Agentic sessions: `concurrency` sessions advance turn by turn, behind a system prompt of

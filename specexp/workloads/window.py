@@ -30,11 +30,13 @@ def timed(
     reset: bool | None = None,
     sampler: NvmlSampler | NoTelemetry | None = None,
 ) -> Window:
-    """Send `requests` at once (or on their schedule) and read the counters, log and GPU around them."""
+    """Send `requests` at once (or on their schedule) and read the counters, log and GPU around them,
+    and the engine's state while they run."""
     mark = runtime.log_mark()
     before = runtime.counters()
     window = sampler.window() if sampler is not None else nullcontext()
-    with window as gpu:
+    source = runtime.engine_series(repeat)
+    with window as gpu, source.window() if source is not None else nullcontext() as readings:
         traces = runtime.run_window(requests)
     delta = runtime.window_counters(runtime.counters().delta(before), traces)
     return Window(
@@ -46,6 +48,7 @@ def timed(
         client=runtime.client_stats(),
         telemetry=gpu.summary if gpu is not None else None,
         compiles=runtime.compiles_since(mark),
+        series=readings.series(traces) if readings is not None else None,
     )
 
 

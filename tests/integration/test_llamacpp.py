@@ -344,3 +344,33 @@ def test_context_depth_compares_each_depth_with_its_own_baseline(
     section = report[report.index("## Speculation by context depth") :]
     ratio = tps[("draft_model", 1024)] / tps[("none", 1024)]
     assert f"{ratio:.2f}× at 1,024 tokens" in section
+
+
+def test_the_engine_is_read_while_the_window_runs(llama_server: Path, tmp_path: Path) -> None:
+    """llama-server's /metrics read every 50 ms during each window: the busy slots it reports, and
+    counters whose change from the first reading to the last is the window's own."""
+    done = run_specexp(
+        tmp_path,
+        *TINY,
+        "drafter=draft_model",
+        "draft_model=tiny-draft-noisy",
+        "k=4",
+        "workload.output_tokens=256",
+        "workload.concurrency=[2]",
+        "workload.engine_series_interval_s=0.05",
+        "baseline=false",
+    )
+    assert done.returncode == 0, done.stderr
+    (record,) = results(tmp_path)
+    (m,) = record["measurements"]
+    accepted = 0.0
+    for s in m["engine_series"]:
+        assert s["clock"] == "wall" and s["failed"] == 0 and 0 < s["read_s"] < 0.05
+        assert len(s["t"]) >= 3 and s["t"] == sorted(s["t"])
+        assert max(s["running"]) == 2  # llamacpp:requests_processing: both slots busy
+        assert all(v is None for v in s["kv_usage"])  # this build exports no KV gauge
+        for sent, first, last in s["requests"]:
+            assert 0 <= sent < first <= last <= s["t"][-1]
+        accepted += s["accepted"][-1] - s["accepted"][0]
+    assert accepted == m["engine_counters"]["accepted"]
+    assert "## What the engine was doing" in (tmp_path / "measurements.md").read_text()

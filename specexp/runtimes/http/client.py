@@ -36,11 +36,20 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import aiohttp  # imported where a window is sent: a runtime's start needs none of it
 
+from specexp.measure.events import Request
 from specexp.record.escape import printable
 from specexp.runtimes.http.shared_start import BARRIER_S, SharedStart
 from specexp.runtimes.http.stream import RawStream, chunk_text, parse_reads, to_trace
 
-__all__ = ["ClientWindow", "RawStream", "chunk_text", "stream_all", "stream_window", "to_trace"]
+__all__ = [
+    "ClientWindow",
+    "RawStream",
+    "chunk_text",
+    "send_offsets",
+    "stream_all",
+    "stream_window",
+    "to_trace",
+]
 
 
 @dataclass
@@ -357,3 +366,10 @@ async def stream_all(
     for raw in window.raws:
         parse_reads(raw)
     return window.raws
+
+
+def send_offsets(requests: Sequence[Request]) -> list[float] | None:
+    """Open-loop send offsets of a window (None: a closed-loop burst, all at once)."""
+    if all(r.send_at is None for r in requests):
+        return None
+    return [r.send_at or 0.0 for r in requests]

@@ -45,6 +45,19 @@ data-parallel rank run the same batches, so each exports the same count (SGLang'
 metrics carry tp_rank, pp_rank, moe_ep_rank and, with several DP ranks, dp_rank)."""
 
 
+def shard_mean(
+    samples: Iterable[Sample], name: str, replicas: frozenset[str] = REPLICA_LABELS
+) -> float | None:
+    """Mean of a share (a gauge 0-1, such as KV-cache use) over its shards, each counted once."""
+    shards = {
+        tuple(sorted((k, v) for k, v in s.labels.items() if k not in replicas))
+        for s in samples
+        if s.name == name
+    }
+    found = shard_total(samples, name, replicas)
+    return None if found is None else found / len(shards)
+
+
 def shard_total(
     samples: Iterable[Sample], name: str, replicas: frozenset[str] = REPLICA_LABELS
 ) -> float | None:

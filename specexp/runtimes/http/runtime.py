@@ -14,6 +14,7 @@ from typing import Any, ClassVar, TypeVar
 
 import httpx
 
+from specexp.measure.engine_series import PollingSampler
 from specexp.measure.events import (
     ClientStats,
     Counters,
@@ -24,8 +25,9 @@ from specexp.measure.events import (
 )
 from specexp.runtimes.base import Runtime, settings_as
 from specexp.runtimes.http import promtext
-from specexp.runtimes.http.client import RawStream, stream_window, to_trace
+from specexp.runtimes.http.client import RawStream, send_offsets, stream_window, to_trace
 from specexp.runtimes.http.process import HIGHEST_PORT, ServerProcess, free_port
+from specexp.runtimes.http.series import MetricsReader
 from specexp.spec.runtime import EndpointRuntimeSpec, ServerRuntimeSpec
 
 E = TypeVar("E", bound=EndpointRuntimeSpec)
@@ -72,6 +74,8 @@ class HttpRuntime(Runtime[E]):
     metrics_path: ClassVar[str | None] = "/metrics"
     chat_path: ClassVar[str] = "/v1/chat/completions"
     completion_path: ClassVar[str] = "/v1/completions"
+    load_metrics: ClassVar[tuple[str | None, str | None, str | None]] = (None, None, None)
+    """The metrics of requests running, requests waiting and KV-cache use (0-1), where exported."""
     compile_lines: ClassVar[re.Pattern[str] | None] = None
     """Lines of the engine's log that say a kernel compiled while serving (None: it says nothing)."""
     COMPILE_LINES_KEPT: ClassVar[int] = 8
@@ -84,6 +88,8 @@ class HttpRuntime(Runtime[E]):
     _discovered_model: str | None = None
     _notes: list[str] | None = None
     _client: ClientStats | None = None
+    _series: PollingSampler | None = None
+    _reader: MetricsReader | None = None
 
     # -- what an engine module says -------------------------------------------------------
 
@@ -284,7 +290,7 @@ class HttpRuntime(Runtime[E]):
             rt.stall_timeout_s,
             warm_path=self.health_path,
             processes=self.spec.workload.client_processes,
-            offsets=_offsets(requests),
+            offsets=send_offsets(requests),
             max_concurrency=self.spec.workload.max_concurrency,
         )
         self._client = ClientStats(
@@ -369,13 +375,17 @@ class HttpRuntime(Runtime[E]):
         ]
         return tuple(found[: self.COMPILE_LINES_KEPT])
 
+    def engine_series(self, repeat: int = 0) -> PollingSampler | None:
+        interval = self.spec.workload.engine_series_interval_s
+        if interval is None or self.metrics_path is None:
+            return None
+        if self._series is None:
+            self._reader = MetricsReader(self)
+            self._series = PollingSampler(self._reader, interval)
+        return self._series
+
     def stop(self) -> None:
+        if self._reader is not None:
+            self._reader.close()
         if self.process is not None:
             self.process.stop()
-
-
-def _offsets(requests: Sequence[Request]) -> list[float] | None:
-    """Open-loop send offsets of a window (None: a closed-loop burst, all at once)."""
-    if all(r.send_at is None for r in requests):
-        return None
-    return [r.send_at or 0.0 for r in requests]

@@ -231,6 +231,8 @@ class LlamaCppRuntime(HttpRuntime[LlamacppRuntimeSpec]):
             extras["chat_template_kwargs"] = {"enable_thinking": request.thinking}
         return extras
 
+    load_metrics = ("llamacpp:requests_processing", "llamacpp:requests_deferred", None)
+
     def map_counters(self, samples: list[promtext.Sample]) -> Counters:
         def t(name):
             return promtext.total(samples, f"llamacpp:{name}")

@@ -244,6 +244,8 @@ class SglangRuntime(ServerTokenizer, WrittenHfModel, HttpRuntime[SglangRuntimeSp
         return out
 
     # -- counters and engine facts ---------------------------------------------------------------
+    load_metrics = ("sglang:num_running_reqs", "sglang:num_queue_reqs", "sglang:token_usage")
+
     def map_counters(self, samples: list[promtext.Sample]) -> Counters:
         """`sglang:*` series (2.2) summed over their shards (is_streaming, DP ranks); acceptance
         inferred as in the module docstring; the spec gauges (refreshed only every

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
+from specexp.measure.engine_series import EngineState, SteppedSampler
 from specexp.measure.events import Counters, EngineInfo, Request, RequestTrace
 from specexp.runtimes.base import Runtime, register
 from specexp.sim import sampling
 from specexp.sim.engine import SimEngine
 from specexp.sim.startup import start_engine
 from specexp.spec.runtime import SimRuntimeSpec
+
+SIMULATED_READINGS = 40
+"""Readings kept of a simulated window (thinned evenly): enough to draw it."""
 
 
 @register(SimRuntimeSpec)
@@ -50,9 +55,35 @@ class SimRuntime(Runtime[SimRuntimeSpec]):
     def idle(self, seconds: float) -> None:
         self.engine.idle(seconds)
 
+    def engine_series(self, repeat: int = 0) -> SteppedSampler | None:
+        """The engine's own state after its steps, every interval of its virtual clock, in a
+        point's first window only: its repeats differ in their acceptance draws alone, and a
+        simulated sweep of thousands of windows keeps its records small."""
+        interval = self.spec.workload.engine_series_interval_s
+        if interval is None or repeat > 0:
+            return None
+        engine = self.engine
+
+        def attach(hook: Callable[[], None] | None) -> None:
+            engine.observe = None if hook is None else lambda _: hook()
+
+        return SteppedSampler(
+            lambda: (engine.clock, state_of(engine)), interval, attach, most=SIMULATED_READINGS
+        )
+
     def reset_prefix_cache(self) -> bool:
         self.engine.reset_prefix_cache()
         return True
 
     def stop(self) -> None:
         pass
+
+
+def state_of(engine: SimEngine) -> EngineState:
+    """What a vLLM server would export of the engine now: requests running and waiting, the KV
+    cache's share held by running requests (cached free blocks count as free), the counters."""
+    pool = engine.pool
+    used = pool.running / pool.capacity if math.isfinite(pool.capacity) and pool.capacity else None
+    return EngineState(
+        float(len(engine.running)), float(len(engine.waiting)), used, engine.counters()
+    )

@@ -220,6 +220,12 @@ class VllmRuntime(ServerTokenizer, WrittenHfModel, HttpRuntime[VllmRuntimeSpec])
         return {}
 
     # -- counters and engine facts ---------------------------------------------------------------
+    load_metrics = (
+        "vllm:num_requests_running",
+        "vllm:num_requests_waiting",
+        "vllm:kv_cache_usage_perc",
+    )
+
     def map_counters(self, samples: list[promtext.Sample]) -> Counters:
         """`vllm:*` series (docs/engines.md 1.2), summed over `engine` (DP ranks). Spec-decode series
         exist only with a speculative config, so without one those counters are None."""
