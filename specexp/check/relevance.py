@@ -87,6 +87,10 @@ _ENERGY = {
     **_AGGREGATE,
     "hardware": "the device's power draw and its rate together set the joules per token",
 }
+_THINKING = {
+    **_E2E,
+    "thinking": "whether the model reasons before it answers: its reasoning's length and pace",
+}
 _COST = {
     **_AGGREGATE,
     "usd_per_gpu_hour": "the price the time is billed at",
@@ -182,7 +186,14 @@ FAMILIES: Mapping[str, Family] = MappingProxyType(
             Family(
                 "ttft",
                 "time to first token",
-                MappingProxyType({**_DEVICE, **_PREFILL}),
+                MappingProxyType(
+                    {
+                        **_DEVICE,
+                        **_PREFILL,
+                        "thinking": "the chat template differs with thinking on, and the first "
+                        "token is the reasoning's, not the answer's",
+                    }
+                ),
             ),
             Family(
                 "prefill",
@@ -208,6 +219,11 @@ FAMILIES: Mapping[str, Family] = MappingProxyType(
                 "energy",
                 "GPU energy per token and mean power over a window",
                 MappingProxyType(_ENERGY),
+            ),
+            Family(
+                "thinking",
+                "a reasoning model's two streams: its reasoning, and the answer after it",
+                MappingProxyType(_THINKING),
             ),
             Family(
                 "cost",

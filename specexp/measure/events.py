@@ -19,6 +19,9 @@ class TokenEvent(NamedTuple):
 
     t: float
     tokens: int
+    reasoning: bool = False
+    """Tokens of the model's reasoning (a `reasoning_content` delta, or text inside a `<think>`
+    span), not of its answer."""
 
 
 @dataclass(frozen=True)

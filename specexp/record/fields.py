@@ -69,6 +69,10 @@ class Metrics(Named):
     kv_cache_tokens: int | float | None = None
     output_identical: bool | None = None
     task_score: float | None = None
+    reasoning_tokens: int | float | None = None
+    time_to_answer_s: float | None = None
+    reasoning_tps: float | None = None
+    answer_tps: float | None = None
     mean_power_w: float | None = None
     energy_j_per_token: float | None = None
     usd_per_mtok: float | None = None

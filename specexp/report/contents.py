@@ -30,6 +30,7 @@ from specexp.report.sections import (
     prefix_cache_section,
 )
 from specexp.report.tables import Failure, Row, fixed_conditions, rows_of
+from specexp.report.thinking import thinking_section
 
 
 @dataclass(frozen=True)
@@ -94,6 +95,7 @@ CONTENTS: tuple[Section, ...] = (
     Section("method", lambda r: method_section(r.rows, r.results)),
     Section("decode", lambda r: decode_section(r.by_kind["decode"], r.fixed)),
     Section("depth", lambda r: depth_section(r.by_kind["decode"], r.fixed)),
+    Section("thinking", lambda r: thinking_section(r.rows, r.fixed)),
     Section("concurrency", lambda r: concurrency_section(r.by_kind["concurrency"], r.fixed, r.slo)),
     Section("rate", lambda r: rate_section(r.by_kind["rate"], r.fixed, r.slo)),
     Section("cost", lambda r: cost_section(r.rows, r.fixed)),

@@ -177,6 +177,42 @@ METRICS: dict[str, MetricDef] = {
             "scores",
         ),
         MetricDef(
+            "reasoning_tokens",
+            "tok",
+            "",
+            "tokens of a request's reasoning (a reasoning_content delta, or text inside <think> ... "
+            "</think>), mean over the requests that reasoned; null where none did",
+            "reasoning tokens",
+            "thinking",
+        ),
+        MetricDef(
+            "time_to_answer_s",
+            "s",
+            "lower",
+            "request sent -> first chunk carrying answer tokens, after the reasoning (ttft_s is the "
+            "first token of either); null where no request reasoned",
+            "time to answer",
+            "thinking",
+        ),
+        MetricDef(
+            "reasoning_tps",
+            "tok/s",
+            "higher",
+            "(reasoning tokens - 1) / (last reasoning chunk - first), one request; null where none "
+            "reasoned",
+            "reasoning, tok/s",
+            "thinking",
+        ),
+        MetricDef(
+            "answer_tps",
+            "tok/s",
+            "higher",
+            "(answer tokens - 1) / (last answer chunk - first answer chunk), one request that "
+            "reasoned first; null where none did",
+            "answer, tok/s",
+            "thinking",
+        ),
+        MetricDef(
             "mean_power_w",
             "W",
             "",

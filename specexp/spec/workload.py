@@ -121,6 +121,10 @@ class WorkloadSpec(_Spec):
     """Nucleus sampling: tokens are drawn from the smallest set holding this much probability
     (1: all). Left out of run ids at its default."""
     thinking: bool = False
+    thinking_tokens: int | None = Field(default=None, ge=1, exclude_if=lambda v: v is None)
+    """With `thinking` on, the tokens the simulator's model reasons for before it answers: the first
+    this many of each completion are its reasoning (a real model decides that itself, and real
+    engines ignore it). None: the simulated model answers at once. Left out of run ids while None."""
     samples: int | None = Field(default=None, ge=1, exclude_if=lambda v: v is None)
     """Sampled-output check (docs/answers.md section 1): this many completions of each prompt of
     `sample_prompts`, each with a seed of its own, whose first `output_tokens` tokens are kept so

@@ -374,3 +374,32 @@ def test_the_engine_is_read_while_the_window_runs(llama_server: Path, tmp_path: 
         accepted += s["accepted"][-1] - s["accepted"][0]
     assert accepted == m["engine_counters"]["accepted"]
     assert "## What the engine was doing" in (tmp_path / "measurements.md").read_text()
+
+
+def test_a_model_that_reasons_first_is_timed_to_its_answer(
+    llama_server: Path, tmp_path: Path
+) -> None:
+    """A grammar (llama-server's own --grammar-file) makes the tiny model reason in a <think> span
+    and then answer: the stream, as llama-server sends it, is split into its two streams."""
+    grammar = tmp_path / "think.gbnf"
+    grammar.write_text('root ::= "<think>" [a-z ]{8,24} "</think>" "\\n\\n" [a-z ]{8,24}\n')
+    sweep = tmp_path / "sweep"
+    done = run_specexp(
+        sweep,
+        *TINY[:-1],
+        f"runtime.extra_args=[-t,2,--grammar-file,{grammar}]",
+        "workload=short_chat",
+        "workload.output_tokens=96",
+        "workload.ignore_eos=false",
+        "workload.repeats=2",
+    )
+    assert done.returncode == 0, done.stderr
+    (record,) = results(sweep)
+    assert record["status"] == "ok", record["error"]
+    (m,) = record["measurements"]
+    metrics = m["metrics"]
+    # "<think>", 8 to 24 letters and "</think>", a byte token each where nothing longer matches
+    assert 8 <= metrics["reasoning_tokens"] <= 7 + 24 + 8
+    assert metrics["time_to_answer_s"] > metrics["ttft_s"]
+    assert metrics["answer_tps"] > 0 and metrics["reasoning_tps"] > 0
+    assert "## Reasoning and answer" in (sweep / "measurements.md").read_text()

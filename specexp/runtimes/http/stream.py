@@ -16,6 +16,7 @@ from typing import Any
 
 from specexp.measure.events import RequestTrace, TokenEvent
 from specexp.record.writable import encodable
+from specexp.runtimes.http.reasoning import mark_reasoning, split_chunk
 
 
 @dataclass
@@ -145,6 +146,7 @@ def to_trace(
     response_id: str | None = None
     seen, tracked = 0, False
     token_ids: list[int] = []
+    parts: list[tuple[str, str]] = []  # each event's (reasoning, other) text
     for t, chunk in raw.chunks:
         if response_id is None and isinstance(chunk.get("id"), str):
             response_id = chunk["id"]
@@ -170,9 +172,11 @@ def to_trace(
         if text or (tracked and grew > 0):
             events.append(TokenEvent(t=t, tokens=grew if grew > 0 else 1))
             texts.append(text)
+            parts.append(split_chunk(chunk))
         if cumulative is not None:
             tracked = tracked or bool(text)
             seen = max(seen, cumulative)
+    events = mark_reasoning(events, parts)
     extra = details(raw) if details else {}
     completion = _first_int(
         extra.get("completion_tokens"),

@@ -33,6 +33,9 @@ class SimRuntime(Runtime[SimRuntimeSpec]):
 
     def run_window(self, requests: Sequence[Request]) -> list[RequestTrace]:
         traces = self.engine.run(requests, self.spec.workload.max_concurrency)
+        thinks = self.spec.workload.thinking_tokens
+        if thinks is not None:
+            traces = [reasoned(t, thinks) if r.thinking else t for t, r in zip(traces, requests)]
         fault = self.rt.toy_sampler
         if fault is None:
             return traces
@@ -77,6 +80,17 @@ class SimRuntime(Runtime[SimRuntimeSpec]):
 
     def stop(self) -> None:
         pass
+
+
+def reasoned(trace: RequestTrace, tokens: int) -> RequestTrace:
+    """`trace` as a model that reasons for its first `tokens` tokens streams it: a chunk wholly
+    within them is reasoning; the chunk that crosses into the answer is the answer's, as a real
+    stream's chunk holding `</think>` and the answer's first words is."""
+    events, seen = [], 0
+    for e in trace.events:
+        seen += e.tokens
+        events.append(e._replace(reasoning=e.tokens > 0 and seen <= tokens))
+    return replace(trace, events=tuple(events))
 
 
 def state_of(engine: SimEngine) -> EngineState:
