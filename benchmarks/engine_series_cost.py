@@ -1,7 +1,7 @@
 """What reading the engine's state during a window costs the window, on the real llama-server.
 
     export SPECEXP_LLAMA_SERVER=$(scripts/build-llama-server.sh | tail -n1)
-    .venv/bin/python benchmarks/engine_series_cost.py      # about 15 minutes on 2 cores, alone
+    .venv/bin/python benchmarks/engine_series_cost.py      # about 10 minutes on 2 cores, alone
 
 For specexp's tiny model (fast steps: the most readings per token, the worst case) and the trained
 Qwen2.5-Coder-1.5B (Q4_K_M), one llama-server each runs fresh_generation at concurrency 1 and 2 with
