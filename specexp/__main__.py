@@ -13,9 +13,15 @@ from __future__ import annotations
 import sys
 
 HELP_FLAGS = ("--help", "-h")
+SWEEP_FLAGS = ("-m", "--multirun")
 
 
 def main() -> None:
+    # `+experiment=NAME -m hydra.sweep.dir=DIR` reads as the help writes it: Hydra's parser takes
+    # -m only before the overrides, so it is moved there
+    sys.argv[1:] = [a for a in sys.argv[1:] if a in SWEEP_FLAGS] + [
+        a for a in sys.argv[1:] if a not in SWEEP_FLAGS
+    ]
     args = sys.argv[1:]
     if any(a in HELP_FLAGS for a in args):
         from specexp.run.help import help_text

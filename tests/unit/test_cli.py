@@ -192,6 +192,17 @@ def mtp_dspark_sweep(
     return sweep, proc
 
 
+def test_a_sweep_flag_after_the_overrides_still_sweeps(specexp_cli: Cli, tmp_path: Path) -> None:
+    """`+experiment=NAME -m hydra.sweep.dir=DIR`, as the help writes a study's command with a
+    folder added, sweeps where Hydra's own parser would refuse the override after -m."""
+    sweep = tmp_path / "sweep"
+    proc = specexp_cli(
+        "workload.output_tokens=8", "-m", "k=3,8", "drafter=mtp", f"hydra.sweep.dir={sweep}"
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert len(list(sweep.glob("*/result.json"))) == 3  # k = 3 and 8, and the baseline
+
+
 def test_sweep_writes_one_result_per_cell(
     mtp_dspark_sweep: tuple[Path, Any], read_results: Callable[[Path], list[dict[str, Any]]]
 ) -> None:
