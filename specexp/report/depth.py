@@ -24,8 +24,9 @@ from specexp.report.format import arm, number
 from specexp.report.links import anchor
 from specexp.report.tables import DRAFTER_KEYS, Row, baselines, group
 from specexp.report.tables import group_label as label_of
+from specexp.report.versus import crossing_spread, speedup_bounds
 from specexp.spec.arms import arm_label
-from specexp.stats.crossing import crossing, crossing_range
+from specexp.stats.crossing import crossing
 
 TITLE = "Speculation by context depth"
 METRIC = "decode_tps"
@@ -60,9 +61,9 @@ def _point(row: Row, base: Row | None) -> Point | None:
     depth = row.conditions.prompt_tokens
     if not ours or not theirs or depth is None or base is None:
         return None
-    mine = row.spread.get(METRIC) or [ours, ours]
-    other = base.spread.get(METRIC) or [theirs, theirs]
-    return Point(int(depth), ours / theirs, mine[0] / other[1], mine[1] / other[0], row)
+    speedup = ours / theirs
+    low, high = speedup_bounds(row, base, METRIC) or (speedup, speedup)
+    return Point(int(depth), speedup, low, high, row)
 
 
 def _setups(rows: Sequence[Row]) -> list[tuple[dict[str, Any], list[Row], list[Series]]]:
@@ -114,24 +115,18 @@ def said(s: Series) -> str:
         return f"{s.named} pays at every depth measured ({span})"
     before, after = s.points[at - 1], s.points[at]
     near = crossing(before.depth, before.speedup, after.depth, after.speedup)
-    early, late = crossing_range(
-        before.depth, (before.low, before.high), after.depth, (after.low, after.high)
-    )
-    text = (
+    return (
         f"{s.named} stops paying between {number(before.depth)} ({before.speedup:.2f}×) and "
         f"{number(after.depth)} tokens ({after.speedup:.2f}×), crossing near {near:,.0f} "
         "(log-linear in depth)"
+        + crossing_spread(
+            before.depth,
+            (before.low, before.high),
+            after.depth,
+            (after.low, after.high),
+            lambda d: f"{d:,.0f}",
+        )
     )
-    if (before.low, before.high, after.low, after.high) != (
-        before.speedup,
-        before.speedup,
-        after.speedup,
-        after.speedup,
-    ):
-        lo = f"{early:,.0f}" if early is not None else f"before {number(before.depth)}"
-        hi = f"{late:,.0f}" if late is not None else f"beyond {number(after.depth)}"
-        text += f"; over the repeats' spread, {lo} to {hi}"
-    return text
 
 
 def depth_lines(rows: Sequence[Row]) -> list[str]:

@@ -27,6 +27,7 @@ from specexp.report import tables
 from specexp.report.format import arm, number
 from specexp.report.links import table_link
 from specexp.report.tables import DRAFTER_KEYS, Row
+from specexp.report.versus import crossing_spread, speedup_bounds
 from specexp.spec.vocabulary import METRICS, baseline_key, value_key
 from specexp.stats.crossing import crossing
 
@@ -312,22 +313,24 @@ def _falls_back(setup: Setup) -> list[tuple[str, int, float, int, float]]:
 
 
 def _stops_paying(group: Sequence[Setup]) -> list[str]:
-    """Per arm: the first concurrency at which it is slower than no drafter, when it paid before."""
-    levels: dict[tuple[Any, Any], list[tuple[int, float]]] = {}
+    """Per arm: the first concurrency at which it is slower than no drafter, when it paid before,
+    and how far the crossing moves over the repeats' spread."""
+    levels: dict[tuple[Any, Any], list[tuple[int, float, tuple[float, float] | None]]] = {}
     for s in group:
         for r, ratio, _ in s.arms:
             levels.setdefault((r.conditions.drafter, r.conditions.k), []).append(
-                (s.concurrency, ratio)
+                (s.concurrency, ratio, speedup_bounds(r, s.base, s.metric))
             )
     out = []
     for (drafter, k), points in sorted(levels.items(), key=str):
-        points.sort()
-        at = next((i for i, (_, x) in enumerate(points) if x < 1), None)
+        points.sort(key=lambda p: p[0])
+        at = next((i for i, (_, x, _) in enumerate(points) if x < 1), None)
         if at is not None and at > 0 and points[0][1] >= 1:
-            (c0, x0), (c1, x1) = points[at - 1], points[at]
+            (c0, x0, b0), (c1, x1, b1) = points[at - 1], points[at]
             near = crossing(c0, x0, c1, x1)
+            spread = crossing_spread(c0, b0, c1, b1, lambda c: f"{c:.3g}")
             out.append(
                 f"{arm(drafter, k)} at concurrency {c1} ({x1:.2f}×), crossing near {near:.3g} "
-                f"(log-linear from {c0}, {x0:.2f}×)"
+                f"(log-linear from {c0}, {x0:.2f}×{spread})"
             )
     return out

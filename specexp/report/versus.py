@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from specexp.check.judgments import within_noise
 from specexp.report.tables import Row
+from specexp.stats.crossing import crossing_range
 
 
 def speedup_cell(row: Row, base: Row | None, metric: str) -> str:
@@ -43,3 +44,40 @@ def versus_best(row: Row, best: Row | None, metric: str) -> str:
     if row is best:
         return "best"
     return "≈ best (within noise)" if overlaps(row, best, metric) else "—"
+
+
+def speedup_bounds(row: Row, base: Row, metric: str) -> tuple[float, float] | None:
+    """The lowest and the highest speedup the two rows' (min–max) spreads over their repeats allow:
+    the row's lowest over the baseline's highest, and its highest over the baseline's lowest; None
+    where neither side has a spread, or a figure is missing."""
+    ours, theirs = row.metrics.get(metric), base.metrics.get(metric)
+    mine, other = row.spread.get(metric), base.spread.get(metric)
+    if not ours or not theirs or (not mine and not other):
+        return None
+    low, high = mine or [ours, ours]
+    base_low, base_high = other or [theirs, theirs]
+    if base_low <= 0:
+        return None
+    return low / base_high, high / base_low
+
+
+def crossing_spread(
+    c0: float,
+    bounds0: tuple[float, float] | None,
+    c1: float,
+    bounds1: tuple[float, float] | None,
+    show: Callable[[float], str],
+) -> str:
+    """ "; over the repeats' spread, A to B": how far the crossing between levels c0 and c1 moves over
+    the speedups' bounds (specexp.stats.crossing.crossing_range), an end open ("before c0", "beyond
+    c1") where the spread reaches past the bracket; "" without a spread."""
+    if (
+        bounds0 is None
+        or bounds1 is None
+        or (bounds0[0] == bounds0[1] and bounds1[0] == bounds1[1])
+    ):
+        return ""
+    early, late = crossing_range(c0, bounds0, c1, bounds1)
+    low = show(early) if early is not None else f"before {show(c0)}"
+    high = show(late) if late is not None else f"beyond {show(c1)}"
+    return f"; over the repeats' spread, {low} to {high}"
