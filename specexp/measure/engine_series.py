@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Literal, Protocol
 
 from specexp.measure.events import Counters, RequestTrace
 from specexp.record.schema import EngineSeries
@@ -45,7 +45,7 @@ class Readings:
     interval_s: float
     origin: float
     """The window's start on the clock its requests are stamped on."""
-    clock: str = "wall"
+    clock: Literal["wall", "simulated"] = "wall"
     most: int = MAX_READINGS
     """Readings kept at most (thinned evenly)."""
     taken: list[tuple[float, EngineState | None]] = field(default_factory=list)
@@ -74,7 +74,7 @@ class Readings:
 
         return EngineSeries(
             interval_s=self.interval_s,
-            clock="simulated" if self.clock == "simulated" else "wall",
+            clock=self.clock,
             t=[round(t, 6) for t, _ in kept],
             running=column(lambda s: s.running),
             waiting=column(lambda s: s.waiting),

@@ -11,6 +11,7 @@ from specexp.report.blocks import Block, Heading, Paragraph, TableBlock
 from specexp.report.format import Markdown, arm, header, number, run_cell, with_spread
 from specexp.report.tables import SPEC_KEYS, Row, baselines, group, sort_rows, varying
 from specexp.report.tables import group_label as label_of
+from specexp.report.versus import speedup_cell
 from specexp.spec.vocabulary import M
 
 TITLE = "The bill"
@@ -111,13 +112,9 @@ def _bill(row: Row) -> tuple[str, float] | None:
 
 
 def _versus(row: Row, base: Row | None) -> str:
-    if row.conditions.drafter == "none":
-        return "baseline"
+    """The row's bill over its baseline's, of the bill the row has."""
     mine = _bill(row)
-    theirs = base.metrics.get(mine[0]) if base is not None and mine is not None else None
-    if mine is None or not theirs:
-        return "no baseline"
-    return f"{mine[1] / theirs:.2f}×"
+    return speedup_cell(row, base, mine[0] if mine is not None else BILLS[0])
 
 
 def _cheapest(members: Sequence[Row]) -> Markdown | None:

@@ -11,6 +11,7 @@ from specexp.report.blocks import Block, Heading, Paragraph, TableBlock
 from specexp.report.format import Markdown, header, number, run_cell, with_spread
 from specexp.report.tables import SPEC_KEYS, Row, baselines, group, sort_rows, varying
 from specexp.report.tables import group_label as label_of
+from specexp.report.versus import speedup_cell
 from specexp.spec.vocabulary import M
 
 TITLE = "Reasoning and answer"
@@ -44,7 +45,7 @@ def thinking_section(rows: Sequence[Row], fixed: dict[str, Any]) -> list[Block]:
             body.append(
                 [number(r.get(c)) for c in columns]
                 + [with_spread(r.metrics.get(m), r.spread.get(m), m) for m in FIGURES]
-                + [_versus(r, base, m) for m in VERSUS]
+                + [speedup_cell(r, base, m) for m in VERSUS]
                 + [run_cell(r.run_id, r.link)]
             )
         blocks.append(Heading(label_of(conditions, fixed) or "All runs", 3))
@@ -62,13 +63,3 @@ def thinking_section(rows: Sequence[Row], fixed: dict[str, Any]) -> list[Block]:
             )
         )
     return blocks
-
-
-def _versus(row: Row, base: Row | None, metric: str) -> str:
-    if row.conditions.drafter == "none":
-        return "baseline"
-    ours = row.metrics.get(metric)
-    theirs = base.metrics.get(metric) if base is not None else None
-    if not ours or not theirs:
-        return "—"
-    return f"{ours / theirs:.2f}×"

@@ -365,8 +365,11 @@ def test_the_engine_is_read_while_the_window_runs(llama_server: Path, tmp_path: 
     (m,) = record["measurements"]
     accepted = 0.0
     for s in m["engine_series"]:
-        assert s["clock"] == "wall" and s["failed"] == 0 and 0 < s["read_s"] < 0.05
+        assert s["clock"] == "wall" and s["failed"] == 0
         assert len(s["t"]) >= 3 and s["t"] == sorted(s["t"])
+        # a reading is over before the next begins: its time fits the longest gap between two
+        gaps = [b - a for a, b in zip(s["t"], s["t"][1:])]
+        assert 0 < s["read_s"] <= max(gaps)
         assert max(s["running"]) == 2  # llamacpp:requests_processing: both slots busy
         assert all(v is None for v in s["kv_usage"])  # this build exports no KV gauge
         for sent, first, last in s["requests"]:

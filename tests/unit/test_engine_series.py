@@ -114,3 +114,21 @@ def test_a_long_windows_readings_are_thinned_evenly_keeping_both_ends() -> None:
     series = readings.series([])
     assert series is not None and len(series.t) == MAX_READINGS and series.failed == 1
     assert series.running[-1] is None  # the unanswered reading is null, not 0
+
+
+def test_a_reused_server_reads_at_the_interval_of_the_job_it_serves(
+    make_spec: Any, tmp_path: Path
+) -> None:
+    """A server held for the next job of the same configuration serves that job's spec: its
+    readings follow that job's interval, or stop where it asks for none."""
+    from specexp.runtimes.base import runtime_for
+
+    setup = ("runtime=llamacpp", "model=tiny", "quantization=f32", "hardware=cpu")
+    runtime = runtime_for("llamacpp")(make_spec(*setup), tmp_path)
+    first = runtime.engine_series()
+    assert first is not None and first.interval_s == 0.5
+    runtime.spec = make_spec(*setup, "workload.engine_series_interval_s=0.1")
+    second = runtime.engine_series()
+    assert second is not None and second.interval_s == 0.1
+    runtime.spec = make_spec(*setup, "workload.engine_series_interval_s=null")
+    assert runtime.engine_series() is None

@@ -27,7 +27,7 @@ from specexp.runtimes.base import Runtime, settings_as
 from specexp.runtimes.http import promtext
 from specexp.runtimes.http.client import RawStream, send_offsets, stream_window, to_trace
 from specexp.runtimes.http.process import HIGHEST_PORT, ServerProcess, free_port
-from specexp.runtimes.http.series import MetricsReader
+from specexp.runtimes.http.series import MetricsReader, NoExposition, read_exposition
 from specexp.spec.runtime import EndpointRuntimeSpec, ServerRuntimeSpec
 
 E = TypeVar("E", bound=EndpointRuntimeSpec)
@@ -318,31 +318,19 @@ class HttpRuntime(Runtime[E]):
     def counters(self) -> Counters:
         if self.metrics_path is None:
             return Counters()
+        dropped: list[str] = []
         try:
             with self.sync_client() as client:
-                response = client.get(self.metrics_path)
-            if response.status_code != 200:
-                self._note(
-                    f"{self.metrics_path} answered HTTP {response.status_code}: engine counters unavailable"
-                )
-                return Counters()
-            dropped: list[str] = []
-            counters = self.map_counters(promtext.parse(response.text, dropped))
-            if dropped:
-                self._note(
-                    f"{self.metrics_path} gave {', '.join(dropped[:4])} as NaN or ±Inf: "
-                    "left out, as a counter that counts nothing"
-                )
-            return counters
-        except httpx.HTTPError as err:
+                samples = read_exposition(client, self.metrics_path, dropped)
+        except NoExposition as err:
+            self._note(f"{err}: engine counters unavailable")
+            return Counters()
+        if dropped:
             self._note(
-                f"{self.metrics_path} unreachable ({type(err).__name__}): engine counters unavailable"
+                f"{self.metrics_path} gave {', '.join(dropped[:4])} as NaN or ±Inf: "
+                "left out, as a counter that counts nothing"
             )
-        except ValueError as err:
-            self._note(
-                f"{self.metrics_path} is not a Prometheus exposition ({err}): engine counters unavailable"
-            )
-        return Counters()
+        return self.map_counters(samples)
 
     def _note(self, text: str) -> None:
         self._notes = self._notes or []
@@ -379,8 +367,11 @@ class HttpRuntime(Runtime[E]):
         interval = self.spec.workload.engine_series_interval_s
         if interval is None or self.metrics_path is None:
             return None
-        if self._series is None:
+        if self._reader is None:
             self._reader = MetricsReader(self)
+        if (
+            self._series is None or self._series.interval_s != interval
+        ):  # a reused server's next job
             self._series = PollingSampler(self._reader, interval)
         return self._series
 

@@ -12,6 +12,28 @@ from specexp.measure.events import Counters
 from specexp.runtimes.http import promtext
 
 
+class NoExposition(Exception):
+    """The metrics endpoint gave no exposition: why, in one line naming the path."""
+
+
+def read_exposition(
+    client: httpx.Client, path: str, dropped: list[str] | None = None
+) -> list[promtext.Sample]:
+    """The samples of the exposition at `path` (a NaN or ±Inf sample left out, named in `dropped`);
+    NoExposition where the server cannot be reached, answers other than 200, or sends no
+    Prometheus text."""
+    try:
+        response = client.get(path)
+    except httpx.HTTPError as err:
+        raise NoExposition(f"{path} unreachable ({type(err).__name__})") from err
+    if response.status_code != 200:
+        raise NoExposition(f"{path} answered HTTP {response.status_code}")
+    try:
+        return promtext.parse(response.text, dropped)
+    except ValueError as err:
+        raise NoExposition(f"{path} is not a Prometheus exposition ({err})") from err
+
+
 class Reads(Protocol):
     """What a reader asks of the runtime it reads."""
 
@@ -40,11 +62,8 @@ class MetricsReader:
         if self.client is None:
             self.client = self.runtime.sync_client()
         try:
-            response = self.client.get(path)
-            if response.status_code != 200:
-                return None
-            samples = promtext.parse(response.text)
-        except (httpx.HTTPError, ValueError):
+            samples = read_exposition(self.client, path)
+        except NoExposition:
             return None
         running, waiting, kv_usage = self.runtime.load_metrics
         return EngineState(

@@ -90,20 +90,8 @@ def _line(raw: RawStream, t: float, line: bytes) -> None:
 
 def chunk_text(chunk: dict[str, Any]) -> str:
     """Generated text of one chunk (chat delta content or reasoning, or completion text)."""
-    choices = chunk.get("choices") or []
-    if not choices and isinstance(chunk.get("message"), dict):  # Ollama native /api/chat
-        return "".join(str(chunk["message"].get(k) or "") for k in ("thinking", "content"))
-    if not choices and isinstance(chunk.get("response"), str):  # Ollama native /api/generate
-        return chunk["response"]
-    if not choices or not isinstance(choices[0], dict):
-        return ""
-    choice = choices[0]
-    delta = choice.get("delta")
-    if isinstance(delta, dict):
-        return "".join(
-            str(delta.get(k) or "") for k in ("reasoning_content", "reasoning", "content")
-        )
-    return str(choice.get("text") or "")
+    reasoning, other = split_chunk(chunk)
+    return reasoning + other
 
 
 def chunk_token_ids(chunk: dict[str, Any]) -> list[int]:
