@@ -60,6 +60,7 @@ CONDITION_KEYS = (
     "temperature",
     "top_p",
     "repeats",
+    "server_starts",
     "source",
 )
 """docs/vocabulary.md section 1: the first written 23, plus `max_model_len` and `draft_model`, plus

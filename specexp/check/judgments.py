@@ -7,8 +7,10 @@ measurement and results.jsonl carries for pandas, polars or duckdb.
   report's table of its section divides: `decode_tps` in the decode section (a run of single
   streams), `aggregate_tps` in the concurrency section (a run that measured more than one
   stream at once); the prefill, prefix-cache and open-loop sections show no speedup, so their
-  measurements have none. `speedup_within_noise`: the two (min-max) spreads over the repeats
-  overlap, so the difference is not beyond the run-to-run spread. `pass_cost_steps`: what one
+  measurements have none. `speedup_interval`: the speedup's 95 % bootstrap interval over both
+  sides' runs (specexp.stats.bootstrap: server starts where there were several, else windows), and
+  `speedup_within_noise`: that interval holds 1, so the difference is not beyond what a rerun
+  moves. `pass_cost_steps`: what one
   speculative pass costs in plain decode steps of the baseline (tokens_per_pass x baseline
   decode_tps / decode_tps): a drafter pays when it is below tokens_per_pass.
 - the answer checks (specexp.check.answers, docs/answers.md): `sampled_verdict`,
@@ -28,16 +30,23 @@ from specexp.check.runs import Run, runs_of
 from specexp.record import Judgments, RunRecord
 from specexp.record.kinds import measurement_kinds
 from specexp.spec.vocabulary import Baselines
+from specexp.stats.bootstrap import Runs, holds_one, ratio_interval
 
 SPEEDUP_METRIC = {"decode": "decode_tps", "concurrency": "aggregate_tps"}
 """The throughput a speedup divides, in the sections that show one."""
 
 
-def within_noise(ours: Sequence[float] | None, theirs: Sequence[float] | None) -> bool | None:
-    """Whether two figures' (min-max) spreads over their repeats overlap, so that their difference
-    is not beyond the run-to-run spread; None when there is no spread to judge by (a side without
-    one, or one repeat on each side). The one noise rule of the report, its findings,
-    results.jsonl and `--compare`."""
+def within_noise(ours: Runs | None, theirs: Runs | None) -> bool | None:
+    """Whether the 95 % bootstrap interval of ours / theirs holds 1 (specexp.stats.bootstrap), so
+    that their difference is not beyond what rerunning moves; None with fewer than two runs on a
+    side (nothing to judge by). The one noise rule of the report, its findings, results.jsonl and
+    `--compare`."""
+    return holds_one(ratio_interval(ours, theirs))
+
+
+def spreads_overlap(ours: Sequence[float] | None, theirs: Sequence[float] | None) -> bool | None:
+    """The noise rule of results.jsonl lines written before they held their windows' values: the
+    two (min-max) spreads overlap; None without a spread on either side."""
     if not ours or not theirs or (ours[0] == ours[1] and theirs[0] == theirs[1]):
         return None
     return bool(ours[0] <= theirs[1] and theirs[0] <= ours[1])
@@ -86,17 +95,18 @@ def judgments(found: Sequence[tuple[Path, RunRecord]]) -> dict[tuple[str, int], 
             (run.metrics.get(metric), base.metrics.get(metric)) if base and metric else (None, None)
         )
         speedup = ours / theirs if ours and theirs else None
-        noise = (
+        bounds = (
             None
             if speedup is None or metric is None or base is None
-            else within_noise(run.spread.get(metric), base.spread.get(metric))
+            else ratio_interval(run.runs(metric), base.runs(metric))
         )
         out[(run.run_id, index)] = Judgments(
             output_identical=run.metrics.output_identical,
             baseline_run_id=base.run_id if base else None,
             speedup_metric=metric if base else None,
             speedup_vs_baseline=speedup,
-            speedup_within_noise=noise,
+            speedup_within_noise=holds_one(bounds),
+            speedup_interval=list(bounds) if bounds else None,
             pass_cost_steps=pass_cost_steps(run, base),
             **answer_judgments(answers.get((run.run_id, index))),
         )

@@ -21,6 +21,7 @@ from specexp.check.identity import output_identity
 from specexp.record import RunRecord
 from specexp.record.schema import Conditions, Metrics
 from specexp.spec.vocabulary import METRICS
+from specexp.stats.bootstrap import Runs, metric_runs
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,14 @@ class Run:
     """Open-loop and SLO verdicts of the measurement: `load_delivered`, `slo_met` (where set)."""
     beyond_stream: Mapping[str, int] = field(default_factory=dict)
     """By request id, tokens the server's usage counted beyond what the client was streamed."""
+    samples: Mapping[str, list[Any]] = field(default_factory=dict)
+    """Each metric's value in each timed window behind the median (null where a window had none)."""
+    server_start: tuple[int, ...] | None = None
+    """The server start of each window (None: one server)."""
+
+    def runs(self, metric: str) -> Runs | None:
+        """`metric`'s value in each window with its server start: what its interval resamples."""
+        return metric_runs(self.samples, self.server_start, metric)
 
     def get(self, condition: str) -> Any:
         """A condition named by a variable (a table's column); literal names read as attributes."""
@@ -114,6 +123,8 @@ def runs_of(
                     }
                 ),
                 MappingProxyType(dict(m.tokens_beyond_stream)),
+                MappingProxyType(dict(m.samples)),
+                tuple(m.server_start) if m.server_start else None,
             )
         )
     return runs

@@ -104,7 +104,8 @@ def run_conditions(
         "thinking": w.thinking,
         "temperature": w.temperature,
         "top_p": w.top_p,
-        "repeats": w.repeats,
+        "repeats": w.repeats * w.server_starts,
+        "server_starts": w.server_starts,
         "source": source,
     }
     assert tuple(values) == NAMES, "run_conditions must set every condition of the vocabulary"

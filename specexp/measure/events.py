@@ -249,6 +249,8 @@ class Window:
     repeat: int = 0
     warmup: bool = False
     """A warm-up or cache-priming window: its requests are recorded and count in no figure."""
+    server_start: int = 0
+    """The server start it ran on (0-based; `workload.server_starts`)."""
     client: ClientStats | None = None
     telemetry: dict[str, Any] | None = None
     """The GPU's power, energy, memory, utilisation and clocks over the window (specexp.measure.telemetry),

@@ -128,6 +128,7 @@ def _measurement(
             "category": point.category,
             "eval_items": sum(len(w.task_items) for w in windows) or None,
             "repeats": len(windows),
+            "server_starts": len({w.server_start for w in windows}),
         }
     )
     # the pooled acceptance figures keep their per-window samples too, so repeats show a spread
@@ -140,6 +141,9 @@ def _measurement(
         token_source="client" if any(t.token_source == "client" for t in traces) else "server",
         samples=kept,
         spread={n: _spread(v) for n, v in kept.items() if _spread(v)},
+        server_start=[w.server_start for w in windows]
+        if any(w.server_start for w in windows)
+        else None,
         requests=[t.request_id for t in traces],
         completions={
             t.request_id: hashlib.sha256(t.text.encode(errors="replace")).hexdigest()[:16]

@@ -30,6 +30,7 @@ def request_line(
         "request_id": trace.request_id,
         "window": index,
         "repeat": window.repeat,
+        **({"server_start": window.server_start} if window.server_start else {}),
         "warmup": window.warmup,
         **({"discarded": window.discarded} if window.discarded else {}),
         "prompt_tokens_target": window.point.prompt_tokens,

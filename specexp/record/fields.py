@@ -47,6 +47,7 @@ class Conditions(Named):
     temperature: float | None
     top_p: float | None = None
     repeats: int | None
+    server_starts: int | None = None
     source: str | None
 
 

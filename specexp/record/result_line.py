@@ -17,6 +17,7 @@ from pydantic import ValidationError, field_validator
 
 from specexp.record.fields import Conditions, Metrics
 from specexp.record.named import Record
+from specexp.stats.bootstrap import Runs, metric_runs
 
 
 class LineError(ValueError):
@@ -37,6 +38,10 @@ class Judgments(Record):
     speedup_metric: str | None = None
     speedup_vs_baseline: float | None = None
     speedup_within_noise: bool | None = None
+    """The speedup's interval (`speedup_interval`) holds 1: not beyond what reruns move it."""
+    speedup_interval: list[float] | None = None
+    """The speedup's 95 % bootstrap interval over both sides' runs (server starts where there were
+    several, else windows; specexp.stats.bootstrap); null with fewer than two runs on a side."""
     pass_cost_steps: float | None = None
     sampled_verdict: str | None = None
     sampled_p_value: float | None = None
@@ -56,6 +61,13 @@ class ResultLine(Record):
     metrics: Metrics | None
     """None: a record without measurements (written as `{}`)."""
     spread: dict[str, list[float]] | None = None
+    samples: dict[str, list[float | None]] | None = None
+    """The headline metrics' (those `--compare` judges) value in each timed window: what their
+    intervals, and a comparison's, resample. None: a line written before lines held them."""
+    server_start: list[int] | None = None
+    """The server start of each of those windows (None: one server)."""
+    interval: dict[str, list[float]] | None = None
+    """Each headline metric's 95 % bootstrap interval over its runs (specexp.stats.bootstrap)."""
     judgments: Judgments | None = None
     """The read-time judgments (specexp.check.judgments), where the lines were written with them."""
 
@@ -63,6 +75,10 @@ class ResultLine(Record):
     @classmethod
     def _none_for_empty(cls, value: Any) -> Any:
         return None if value == {} else value
+
+    def runs(self, metric: str) -> Runs | None:
+        """`metric`'s value in each window with its server start (None: the line holds none)."""
+        return metric_runs(self.samples, self.server_start, metric)
 
     @property
     def measured(self) -> bool:
@@ -80,6 +96,9 @@ class ResultLine(Record):
         }
         if self.spread is not None:
             out["spread"] = self.spread
+        for key in ("samples", "server_start", "interval"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
         if self.judgments is not None:
             out["judgments"] = self.judgments.model_dump()
         return json.dumps(out)

@@ -216,6 +216,9 @@ class Measurement(Record):
     """Per repeat, every metric behind a median (null where a repeat had none)."""
     spread: dict[str, list[float]] = {}
     """[min, max] of each metric's samples."""
+    server_start: list[int] | None = None
+    """Per repeat (in the order of `samples`), the server start it ran on (0-based;
+    `workload.server_starts`); None: every repeat ran on one server."""
     requests: list[str] = []
     completions: dict[str, str] = {}
     """A digest of each completion's text by request id: the fact output identity is judged from."""

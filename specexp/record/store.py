@@ -21,6 +21,8 @@ from pydantic import ValidationError
 from specexp.record.result_line import Judgments, ResultLine
 from specexp.record.schema import SCHEMA, RunRecord
 from specexp.record.writable import writable
+from specexp.spec.metric_defs import COMPARED
+from specexp.stats.bootstrap import interval, metric_runs
 
 log = logging.getLogger(__name__)
 
@@ -202,6 +204,13 @@ def results_lines(records: Iterable[RunRecord], judged: Judged | None = None) ->
                 )
             )
         for i, m in enumerate(record.measurements):
+            windows = {name: list(v) for name, v in m.samples.items() if name in COMPARED}
+            bounds = {
+                name: list(b)
+                for name, values in windows.items()
+                if len(values) > 1
+                and (b := interval(metric_runs(m.samples, m.server_start, name))) is not None
+            }
             lines.append(
                 ResultLine(
                     run_id=record.run_id,
@@ -209,6 +218,9 @@ def results_lines(records: Iterable[RunRecord], judged: Judged | None = None) ->
                     conditions=m.conditions,
                     metrics=m.metrics,
                     spread=dict(m.spread),
+                    samples=windows,
+                    server_start=list(m.server_start) if m.server_start else None,
+                    interval=bounds or None,
                     judgments=None
                     if judged is None
                     else judged.get((record.run_id, i), Judgments()),

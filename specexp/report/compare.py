@@ -9,8 +9,11 @@ upgrade, a flag or a drafter checkpoint:
   Provenance (git sha, dates, specexp version) is named beside it but changes nothing.
 - **Pairs** are measurements whose other conditions are all equal (`value_key`, the vocabulary's
   equality). For each pair, every headline metric both have is shown as AFTER ÷ BEFORE, with its
-  verdict: beyond noise when the two (min–max) spreads over the repeats do not overlap, within
-  noise when they do, and "one repeat" when either side has none (no spread to judge by).
+  verdict: beyond noise when the 95 % bootstrap interval of AFTER ÷ BEFORE over both sides' runs
+  leaves out 1 (specexp.stats.bootstrap: server starts where there were several, else windows),
+  within noise when it holds 1, and "one repeat" when a side has fewer than two runs (nothing to
+  judge by). A results.jsonl written before lines held their windows' values is judged by the
+  rule it was written under: the two (min–max) spreads overlap.
 - **Unpaired** measurements are listed with why: the conditions in which the nearest measurement
   of the other sweep differs. A condition that differs for some pairs only is a confounder, not the
   change, and stops those pairs.
@@ -27,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from specexp.check.judgments import judgments, within_noise
+from specexp.check.judgments import judgments, spreads_overlap, within_noise
 from specexp.record import LineError, ResultLine, find_records, read_result_lines, results_lines
 from specexp.record.escape import Markdown, cell, code_span
 from specexp.report.blocks import Block, Heading, Paragraph, TableBlock
@@ -198,7 +201,11 @@ def _deltas(a: ResultLine, b: ResultLine) -> list[Delta]:
         y = b.metrics.get(m) if b.metrics is not None else None
         if not isinstance(x, (int, float)) or not isinstance(y, (int, float)) or not x:
             continue
-        noise = within_noise((a.spread or {}).get(m), (b.spread or {}).get(m))
+        noise = (
+            within_noise(a.runs(m), b.runs(m))
+            if a.samples is not None and b.samples is not None
+            else spreads_overlap((a.spread or {}).get(m), (b.spread or {}).get(m))
+        )
         higher = METRICS[m].better == "higher"
         if y == x:
             verdict = "same"

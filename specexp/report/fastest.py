@@ -74,11 +74,11 @@ def arm_of(row: Row) -> str:
 
 
 def speedup(row: Row, base: Row, metric: str) -> tuple[float, bool | None] | None:
-    """`row`'s metric over its baseline's, and whether their spreads overlap."""
+    """`row`'s metric over its baseline's, and whether it is within noise."""
     ours, theirs = row.metrics.get(metric), base.metrics.get(metric)
     if not ours or not theirs:
         return None
-    return ours / theirs, within_noise(row.spread.get(metric), base.spread.get(metric))
+    return ours / theirs, within_noise(row.runs(metric), base.runs(metric))
 
 
 def setups(rows: Sequence[Row], by_row: dict[int, str]) -> list[Setup]:

@@ -23,17 +23,17 @@ def speedup_cell(row: Row, base: Row | None, metric: str) -> str:
 
 
 def overlaps(a: Row, b: Row, metric: str) -> bool:
-    """The two rows' (min–max) spreads of `metric` overlap: their difference is within noise."""
-    return bool(within_noise(a.spread.get(metric), b.spread.get(metric)))
+    """The two rows' ratio of `metric` is within noise (its bootstrap interval holds 1)."""
+    return bool(within_noise(a.runs(metric), b.runs(metric)))
 
 
 def best_of(members: Sequence[Row], metric: str) -> Row | None:
-    """The fastest of `members` in `metric`, where there is a spread to judge the others by (two
-    rows or more, one with repeats that differ); else None."""
+    """The fastest of `members` in `metric`, where there are runs to judge the others by (two rows
+    or more, each of two runs or more); else None."""
     ranked = [r for r in members if r.metrics.get(metric) is not None]
-    spread = [r.spread.get(metric) for r in ranked]
-    if len(ranked) < 2 or not any(s and s[0] != s[1] for s in spread):
-        return None  # one repeat each: no spread to say what is within noise
+    judged = [r for r in ranked if (runs := r.runs(metric)) is not None and len(runs.values) > 1]
+    if len(ranked) < 2 or len(judged) < 2:
+        return None  # one repeat each: nothing to say what is within noise
     return max(ranked, key=lambda r: r.metrics.get(metric))
 
 

@@ -298,6 +298,13 @@ def to_spec(
             "workload.search",
             f"search={spec.workload.search} needs an SLO: set slo.ttft_s, slo.tpot_s or slo.e2e_s",
         )
+    if spec.workload.server_starts > 1 and getattr(spec.runtime, "url", None):
+        raise SpecError(
+            where_set("workload.server_starts", None, overrides),
+            "workload.server_starts",
+            f"{spec.workload.server_starts} fresh starts of a server specexp does not start "
+            "(runtime.url): it cannot restart it; accepted: 1 with runtime.url",
+        )
     from specexp.spec.input_files import check_files  # trace and dataset files: read first
 
     check_files(spec.workload)

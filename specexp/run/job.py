@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -73,6 +73,8 @@ class _Progress:
     reused: bool = False
     argv: list[str] | None = None
     drafter_config: str | None = None
+    notes: list[str] = field(default_factory=list)
+    """What the runtime of an earlier server start could not read (its notes, before it stopped)."""
 
 
 def run_job(
@@ -101,33 +103,25 @@ def run_job(
     started = provenance.now()
     progress = _Progress()
     runtime = None
+    starts = spec.workload.server_starts
     try:
-        runtime, progress.info, progress.reused = pool.acquire(
-            cell.server_key, spec, job_dir, lambda: runtime_cls(spec, job_dir)
-        )
-        progress.argv, progress.drafter_config = runtime.server_argv(), runtime.drafter_config()
-        prompts = (
-            PromptBuilder(
-                spec.workload,
-                runtime.tokenize,
-                runtime.detokenize,
-                prompt_counter(runtime, spec.workload),
+        for start in range(starts):
+            if starts > 1:  # every start a fresh server: none held from an earlier job or start
+                if runtime is not None:
+                    progress.notes += [n for n in runtime.notes() if n not in progress.notes]
+                    pool.discard(runtime)
+                pool.release()
+            runtime, progress.info, progress.reused = pool.acquire(
+                cell.server_key,
+                spec,
+                job_dir,
+                lambda start=start: runtime_cls(spec, job_dir, server_start=start),
             )
-            if runtime_cls.reads_prompts
-            else None
-        )
-        for window in drive(
-            runtime,
-            spec.workload,
-            marker=prompt_marker(cell),
-            prompt_for=prompts,
-            warmups=True,
-            seed=spec.seed,
-            slo=spec.slo,
-        ):
-            progress.windows.append(window)
-            interrupt.check()  # a Ctrl-C that an event loop absorbed still ends the job here
-            _raise_on_failed_requests(window, runtime)
+            progress.argv, progress.drafter_config = runtime.server_argv(), runtime.drafter_config()
+            for window in _measure(cell, runtime, start):
+                progress.windows.append(window)
+                interrupt.check()  # a Ctrl-C that an event loop absorbed still ends the job here
+                _raise_on_failed_requests(window, runtime)
         progress.status = "ok"
     except KeyboardInterrupt:
         progress.error = ErrorInfo(
@@ -164,6 +158,33 @@ def run_job(
             log_tail=runtime.log_tail() if runtime else "",
         )
         return _finish(cell, progress, runtime, job_dir, overrides, config, started, False)
+
+
+def _measure(cell: Cell, runtime: Runtime, start: int) -> Iterator[Window]:
+    """The job's workload driven through one started server, its windows marked with the start;
+    a later start's requests carry a marker of their own (`-s1`, ...), as a later repeat's do."""
+    spec = cell.spec
+    prompts = (
+        PromptBuilder(
+            spec.workload,
+            runtime.tokenize,
+            runtime.detokenize,
+            prompt_counter(runtime, spec.workload),
+        )
+        if type(runtime).reads_prompts
+        else None
+    )
+    marker = prompt_marker(cell) + (f"-s{start}" if start else "")
+    for window in drive(
+        runtime,
+        spec.workload,
+        marker=marker,
+        prompt_for=prompts,
+        warmups=True,
+        seed=spec.seed,
+        slo=spec.slo,
+    ):
+        yield replace(window, server_start=start) if start else window
 
 
 def prompt_counter(runtime: Runtime, workload: WorkloadSpec) -> CountPrompt:
@@ -303,7 +324,10 @@ def _finish(
         )
         if measured
         else [],
-        notes=(runtime.notes() if runtime is not None else []),
+        notes=[
+            *progress.notes,
+            *(n for n in (runtime.notes() if runtime else []) if n not in progress.notes),
+        ],
     )
     notes = [*record.notes, *measured_notes(record), *prompt_length_notes(progress.windows)]
     record = record.model_copy(update={"notes": notes})

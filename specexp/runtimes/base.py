@@ -50,9 +50,17 @@ class Runtime(ABC, Generic[S]):
     """The engine reads the prompt text (False: it goes by each request's token counts and cache
     group alone, as the simulator does, so no prompt text need be built)."""
 
-    def __init__(self, spec: ExperimentSpec, job_dir: Path) -> None:
+    def __init__(self, spec: ExperimentSpec, job_dir: Path, server_start: int = 0) -> None:
         self.spec = spec
         self.job_dir = job_dir
+        self.server_start = server_start
+        """Which of the job's fresh server starts this is (0-based; `workload.server_starts`)."""
+
+    @property
+    def log_name(self) -> str:
+        """The server log's file in the job's folder: `server.log`, and `server-start-N.log` for
+        the N-th start after the first (each start's log whole, read on its own)."""
+        return f"server-start-{self.server_start}.log" if self.server_start else "server.log"
 
     @property
     def rt(self) -> S:

@@ -76,6 +76,8 @@ class SimEngine:
         self.memory = memory
         self.pool = KvPool(memory.kv_bytes if memory is not None else float("inf"))
         self.clock = 0.0
+        self.pace = 1.0
+        """A factor on every step's time: this start of the server's own speed (sim.startup.start_pace)."""
         self.frontend = Frontend(self.profile)
         """What a request costs before the scheduler can take it (specexp/sim/frontend.py)."""
         self._slot_last_used = (
@@ -300,8 +302,9 @@ class SimEngine:
             if p.sampling == "per_token"
             else len(decoding)
         ) + sum(1 for s, n in chunks if s.prefilled + n == s.prompt)
+        seconds *= self.pace
         self.held.release(self.clock + (seconds if self.passes.kernel_by_kernel else 0.0))
-        self.clock += seconds + self._step_s + p.seq_overhead_ms * sampled / 1e3
+        self.clock += seconds + (self._step_s + p.seq_overhead_ms * sampled / 1e3) * self.pace
         emitted = [(s, self._emit(s, a + 1)) for s, (_, a) in zip(decoding, proposed, strict=True)]
         for s, n in chunks:
             s.checkpoints |= self.layout.kept_states(

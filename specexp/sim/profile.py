@@ -180,6 +180,12 @@ class EngineProfile(BaseModel):
     it drafts (llama.cpp's draft-simple `process` takes the target's batch, prompts and verify
     tokens alike), besides its sequential passes: one per position drafted, and one more for the
     position whose token it drew under p_min. False: k sequential passes."""
+    start_spread: float | None = Field(default=None, ge=0)
+    """How far a fresh start of the server moves its speed: the standard deviation of the log of a
+    start's pace (a factor on every step's time), measured by starting the same job again on the
+    same machine. A job of `workload.server_starts` > 1 draws each start's pace from it (each
+    cell's starts their own draws); a job of one start runs at the profile's figures. None: not
+    measured for this engine, and simulated starts differ in their acceptance draws alone."""
     calibrations: dict[str, str] = {}
     """Device id -> what the figures were checked against on it."""
     devices: dict[str, dict[str, Any]] = {}

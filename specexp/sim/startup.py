@@ -3,7 +3,11 @@ the engine built from them (what the runtime adapter and the HTTP server both se
 
 from __future__ import annotations
 
+import hashlib
+import math
 from dataclasses import dataclass
+
+import numpy as np
 
 from specexp import __version__
 from specexp.measure.events import EngineInfo, RuntimeFailure
@@ -18,6 +22,8 @@ from specexp.spec.experiment import ExperimentSpec, HardwareSpec
 from specexp.spec.runtime import SimRuntimeSpec
 
 GIB = 1024**3
+START_SEED_STEP = 1_000_003
+"""A later server start's acceptance draws: the seed moved this far per start (a fresh sequence)."""
 
 
 @dataclass(frozen=True)
@@ -126,10 +132,22 @@ def prefill_hardware(hw: HardwareSpec, share: float) -> HardwareSpec:
     return hw.model_copy(update={"achieved": achieved})
 
 
+def start_pace(spec: ExperimentSpec, profile: EngineProfile, server_start: int) -> float:
+    """This start's factor on every step's time: 1 for a job of one start; with
+    `workload.server_starts` > 1, exp(start_spread x z), z a standard normal drawn from the job's
+    spec and the start's number (each start of each cell a draw of its own, the same on every run)."""
+    if spec.workload.server_starts < 2 or not profile.start_spread:
+        return 1.0
+    blob = f"{spec.model_dump_json(exclude={'experiment', 'stated', 'requested_k'})}#{server_start}"
+    seed = int.from_bytes(hashlib.sha256(blob.encode()).digest()[:8], "big")
+    return math.exp(profile.start_spread * float(np.random.default_rng(seed).standard_normal()))
+
+
 def start_engine(
-    spec: ExperimentSpec, profile: EngineProfile | None = None
+    spec: ExperimentSpec, profile: EngineProfile | None = None, server_start: int = 0
 ) -> tuple[EngineInfo, SimEngine]:
-    """Plan the server and build its engine; RuntimeFailure where a real engine refuses."""
+    """Plan the server and build its engine (the job's `server_start`-th start: its own pace and
+    acceptance draws); RuntimeFailure where a real engine refuses."""
     rt = spec.runtime
     plan = plan_server(spec, profile=profile)
     target, memory, layout, k = plan.target, plan.memory, plan.layout, plan.k
@@ -144,7 +162,10 @@ def start_engine(
             catch_up=profile.draft_model_catch_up,
         )
         acceptance = AcceptanceModel(
-            spec.drafter, spec.workload.acceptance_class, spec.quantization.name, spec.seed
+            spec.drafter,
+            spec.workload.acceptance_class,
+            spec.quantization.name,
+            spec.seed + START_SEED_STEP * server_start,
         )
     engine = SimEngine(
         target,
@@ -160,6 +181,7 @@ def start_engine(
         drafter=spec.drafter.name,
         cuda_graph_max_tokens=rt.cuda_graph_max_tokens if isinstance(rt, SimRuntimeSpec) else None,
     )
+    engine.pace = start_pace(spec, profile, server_start)
     details = {
         "weight_gib": round(memory.weight_bytes / GIB, 2),
         "activation_gib": round(memory.activation_bytes / GIB, 2),

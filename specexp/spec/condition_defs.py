@@ -250,9 +250,19 @@ CONDITIONS: Mapping[str, Condition] = MappingProxyType(
                 "repeats",
                 int,
                 "provenance",
-                "independent repetitions behind the figure",
+                "independent repetitions behind the figure (timed windows, over every server start)",
                 minimum=1,
                 baseline_may_differ=True,
+            ),
+            _c(
+                "server_starts",
+                int,
+                "provenance",
+                "fresh server starts the repetitions ran on (workload.server_starts; 1: all on one "
+                "server); null in records written before it was recorded",
+                minimum=1,
+                baseline_may_differ=True,
+                absent_is_null=True,
             ),
             _c("source", str, "provenance", "measured, simulated or cited", options="source"),
         )

@@ -93,6 +93,13 @@ class WorkloadSpec(_Spec):
     ignore_eos: bool = True
     concurrency: list[int] = [1]
     repeats: int = Field(default=1, ge=1)
+    """Timed windows of each point on one server."""
+    server_starts: int = Field(default=1, ge=1, exclude_if=lambda v: v == 1)
+    """Fresh server starts per job: the whole workload (its warm-up, every point's `repeats`) runs
+    on each in turn, a server of its own started for each, so a figure's interval covers what a
+    restart moves as well as what one server's windows do (docs/vocabulary.md, "How sure a figure
+    is"). A server specexp does not start (runtime.url) cannot be restarted: 1 there. Left out of
+    run ids at 1."""
     warmup: int = Field(default=1, ge=0)
     """Requests sent and discarded before measuring."""
     warmup_per_point: bool = Field(default=True, exclude_if=lambda v: v is True)

@@ -228,13 +228,23 @@ def test_sweep_writes_results_jsonl(
     lines = jsonl(sweep / "results.jsonl")
     assert len(lines) == sum(len(r["measurements"]) for r in read_results(sweep)) == 7
     for line in lines:
-        assert set(line) == {"run_id", "status", "conditions", "metrics", "spread", "judgments"}
+        # one window each: its figures' values are there, but no interval (nothing to resample)
+        assert set(line) == {
+            "run_id",
+            "status",
+            "conditions",
+            "metrics",
+            "spread",
+            "samples",
+            "judgments",
+        }
         assert set(line["judgments"]) == {
             "output_identical",
             "baseline_run_id",
             "speedup_metric",
             "speedup_vs_baseline",
             "speedup_within_noise",
+            "speedup_interval",
             "pass_cost_steps",
             "sampled_verdict",
             "sampled_p_value",

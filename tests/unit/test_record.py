@@ -30,6 +30,7 @@ from specexp.record import (
 )
 from specexp.run.job import run_job
 from specexp.run.plan import make_cell
+from specexp.spec.metric_defs import COMPARED
 from specexp.spec.vocabulary import CONDITIONS
 
 PROVENANCE_KEYS = {
@@ -121,6 +122,7 @@ def test_results_jsonl_has_one_line_per_measurement(
     lines = jsonl(path)
     assert len(lines) == len(result["measurements"]) == 2
     for line, m in zip(lines, result["measurements"], strict=True):
+        interval = line.pop("interval")
         assert line == json.loads(
             json.dumps(
                 {
@@ -129,9 +131,16 @@ def test_results_jsonl_has_one_line_per_measurement(
                     "conditions": m["conditions"],
                     "metrics": m["metrics"],
                     "spread": m["spread"],
+                    # the headline figures' windows: what --compare resamples
+                    "samples": {k: v for k, v in m["samples"].items() if k in COMPARED},
                 }
             )
         )
+        # two windows: each headline figure's interval is theirs, around its median
+        assert set(interval) == {k for k, v in m["samples"].items() if k in COMPARED}
+        for name, (low, high) in interval.items():
+            assert min(m["samples"][name]) <= low <= m["metrics"][name] <= high
+            assert high <= max(m["samples"][name])
 
 
 def test_results_lines_keep_a_result_without_measurements(make_spec: Callable[..., Any]) -> None:

@@ -235,7 +235,7 @@ class HttpRuntime(Runtime[E]):
                     **settings_as(self.spec, ServerRuntimeSpec).env,
                     **self.server_env(self.port),
                 }
-                self.process = ServerProcess(argv, self.job_dir / "server.log", env=env)
+                self.process = ServerProcess(argv, self.job_dir / self.log_name, env=env)
                 self.process.wait_ready(self.is_ready, self.rt.start_timeout_s)
             except RuntimeFailure as failure:
                 failure.argv = argv

@@ -28,7 +28,7 @@ class SimRuntime(Runtime[SimRuntimeSpec]):
 
     def start(self) -> EngineInfo:
         """Plan memory and context as a real engine does (RuntimeFailure where it refuses)."""
-        info, self.engine = start_engine(self.spec)
+        info, self.engine = start_engine(self.spec, server_start=self.server_start)
         return info
 
     def run_window(self, requests: Sequence[Request]) -> list[RequestTrace]:
