@@ -272,6 +272,8 @@ FAMILIES: Mapping[str, Family] = MappingProxyType(
 NEVER_RELEVANT: Mapping[str, str] = MappingProxyType(
     {
         "repeats": "more repetitions narrow the spread; they do not move the mean",
+        "server_starts": "more fresh server starts widen what the interval covers (a restart's own "
+        "move); they do not move the mean",
         "source": "measured, simulated or cited says where a number comes from, not what it measures",
     }
 )

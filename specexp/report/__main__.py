@@ -74,6 +74,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     html_choice.add_argument("--no-html", action="store_true", help="write no HTML report")
     parser.add_argument(
+        "--vega-script",
+        default=None,
+        metavar="SRC",
+        help="load the HTML's chart scripts from SRC (a path relative to the HTML, or a URL) instead "
+        "of inlining them, for a folder of reports sharing one copy; --write-vega-script writes it",
+    )
+    parser.add_argument(
+        "--write-vega-script",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="write the chart scripts (vega, vega-lite, vega-embed) to FILE and exit",
+    )
+    parser.add_argument(
         "--title", default=None, help="default: the experiment name, if all runs share one"
     )
     parser.add_argument(
@@ -85,6 +99,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="published figures to set beside the runs (docs/vocabulary.md section 4); repeatable",
     )
     args = parser.parse_args(argv)
+    if args.write_vega_script is not None:
+        from specexp.record import atomic_write
+        from specexp.report.render import vega_bundle
+
+        atomic_write(args.write_vega_script, vega_bundle())
+        print(f"specexp.report: wrote {args.write_vega_script}")
+        return 0
     if args.compare is not None:
         return _compare(args)
     if not args.dirs:
@@ -124,7 +145,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     output = args.output or (args.dirs[0] if len(args.dirs) == 1 else Path()) / "measurements.md"
     html = None if args.no_html else args.html or output.with_name("report.html")
     gc.freeze()  # the records stay for the whole report: the cycle collector need not walk them
-    for path in write_report(found, output, html, title=args.title, cited=cited):
+    for path in write_report(
+        found, output, html, title=args.title, cited=cited, vega_script=args.vega_script
+    ):
         print(f"specexp.report: wrote {path}")
     charts = sorted((output.parent / "charts").glob("*.svg"))
     if charts:

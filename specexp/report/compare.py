@@ -140,7 +140,7 @@ def compare(before: Side, after: Side) -> Comparison:
             unpaired.append(("before", x, _why(x, b, keys)))
             continue
         used.add(id(partners[0]))
-        pairs.append(Pair(x, partners[0], _deltas(x, partners[0])))
+        pairs.append(Pair(x, partners[0], deltas(x, partners[0])))
     unpaired += [("after", y, _why(y, a, keys)) for y in b if id(y) not in used]
     return Comparison(before, after, change, pairs, unpaired)
 
@@ -194,7 +194,7 @@ def _why(line: ResultLine, others: Sequence[ResultLine], keys: Sequence[str]) ->
     )
 
 
-def _deltas(a: ResultLine, b: ResultLine) -> list[Delta]:
+def deltas(a: ResultLine, b: ResultLine) -> list[Delta]:
     out = []
     for m in HEADLINE:
         x = a.metrics.get(m) if a.metrics is not None else None

@@ -14,6 +14,7 @@ from specexp.report.answers import answers_section
 from specexp.report.appendix import definitions, duplicates_section, runs_appendix
 from specexp.report.blocks import Block, Paragraph
 from specexp.report.by_turn import category_section, split, turn_section
+from specexp.report.certainty import certainty_section
 from specexp.report.checks import check_sections
 from specexp.report.cost import cost_section
 from specexp.report.depth import depth_section
@@ -103,6 +104,7 @@ CONTENTS: tuple[Section, ...] = (
     Section("prefix_cache", lambda r: prefix_cache_section(r.by_kind["prefix_cache"], r.fixed)),
     Section("turns", lambda r: turn_section(r.turns, r.fixed)),
     Section("categories", lambda r: category_section(r.categories, r.fixed)),
+    Section("certainty", lambda r: certainty_section(r.rows)),
     Section("engine", lambda r: engine_section(r.results)),
     Section("answers", lambda r: answers_section(r.results)),
     Section("checks", lambda r: check_sections(r.results, r.rows, r.by_kind, r.cited)),

@@ -29,6 +29,7 @@ from specexp.report.links import table_link
 from specexp.report.tables import DRAFTER_KEYS, Row
 from specexp.report.versus import crossing_spread, speedup_bounds
 from specexp.spec.vocabulary import METRICS, baseline_key, value_key
+from specexp.stats.bootstrap import ratio_interval
 from specexp.stats.crossing import crossing
 
 MAX_GROUPS = 12
@@ -199,18 +200,18 @@ def _one(setup: Setup, workload: str, own: Sequence[str]) -> list[str]:
     if spread and spread[0] != spread[1]:
         shown += f" ({number(spread[0], metric)}–{number(spread[1], metric)})"
     versus = f"({shown} vs {number(base.metrics.get(metric), metric)} {METRICS[metric].unit})"
+    bounds = ratio_interval(best.runs(metric), base.runs(metric))
+    sure = f" [{bounds[0]:.2f}–{bounds[1]:.2f}]" if bounds else ""
     if noise:
-        said = f"fastest {arm_of(best)}, **{ratio:.2f}×**, within noise of no drafter"
+        said = f"fastest {arm_of(best)}, **{ratio:.2f}×**{sure}, within noise of no drafter"
     elif ratio > 1:
-        said = f"fastest {arm_of(best)}, **{ratio:.2f}×** faster than no drafter"
+        said = f"fastest {arm_of(best)}, **{ratio:.2f}×**{sure} faster than no drafter"
     elif round(ratio, 2) >= 1.0:
-        said = (
-            f"**no drafter is faster**: the best, {arm_of(best)}, is level with none ({ratio:.2f}×)"
-        )
+        said = f"**no drafter is faster**: the best, {arm_of(best)}, is level with none ({ratio:.2f}×{sure})"
     else:  # no drafter pays: say so, and by how much the best of them is slower
         said = (
             f"**no drafter is fastest**: the best, {arm_of(best)}, is **{1 / ratio:.2f}× slower** "
-            f"({ratio:.2f}×)"
+            f"({ratio:.2f}×{sure})"
         )
     steps, per_pass = pass_cost_steps(best, base), best.metrics.tokens_per_pass
     cost = (

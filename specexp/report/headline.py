@@ -2,10 +2,12 @@
 
 - per workload, setup and concurrency, the fastest configuration and its speedup over the
   drafter=none baseline (over the metric its table divides: specexp.check.judgments), with its
-  spread, or "within noise" when the spreads of the two overlap;
+  spread and interval, or "within noise" when the speedup's bootstrap interval holds 1;
 - where speculation stops paying: in k (a drafter's best k, and the larger k that falls back),
   in concurrency (the first level at which an arm is slower than no drafter) and in context depth
   (specexp.report.depth: the depths that bracket it and the crossing between them);
+- how far the figures moved between fresh server starts against within one server
+  (specexp.report.certainty), where some ran on several;
 - the highest request rate that meets the SLO, per arm, where one was set;
 - what was refused, failed, skipped, partial, contaminated or client-bound;
 - what the answer checks say (the sampled outputs' and task scores' verdicts);
@@ -25,6 +27,7 @@ from specexp.record.escape import Markdown, code_span
 from specexp.record.kinds import measurement_kinds
 from specexp.report.answers import TITLE as ANSWERS
 from specexp.report.blocks import Block, Heading, Paragraph
+from specexp.report.certainty import certainty_lines
 from specexp.report.depth import covered, depth_lines
 from specexp.report.fastest import arm_of, fastest_lines, ranking, setups
 from specexp.report.format import arm, number
@@ -42,6 +45,7 @@ def findings_section(
     by_depth = covered(decode)  # said by depth, not as one depth's fastest
     found = setups([r for r in rows if id(r) not in by_depth], by_row)
     lines = ranking(found) + fastest_lines(found) + depth_lines(decode)
+    lines += certainty_lines(rows)
     lines += _slo_lines(rows, by_row)
     lines += _answer_lines(records)
     lines += _identity_lines(rows)

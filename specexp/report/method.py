@@ -88,10 +88,30 @@ def method_section(rows: Sequence[Row], results: Sequence[RunRecord]) -> list[Bl
     temps = _values(rows, "temperature")
     thinking = _values(rows, "thinking")
     repeats = sorted({r.conditions.repeats for r in rows if r.conditions.repeats is not None})
+    starts = sorted({r.conditions.server_starts or 1 for r in rows})
     lines.append(
         f"- **Sampling**: temperature {', '.join(number(t) for t in temps)}; thinking "
         f"{', '.join('on' if t else 'off' for t in thinking)}; repeats {_span(repeats)} per figure"
+        + (f", on {_span(starts)} fresh server starts" if starts != [1] else ", on one server")
     )
+    if repeats and max(repeats) < 2:
+        lines.append(
+            "- **How sure**: one window per figure: no interval, and no speedup is judged within "
+            "noise or beyond it (`workload.repeats`, `workload.server_starts`)"
+        )
+    else:
+        lines.append(
+            "- **How sure**: a figure is the median of its windows, shown with their (min–max); its 95 % "
+            "interval, and a speedup's, is a bootstrap over "
+            + (
+                "its windows on one server: it does not cover what restarting the server moves "
+                "(`workload.server_starts`)"
+                if starts == [1]
+                else "its server starts (each start's windows drawn together)"
+                + (", or its windows where it ran on one server" if 1 in starts else "")
+            )
+            + "; *within noise* means a speedup's interval holds 1"
+        )
     kv = sorted({int(r.metrics.kv_cache_tokens) for r in rows if r.metrics.kv_cache_tokens})
     if kv:
         lines.append(

@@ -125,11 +125,15 @@ def _table(markdown: MarkdownIt, table: dict[str, Any]) -> str:
     return "".join([*out, "</table>\n"])
 
 
-def render_html(report: Report, view: dict[str, Any] | None = None) -> str:
+def render_html(
+    report: Report, view: dict[str, Any] | None = None, vega_script: str | None = None
+) -> str:
     """The HTML report of `report`: its Markdown rendered by markdown-it, the tables cell by cell
     (a report of thousands of runs has tables of thousands of rows; tests/unit/report/test_html.py
-    holds the result equal to markdown-it's rendering of the whole measurements.md)."""
-    return _page(report, markdown_body(report, view))
+    holds the result equal to markdown-it's rendering of the whole measurements.md). Its charts'
+    scripts are inlined, or loaded from `vega_script` (a path relative to the page, or a URL)
+    where reports share one copy (`vega_bundle()` written there)."""
+    return _page(report, markdown_body(report, view), vega_script)
 
 
 def markdown_body(report: Report, view: dict[str, Any] | None = None) -> str:
@@ -142,7 +146,7 @@ def markdown_body(report: Report, view: dict[str, Any] | None = None) -> str:
     )
 
 
-def _page(report: Report, body: str) -> str:
+def _page(report: Report, body: str, vega_script: str | None = None) -> str:
     """The HTML page around the rendered Markdown: charts in place of their images, headings with
     ids, the shared conditions folded."""
     body = _IMG.sub(lambda m: f'<div class="chart" id="chart-{m.group(1)}"></div>', body)
@@ -158,12 +162,15 @@ def _page(report: Report, body: str) -> str:
         .render(
             title=report.title,
             body=body,
-            bundle=vega_bundle() if report.charts else "",
+            bundle=vega_bundle() if report.charts and not vega_script else "",
+            vega_script=vega_script if report.charts else None,
             specs=specs,
         )
     )
 
 
-def write_html(report: Report, out: Path, view: dict[str, Any] | None = None) -> Path:
-    atomic_write(out, render_html(report, view))
+def write_html(
+    report: Report, out: Path, view: dict[str, Any] | None = None, vega_script: str | None = None
+) -> Path:
+    atomic_write(out, render_html(report, view, vega_script))
     return out

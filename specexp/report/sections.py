@@ -57,8 +57,10 @@ def decode_section(rows: Sequence[Row], fixed: dict[str, Any]) -> list[Block]:
         Paragraph(
             Markdown(
                 "Single stream on an otherwise idle server. Speedup is `decode_tps` ÷ the `drafter=none` "
-                "row with every other condition equal; with repeats, figures are medians with (min–max), "
-                "and a speedup whose spread overlaps the baseline's is marked *within noise* rather than ranked."
+                "row with every other condition equal; with repeats, figures are medians with (min–max) over "
+                "the windows, a speedup carries its 95 % bootstrap interval [low–high] (over the server "
+                "starts where there were several: [how sure](#how-sure-the-figures-are)), and one whose "
+                "interval holds 1 is marked *within noise* rather than ranked."
             )
         ),
     ]

@@ -6,20 +6,22 @@ from collections.abc import Callable, Sequence
 
 from specexp.check.judgments import within_noise
 from specexp.report.tables import Row
+from specexp.stats.bootstrap import holds_one, ratio_interval
 from specexp.stats.crossing import crossing_range
 
 
 def speedup_cell(row: Row, base: Row | None, metric: str) -> str:
-    """A table's "speedup vs none" cell: the ratio over the row's baseline, and whether it is
-    within noise."""
+    """A table's "speedup vs none" cell: the ratio over the row's baseline with its 95 % bootstrap
+    interval [low–high] where both have two runs or more, and whether it is within noise (the
+    interval holds 1)."""
     if row.conditions.drafter == "none":
         return "baseline"
     if base is None or not base.metrics.get(metric) or not row.metrics.get(metric):
         return "no baseline"
     ratio = row.metrics.get(metric) / base.metrics.get(metric)
-    if overlaps(row, base, metric):
-        return f"{ratio:.2f}× (within noise)"
-    return f"{ratio:.2f}×"
+    bounds = ratio_interval(row.runs(metric), base.runs(metric))
+    text = f"{ratio:.2f}×" + (f" [{bounds[0]:.2f}–{bounds[1]:.2f}]" if bounds else "")
+    return text + (" (within noise)" if holds_one(bounds) else "")
 
 
 def overlaps(a: Row, b: Row, metric: str) -> bool:

@@ -18,8 +18,10 @@ def write_report(
     html: Path | None = None,
     title: str | None = None,
     cited: Sequence[FigureSet] = (),
+    vega_script: str | None = None,
 ) -> list[Path]:
-    """Render the records in `found`; links in each file are relative to its own folder."""
+    """Render the records in `found`; links in each file are relative to its own folder. The HTML
+    loads its chart scripts from `vega_script` where given, else inlines them."""
     folder = markdown.resolve().parent
     report = build_report(found, folder, title=title, cited=cited)
     write_charts(report, folder / "charts")
@@ -28,8 +30,8 @@ def write_report(
     written = [markdown]
     if html is not None:
         if html.resolve().parent == folder:
-            written.append(write_html(report, html, view))
+            written.append(write_html(report, html, view, vega_script))
         else:  # its links are relative to its own folder
             elsewhere = build_report(found, html.resolve().parent, title=title, cited=cited)
-            written.append(write_html(elsewhere, html))
+            written.append(write_html(elsewhere, html, vega_script=vega_script))
     return written

@@ -6,6 +6,7 @@ goes on; a completed result is never overwritten by a later failure.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 from collections.abc import Iterator, Sequence
@@ -115,7 +116,7 @@ def run_job(
                 cell.server_key,
                 spec,
                 job_dir,
-                lambda start=start: runtime_cls(spec, job_dir, server_start=start),
+                functools.partial(runtime_cls, spec, job_dir, server_start=start),
             )
             progress.argv, progress.drafter_config = runtime.server_argv(), runtime.drafter_config()
             for window in _measure(cell, runtime, start):

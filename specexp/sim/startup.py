@@ -194,6 +194,8 @@ def start_engine(
         "engine_profile": profile.name,
         "engine_calibration": calibration(profile, spec),
     }
+    if engine.pace != 1.0:
+        details["start_pace"] = round(engine.pace, 4)
     if target.state_bytes:
         details["linear_state_mib_per_seq"] = round(target.state_bytes / 1024**2, 1)
     if plan.context_note:

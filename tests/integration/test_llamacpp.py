@@ -346,6 +346,41 @@ def test_context_depth_compares_each_depth_with_its_own_baseline(
     assert f"{ratio:.2f}× at 1,024 tokens" in section
 
 
+def test_every_server_start_is_a_new_llama_server_and_intervals_are_over_them(
+    llama_server: Path, tmp_path: Path
+) -> None:
+    """workload.server_starts on the real server: each start a process of its own with its own
+    log, every window marked with its start, and the figures' intervals over the starts."""
+    done = run_specexp(
+        tmp_path,
+        *TINY,
+        "drafter=none,ngram",
+        "k=4",
+        "workload.output_tokens=32",
+        "workload.repeats=2",
+        "workload.server_starts=3",
+    )
+    assert done.returncode == 0, done.stderr
+    for record in results(tmp_path):
+        assert record["status"] == "ok"
+        (m,) = record["measurements"]
+        assert m["server_start"] == [0, 0, 1, 1, 2, 2]
+        assert (m["conditions"]["repeats"], m["conditions"]["server_starts"]) == (6, 3)
+        job = next(p.parent for p in tmp_path.glob("*/result.json") if record["run_id"] in str(p))
+        logs = sorted(p.name for p in job.glob("server*.log"))
+        assert logs == ["server-start-1.log", "server-start-2.log", "server.log"]
+        # three processes, each of which loaded the model and served its own windows
+        for log in logs:
+            text = (job / log).read_text(errors="replace")
+            assert "llama_server: listening on http://127.0.0.1:" in text, log
+    lines = [json.loads(x) for x in (tmp_path / "results.jsonl").read_text().splitlines()]
+    drafted = next(x for x in lines if x["conditions"]["drafter"] == "ngram")
+    low, high = drafted["judgments"]["speedup_interval"]
+    assert low <= drafted["judgments"]["speedup_vs_baseline"] <= high
+    text = (tmp_path / "measurements.md").read_text()
+    assert "## How sure the figures are" in text and "6 on 3 start(s)" in text
+
+
 def test_the_engine_is_read_while_the_window_runs(llama_server: Path, tmp_path: Path) -> None:
     """llama-server's /metrics read every 50 ms during each window: the busy slots it reports, and
     counters whose change from the first reading to the last is the window's own."""

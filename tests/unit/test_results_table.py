@@ -46,10 +46,14 @@ def test_results_jsonl_carries_the_judgments_the_report_shows(sweep: Path) -> No
     for c, noise in ((1, True), (4, False)):
         j = drafted[c]["judgments"]
         assert j["baseline_run_id"] == baseline and j["speedup_metric"] == "aggregate_tps"
-        shown = f"{j['speedup_vs_baseline']:.2f}×" + (" (within noise)" if noise else " |")
-        assert (
-            j["speedup_within_noise"] is noise and shown in report
-        )  # the figure the report prints
+        low, high = j["speedup_interval"]
+        assert low <= j["speedup_vs_baseline"] <= high and (low <= 1 <= high) is noise
+        shown = f"{j['speedup_vs_baseline']:.2f}× \\[{low:.2f}–{high:.2f}\\]" + (
+            " (within noise)" if noise else " |"
+        )
+        assert j["speedup_within_noise"] is noise and shown in report, (
+            shown
+        )  # the figure the report prints, with its interval
 
 
 def test_results_jsonl_loads_in_duckdb_with_the_judgments(sweep: Path) -> None:
