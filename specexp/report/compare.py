@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from specexp.check.judgments import judgments, spreads_overlap, within_noise
+from specexp.check.judgments import judgments, spreads_overlap
 from specexp.record import LineError, ResultLine, find_records, read_result_lines, results_lines
 from specexp.record.escape import Markdown, cell, code_span
 from specexp.report.blocks import Block, Heading, Paragraph, TableBlock
@@ -38,6 +38,7 @@ from specexp.report.format import header, number
 from specexp.spec.errors import SpecError
 from specexp.spec.metric_defs import COMPARED
 from specexp.spec.vocabulary import CONDITIONS, METRICS, value_key
+from specexp.stats.bootstrap import holds_one, ratio_interval
 
 HEADLINE = COMPARED
 """The metrics a comparison judges, where both measurements have them."""
@@ -64,6 +65,9 @@ class Delta:
     verdict: str
     """"faster", "slower" (beyond noise or with no spread to judge by), "same", "within noise"."""
     noise_known: bool
+    interval: tuple[float, float] | None = None
+    """The ratio's 95 % bootstrap interval over both sides' runs (None: fewer than two a side, or
+    a results.jsonl without its windows' values)."""
 
 
 @dataclass(frozen=True)
@@ -201,8 +205,13 @@ def deltas(a: ResultLine, b: ResultLine) -> list[Delta]:
         y = b.metrics.get(m) if b.metrics is not None else None
         if not isinstance(x, (int, float)) or not isinstance(y, (int, float)) or not x:
             continue
+        bounds = (
+            ratio_interval(b.runs(m), a.runs(m))
+            if a.samples is not None and b.samples is not None
+            else None
+        )
         noise = (
-            within_noise(a.runs(m), b.runs(m))
+            holds_one(bounds)
             if a.samples is not None and b.samples is not None
             else spreads_overlap((a.spread or {}).get(m), (b.spread or {}).get(m))
         )
@@ -213,7 +222,7 @@ def deltas(a: ResultLine, b: ResultLine) -> list[Delta]:
             verdict = "within noise"
         else:
             verdict = "faster" if (y > x) == higher else "slower"
-        out.append(Delta(m, float(x), float(y), y / x, verdict, noise is not None))
+        out.append(Delta(m, float(x), float(y), y / x, verdict, noise is not None, bounds))
     return out
 
 
@@ -293,7 +302,8 @@ def blocks(c: Comparison, pct: float | None = None) -> list[Block]:
                         header(d.metric),
                         number(d.before, d.metric),
                         number(d.after, d.metric),
-                        f"{d.ratio:.3f}×",
+                        f"{d.ratio:.3f}×"
+                        + (f" [{d.interval[0]:.3f}–{d.interval[1]:.3f}]" if d.interval else ""),
                         d.verdict
                         if d.noise_known or d.verdict == "same"
                         else f"{d.verdict} (one repeat)",
