@@ -181,7 +181,12 @@ class _Charts(HTMLParser):
 
 
 @pytest.mark.slow
-def test_every_chart_renders_in_headless_chromium_without_network(tmp_path: Path) -> None:
+@pytest.mark.parametrize("shared", [False, True], ids=["inlined", "shared-copy"])
+def test_every_chart_renders_in_headless_chromium_without_network(
+    tmp_path: Path, shared: bool
+) -> None:
+    """Inlined, or loaded from one copy beside a folder of reports (`--vega-script`, as reports/
+    does), the charts' scripts draw every chart with no network."""
     chromium = shutil.which("chromium")
     if chromium is None:
         pytest.skip("Debian's chromium is not installed (scripts/test installs it)")
@@ -190,7 +195,20 @@ def test_every_chart_renders_in_headless_chromium_without_network(tmp_path: Path
         shutil.copytree(FIXTURES / folder, root / folder)
     report = build_report(find_records([root]), tmp_path)
     assert len(report.charts) >= 2
-    page = write_html(report, tmp_path / "report.html")
+    if shared:
+        done = subprocess.run(
+            [sys.executable, "-m", "specexp.report", "--write-vega-script", str(tmp_path / "v.js")],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        (tmp_path / "page").mkdir()
+        page = write_html(report, tmp_path / "page" / "report.html", vega_script="../v.js")
+        html = page.read_text()
+        assert '<script src="../v.js"></script>' in html and len(html) < 200_000
+    else:
+        page = write_html(report, tmp_path / "report.html")
     dom = subprocess.run(
         [
             chromium,
