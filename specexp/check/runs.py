@@ -48,6 +48,8 @@ class Run:
     """Each metric's value in each timed window behind the median (null where a window had none)."""
     server_start: tuple[int, ...] | None = None
     """The server start of each window (None: one server)."""
+    step_costs: Mapping[str, float] | None = None
+    """The simulator: what the engine's time went to, seconds by cost (None: a real engine)."""
 
     def runs(self, metric: str) -> Runs | None:
         """`metric`'s value in each window with its server start: what its interval resamples."""
@@ -125,6 +127,7 @@ def runs_of(
                 MappingProxyType(dict(m.tokens_beyond_stream)),
                 MappingProxyType(dict(m.samples)),
                 tuple(m.server_start) if m.server_start else None,
+                MappingProxyType(dict(m.step_costs)) if m.step_costs else None,
             )
         )
     return runs

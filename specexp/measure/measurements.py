@@ -168,6 +168,7 @@ def _measurement(
         engine_series=[w.series for w in windows]
         if any(w.series is not None for w in windows)
         else None,
+        step_costs=_costs(windows),
         contaminated=_contaminated(windows),
         contamination=[line for w in windows for line in w.compiles or ()],
         sampled={
@@ -201,6 +202,14 @@ def _spread(values: list[Any]) -> list[float]:
     """[min, max] of the finite numbers among `values` ([] when there are none)."""
     numbers = [float(x) for x in values if isinstance(x, (int, float)) and math.isfinite(x)]
     return [min(numbers), max(numbers)] if numbers else []
+
+
+def _costs(windows: list[Window]) -> dict[str, float] | None:
+    """The engine's seconds by cost over the timed windows (None where the engine cannot say)."""
+    known = [w.costs for w in windows if w.costs is not None]
+    if not known:
+        return None
+    return {k: round(sum(c.get(k, 0.0) for c in known), 9) for k in known[0]}
 
 
 def _contaminated(windows: list[Window]) -> bool | None:

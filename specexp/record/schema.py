@@ -239,6 +239,10 @@ class Measurement(Record):
     """Per window, the engine's state read at a fixed interval while it ran (running and waiting
     requests, KV-cache use, the speculative and prefix-cache counters) and its requests' times;
     None: not sampled (`workload.engine_series_interval_s: null`, or an engine without metrics)."""
+    step_costs: dict[str, float] | None = None
+    """The simulator: what the engine's time went to over the timed windows, seconds by cost
+    (weights_read, matmul_compute, kv_read, attention_compute, drafter, fixed; specexp.sim.costs),
+    the largest named as the figure's "why" in the report; None: a real engine (it cannot say)."""
     load_delivered: bool | None = None
     """Open-loop: the achieved rate came within measure.RATE_MARGIN (10 %) of the scheduled one in every
     repeat; false: the client or a max_concurrency cap could not deliver the load; null: closed-loop."""

@@ -32,6 +32,7 @@ from specexp.report.sections import (
 )
 from specexp.report.tables import Failure, Row, fixed_conditions, rows_of
 from specexp.report.thinking import thinking_section
+from specexp.report.why import why_section
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,7 @@ CONTENTS: tuple[Section, ...] = (
     Section("turns", lambda r: turn_section(r.turns, r.fixed)),
     Section("categories", lambda r: category_section(r.categories, r.fixed)),
     Section("certainty", lambda r: certainty_section(r.rows)),
+    Section("why", lambda r: why_section(r.rows)),
     Section("engine", lambda r: engine_section(r.results)),
     Section("answers", lambda r: answers_section(r.results)),
     Section("checks", lambda r: check_sections(r.results, r.rows, r.by_kind, r.cited)),

@@ -11,6 +11,7 @@
 - the highest request rate that meets the SLO, per arm, where one was set;
 - what was refused, failed, skipped, partial, contaminated or client-bound;
 - what the answer checks say (the sampled outputs' and task scores' verdicts);
+- what bounds the simulated figures (specexp.report.why: the largest of the engine's costs);
 - which figures are simulated.
 
 Every finding links to the section whose table holds its numbers.
@@ -33,6 +34,7 @@ from specexp.report.fastest import arm_of, fastest_lines, ranking, setups
 from specexp.report.format import arm, number
 from specexp.report.links import anchor, table_link
 from specexp.report.tables import TITLES, Row
+from specexp.report.why import why_lines
 from specexp.spec.runtime import settings_for
 
 
@@ -50,6 +52,7 @@ def findings_section(
     lines += _answer_lines(records)
     lines += _identity_lines(rows)
     lines += _trouble(rows, failures, records)
+    lines += why_lines(rows)
     simulated = sum(1 for r in rows if r.conditions.source == "simulated")
     if rows and simulated == len(rows):
         lines.append(

@@ -36,7 +36,7 @@ from specexp.roofline.memory import kv_bytes_per_element
 from specexp.roofline.shape import ModelShape, model_shape
 from specexp.spec.experiment import Component, HardwareSpec, ModelSpec, QuantizationSpec
 
-__all__ = ["CostModel", "ModelShape", "Slice", "model_shape"]
+__all__ = ["CostModel", "ModelShape", "PassParts", "Slice", "model_shape"]
 
 QUERY_TILE = 64
 """Query rows one attention thread block handles (flash-attention-style kernels)."""
@@ -52,6 +52,24 @@ class Slice(NamedTuple):
     """Tokens that need an lm_head projection (all verify tokens; the last one of a prefill)."""
     state_writes: int = 1
     """Copies of the recurrent state written back (hybrid models): 1, or k + 1 in a verify pass."""
+
+
+class PassParts(NamedTuple):
+    """A pass's time by what bounds each of its kernel groups: a group's time goes to the side of
+    its roofline that sets it (the weights' read or the matmuls' compute; the KV cache's and the
+    recurrent state's read or attention's compute), and the fixed per-pass overhead apart. Their
+    sum is the pass's time."""
+
+    weights_read: float = 0.0
+    matmul_compute: float = 0.0
+    kv_read: float = 0.0
+    attention_compute: float = 0.0
+    fixed: float = 0.0
+
+
+def _bound(moved: float, compute: float) -> tuple[float, float]:
+    """A roofline's time on the side that sets it: (moved, 0) or (0, compute)."""
+    return (moved, 0.0) if moved >= compute else (0.0, compute)
 
 
 @dataclass(frozen=True)
@@ -201,6 +219,11 @@ class CostModel:
 
     def matmul_seconds(self, tokens: int, logits: int) -> float:
         """The weight matmuls of a pass over `tokens` tokens, `logits` of them projected."""
+        return sum(self.matmul_split(tokens, logits))
+
+    def matmul_split(self, tokens: int, logits: int) -> tuple[float, float]:
+        """The weight matmuls' time as (weights read, compute): the side that bounds them, or both
+        where a CPU loads, then computes."""
         every, routed, per_token, per_logit = self._matmul_terms
         moved = every - routed * (1.0 - self.shape.touched_share(tokens))
         a = self.hardware.achieved
@@ -209,8 +232,8 @@ class CostModel:
         else:
             compute = self._small_batch_compute(tokens, logits)
         if a.serial_batched_matmuls and tokens > 1:  # a CPU's cores load, then compute
-            return moved + compute
-        return max(moved, compute)
+            return moved, compute
+        return _bound(moved, compute)
 
     def _small_batch_compute(self, tokens: int, logits: int) -> float:
         """Matmul compute seconds when small-batch kernels cap the rate (`Achieved.small_batch_tflops`):
@@ -229,17 +252,22 @@ class CostModel:
 
     def attention_seconds(self, slices: Sequence[Slice]) -> float:
         """Attention over the cached context, single-token and multi-token slices apart."""
+        return sum(self.attention_split(slices))
+
+    def attention_split(self, slices: Sequence[Slice]) -> tuple[float, float]:
+        """Attention's time as (KV read, compute), each group's on the side that bounds it."""
         per_ctx, kv = self.shape.attention_flops_per_context_token, self.kv_bytes_per_token
         bandwidth, rate = self.bandwidth, self.attention_rate
-        total = 0.0
+        read = compute = 0.0
         for multi in (False, True):
             group = [x for x in slices if (x.tokens > 1) == multi]
             if not group:
                 continue
             moved = sum(x.context + x.tokens for x in group) * kv
             flops = sum(x.tokens * (x.context + x.tokens / 2) for x in group) * per_ctx
-            total += max(moved / (bandwidth * self._kv_efficiency(group, multi)), flops / rate)
-        return total
+            r, c = _bound(moved / (bandwidth * self._kv_efficiency(group, multi)), flops / rate)
+            read, compute = read + r, compute + c
+        return read, compute
 
     def _kv_efficiency(self, group: Sequence[Slice], multi: bool) -> float:
         """KV bytes read per second over the achieved bandwidth: 1 for split-KV decode. On the
@@ -257,24 +285,30 @@ class CostModel:
 
     def linear_attention_seconds(self, slices: Sequence[Slice]) -> float:
         """Recurrent-state traffic and delta-rule FLOPs of the linear-attention layers."""
+        return sum(self.linear_attention_split(slices))
+
+    def linear_attention_split(self, slices: Sequence[Slice]) -> tuple[float, float]:
+        """The linear-attention layers' time as (state read and written, compute)."""
         if not self.shape.linear_attention_layers:
-            return 0.0
+            return 0.0, 0.0
         moved = sum(1 + x.state_writes for x in slices) * self.state_bytes
         flops = sum(x.tokens for x in slices) * self.shape.linear_flops_per_token
-        return max(moved / self.bandwidth, flops / self.attention_rate)
+        return _bound(moved / self.bandwidth, flops / self.attention_rate)
 
     def pass_seconds(self, slices: Sequence[Slice]) -> float:
         """Time of one forward pass over `slices`, overhead included."""
+        return sum(self.pass_parts(slices)) if slices else 0.0
+
+    def pass_parts(self, slices: Sequence[Slice]) -> PassParts:
+        """`pass_seconds` by what bounds each part (PassParts)."""
         if not slices:
-            return 0.0
+            return PassParts()
         tokens = sum(x.tokens for x in slices)
         logits = sum(x.logits for x in slices)
-        return (
-            self.matmul_seconds(tokens, logits)
-            + self.attention_seconds(slices)
-            + self.linear_attention_seconds(slices)
-            + self.overhead_seconds
-        )
+        weights, matmul = self.matmul_split(tokens, logits)
+        kv, attention = self.attention_split(slices)
+        state, linear = self.linear_attention_split(slices)
+        return PassParts(weights, matmul, kv + state, attention + linear, self.overhead_seconds)
 
     @cached_property
     def unit_pass_seconds(self) -> float:

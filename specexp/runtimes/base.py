@@ -128,6 +128,11 @@ class Runtime(ABC, Generic[S]):
         does not report such compiles)."""
         return None
 
+    def step_costs(self) -> dict[str, float] | None:
+        """What the engine's time has gone to so far, in seconds by cost (specexp.sim.costs: the
+        simulator, which knows); None where the engine cannot say."""
+        return None
+
     def engine_series(self, repeat: int = 0) -> SeriesSource | None:
         """What reads the engine's state while a window (of `repeat`) runs, every
         `workload.engine_series_interval_s` (specexp.measure.engine_series); None: the engine has

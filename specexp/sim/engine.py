@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 
 from specexp.measure.events import Counters, Request, RequestTrace, TokenEvent
 from specexp.roofline.costmodel import CostModel, Slice
+from specexp.sim.costs import StepCosts
 from specexp.sim.drafting import AcceptanceModel, DraftCost
 from specexp.sim.frontend import Frontend
 from specexp.sim.kvcache import CHAT_TURN_TOKENS, CacheLayout, KvPool
@@ -78,6 +79,7 @@ class SimEngine:
         self.clock = 0.0
         self.pace = 1.0
         """A factor on every step's time: this start of the server's own speed (sim.startup.start_pace)."""
+        self.costs = StepCosts()
         self.frontend = Frontend(self.profile)
         """What a request costs before the scheduler can take it (specexp/sim/frontend.py)."""
         self._slot_last_used = (
@@ -175,9 +177,7 @@ class SimEngine:
             return False
         s.cached = s.prefilled = cached
         s.held, s.pinned = need, hits
-        if (
-            cached and layout.hybrid and layout.states == "prompt_tail"
-        ):  # restored from a checkpoint
+        if cached and layout.hybrid and layout.states == "prompt_tail":  # from a checkpoint
             self._restores += 1
         c = self.counts
         c.cached_prompt_tokens += cached
@@ -217,10 +217,8 @@ class SimEngine:
 
     def _release(self, s: Seq) -> None:
         if s.slot >= 0:
-            self._slot_last_used[s.slot], self._releases = (
-                (self.clock, self._releases),
-                self._releases + 1,
-            )
+            self._slot_last_used[s.slot] = (self.clock, self._releases)
+            self._releases += 1
         self.pool.release(s.held)
         self.pool.unpin(s.pinned)
         s.held, s.pinned = 0.0, []
@@ -291,9 +289,9 @@ class SimEngine:
         seconds = self.passes.seconds(
             verify, [(n, s.prefilled, s.prompt) for s, n in chunks], slots
         )
-        seconds += self._checkpoint_seconds(chunks)
+        checkpoints, drafting = self._checkpoint_seconds(chunks), 0.0
         if self.draft is not None:
-            seconds += self.draft.seconds(k, verify) + self.draft.prefill_seconds(
+            drafting = self.draft.seconds(k, verify) + self.draft.prefill_seconds(
                 [Slice(tokens=n, context=s.prefilled, logits=0) for s, n in chunks]
             )
         p, drafts_sampled = self.profile, self.draft is not None and self.draft.samples
@@ -302,9 +300,11 @@ class SimEngine:
             if p.sampling == "per_token"
             else len(decoding)
         ) + sum(1 for s, n in chunks if s.prefilled + n == s.prompt)
-        seconds *= self.pace
+        cpu = self._step_s + p.seq_overhead_ms * sampled / 1e3
+        self.costs.add(self.passes.parts, drafting, checkpoints + cpu, self.pace)
+        seconds = (seconds + checkpoints + drafting) * self.pace
         self.held.release(self.clock + (seconds if self.passes.kernel_by_kernel else 0.0))
-        self.clock += seconds + (self._step_s + p.seq_overhead_ms * sampled / 1e3) * self.pace
+        self.clock += seconds + cpu * self.pace
         emitted = [(s, self._emit(s, a + 1)) for s, (_, a) in zip(decoding, proposed, strict=True)]
         for s, n in chunks:
             s.checkpoints |= self.layout.kept_states(

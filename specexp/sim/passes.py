@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 
-from specexp.roofline.costmodel import CostModel, Slice
+from specexp.roofline.costmodel import CostModel, PassParts, Slice
 from specexp.sim.profile import EngineProfile
 from specexp.sim.ubatches import equal_ubatches, mixed_ubatches
 
@@ -50,6 +50,10 @@ class StepPasses:
         self.kernel_by_kernel = False
         """Whether the last step launched kernels one by one: past `graph_max_tokens`, or a hybrid
         model's linear-attention prefill, which runs outside the graphs (linear_prefill_layer_ms)."""
+        self._bounded: list[float] = []
+        self.parts = PassParts()
+        """The last step's time by what bounds it; the engine's own costs (graphs, launches, its
+        per-pass overheads) are `fixed`."""
 
     def seconds(
         self, verify: list[Slice], chunks: Sequence[tuple[int, int, int]], slots: list[int] | None
@@ -74,7 +78,17 @@ class StepPasses:
             shape = self.target.shape
             layers = shape.full_attention_layers + shape.linear_attention_layers
             launches = layers * self.profile.ungraphed_layer_us / 1e6
-        return self._seconds(verify, prefill, chunks, slots) + launches
+        self._bounded = [0.0] * len(PassParts._fields)
+        total = self._seconds(verify, prefill, chunks, slots) + launches
+        parts = PassParts(*self._bounded)
+        self.parts = parts._replace(fixed=parts.fixed + total - sum(parts))
+        return total
+
+    def _pass(self, model: CostModel, group: list[Slice]) -> float:
+        """One pass of `model` over `group`, its parts added to the step's."""
+        parts = model.pass_parts(group)
+        self._bounded = [a + b for a, b in zip(self._bounded, parts, strict=True)]
+        return sum(parts)
 
     def _seconds(
         self,
@@ -90,12 +104,12 @@ class StepPasses:
                 leads: list[int] = []
                 runs = equal_ubatches(verify, [], p.prefill_ubatch_tokens, slots, leads)
                 return sum(
-                    self.target.pass_seconds(g) + self._batched(g) + self._graph(g, lead)
+                    self._pass(self.target, g) + self._batched(g) + self._graph(g, lead)
                     for g, lead in zip(runs, leads, strict=True)
                 )
             lead = slots[0] if slots else None
             return (
-                self.target.pass_seconds(verify) + self._batched(verify) + self._graph(verify, lead)
+                self._pass(self.target, verify) + self._batched(verify) + self._graph(verify, lead)
             )
         self._shape = None
         self._cuda_graphs.clear()
@@ -103,7 +117,7 @@ class StepPasses:
         linear = self.target.shape.linear_attention_layers * p.linear_prefill_layer_ms / 1e3
         if ubatch is None:
             return (
-                self.prefill_target.pass_seconds(verify + prefill)
+                self._pass(self.prefill_target, verify + prefill)
                 + self._batched(verify + prefill)
                 + linear
             )
@@ -114,9 +128,7 @@ class StepPasses:
         )
         passes = [group for group in passes if group]
         overhead = len(passes) * (p.prefill_pass_overhead_ms / 1e3 + linear)
-        return overhead + sum(
-            self.prefill_target.pass_seconds(g) + self._batched(g) for g in passes
-        )
+        return overhead + sum(self._pass(self.prefill_target, g) + self._batched(g) for g in passes)
 
     def _batched(self, group: list[Slice]) -> float:
         """The engine's extra cost of a pass over more than one token (batched_pass_overhead_ms)."""

@@ -33,12 +33,13 @@ def timed(
     """Send `requests` at once (or on their schedule) and read the counters, log and GPU around them,
     and the engine's state while they run."""
     mark = runtime.log_mark()
-    before = runtime.counters()
+    before, spent = runtime.counters(), runtime.step_costs()
     window = sampler.window() if sampler is not None else nullcontext()
     source = runtime.engine_series(repeat)
     with window as gpu, source.window() if source is not None else nullcontext() as readings:
         traces = runtime.run_window(requests)
     delta = runtime.window_counters(runtime.counters().delta(before), traces)
+    after = runtime.step_costs() if spent is not None else None
     return Window(
         point,
         traces,
@@ -49,6 +50,9 @@ def timed(
         telemetry=gpu.summary if gpu is not None else None,
         compiles=runtime.compiles_since(mark),
         series=readings.series(traces) if readings is not None else None,
+        costs={k: v - spent.get(k, 0.0) for k, v in after.items()}
+        if after is not None and spent is not None
+        else None,
     )
 
 

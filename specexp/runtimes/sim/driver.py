@@ -58,6 +58,9 @@ class SimRuntime(Runtime[SimRuntimeSpec]):
     def idle(self, seconds: float) -> None:
         self.engine.idle(seconds)
 
+    def step_costs(self) -> dict[str, float]:
+        return self.engine.costs.snapshot()
+
     def engine_series(self, repeat: int = 0) -> SteppedSampler | None:
         """The engine's own state after its steps, every interval of its virtual clock, in a
         point's first window only: its repeats differ in their acceptance draws alone, and a

@@ -1,0 +1,129 @@
+"""Why, as the simulator has it: for each simulated measurement, what the simulated engine's time
+went to over its timed windows (the record's `step_costs`; specexp.sim.costs), the largest named as
+the figure's why, and how much of its time to first token it waited in the queue.
+
+The costs: the weights' read and the matmuls' compute (the weight matmuls, on whichever side of
+their roofline sets them), the KV cache's and recurrent state's read and attention's compute, the
+drafter's own passes, and the engine's fixed costs (per-step and per-pass overheads, compute
+graphs, kernel launches, the sampler, state checkpoints). A real engine's records cannot say.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+
+from specexp.record.escape import Markdown
+from specexp.report.blocks import Block, Heading, Paragraph, TableBlock
+from specexp.report.format import arm, number, run_cell
+from specexp.report.links import anchor
+from specexp.report.tables import Row, sort_rows, varying
+
+TITLE = "Why, as the simulator has it"
+COSTS = {
+    "weights_read": "reading the weights",
+    "matmul_compute": "the matmuls' compute",
+    "kv_read": "reading the KV cache",
+    "attention_compute": "attention's compute",
+    "drafter": "the drafter's passes",
+    "fixed": "fixed step costs",
+}
+"""Each cost of the record's `step_costs`, in words."""
+QUEUED = 0.5
+"""A time to first token at least this share waiting in the queue is said to be queueing's."""
+MOST = 60
+
+
+def _costs(row: Row) -> Mapping[str, float] | None:
+    costs = row.step_costs
+    return costs if costs and sum(costs.values()) > 0 else None
+
+
+def dominant(costs: Mapping[str, float]) -> tuple[str, float]:
+    """The largest cost and its share of the whole."""
+    total = sum(costs.values())
+    name = max(costs, key=lambda k: costs[k])
+    return name, costs[name] / total
+
+
+def _queued(row: Row) -> float | None:
+    queue, ttft = row.metrics.ttft_queue_s, row.metrics.ttft_s
+    return queue / ttft if queue is not None and ttft else None
+
+
+def why(row: Row) -> str | None:
+    """The figure's why in words: its dominant cost and share, and queueing where its time to first
+    token was mostly waiting; None for a measured row."""
+    costs = _costs(row)
+    if costs is None:
+        return None
+    name, share = dominant(costs)
+    said = f"{COSTS.get(name, name)} ({100 * share:.0f} %)"
+    queued = _queued(row)
+    if queued is not None and queued >= QUEUED:
+        said += f"; its TTFT is {100 * queued:.0f} % queueing"
+    return said
+
+
+def why_lines(rows: Sequence[Row]) -> list[str]:
+    """The findings' line: how many simulated figures each cost bounds."""
+    counts = Counter(dominant(c)[0] for r in rows if (c := _costs(r)) is not None)
+    if not counts:
+        return []
+    said = ", ".join(f"{n} by {COSTS.get(k, k)}" for k, n in counts.most_common())
+    return [f"- Why, as simulated: of the figures, {said} [table](#{anchor(TITLE)})"]
+
+
+def why_section(rows: Sequence[Row]) -> list[Block]:
+    shown = [r for r in rows if _costs(r) is not None]
+    if not shown:
+        return []
+    columns = [
+        c
+        for c in varying(shown, exclude=("repeats", "runtime_version", "server_starts"))
+        if c not in ("drafter", "k")
+    ]
+    body = []
+    for row in sort_rows(shown, ["drafter", *columns])[:MOST]:
+        costs = _costs(row)
+        assert costs is not None
+        total = sum(costs.values())
+        queued = _queued(row)
+        body.append(
+            [
+                Markdown(arm(row.conditions.drafter, row.conditions.k, none="no drafter")),
+                *(number(row.get(c)) for c in columns),
+                why(row) or "—",
+                *(f"{100 * costs.get(k, 0.0) / total:.0f} %" for k in COSTS),
+                "—" if queued is None else f"{100 * queued:.0f} %",
+                run_cell(row.run_id, row.link),
+            ]
+        )
+    blocks: list[Block] = [
+        Heading(TITLE),
+        Paragraph(
+            Markdown(
+                "What the simulated engine's time went to over each measurement's timed windows (the "
+                "record's `step_costs`): the weight matmuls on the side of their roofline that sets "
+                "them (reading the weights, or their compute), the KV cache's and recurrent state's "
+                "read or attention's compute, the drafter's own passes, and the engine's fixed costs "
+                "(per-step and per-pass overheads, compute graphs, launches, the sampler). The largest "
+                "is the figure's *why*; *TTFT queued* is the share of its time to first token spent "
+                "waiting to be scheduled (`ttft_queue_s` ÷ `ttft_s`)."
+            )
+        ),
+        TableBlock(
+            [
+                "arm",
+                *columns,
+                "why",
+                *COSTS.values(),
+                "TTFT queued",
+                "run",
+            ],
+            body,
+        ),
+    ]
+    if len(shown) > MOST:
+        blocks.append(Paragraph(f"{len(shown) - MOST} more simulated measurement(s) not shown."))
+    return blocks
