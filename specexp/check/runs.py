@@ -48,8 +48,9 @@ class Run:
     """Each metric's value in each timed window behind the median (null where a window had none)."""
     server_start: tuple[int, ...] | None = None
     """The server start of each window (None: one server)."""
-    step_costs: Mapping[str, float] | None = None
-    """The simulator: what the engine's time went to, seconds by cost (None: a real engine)."""
+    step_costs: Mapping[str, Mapping[str, float]] | None = None
+    """The simulator: what the engine's time went to, seconds by phase and cost (None: a real
+    engine)."""
 
     def runs(self, metric: str) -> Runs | None:
         """`metric`'s value in each window with its server start: what its interval resamples."""

@@ -269,9 +269,9 @@ class Window:
     """A task run: what lm-eval ran and its summary scores."""
     series: EngineSeries | None = None
     """The engine's state read at a fixed interval while the window ran (specexp.measure.engine_series)."""
-    costs: dict[str, float] | None = None
-    """What the engine's time went to during the window, seconds by cost (the simulator's
-    specexp.sim.costs); None where the engine cannot say."""
+    costs: dict[str, dict[str, float]] | None = None
+    """What the engine's time went to during the window, seconds by phase (decode, prefill) and
+    cost (the simulator's specexp.sim.costs); None where the engine cannot say."""
 
 
 class RuntimeFailure(Exception):

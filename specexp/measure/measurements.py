@@ -204,12 +204,16 @@ def _spread(values: list[Any]) -> list[float]:
     return [min(numbers), max(numbers)] if numbers else []
 
 
-def _costs(windows: list[Window]) -> dict[str, float] | None:
-    """The engine's seconds by cost over the timed windows (None where the engine cannot say)."""
+def _costs(windows: list[Window]) -> dict[str, dict[str, float]] | None:
+    """The engine's seconds by phase and cost over the timed windows (None where the engine
+    cannot say)."""
     known = [w.costs for w in windows if w.costs is not None]
     if not known:
         return None
-    return {k: round(sum(c.get(k, 0.0) for c in known), 9) for k in known[0]}
+    return {
+        phase: {k: round(sum(c[phase].get(k, 0.0) for c in known), 9) for k in costs}
+        for phase, costs in known[0].items()
+    }
 
 
 def _contaminated(windows: list[Window]) -> bool | None:

@@ -239,8 +239,9 @@ class Measurement(Record):
     """Per window, the engine's state read at a fixed interval while it ran (running and waiting
     requests, KV-cache use, the speculative and prefix-cache counters) and its requests' times;
     None: not sampled (`workload.engine_series_interval_s: null`, or an engine without metrics)."""
-    step_costs: dict[str, float] | None = None
-    """The simulator: what the engine's time went to over the timed windows, seconds by cost
+    step_costs: dict[str, dict[str, float]] | None = None
+    """The simulator: what the engine's time went to over the timed windows, seconds by phase
+    (`decode`: steps that only decode or verify; `prefill`: steps that took a prompt chunk) and cost
     (weights_read, matmul_compute, kv_read, attention_compute, drafter, fixed; specexp.sim.costs),
     the largest named as the figure's "why" in the report; None: a real engine (it cannot say)."""
     load_delivered: bool | None = None

@@ -1,6 +1,7 @@
 """Why, as the simulator has it: for each simulated measurement, what the simulated engine's time
 went to over its timed windows (the record's `step_costs`; specexp.sim.costs), the largest named as
-the figure's why, and how much of its time to first token it waited in the queue.
+the figure's why (from the steps behind it: the decoding ones for a rate, the prefilling ones for
+a time to first token), and how much of its time to first token it waited in the queue.
 
 The costs: the weights' read and the matmuls' compute (the weight matmuls, on whichever side of
 their roofline sets them), the KV cache's and recurrent state's read and attention's compute, the
@@ -14,6 +15,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from specexp.record.escape import Markdown
+from specexp.record.kinds import measurement_kinds
 from specexp.report.blocks import Block, Heading, Paragraph, TableBlock
 from specexp.report.format import arm, number, run_cell
 from specexp.report.links import anchor
@@ -34,9 +36,22 @@ QUEUED = 0.5
 MOST = 60
 
 
-def _costs(row: Row) -> Mapping[str, float] | None:
-    costs = row.step_costs
-    return costs if costs and sum(costs.values()) > 0 else None
+PREFILL_KINDS = ("prefill", "prefix_cache")
+"""Measurements whose figure is a time to first token: the prefilling steps' costs say why."""
+
+
+def _costs(row: Row, kind: str = "decode") -> Mapping[str, float] | None:
+    """The costs of the steps behind the figure: the prefilling ones for a time to first token,
+    the decoding ones for a rate (either, where the other phase took no time)."""
+    phases = row.step_costs
+    if not phases:
+        return None
+    first = "prefill" if kind in PREFILL_KINDS else "decode"
+    for phase in (first, *(p for p in phases if p != first)):
+        costs = phases.get(phase)
+        if costs and sum(costs.values()) > 0:
+            return costs
+    return None
 
 
 def dominant(costs: Mapping[str, float]) -> tuple[str, float]:
@@ -51,10 +66,10 @@ def _queued(row: Row) -> float | None:
     return queue / ttft if queue is not None and ttft else None
 
 
-def why(row: Row) -> str | None:
+def why(row: Row, kind: str = "decode") -> str | None:
     """The figure's why in words: its dominant cost and share, and queueing where its time to first
     token was mostly waiting; None for a measured row."""
-    costs = _costs(row)
+    costs = _costs(row, kind)
     if costs is None:
         return None
     name, share = dominant(costs)
@@ -67,7 +82,11 @@ def why(row: Row) -> str | None:
 
 def why_lines(rows: Sequence[Row]) -> list[str]:
     """The findings' line: how many simulated figures each cost bounds."""
-    counts = Counter(dominant(c)[0] for r in rows if (c := _costs(r)) is not None)
+    counts = Counter(
+        dominant(c)[0]
+        for r, kind in zip(rows, measurement_kinds(rows), strict=True)
+        if (c := _costs(r, kind)) is not None
+    )
     if not counts:
         return []
     said = ", ".join(f"{n} by {COSTS.get(k, k)}" for k, n in counts.most_common())
@@ -75,7 +94,8 @@ def why_lines(rows: Sequence[Row]) -> list[str]:
 
 
 def why_section(rows: Sequence[Row]) -> list[Block]:
-    shown = [r for r in rows if _costs(r) is not None]
+    kind_of = {id(r): k for r, k in zip(rows, measurement_kinds(rows), strict=True)}
+    shown = [r for r in rows if _costs(r, kind_of[id(r)]) is not None]
     if not shown:
         return []
     columns = [
@@ -85,7 +105,8 @@ def why_section(rows: Sequence[Row]) -> list[Block]:
     ]
     body = []
     for row in sort_rows(shown, ["drafter", *columns])[:MOST]:
-        costs = _costs(row)
+        kind = kind_of[id(row)]
+        costs = _costs(row, kind)
         assert costs is not None
         total = sum(costs.values())
         queued = _queued(row)
@@ -93,7 +114,8 @@ def why_section(rows: Sequence[Row]) -> list[Block]:
             [
                 Markdown(arm(row.conditions.drafter, row.conditions.k, none="no drafter")),
                 *(number(row.get(c)) for c in columns),
-                why(row) or "—",
+                "prefill" if kind in PREFILL_KINDS else "decode",
+                why(row, kind) or "—",
                 *(f"{100 * costs.get(k, 0.0) / total:.0f} %" for k in COSTS),
                 "—" if queued is None else f"{100 * queued:.0f} %",
                 run_cell(row.run_id, row.link),
@@ -104,7 +126,9 @@ def why_section(rows: Sequence[Row]) -> list[Block]:
         Paragraph(
             Markdown(
                 "What the simulated engine's time went to over each measurement's timed windows (the "
-                "record's `step_costs`): the weight matmuls on the side of their roofline that sets "
+                "record's `step_costs`), in the steps behind its figure (*decode*: the steps that only "
+                "decoded, for a rate; *prefill*: those that took a prompt chunk, for a time to first "
+                "token): the weight matmuls on the side of their roofline that sets "
                 "them (reading the weights, or their compute), the KV cache's and recurrent state's "
                 "read or attention's compute, the drafter's own passes, and the engine's fixed costs "
                 "(per-step and per-pass overheads, compute graphs, launches, the sampler). The largest "
@@ -116,6 +140,7 @@ def why_section(rows: Sequence[Row]) -> list[Block]:
             [
                 "arm",
                 *columns,
+                "steps",
                 "why",
                 *COSTS.values(),
                 "TTFT queued",

@@ -128,9 +128,9 @@ class Runtime(ABC, Generic[S]):
         does not report such compiles)."""
         return None
 
-    def step_costs(self) -> dict[str, float] | None:
-        """What the engine's time has gone to so far, in seconds by cost (specexp.sim.costs: the
-        simulator, which knows); None where the engine cannot say."""
+    def step_costs(self) -> dict[str, dict[str, float]] | None:
+        """What the engine's time has gone to so far, in seconds by phase and cost
+        (specexp.sim.costs: the simulator, which knows); None where the engine cannot say."""
         return None
 
     def engine_series(self, repeat: int = 0) -> SeriesSource | None:

@@ -301,7 +301,7 @@ class SimEngine:
             else len(decoding)
         ) + sum(1 for s, n in chunks if s.prefilled + n == s.prompt)
         cpu = self._step_s + p.seq_overhead_ms * sampled / 1e3
-        self.costs.add(self.passes.parts, drafting, checkpoints + cpu, self.pace)
+        self.costs.add(self.passes.parts, drafting, checkpoints + cpu, self.pace, bool(chunks))
         seconds = (seconds + checkpoints + drafting) * self.pace
         self.held.release(self.clock + (seconds if self.passes.kernel_by_kernel else 0.0))
         self.clock += seconds + cpu * self.pace

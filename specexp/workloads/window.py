@@ -50,7 +50,10 @@ def timed(
         telemetry=gpu.summary if gpu is not None else None,
         compiles=runtime.compiles_since(mark),
         series=readings.series(traces) if readings is not None else None,
-        costs={k: v - spent.get(k, 0.0) for k, v in after.items()}
+        costs={
+            phase: {k: v - spent.get(phase, {}).get(k, 0.0) for k, v in costs.items()}
+            for phase, costs in after.items()
+        }
         if after is not None and spent is not None
         else None,
     )

@@ -58,7 +58,7 @@ class SimRuntime(Runtime[SimRuntimeSpec]):
     def idle(self, seconds: float) -> None:
         self.engine.idle(seconds)
 
-    def step_costs(self) -> dict[str, float]:
+    def step_costs(self) -> dict[str, dict[str, float]]:
         return self.engine.costs.snapshot()
 
     def engine_series(self, repeat: int = 0) -> SteppedSampler | None:

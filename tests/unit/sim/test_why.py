@@ -19,16 +19,17 @@ from tests.conftest import run_specexp
 SPARK = ["hardware=dgx_spark", "model=qwen3.8-27b", "quantization=fp8", "workload.warmup=0"]
 
 
-def shares(tmp_path: Path, *overrides: str) -> dict[int, dict[str, float]]:
-    """By concurrency, each cost's share of the engine's time over the window."""
+def shares(tmp_path: Path, *overrides: str, phase: str = "decode") -> dict[int, dict[str, float]]:
+    """By concurrency, each cost's share of the engine's time over the window's `phase` steps."""
     spec = build_spec([*SPARK, "workload.repeats=1", *overrides])
     runtime = SimRuntime(spec, tmp_path)
     runtime.start()
     out = {}
     for window in drive(runtime, spec.workload, marker="t"):
         assert window.costs is not None
-        total = sum(window.costs.values())
-        out[window.point.concurrency] = {k: v / total for k, v in window.costs.items()}
+        costs = window.costs[phase]
+        total = sum(costs.values())
+        out[window.point.concurrency] = {k: v / total for k, v in costs.items()}
     return out
 
 
@@ -64,10 +65,11 @@ def test_a_long_prompt_prefills_on_compute(tmp_path: Path) -> None:
     runtime = SimRuntime(spec, tmp_path)
     runtime.start()
     (window,) = drive(runtime, spec.workload, marker="t")
-    costs = window.costs
-    assert costs is not None
+    assert window.costs is not None
+    costs, decode = window.costs["prefill"], window.costs["decode"]
     compute = costs["matmul_compute"] + costs["attention_compute"]
     assert compute / sum(costs.values()) > 0.8
+    assert sum(decode.values()) == 0  # max_tokens = 1: the prompt's last step gives the token
     # the engine's time over the window is its steps' time: the split adds up to it
     trace = window.traces[0]
     assert sum(costs.values()) == pytest.approx(trace.events[-1].t - trace.sent_at, rel=0.05)
