@@ -29,6 +29,7 @@ CONDITION_KEYS = (
     "gpu_count",
     "gpu_shared",
     "gpu_memory_utilization",
+    "tensor_parallel",
     "usd_per_gpu_hour",
     "usd_per_kwh",
     "model",

@@ -36,6 +36,8 @@ class Family:
 _DEVICE = {
     "hardware": "memory bandwidth and tensor throughput set the time of every forward pass",
     "gpu_count": "tensor parallelism splits the weights and the bandwidth over devices",
+    "tensor_parallel": "each GPU reads and computes its share of every pass, and every layer pays "
+    "all-reduces between them",
     "gpu_shared": "another resident engine competes for bandwidth and memory",
     "model": "parameter count and layer shape: the bytes and FLOPs of every pass",
     "quantization": "bytes per weight read every pass, and which kernels run them",
@@ -101,6 +103,7 @@ _ENERGY_COST = {
 }
 _ACCEPTANCE = {
     "model": "the target decides which drafts are accepted",
+    "tensor_parallel": "a model split over GPUs reduces its matmuls across them, and the sums round differently: near-ties, and so drafts accepted, can move",
     "quantization": "the drafter reads the target's states: MTP accepts ~53 % on NVFP4, ~79 % on FP8",
     "kv_cache_dtype": "a lower-precision KV cache perturbs the target's logits",
     "runtime": "engines verify and sample drafts differently (a DFlash drafter at 25 % on vLLM)",
@@ -114,6 +117,7 @@ _ACCEPTANCE = {
 _CAPACITY = {
     "hardware": "device memory the KV cache is carved from",
     "gpu_count": "more devices, more memory for KV",
+    "tensor_parallel": "each GPU holds its share of the weights and of every token's KV",
     "gpu_shared": "another resident engine holds part of the memory",
     "gpu_memory_utilization": "fraction of device memory the engine may take",
     "model": "weight memory, and KV bytes per token",
@@ -130,6 +134,7 @@ _CAPACITY = {
 }
 _CACHE = {
     "model": "cache block size (hybrid models align blocks to their layers)",
+    "tensor_parallel": "each GPU's share of a token's KV sets how many blocks fit, and so what stays cached",
     "runtime": "what an engine caches and how it reports hits",
     "runtime_version": "a prefix cache broke on one vLLM version and worked on a later one",
     "drafter": "a drafter changes the cache block (~1,600 tokens with MTP vs ~224 without)",
@@ -143,6 +148,7 @@ _CACHE = {
 }
 _IDENTITY = {
     "hardware": "kernels differ by architecture, and with them argmax ties",
+    "tensor_parallel": "a model split over GPUs reduces its matmuls across them, and the sums round differently, and with them argmax ties",
     "weights": "trained weights have fewer exact ties than random ones",
     "model": "the target whose greedy output must be preserved",
     "quantization": "kernels and scales change the logits",
@@ -163,6 +169,7 @@ _IDENTITY = {
 
 _SCORES = {
     "model": "the model being scored",
+    "tensor_parallel": "a model split over GPUs reduces its matmuls across them, and the sums round differently: an answer can turn on a near-tie",
     "weights": "random or dummy weights score nothing",
     "quantization": "lower-precision weights can lose points",
     "kv_cache_dtype": "a lower-precision KV cache perturbs the logits",

@@ -74,6 +74,7 @@ def run_conditions(
         "gpu_count": spec.hardware.gpu_count,
         "gpu_shared": spec.gpu_shared,
         "gpu_memory_utilization": spec.runtime.gpu_memory_utilization,
+        "tensor_parallel": spec.runtime.tensor_parallel,
         "usd_per_gpu_hour": spec.hardware.usd_per_gpu_hour,
         "usd_per_kwh": spec.hardware.usd_per_kwh,
         "model": spec.model.name,
@@ -121,6 +122,7 @@ UNSTATED = {
     "quantization": ("quantization",),
     "runtime.kv_cache_dtype": ("kv_cache_dtype",),
     "runtime.prefix_caching": ("prefix_caching",),
+    "runtime.tensor_parallel": ("tensor_parallel",),
     "gpu_shared": ("gpu_shared",),
 }
 """What the user must state (key of the overrides) for the conditions it sets to be known."""

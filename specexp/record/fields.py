@@ -16,6 +16,7 @@ class Conditions(Named):
     gpu_count: int | None
     gpu_shared: bool | None
     gpu_memory_utilization: float | None
+    tensor_parallel: int | None = None
     usd_per_gpu_hour: float | None = None
     usd_per_kwh: float | None = None
     model: str | None

@@ -27,6 +27,7 @@ COSTS = {
     "matmul_compute": "the matmuls' compute",
     "kv_read": "reading the KV cache",
     "attention_compute": "attention's compute",
+    "all_reduce": "the all-reduces between GPUs",
     "drafter": "the drafter's passes",
     "fixed": "fixed step costs",
 }

@@ -38,6 +38,8 @@ from specexp.spec.experiment import Component, HardwareSpec, ModelSpec, Quantiza
 
 __all__ = ["CostModel", "ModelShape", "PassParts", "Slice", "model_shape"]
 
+ACTIVATION_BYTES = 2
+"""Bytes of one activation an all-reduce carries (bf16)."""
 QUERY_TILE = 64
 """Query rows one attention thread block handles (flash-attention-style kernels)."""
 
@@ -64,6 +66,8 @@ class PassParts(NamedTuple):
     matmul_compute: float = 0.0
     kv_read: float = 0.0
     attention_compute: float = 0.0
+    all_reduce: float = 0.0
+    """Tensor parallelism: the all-reduces between the GPUs (0 on one GPU)."""
     fixed: float = 0.0
 
 
@@ -81,10 +85,19 @@ class CostModel:
     quant: QuantizationSpec
     kv_bytes: float
     state_dtype: str = "float32"
+    tensor_parallel: int = 1
+    """GPUs the model is split over: each reads and computes its share of every weight matmul, of
+    attention's heads and of the recurrent state, and every layer's two outputs (attention's and the
+    MLP's, or the linear mixer's) are all-reduced between them over the hardware's interconnect."""
 
     @classmethod
     def build(
-        cls, hw: HardwareSpec, model: ModelSpec, quant: QuantizationSpec, kv_cache_dtype: str
+        cls,
+        hw: HardwareSpec,
+        model: ModelSpec,
+        quant: QuantizationSpec,
+        kv_cache_dtype: str,
+        tensor_parallel: int = 1,
     ) -> CostModel:
         kv_bytes = kv_bytes_per_element(kv_cache_dtype)
         return cls(
@@ -93,7 +106,27 @@ class CostModel:
             quant=quant,
             kv_bytes=kv_bytes,
             state_dtype=model.linear_state_dtype,
+            tensor_parallel=tensor_parallel,
         )
+
+    @cached_property
+    def kv_split(self) -> int:
+        """GPUs the KV cache is split over: its KV heads are, as far as there are heads (beyond,
+        each GPU holds a copy of some)."""
+        return max(min(self.tensor_parallel, self.shape.kv_heads), 1)
+
+    def all_reduce_seconds(self, tokens: int) -> float:
+        """A pass's all-reduces over `tokens` tokens: two a layer (its mixer's output and its MLP's),
+        each a ring all-reduce of tokens x hidden activations in bf16, 2 (n - 1) / n of the bytes
+        over each GPU's link, plus the link's fixed latency; 0 on one GPU."""
+        n, link = self.tensor_parallel, self.hardware.interconnect
+        if n < 2 or link is None or tokens <= 0:
+            return 0.0
+        shape = self.shape
+        layers = shape.full_attention_layers + shape.linear_attention_layers
+        moved = 2 * (n - 1) / n * tokens * shape.hidden_size * ACTIVATION_BYTES
+        one = link.latency_us / 1e6 + moved / (link.bandwidth_gbps * 1e9 * link.achieved)
+        return 2 * layers * one
 
     # --- rates ------------------------------------------------------------------------
 
@@ -231,6 +264,7 @@ class CostModel:
             compute = tokens * per_token + logits * per_logit
         else:
             compute = self._small_batch_compute(tokens, logits)
+        moved, compute = moved / self.tensor_parallel, compute / self.tensor_parallel
         if a.serial_batched_matmuls and tokens > 1:  # a CPU's cores load, then compute
             return moved, compute
         return _bound(moved, compute)
@@ -265,7 +299,10 @@ class CostModel:
                 continue
             moved = sum(x.context + x.tokens for x in group) * kv
             flops = sum(x.tokens * (x.context + x.tokens / 2) for x in group) * per_ctx
-            r, c = _bound(moved / (bandwidth * self._kv_efficiency(group, multi)), flops / rate)
+            r, c = _bound(
+                moved / self.kv_split / (bandwidth * self._kv_efficiency(group, multi)),
+                flops / self.tensor_parallel / rate,
+            )
             read, compute = read + r, compute + c
         return read, compute
 
@@ -291,9 +328,9 @@ class CostModel:
         """The linear-attention layers' time as (state read and written, compute)."""
         if not self.shape.linear_attention_layers:
             return 0.0, 0.0
-        moved = sum(1 + x.state_writes for x in slices) * self.state_bytes
+        moved = sum(1 + x.state_writes for x in slices) * self.state_bytes / self.tensor_parallel
         flops = sum(x.tokens for x in slices) * self.shape.linear_flops_per_token
-        return _bound(moved / self.bandwidth, flops / self.attention_rate)
+        return _bound(moved / self.bandwidth, flops / self.tensor_parallel / self.attention_rate)
 
     def pass_seconds(self, slices: Sequence[Slice]) -> float:
         """Time of one forward pass over `slices`, overhead included."""
@@ -308,7 +345,14 @@ class CostModel:
         weights, matmul = self.matmul_split(tokens, logits)
         kv, attention = self.attention_split(slices)
         state, linear = self.linear_attention_split(slices)
-        return PassParts(weights, matmul, kv + state, attention + linear, self.overhead_seconds)
+        return PassParts(
+            weights,
+            matmul,
+            kv + state,
+            attention + linear,
+            self.all_reduce_seconds(tokens),
+            self.overhead_seconds,
+        )
 
     @cached_property
     def unit_pass_seconds(self) -> float:

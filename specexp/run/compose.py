@@ -305,10 +305,41 @@ def to_spec(
             f"{spec.workload.server_starts} fresh starts of a server specexp does not start "
             "(runtime.url): it cannot restart it; accepted: 1 with runtime.url",
         )
+    _refuse_unsplittable(spec, overrides)
     from specexp.spec.input_files import check_files  # trace and dataset files: read first
 
     check_files(spec.workload)
     return spec
+
+
+def _refuse_unsplittable(spec: ExperimentSpec, overrides: Sequence[str]) -> None:
+    """runtime.tensor_parallel > 1 where it cannot be: an engine that does not split a model, fewer
+    GPUs than it asks, or no interconnect to price the all-reduces on."""
+    tp, rt, hw = spec.runtime.tensor_parallel, spec.runtime, spec.hardware
+    if tp < 2:
+        return
+    where = where_set("runtime.tensor_parallel", None, overrides)
+    if not rt.simulated and rt.tensor_parallel_flag is None:
+        raise SpecError(
+            where,
+            "runtime.tensor_parallel",
+            f"{tp}: runtime={rt.name} does not split a model over GPUs; accepted: 1 "
+            "(vllm, sglang and sim accept more)",
+        )
+    if hw.gpu_count < tp:
+        raise SpecError(
+            where,
+            "runtime.tensor_parallel",
+            f"{tp} GPUs asked, hardware={hw.name} has hardware.gpu_count {hw.gpu_count}; accepted: "
+            f"1 to {max(hw.gpu_count, 1)}, or set hardware.gpu_count={tp}",
+        )
+    if hw.interconnect is None:
+        raise SpecError(
+            where,
+            "runtime.tensor_parallel",
+            f"{tp}: hardware={hw.name} names no interconnect between its GPUs "
+            "(hardware.interconnect); accepted: 1",
+        )
 
 
 def _refuse_overrides_that_do_nothing(spec: ExperimentSpec, overrides: Sequence[str]) -> None:

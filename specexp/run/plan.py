@@ -138,8 +138,18 @@ def _server_key(spec: ExperimentSpec) -> str:
     for price in PRICES:  # what the user pays is no part of the server
         data["hardware"].pop(price, None)
     data["slots"] = spec.workload.slots
+    _drop_unused_interconnect(data)
     blob = json.dumps(data, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+def _drop_unused_interconnect(data: dict[str, Any]) -> None:
+    """What links the GPUs moves no job of one GPU: left out of its id and its server key, which
+    stay as they were before hardware files named it."""
+    runtime, hardware = data.get("runtime"), data.get("hardware")
+    split = isinstance(runtime, dict) and (runtime.get("tensor_parallel") or 1) > 1
+    if isinstance(hardware, dict) and not split:
+        hardware.pop("interconnect", None)
 
 
 def _meaningless(spec: ExperimentSpec) -> str | None:
@@ -199,7 +209,12 @@ ADDED_WHEN_SET = {
     "model": ("moe", "packaged_weights", "draft_model"),
     "draft_model": ("moe", "packaged_weights", "draft_model"),
     "drafter": ("draft_rate", "draft_continue"),
-    "hardware": ("achieved.serial_batched_matmuls", "usd_per_gpu_hour", "usd_per_kwh"),
+    "hardware": (
+        "achieved.serial_batched_matmuls",
+        "usd_per_gpu_hour",
+        "usd_per_kwh",
+        "interconnect",
+    ),
     "quantization": ("dequantized_from",),
 }
 """Fields added after run ids were first issued: left out of the digest while unset, so that
@@ -224,6 +239,7 @@ def _digest(spec: ExperimentSpec, **fields: Any) -> str:
             **{k: v for k, v in RUN_ID_DEFAULTS.items() if k not in skipped},
             **data["runtime"],
         }
+    _drop_unused_interconnect(data)
     blob = json.dumps(data, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 

@@ -10,7 +10,15 @@ from __future__ import annotations
 
 from specexp.roofline.costmodel import PassParts
 
-COSTS = ("weights_read", "matmul_compute", "kv_read", "attention_compute", "drafter", "fixed")
+COSTS = (
+    "weights_read",
+    "matmul_compute",
+    "kv_read",
+    "attention_compute",
+    "all_reduce",
+    "drafter",
+    "fixed",
+)
 """The costs a simulated step's time is split into (PassParts' fields, the drafter, the rest)."""
 PHASES = ("decode", "prefill")
 """Steps that only decode (or verify), and steps that prefill a prompt chunk."""

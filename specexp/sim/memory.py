@@ -79,26 +79,32 @@ def memory_plan(
     max_model_len: int | None = None,
     reserved_gib: float = ENGINE_RESERVED_GIB,
 ) -> MemoryPlan:
-    """Split the engine's share of device memory into weights, activations and KV cache."""
-    hw = spec.hardware
+    """Split the engine's share of one device's memory into weights, activations and KV cache.
+    Split over `tensor_parallel` GPUs, each holds its share of the target's weights (a drafter head
+    whole: engines replicate it), of every token's KV (as far as there are KV heads to split) and
+    of the recurrent state; the KV capacity is in tokens, each of which every GPU holds its share of."""
+    hw, tp = spec.hardware, target.tensor_parallel
     device = (hw.engine_memory_gib or hw.memory_gib) * GIB
     budget = device * utilization(spec)
-    weights = target.resident_weight_bytes
+    weights = target.resident_weight_bytes / tp
     if k > 0:
-        weights += drafter_weight_bytes(spec.drafter, target, spec.quantization, draft_model)
+        head = drafter_weight_bytes(spec.drafter, target, spec.quantization, draft_model)
+        weights += head / tp if draft_model is not None else head
     activations = activation_bytes(spec, target, k, reserved_gib)
     pool = budget - weights - activations
     kv_layers = drafter_kv_layers(spec.drafter) if k > 0 else 0.0
-    per_token = target.kv_bytes_per_token + kv_layers * target.kv_bytes_per_token_per_layer
+    per_token = (
+        target.kv_bytes_per_token + kv_layers * target.kv_bytes_per_token_per_layer
+    ) / target.kv_split
     if draft_model is not None and k > 0:
-        per_token += draft_model.kv_bytes_per_token
+        per_token += draft_model.kv_bytes_per_token / draft_model.kv_split
     snapshot = layout.snapshot_bytes_per_token if layout is not None else 0.0
-    per_seq = target.state_bytes * (1 + k)
+    per_seq = target.state_bytes * (1 + k) / tp
     length = max_model_len or spec.model.max_position_embeddings
     request = (
         length * per_token
         + per_seq
-        + (layout.snapshots(length) * target.state_bytes if layout else 0.0)
+        + (layout.snapshots(length) * target.state_bytes / tp if layout else 0.0)
     )
     tokens = int(max(pool, 0.0) // max(per_token + snapshot, 1.0))
     return MemoryPlan(

@@ -55,7 +55,8 @@ def plan_server(
     hardware = spec.hardware
     if profile.layer_overhead_us is not None:  # the engine's own kernels' fixed cost per layer
         hardware = hardware.model_copy(update={"layer_overhead_us": profile.layer_overhead_us})
-    target = CostModel.build(hardware, spec.model, spec.quantization, rt.kv_cache_dtype)
+    tp = rt.tensor_parallel
+    target = CostModel.build(hardware, spec.model, spec.quantization, rt.kv_cache_dtype, tp)
     prefill = target
     if profile.prefill_compute != 1.0:
         prefill = CostModel.build(
@@ -63,11 +64,14 @@ def plan_server(
             spec.model,
             spec.quantization,
             rt.kv_cache_dtype,
+            tp,
         )
     draft_model = None
     if spec.drafter.cost.uses_draft_model and spec.draft_model is not None:
-        draft_model = CostModel.build(  # run by the same engine: its own per-layer cost too
-            hardware, spec.draft_model, spec.quantization, rt.kv_cache_dtype
+        # run by the same engine, split as the target is (vLLM's draft_tensor_parallel_size
+        # defaults to the target's): its own per-layer cost too
+        draft_model = CostModel.build(
+            hardware, spec.draft_model, spec.quantization, rt.kv_cache_dtype, tp
         )
     k = spec.draft_tokens
     context = context_limit(spec, k)
@@ -92,7 +96,7 @@ def plan_server(
         hits=cache_hits(rt.version, rt.prefix_cache_broken_versions),
         block=block,
         max_num_batched_tokens=rt.max_num_batched_tokens,
-        state_bytes=target.state_bytes,
+        state_bytes=target.state_bytes / tp,  # each GPU's share of a sequence's state
         drop_last_block=profile.drafter_recomputes_last_block
         and k > 0
         and spec.drafter.reads_hidden_states,

@@ -64,6 +64,15 @@ CONDITIONS: Mapping[str, Condition] = MappingProxyType(
                 maximum=1,
             ),
             _c(
+                "tensor_parallel",
+                int,
+                "setup",
+                "GPUs the model is split over, tensor-parallel (runtime.tensor_parallel: vLLM "
+                "--tensor-parallel-size, SGLang --tp); null in records written before it was recorded",
+                minimum=1,
+                absent_is_null=True,
+            ),
+            _c(
                 "usd_per_gpu_hour",
                 float,
                 "setup",

@@ -65,6 +65,19 @@ class Achieved(_Spec):
     (fitted: conf/hardware/cpu.yaml). None: every pass overlaps them."""
 
 
+class InterconnectSpec(_Spec):
+    """What links a machine's GPUs for tensor parallelism: what every all-reduce crosses."""
+
+    name: str
+    """nvlink, pcie, ..."""
+    bandwidth_gbps: float = Field(gt=0)
+    """Each GPU's bandwidth to the others in one direction, GB/s (the datasheet's)."""
+    achieved: float = Field(default=0.8, gt=0, le=1)
+    """The share of it an all-reduce's bus bandwidth reaches."""
+    latency_us: float = Field(ge=0)
+    """A small all-reduce's fixed time, us (launch, the peers' handshake)."""
+
+
 class HardwareSpec(_Spec):
     name: str
     description: str = ""
@@ -88,6 +101,8 @@ class HardwareSpec(_Spec):
     engine_memory_gib: float | None = Field(default=None, gt=0)
     """Memory an engine allocates against (what the driver reports as total), GiB; None:
     `memory_gib`. gpu_memory_utilization is a share of this."""
+    interconnect: InterconnectSpec | None = None
+    """What links its GPUs (runtime.tensor_parallel > 1 needs one); None: one GPU, or none known."""
     usd_per_gpu_hour: float | None = Field(default=None, gt=0)
     """What an hour of one GPU costs, in US dollars (a CPU-only server: an hour of the whole
     server), as the user pays it; None: no bill. specexp never assumes a price."""

@@ -53,12 +53,19 @@ class RuntimeSpec(_Spec):
     max_num_batched_tokens: int = Field(default=8192, ge=1)
     """Token budget of one forward pass (chunked prefill)."""
     max_num_seqs: int = Field(default=256, ge=1)
+    tensor_parallel: int = Field(default=1, ge=1, exclude_if=lambda v: v == 1)
+    """GPUs the model is split over, tensor-parallel (vLLM --tensor-parallel-size, SGLang --tp; the
+    simulator splits its passes and prices the all-reduces on the hardware's interconnect). Needs
+    hardware.gpu_count GPUs at least and an interconnect. Left out of run ids at 1."""
     cache_block_tokens: int | None = Field(default=None, ge=1)
     """Prefix-cache block size in tokens; None: the engine's choice for the model (16 for dense
     models, the model's aligned block for hybrid ones). Reuse happens in whole blocks."""
     served_model_name: str | None = None
     """The model name requests carry; None means what the server was started with."""
 
+    tensor_parallel_flag: ClassVar[str | None] = None
+    """The engine's flag for `tensor_parallel`; None: the engine cannot split a model (1 only), or
+    the simulator, which splits it itself (`simulated`)."""
     drafts_from: ClassVar[tuple[int, ...] | None] = None
     """The first version of the engine that drafts at all; None: every version specexp knows."""
     drafting_since_why: ClassVar[str] = ""
@@ -196,6 +203,8 @@ class VllmRuntimeSpec(ServerRuntimeSpec):
         "flip (docs/engines.md 7.2)"
     )
 
+    tensor_parallel_flag = "--tensor-parallel-size"
+
     name: Literal["vllm"] = "vllm"
     kv_cache_memory_gib: float | None = Field(default=None, gt=0)
     """KV cache memory the engine allocates, GiB (--kv-cache-memory-bytes; on hardware=cpu
@@ -220,6 +229,8 @@ class SglangRuntimeSpec(ServerRuntimeSpec):
             "ngram": "NGRAM",
         }
     )
+
+    tensor_parallel_flag = "--tp"
 
     name: Literal["sglang"] = "sglang"
     load_format: str | None = None

@@ -178,6 +178,7 @@ class HttpRuntime(Runtime[E]):
             "kv_cache_dtype": None if rt.kv_cache_dtype == "auto" else rt.kv_cache_dtype,
             "quantization": self.spec.quantization.engine_names.get(self.name),
             "served_model_name": rt.served_model_name,
+            "tensor_parallel": rt.tensor_parallel if rt.tensor_parallel > 1 else None,
         }
         argv: list[str] = []
         for setting, flag in flags.items():
