@@ -103,7 +103,7 @@ _ENERGY_COST = {
 }
 _ACCEPTANCE = {
     "model": "the target decides which drafts are accepted",
-    "tensor_parallel": "a model split over GPUs reduces its matmuls across them, and the sums round differently: near-ties, and so drafts accepted, can move",
+    "tensor_parallel": "split matmuls are summed across GPUs and round differently: near-ties, and so drafts accepted, can move",
     "quantization": "the drafter reads the target's states: MTP accepts ~53 % on NVFP4, ~79 % on FP8",
     "kv_cache_dtype": "a lower-precision KV cache perturbs the target's logits",
     "runtime": "engines verify and sample drafts differently (a DFlash drafter at 25 % on vLLM)",
@@ -148,7 +148,7 @@ _CACHE = {
 }
 _IDENTITY = {
     "hardware": "kernels differ by architecture, and with them argmax ties",
-    "tensor_parallel": "a model split over GPUs reduces its matmuls across them, and the sums round differently, and with them argmax ties",
+    "tensor_parallel": "split matmuls are summed across GPUs and round differently, and with them argmax ties",
     "weights": "trained weights have fewer exact ties than random ones",
     "model": "the target whose greedy output must be preserved",
     "quantization": "kernels and scales change the logits",
@@ -169,7 +169,7 @@ _IDENTITY = {
 
 _SCORES = {
     "model": "the model being scored",
-    "tensor_parallel": "a model split over GPUs reduces its matmuls across them, and the sums round differently: an answer can turn on a near-tie",
+    "tensor_parallel": "split matmuls are summed across GPUs and round differently: an answer can turn on a near-tie",
     "weights": "random or dummy weights score nothing",
     "quantization": "lower-precision weights can lose points",
     "kv_cache_dtype": "a lower-precision KV cache perturbs the logits",

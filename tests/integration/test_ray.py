@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -108,3 +109,66 @@ def test_a_llama_server_job_runs_on_ray(
         shutil.which("pgrep") is None
         or not subprocess.run(["pgrep", "-f", str(tmp_path)], capture_output=True).stdout
     )  # the worker stopped its server
+
+
+@pytest.fixture(scope="module")
+def two_gpu_cluster() -> Iterator[str]:
+    """A Ray head on 127.0.0.1 that declares two GPUs (logical: this machine has none), so that its
+    scheduling of GPU jobs can be seen on a CPU: Ray hands each job its GPU by CUDA_VISIBLE_DEVICES."""
+    ray = Path(sys.executable).parent / "ray"
+    if not ray.is_file():
+        pytest.skip("ray is not installed (the test extra installs it)")
+    port = _free_port()
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+    start = [
+        str(ray),
+        "start",
+        "--head",
+        "--node-ip-address=127.0.0.1",
+        f"--port={port}",
+        "--num-cpus=4",
+        "--num-gpus=2",
+        "--include-dashboard=false",
+        "--disable-usage-stats",
+    ]
+    done = subprocess.run(start, capture_output=True, text=True, timeout=180, env=env, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        subprocess.run(
+            [str(ray), "stop", "--force"], capture_output=True, timeout=120, env=env, check=False
+        )
+
+
+def test_jobs_of_one_gpu_each_share_two_gpus_two_at_a_time(
+    two_gpu_cluster: str, tmp_path: Path
+) -> None:
+    """Four jobs asking one GPU each on a two-GPU host: Ray runs them on distinct GPUs, never more
+    than two at once, and each record says which GPU it had (provenance.visible_gpus)."""
+    done = _sweep(
+        two_gpu_cluster,
+        tmp_path,
+        "+hydra.launcher.ray.remote.num_gpus=1",  # what a one-GPU server job asks (job_resources)
+        "drafter=none",
+        "hardware=h200,h100",
+        "model=qwen3-8b,llama-3.1-8b",
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    records = _records(tmp_path)
+    assert len(records) == 4 and all(r["status"] == "ok" for r in records)
+    gpus = [r["provenance"]["visible_gpus"] for r in records]
+    assert set(gpus) == {"0", "1"}, gpus  # each job one GPU, and both used
+    spans = [
+        (
+            datetime.fromisoformat(r["provenance"]["started_at"]),
+            datetime.fromisoformat(r["provenance"]["finished_at"]),
+        )
+        for r in records
+    ]
+    for start, _ in spans:  # at no job's start were more than two running, the starter included
+        assert sum(1 for a, b in spans if a <= start < b) <= 2
+    for i, (a, b) in enumerate(spans):  # two jobs at once never shared a GPU
+        for j, (c, d) in enumerate(spans):
+            if i < j and a < d and c < b:
+                assert gpus[i] != gpus[j]
