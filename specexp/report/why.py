@@ -104,8 +104,12 @@ def why_section(rows: Sequence[Row]) -> list[Block]:
         for c in varying(shown, exclude=("repeats", "runtime_version", "server_starts"))
         if c not in ("drafter", "k")
     ]
+    ordered = sort_rows(shown, ["drafter", *columns])[:MOST]
+    named = [  # a cost no shown figure paid (the all-reduces of one GPU) is left out
+        k for k in COSTS if any((_costs(r, kind_of[id(r)]) or {}).get(k) for r in ordered)
+    ]
     body = []
-    for row in sort_rows(shown, ["drafter", *columns])[:MOST]:
+    for row in ordered:
         kind = kind_of[id(row)]
         costs = _costs(row, kind)
         assert costs is not None
@@ -117,7 +121,7 @@ def why_section(rows: Sequence[Row]) -> list[Block]:
                 *(number(row.get(c)) for c in columns),
                 "prefill" if kind in PREFILL_KINDS else "decode",
                 why(row, kind) or "—",
-                *(f"{100 * costs.get(k, 0.0) / total:.0f} %" for k in COSTS),
+                *(f"{100 * costs.get(k, 0.0) / total:.0f} %" for k in named),
                 "—" if queued is None else f"{100 * queued:.0f} %",
                 run_cell(row.run_id, row.link),
             ]
@@ -143,7 +147,7 @@ def why_section(rows: Sequence[Row]) -> list[Block]:
                 *columns,
                 "steps",
                 "why",
-                *COSTS.values(),
+                *(COSTS[k] for k in named),
                 "TTFT queued",
                 "run",
             ],
