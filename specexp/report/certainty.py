@@ -17,7 +17,7 @@ from specexp.record.kinds import measurement_kinds
 from specexp.report.blocks import Block, Heading, Paragraph, TableBlock
 from specexp.report.format import arm, header, number, run_cell
 from specexp.report.links import anchor
-from specexp.report.tables import Row, sort_rows, varying
+from specexp.report.tables import Row, beside_arm, sort_rows
 from specexp.spec.vocabulary import M
 from specexp.stats.bootstrap import LEVEL, interval, spreads
 
@@ -121,11 +121,7 @@ def certainty_section(rows: Sequence[Row]) -> list[Block]:
             )
         blocks.append(Paragraph(Markdown(said + ".")))
     shown = [r for r, _ in judged]
-    columns = [
-        c
-        for c in varying(shown, exclude=("repeats", "runtime_version", "server_starts"))
-        if c not in ("drafter", "k")
-    ]
+    columns = beside_arm(shown)
     metric_of = {id(r): m for r, m in judged}
     body = []
     for row in sort_rows(shown, ["drafter", *columns])[:MOST]:

@@ -93,6 +93,16 @@ def varying(rows: Sequence[Row], exclude: Iterable[str] = ()) -> list[str]:
     return [c for c in NAMES if c not in skip and counted[c] > 1]
 
 
+def beside_arm(rows: Sequence[Row]) -> list[str]:
+    """The conditions a table of measurements shows beside each one's arm (drafter and k): those
+    that vary among `rows`, but how many runs a figure is over and the engine's build."""
+    return [
+        c
+        for c in varying(rows, exclude=("repeats", "runtime_version", "server_starts"))
+        if c not in ("drafter", "k")
+    ]
+
+
 def _values(row: Row) -> dict[str, Any]:
     """A row's conditions by name (the record's own fields: read many times a report)."""
     return vars(row.conditions)

@@ -19,7 +19,7 @@ from specexp.record.kinds import measurement_kinds
 from specexp.report.blocks import Block, Heading, Paragraph, TableBlock
 from specexp.report.format import arm, number, run_cell
 from specexp.report.links import anchor
-from specexp.report.tables import Row, sort_rows, varying
+from specexp.report.tables import Row, beside_arm, sort_rows
 
 TITLE = "Why, as the simulator has it"
 COSTS = {
@@ -99,11 +99,7 @@ def why_section(rows: Sequence[Row]) -> list[Block]:
     shown = [r for r in rows if _costs(r, kind_of[id(r)]) is not None]
     if not shown:
         return []
-    columns = [
-        c
-        for c in varying(shown, exclude=("repeats", "runtime_version", "server_starts"))
-        if c not in ("drafter", "k")
-    ]
+    columns = beside_arm(shown)
     ordered = sort_rows(shown, ["drafter", *columns])[:MOST]
     named = [  # a cost no shown figure paid (the all-reduces of one GPU) is left out
         k for k in COSTS if any((_costs(r, kind_of[id(r)]) or {}).get(k) for r in ordered)

@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
@@ -27,8 +28,10 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture(scope="module")
-def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+@contextmanager
+def _cluster(gpus: int) -> Iterator[str]:
+    """A Ray head on 127.0.0.1 with `gpus` GPUs declared (logical ones on this CPU machine: Ray
+    hands each job its own by CUDA_VISIBLE_DEVICES all the same); its address, stopped after."""
     ray = Path(sys.executable).parent / "ray"
     if not ray.is_file():
         pytest.skip("ray is not installed (the test extra installs it)")
@@ -40,8 +43,8 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         "--head",
         "--node-ip-address=127.0.0.1",
         f"--port={port}",
-        "--num-cpus=2",
-        "--num-gpus=0",
+        f"--num-cpus={2 + 2 * gpus}",
+        f"--num-gpus={gpus}",
         "--include-dashboard=false",
         "--disable-usage-stats",
     ]
@@ -53,6 +56,12 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         subprocess.run(
             [str(ray), "stop", "--force"], capture_output=True, timeout=120, env=env, check=False
         )
+
+
+@pytest.fixture(scope="module")
+def ray_cluster() -> Iterator[str]:
+    with _cluster(gpus=0) as address:
+        yield address
 
 
 def _sweep(address: str, out: Path, *overrides: str) -> subprocess.CompletedProcess[str]:
@@ -113,32 +122,9 @@ def test_a_llama_server_job_runs_on_ray(
 
 @pytest.fixture(scope="module")
 def two_gpu_cluster() -> Iterator[str]:
-    """A Ray head on 127.0.0.1 that declares two GPUs (logical: this machine has none), so that its
-    scheduling of GPU jobs can be seen on a CPU: Ray hands each job its GPU by CUDA_VISIBLE_DEVICES."""
-    ray = Path(sys.executable).parent / "ray"
-    if not ray.is_file():
-        pytest.skip("ray is not installed (the test extra installs it)")
-    port = _free_port()
-    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
-    start = [
-        str(ray),
-        "start",
-        "--head",
-        "--node-ip-address=127.0.0.1",
-        f"--port={port}",
-        "--num-cpus=4",
-        "--num-gpus=2",
-        "--include-dashboard=false",
-        "--disable-usage-stats",
-    ]
-    done = subprocess.run(start, capture_output=True, text=True, timeout=180, env=env, check=False)
-    assert done.returncode == 0, done.stdout + done.stderr
-    try:
-        yield f"127.0.0.1:{port}"
-    finally:
-        subprocess.run(
-            [str(ray), "stop", "--force"], capture_output=True, timeout=120, env=env, check=False
-        )
+    """A host of two GPUs, as Ray sees it."""
+    with _cluster(gpus=2) as address:
+        yield address
 
 
 def test_jobs_of_one_gpu_each_share_two_gpus_two_at_a_time(

@@ -6,24 +6,17 @@ from the weights and the drafter at 1K to the KV cache and attention at 50K."""
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
-
 import pytest
 
-from specexp.measure.conditions import run_conditions
-from specexp.measure.measurements import measurements
 from specexp.record.schema import Measurement
-from specexp.run.compose import build_spec
-from specexp.runtimes.sim.driver import SimRuntime
-from specexp.workloads.driver import drive
+from tests.unit.sim.simulated import simulate
 
 DEPTHS = (1024, 51200)
 REPORTED = {1024: 2.31, 51200: (1.10 + 1.26) / 2}
 
 
 def by_depth(drafter: str) -> dict[int, Measurement]:
-    spec = build_spec(
+    found, _ = simulate(
         [
             "hardware=h200",
             "model=qwen3.8-27b",
@@ -34,16 +27,7 @@ def by_depth(drafter: str) -> dict[int, Measurement]:
             f"workload.prompt_lengths=[{','.join(map(str, DEPTHS))}]",
             "workload.output_tokens=128",
             "workload.repeats=1",
-            "workload.warmup=0",
         ]
-    )
-    runtime = SimRuntime(spec, Path(tempfile.mkdtemp()))
-    info = runtime.start()
-    found = measurements(
-        drive(runtime, spec.workload, marker="d"),
-        run_conditions(spec, "simulated"),
-        prefill_only=False,
-        kv_cache_tokens=info.kv_cache_tokens,
     )
     return {int(m.conditions.prompt_tokens or 0) // 1024 * 1024: m for m in found}
 

@@ -5,43 +5,30 @@ get their own flag; and where it cannot be, it is refused at plan time in one li
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from specexp.measure.conditions import run_conditions
-from specexp.measure.measurements import measurements
 from specexp.record.schema import Measurement
 from specexp.run.compose import build_spec
 from specexp.run.plan import make_cell
 from specexp.runtimes.base import runtime_for
-from specexp.runtimes.sim.driver import SimRuntime
 from specexp.spec.errors import SpecError
-from specexp.workloads.driver import drive
+from tests.unit.sim.simulated import simulate
 
 
 def single_stream(tp: int, *overrides: str) -> tuple[Measurement, int]:
     """One stream's measurement on `tp` GPUs, and the KV capacity in tokens."""
-    spec = build_spec(
+    (m,), info = simulate(
         [
             "workload.repeats=1",
-            "workload.warmup=0",
             "workload.output_tokens=128",
             f"runtime.tensor_parallel={tp}",
             f"hardware.gpu_count={tp}",
             *overrides,
         ]
-    )
-    runtime = SimRuntime(spec, Path(tempfile.mkdtemp()))
-    info = runtime.start()
-    (m,) = measurements(
-        drive(runtime, spec.workload, marker="tp"),
-        run_conditions(spec, "simulated"),
-        prefill_only=False,
-        kv_cache_tokens=info.kv_cache_tokens,
     )
     assert m.conditions.tensor_parallel == tp and m.conditions.gpu_count == tp
     return m, int(info.kv_cache_tokens or 0)

@@ -7,16 +7,9 @@ collapse at 8,020 tokens (its hit drops a block and finds no state) included."""
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
-
 import pytest
 
-from specexp.measure.conditions import run_conditions
-from specexp.measure.measurements import measurements
-from specexp.run.compose import build_spec
-from specexp.runtimes.sim.driver import SimRuntime
-from specexp.workloads.driver import drive
+from tests.unit.sim.simulated import simulate
 
 LENGTHS = (3720, 8020, 16020)
 MEASURED = {  # cold TTFT / warm TTFT, docs/studies.md (runs 67d29f539034, 16ead46f80e4)
@@ -28,7 +21,7 @@ CACHED = {"none": (3136, 7840, 15680), "mtp": (2400, 0, 8000)}
 
 
 def gains(drafter: str) -> tuple[list[float], list[float]]:
-    spec = build_spec(
+    found, _ = simulate(
         [
             "hardware=h200",
             "model=qwen3.8-27b",
@@ -39,17 +32,8 @@ def gains(drafter: str) -> tuple[list[float], list[float]]:
             f"workload.prompt_lengths=[{','.join(map(str, LENGTHS))}]",
             "workload.suffix_tokens=95",  # the warm prompt's own tail, as specexp's prompts had it there
             "workload.repeats=1",
-            "workload.warmup=0",
             "runtime.max_model_len=32768",
         ]
-    )
-    runtime = SimRuntime(spec, Path(tempfile.mkdtemp()))
-    info = runtime.start()
-    found = measurements(
-        drive(runtime, spec.workload, marker="w"),
-        run_conditions(spec, "simulated"),
-        prefill_only=True,
-        kv_cache_tokens=info.kv_cache_tokens,
     )
     ttft: dict[tuple[int, str], float] = {}
     cached: dict[int, float] = {}
