@@ -57,6 +57,7 @@ FLAGS = {
         "runtime.extra_args=[--enable-per-request-metrics,--gdn-prefill-backend,triton]"
     ],
     "h200_smollm2": ["runtime.extra_args=[--enable-per-request-metrics]"],
+    "h200x2_vllm_tp": ["runtime.extra_args=[--enable-per-request-metrics]"],
 }
 """Each experiment and the flags its servers need on this device (see the module docstring)."""
 RUNS = [("h200_vllm_dense", ["drafter=none"]), ("h200_vllm_hybrid", []), ("h200_vllm_dense", [])]
@@ -181,7 +182,16 @@ server with the default graphs and one with graphs up to 1,024 tokens, each at p
 then the hybrid shape with either; then bursts of 2 to 8 short prompts (asked for at 64 and 72 tokens,
 they ran at 165: the instruction and the chat template alone). Run on 2026-12-04
 (benchmarks/data/h200-vllm-2026-12-04-2/: the last two entries as `start --sweep` of the same overrides)."""
-PLANS = {"studies": RUNS, "drafters": DRAFTERS, "smollm2": SMOLLM2_PLAN, "graphs": GRAPHS_PLAN}
+TP_PLAN = [("h200x2_vllm_tp", ["drafter=none"]), ("h200x2_vllm_tp", [])]
+"""Issue 40, on a two-GPU host (device kind nvidia-h200-x2): experiments/h200x2_vllm_tp.yaml, one and
+two GPUs a server on the dense 8B and 32B shapes, the baselines first. Not yet run."""
+PLANS = {
+    "studies": RUNS,
+    "drafters": DRAFTERS,
+    "smollm2": SMOLLM2_PLAN,
+    "graphs": GRAPHS_PLAN,
+    "tp": TP_PLAN,
+}
 MOE_SWEEP = [
     "hardware=h200",
     "model=qwen3-30b-a3b",
