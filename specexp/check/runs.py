@@ -51,10 +51,15 @@ class Run:
     step_costs: Mapping[str, Mapping[str, float]] | None = None
     """The simulator: what the engine's time went to, seconds by phase and cost (None: a real
     engine)."""
+    _runs: dict[str, Runs | None] = field(default_factory=dict, compare=False, repr=False)
+    """`runs(metric)` as made (a cache: the row itself never changes)."""
 
     def runs(self, metric: str) -> Runs | None:
-        """`metric`'s value in each window with its server start: what its interval resamples."""
-        return metric_runs(self.samples, self.server_start, metric)
+        """`metric`'s value in each window with its server start: what its interval resamples
+        (made once a metric: a report asks for it in every table the row is in)."""
+        if metric not in self._runs:
+            self._runs[metric] = metric_runs(self.samples, self.server_start, metric)
+        return self._runs[metric]
 
     def get(self, condition: str) -> Any:
         """A condition named by a variable (a table's column); literal names read as attributes."""

@@ -13,7 +13,6 @@ import statistics
 from collections.abc import Sequence
 
 from specexp.record.escape import Markdown
-from specexp.record.kinds import measurement_kinds
 from specexp.report.blocks import Block, Heading, Paragraph, TableBlock
 from specexp.report.format import arm, header, number, run_cell
 from specexp.report.links import anchor
@@ -34,10 +33,11 @@ MOST = 60
 """Rows shown at most (the most uncertain first beyond it)."""
 
 
-def _judged(rows: Sequence[Row]) -> list[tuple[Row, str]]:
-    """(row, its headline metric) for every row with two windows or more of it."""
+def _judged(rows: Sequence[Row], kinds: Sequence[str]) -> list[tuple[Row, str]]:
+    """(row, its headline metric) for every row with two windows or more of it (`kinds`: each
+    row's kind of measurement)."""
     out = []
-    for row, kind in zip(rows, measurement_kinds(rows), strict=True):
+    for row, kind in zip(rows, kinds, strict=True):
         metric = FIGURE.get(kind)
         runs = row.runs(metric) if metric else None
         if metric and runs is not None and len(runs.values) > 1:
@@ -61,10 +61,10 @@ def _moves(judged: Sequence[tuple[Row, str]]) -> tuple[list[float], list[float]]
     return within, across
 
 
-def certainty_lines(rows: Sequence[Row]) -> list[str]:
+def certainty_lines(rows: Sequence[Row], kinds: Sequence[str]) -> list[str]:
     """The findings' line: how far the figures moved between fresh server starts against within
     one server, where some ran on several starts."""
-    judged = _judged(rows)
+    judged = _judged(rows, kinds)
     within, across = _moves(judged)
     if not across:
         return []
@@ -80,8 +80,8 @@ def certainty_lines(rows: Sequence[Row]) -> list[str]:
     return [line + f"; their intervals are over the starts [table](#{anchor(TITLE)})"]
 
 
-def certainty_section(rows: Sequence[Row]) -> list[Block]:
-    judged = _judged(rows)
+def certainty_section(rows: Sequence[Row], kinds: Sequence[str]) -> list[Block]:
+    judged = _judged(rows, kinds)
     if not judged:
         return []
     within, across = _moves(judged)

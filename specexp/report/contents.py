@@ -10,6 +10,7 @@ from typing import Any
 
 from specexp.check.figures import FigureSet
 from specexp.record import RunRecord
+from specexp.record.kinds import measurement_kinds
 from specexp.report.answers import answers_section
 from specexp.report.appendix import definitions, duplicates_section, runs_appendix
 from specexp.report.blocks import Block, Paragraph
@@ -57,6 +58,8 @@ class ReportInput:
     """The SLO the runs were judged by, in words."""
     cited: Sequence[FigureSet]
     """Published figures to compare with (`--cite`)."""
+    kinds: list[str]
+    """Each row's kind of measurement (specexp.record.kinds), in the order of `rows`: made once."""
 
 
 def read_for_report(
@@ -78,6 +81,7 @@ def read_for_report(
         fixed=fixed_conditions(rows),
         slo=slo_text(slo),
         cited=cited,
+        kinds=measurement_kinds(rows),
     )
 
 
@@ -92,7 +96,7 @@ def _count(r: ReportInput) -> list[Block]:
 
 
 CONTENTS: tuple[Section, ...] = (
-    Section("findings", lambda r: findings_section(r.rows, r.failures, r.results)),
+    Section("findings", lambda r: findings_section(r.rows, r.failures, r.results, r.kinds)),
     Section("count", _count),
     Section("method", lambda r: method_section(r.rows, r.results)),
     Section("decode", lambda r: decode_section(r.by_kind["decode"], r.fixed)),
@@ -105,8 +109,8 @@ CONTENTS: tuple[Section, ...] = (
     Section("prefix_cache", lambda r: prefix_cache_section(r.by_kind["prefix_cache"], r.fixed)),
     Section("turns", lambda r: turn_section(r.turns, r.fixed)),
     Section("categories", lambda r: category_section(r.categories, r.fixed)),
-    Section("certainty", lambda r: certainty_section(r.rows)),
-    Section("why", lambda r: why_section(r.rows)),
+    Section("certainty", lambda r: certainty_section(r.rows, r.kinds)),
+    Section("why", lambda r: why_section(r.rows, r.kinds)),
     Section("engine", lambda r: engine_section(r.results)),
     Section("answers", lambda r: answers_section(r.results)),
     Section("checks", lambda r: check_sections(r.results, r.rows, r.by_kind, r.cited)),

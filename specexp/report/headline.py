@@ -39,20 +39,23 @@ from specexp.spec.runtime import settings_for
 
 
 def findings_section(
-    rows: Sequence[Row], failures: Sequence[Any], records: Sequence[RunRecord] = ()
+    rows: Sequence[Row],
+    failures: Sequence[Any],
+    records: Sequence[RunRecord] = (),
+    kinds: Sequence[str] | None = None,
 ) -> list[Block]:
-    kinds = measurement_kinds(rows)
+    kinds = measurement_kinds(rows) if kinds is None else kinds
     by_row = {id(r): s for r, s in zip(rows, kinds, strict=True)}
     decode = [r for r in rows if by_row[id(r)] == "decode"]
     by_depth = covered(decode)  # said by depth, not as one depth's fastest
     found = setups([r for r in rows if id(r) not in by_depth], by_row)
     lines = ranking(found) + fastest_lines(found) + depth_lines(decode)
-    lines += certainty_lines(rows)
+    lines += certainty_lines(rows, kinds)
     lines += _slo_lines(rows, by_row)
     lines += _answer_lines(records)
     lines += _identity_lines(rows)
     lines += _trouble(rows, failures, records)
-    lines += why_lines(rows)
+    lines += why_lines(rows, kinds)
     simulated = sum(1 for r in rows if r.conditions.source == "simulated")
     if rows and simulated == len(rows):
         lines.append(

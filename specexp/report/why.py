@@ -15,7 +15,6 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from specexp.record.escape import Markdown
-from specexp.record.kinds import measurement_kinds
 from specexp.report.blocks import Block, Heading, Paragraph, TableBlock
 from specexp.report.format import arm, number, run_cell
 from specexp.report.links import anchor
@@ -81,11 +80,12 @@ def why(row: Row, kind: str = "decode") -> str | None:
     return said
 
 
-def why_lines(rows: Sequence[Row]) -> list[str]:
-    """The findings' line: how many simulated figures each cost bounds."""
+def why_lines(rows: Sequence[Row], kinds: Sequence[str]) -> list[str]:
+    """The findings' line: how many simulated figures each cost bounds (`kinds`: each row's kind
+    of measurement)."""
     counts = Counter(
         dominant(c)[0]
-        for r, kind in zip(rows, measurement_kinds(rows), strict=True)
+        for r, kind in zip(rows, kinds, strict=True)
         if (c := _costs(r, kind)) is not None
     )
     if not counts:
@@ -94,8 +94,8 @@ def why_lines(rows: Sequence[Row]) -> list[str]:
     return [f"- Why, as simulated: of the figures, {said} [table](#{anchor(TITLE)})"]
 
 
-def why_section(rows: Sequence[Row]) -> list[Block]:
-    kind_of = {id(r): k for r, k in zip(rows, measurement_kinds(rows), strict=True)}
+def why_section(rows: Sequence[Row], kinds: Sequence[str]) -> list[Block]:
+    kind_of = {id(r): k for r, k in zip(rows, kinds, strict=True)}
     shown = [r for r in rows if _costs(r, kind_of[id(r)]) is not None]
     if not shown:
         return []
