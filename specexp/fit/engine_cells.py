@@ -80,6 +80,10 @@ class Cell:
     model: str = "qwen3-8b"
     job: int = 0
     """Which measured job (one server, its concurrency levels one after the other) it came from."""
+    warmed: bool = True
+    """Its job ran a warm-up window of each point's shape before the point (workload.warmup_per_point):
+    what specexp has done since the records whose measurements carry `contaminated` (the change that
+    brought both, 2026-12-02); the earlier records' jobs went from one point to the next unwarmed."""
 
     @property
     def settings(self) -> tuple[str, str, int, int, int, int, int, int]:
@@ -141,6 +145,7 @@ def load_cells(paths: Path | Sequence[Path]) -> list[Cell]:
             {k: float(m["metrics"][k]) for k in METRICS[part] if m["metrics"].get(k)},
             str(c.get("cache") or "cold"),
             str(c.get("model") or "qwen3-8b"),
+            warmed="contaminated" in m,
         )
         prev = cells[-1] if cells else None
         cells.append(
@@ -179,6 +184,7 @@ def job_spec(base: ExperimentSpec, cells: Sequence[Cell]) -> ExperimentSpec:
         "repeats": cell.repeats,
         "cache": ["cold"],
         "shared_prefix": False,
+        "warmup_per_point": cell.warmed,
     }
     if (
         cell.part == "prefix"

@@ -122,3 +122,25 @@ def test_a_prefix_job_is_one_job_simulated_cold_then_warm_at_each_length(tmp_pat
     }
     assert rows[(16006, "warm")] < rows[(16007, "cold")] / 5
     assert rows[(3707, "warm")] < rows[(16006, "warm")] < rows[(3707, "cold")]
+
+
+def test_a_job_measured_before_per_point_warm_ups_is_simulated_without_them(
+    tmp_path: Path,
+) -> None:
+    """specexp began warming each point's shape before it (workload.warmup_per_point) with the change
+    that put `contaminated` in every measurement: a record without it ran its points unwarmed, and
+    its job is replayed so (llama-server's slots, and with them each step's passes, depend on it)."""
+    old = json.loads(line(8))
+    new = json.loads(line(8))
+    new["measured"]["contaminated"] = False
+    path = tmp_path / "records.jsonl"
+    path.write_text(json.dumps(old) + "\n" + json.dumps(new) + "\n")
+    before, after = ce.load_cells(path)
+    assert (before.warmed, after.warmed) == (False, True)
+    base = ce.base_spec("llamacpp")
+    assert ce.job_spec(base, [before]).workload.warmup_per_point is False
+    assert ce.job_spec(base, [after]).workload.warmup_per_point is True
+    # and it moves the figures: the warm-up leaves the server's slots in another order
+    unwarmed = ce.simulate(ce.job_spec(base, [before]))
+    warmed = ce.simulate(ce.job_spec(base, [after]))
+    assert unwarmed != warmed
