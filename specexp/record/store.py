@@ -207,9 +207,8 @@ def results_lines(records: Iterable[RunRecord], judged: Judged | None = None) ->
             windows = {name: list(v) for name, v in m.samples.items() if name in COMPARED}
             bounds = {
                 name: list(b)
-                for name, values in windows.items()
-                if len(values) > 1
-                and (b := interval(metric_runs(m.samples, m.server_start, name))) is not None
+                for name in windows
+                if (b := interval(metric_runs(m.samples, m.server_start, name))) is not None
             }
             lines.append(
                 ResultLine(

@@ -205,14 +205,11 @@ def deltas(a: ResultLine, b: ResultLine) -> list[Delta]:
         y = b.metrics.get(m) if b.metrics is not None else None
         if not isinstance(x, (int, float)) or not isinstance(y, (int, float)) or not x:
             continue
-        bounds = (
-            ratio_interval(b.runs(m), a.runs(m))
-            if a.samples is not None and b.samples is not None
-            else None
-        )
+        windowed = a.samples is not None and b.samples is not None  # else lines of before
+        bounds = ratio_interval(b.runs(m), a.runs(m)) if windowed else None
         noise = (
             holds_one(bounds)
-            if a.samples is not None and b.samples is not None
+            if windowed
             else spreads_overlap((a.spread or {}).get(m), (b.spread or {}).get(m))
         )
         higher = METRICS[m].better == "higher"

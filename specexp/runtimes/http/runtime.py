@@ -170,7 +170,8 @@ class HttpRuntime(Runtime[E]):
     def setting_flags(self, flags: Mapping[str, str]) -> list[str]:
         """`[flag, value, ...]` of the runtime settings that are one flag each, for the settings named
         in `flags` (setting -> the engine's flag), in that order; a setting left to the engine's own
-        default (null, `auto`, a quantization without an engine name) gives no flag."""
+        default (null, `auto`, a quantization without an engine name) gives no flag. A model split
+        over GPUs adds the engine's own flag for it (`tensor_parallel_flag`), last."""
         rt = self.rt
         values: dict[str, object] = {
             "gpu_memory_utilization": rt.gpu_memory_utilization,
@@ -178,12 +179,13 @@ class HttpRuntime(Runtime[E]):
             "kv_cache_dtype": None if rt.kv_cache_dtype == "auto" else rt.kv_cache_dtype,
             "quantization": self.spec.quantization.engine_names.get(self.name),
             "served_model_name": rt.served_model_name,
-            "tensor_parallel": rt.tensor_parallel if rt.tensor_parallel > 1 else None,
         }
         argv: list[str] = []
         for setting, flag in flags.items():
             if values[setting] is not None:
                 argv += [flag, str(values[setting])]
+        if rt.tensor_parallel > 1 and rt.tensor_parallel_flag:
+            argv += [rt.tensor_parallel_flag, str(rt.tensor_parallel)]
         return argv
 
     def draft_model_ref(self) -> str | None:

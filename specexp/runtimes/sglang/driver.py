@@ -116,7 +116,6 @@ class SglangRuntime(ServerTokenizer, WrittenHfModel, HttpRuntime[SglangRuntimeSp
                 "kv_cache_dtype": "--kv-cache-dtype",
                 "quantization": "--quantization",
                 "served_model_name": "--served-model-name",
-                "tensor_parallel": self.rt.tensor_parallel_flag or "--tp",
             }
         )
         argv += ["--enable-metrics", "--enable-cache-report"]

@@ -89,7 +89,6 @@ class VllmRuntime(ServerTokenizer, WrittenHfModel, HttpRuntime[VllmRuntimeSpec])
                 "kv_cache_dtype": "--kv-cache-dtype",
                 "quantization": "--quantization",
                 "served_model_name": "--served-model-name",
-                "tensor_parallel": self.rt.tensor_parallel_flag or "--tensor-parallel-size",
             }
         )
         argv += [
