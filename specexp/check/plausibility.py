@@ -119,6 +119,8 @@ def _device_of(
         except SpecError:
             return f"no conf/{group}/{c[group]}.yaml"
     hw: HardwareSpec = names[C.hardware]
+    if not hw.datasheet:
+        return f"{hw.name} is a generic profile: its bandwidth and FLOP/s are assumed, not a datasheet's"
     gpus: int = max(
         1, count if isinstance(count, int) else hw.gpu_count
     )  # a CPU (0 GPUs) still has its bandwidth

@@ -88,6 +88,11 @@ class HardwareSpec(_Spec):
     """Device memory the engine can see, GiB."""
     memory_bandwidth_gbps: float = Field(gt=0)
     """Datasheet memory bandwidth, GB/s."""
+    datasheet: bool = Field(default=True, exclude=True)
+    """Whether `memory_bandwidth_gbps` and `peak_tflops` are the maker's published figures, so physical
+    limits no measured figure can pass (specexp.check.plausibility). False for a generic profile whose
+    figures are assumed (`cpu`: any 2-core machine): the checker sets no limit from them. Not part of
+    run ids: it changes no figure."""
     peak_tflops: dict[Dtype, float | None]
     """Dense tensor throughput per data type, TFLOP/s; null where not native."""
     native_dtypes: list[Dtype]

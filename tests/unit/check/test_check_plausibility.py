@@ -120,6 +120,19 @@ def test_no_limit_without_the_conditions_it_needs(drop: tuple[str, ...], reason:
     assert implausible(make_figure("x", "decode_tps", 1e9, drop=drop)) is None
 
 
+def test_a_generic_profile_sets_no_limit() -> None:
+    """`cpu` stands for any 2-core machine: its 30 GB/s is assumed, and a faster machine's figure is
+    not beyond a physical limit (reports/cpu_server_starts decoded 32 tok/s of a 1 GB model)."""
+    f = make_figure(
+        "x", "decode_tps", 32.0, hardware="cpu", model="qwen2.5-coder-1.5b", quantization="q4_k_m"
+    )
+    assert limit(f) == (
+        "cpu is a generic profile: its bandwidth and FLOP/s are assumed, not a datasheet's"
+    )
+    assert implausible(f) is None
+    assert implausible(make_figure("x", "decode_tps", 1e6, hardware="h200")) is not None
+
+
 def test_an_aggregate_needs_its_concurrency() -> None:
     assert limit(make_figure("x", "aggregate_tps", drop=("concurrency",))) == "concurrency unknown"
 
