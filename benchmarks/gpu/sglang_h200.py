@@ -123,6 +123,7 @@ REST = [
         [
             grid(
                 f"{DECODE},drafter:mtp,k:'3,7'",
+                f"{PREFIX_SENDS},drafter:mtp,k:'3'",
                 f"{PREFIX_SENDS},drafter:none",
             ),
             "baseline=false",
@@ -132,7 +133,7 @@ REST = [
 ]
 """What SGLang refused in the second and third sittings (a port above 55535, since fixed) and what no
 sitting reached: MTP at the A/B's 3/1/4 and at k = 7 on the hybrid, the hybrid's prefix sent three
-times without a drafter, then EAGLE-3 at k = 1 and 7."""
+times with MTP at 3/1/4 (on the same server) and without a drafter, then EAGLE-3 at k = 1 and 7."""
 PLANS = {"studies": STUDIES, "second": SECOND, "third": THIRD, "rest": REST}
 DEVICE_ENV = {
     "HF_HUB_OFFLINE": "1",
