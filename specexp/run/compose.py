@@ -5,6 +5,7 @@ Every error is a `SpecError` naming the file or the override, the key, and the a
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -234,8 +235,30 @@ def _hydra_compose(overrides: list[str]) -> DictConfig:
         # the user's --config-dir: Hydra's search path, as the command line gave it to the app
         entries = ",".join(f"file://{d}" for d in paths.user_dirs())
         overrides = [*overrides, f"hydra.searchpath=[{entries}]"]
+    from hydra.errors import ConfigCompositionException
+
     with initialize_config_dir(config_dir=str(paths.conf_dir()), version_base="1.3"):
-        return compose("config", overrides=overrides, return_hydra_config=True)
+        try:
+            return compose("config", overrides=overrides, return_hydra_config=True)
+        except ConfigCompositionException as err:
+            raise _composition_error(err, overrides) from None
+
+
+def _composition_error(err: Exception, overrides: Sequence[str]) -> SpecError:
+    """Hydra's refusal of an override as one line: most often a key the spec knows but the chosen
+    option's file does not set, which Hydra adds only when written with a leading +."""
+    text = str(err)
+    match = re.match(r"Could not override '([^']+)'", text)
+    if match is not None and "+" + match.group(1) in text:
+        key = match.group(1)
+        written = next((o for o in overrides if o.split("=", 1)[0] == key), key)
+        return SpecError(
+            f"override {written}",
+            key,
+            f"the chosen {key.split('.', 1)[0]} file does not set {key.split('.', 1)[-1]}: "
+            f"add it with a leading +, as +{written}",
+        )
+    return SpecError("overrides", "", " ".join(text.split()))
 
 
 def _resolved(cfg: DictConfig) -> dict[str, Any]:

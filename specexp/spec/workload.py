@@ -200,24 +200,32 @@ class WorkloadSpec(_Spec):
     """Prompts from a local file: ShareGPT-style conversations (JSON) or one prompt per JSONL line
     with an optional category; each category is measured on its own."""
 
+    def _kinds(self) -> list[tuple[str, str]]:
+        """Every kind a key set here selects, with that key (a search of max_rate bisects between
+        the request rates it is given: those are its own, not a kind of their own)."""
+        chosen = [
+            (kind, key)
+            for kind, key, value in (
+                ("session", "session", self.session),
+                ("trace", "trace_file", self.trace_file),
+                ("dataset", "dataset_file", self.dataset_file),
+                ("samples", "samples", self.samples),
+                ("task", "task", self.task),
+                ("search", "search", self.search),
+                ("rate", "request_rate", self.request_rate),
+            )
+            if value is not None
+        ]
+        return [c for c in chosen if not (c[0] == "rate" and self.search is not None)]
+
     @property
     def kind(self) -> str:
         """How it is driven (specexp.workloads.driver): from a file or mode of its own (`session`:
         agentic sessions, `trace`, `dataset`, `samples`: sampled outputs, `task`: an lm-eval task),
         else open-loop (`search`: the highest load within the SLO, `rate`: request rates) or
-        closed-loop bursts at each concurrency (`burst`)."""
-        for kind, value in (
-            ("session", self.session),
-            ("trace", self.trace_file),
-            ("dataset", self.dataset_file),
-            ("samples", self.samples),
-            ("task", self.task),
-            ("search", self.search),
-            ("rate", self.request_rate),
-        ):
-            if value is not None:
-                return kind
-        return "burst"
+        closed-loop bursts at each concurrency (`burst`). One at most is chosen (`_one_kind`)."""
+        kinds = self._kinds()
+        return kinds[0][0] if kinds else "burst"
 
     @property
     def slots(self) -> int:
@@ -237,6 +245,19 @@ class WorkloadSpec(_Spec):
                 f"such as [1,4] (got {levels!r})"
             )
         return levels
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> WorkloadSpec:
+        """A workload is driven one way: two keys that each choose a way are refused, not one of
+        them silently dropped."""
+        kinds = self._kinds()
+        if len(kinds) > 1:
+            keys = " and ".join(f"workload.{key} ({kind})" for kind, key in kinds)
+            raise ValueError(
+                f"{keys} each choose how the workload is driven: set one of them (a workload is "
+                "one of session, trace, dataset, samples, task, search, rate or burst)"
+            )
+        return self
 
     @model_validator(mode="after")
     def _open_loop(self) -> WorkloadSpec:

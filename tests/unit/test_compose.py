@@ -414,3 +414,48 @@ def test_a_sweep_joining_a_running_ray_cluster_leaves_the_object_store_to_it(
     for_a_running_ray_cluster(chosen)
     assert chosen.ray_cfg.init.object_store_memory == 10**9  # the user's choice stands
     for_a_running_ray_cluster(SimpleNamespace())  # another launcher: nothing to do
+
+
+def test_a_key_the_chosen_file_does_not_set_is_answered_in_one_line() -> None:
+    """Hydra refuses to override a key the chosen option's file lacks; the user gets the fix."""
+    from specexp.run.compose import compose_run
+
+    with pytest.raises(SpecError) as info:
+        compose_run(["workload=task_scores", "workload.samples=10"])
+    assert info.value.line() == (
+        "override workload.samples=10: workload.samples: the chosen workload file does not set "
+        "samples: add it with a leading +, as +workload.samples=10"
+    )
+
+
+@pytest.mark.parametrize(
+    ("overrides", "keys"),
+    [
+        (
+            ["workload=task_scores", "+workload.samples=10"],
+            "workload.samples (samples) and workload.task",
+        ),
+        (
+            ["workload=agentic_sessions", "+workload.trace_file=t.jsonl"],
+            "workload.session (session) and workload.trace_file (trace)",
+        ),
+    ],
+)
+def test_two_ways_of_driving_a_workload_are_refused(
+    compose_cfg: Callable[..., Any], overrides: list[str], keys: str
+) -> None:
+    data, choices = compose_cfg(*overrides)
+    line = _error(lambda: to_spec(data, choices, overrides)).line()
+    assert keys in line and "set one of them" in line
+
+
+def test_a_rate_search_keeps_its_rates(compose_cfg: Callable[..., Any]) -> None:
+    overrides = [
+        "workload=fresh_generation",
+        "workload.search=max_rate",
+        "workload.request_rate=[1,8]",
+        "workload.num_requests=8",
+        "slo.ttft_s=1",
+    ]
+    data, choices = compose_cfg(*overrides)
+    assert to_spec(data, choices, overrides).workload.kind == "search"
