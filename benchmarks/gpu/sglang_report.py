@@ -26,6 +26,7 @@ SITTINGS = (
     ("h200-sglang-2026-12-04", "2026-12-04"),
     ("h200-sglang-2026-12-04b", "2026-12-04, second"),
     ("h200-sglang-2026-12-04c", "2026-12-04, third"),
+    ("h200-sglang-2026-12-05", "2026-12-05"),
 )
 """Every SGLang sitting's records, committed under benchmarks/data/ (one lease each), and when it ran."""
 CHOSEN = (
