@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from specexp.roofline.costmodel import CostModel
 from specexp.sim.drafting import drafter_kv_layers, drafter_weight_bytes
 from specexp.sim.kvcache import CacheLayout
+from specexp.sim.profile import EngineProfile
 from specexp.spec.experiment import ExperimentSpec
 
 GIB = 1024**3
@@ -49,6 +50,11 @@ class MemoryPlan:
     max_model_len: int = 0
     request_bytes: float = 0.0
     """Pool bytes one request of max_model_len needs."""
+    max_running: int | None = None
+    """Requests that can run at once where a pool of recurrent states of its own bounds them
+    (EngineProfile.state_pool_ratio); None: only the KV pool does."""
+    state_slots: int | None = None
+    """That pool's states (SGLang's max_mamba_cache_size)."""
 
     def need(self, tokens: int) -> float:
         """Pool bytes a running sequence of `tokens` tokens holds."""
@@ -78,6 +84,7 @@ def memory_plan(
     layout: CacheLayout | None = None,
     max_model_len: int | None = None,
     reserved_gib: float = ENGINE_RESERVED_GIB,
+    profile: EngineProfile | None = None,
 ) -> MemoryPlan:
     """Split the engine's share of one device's memory into weights, activations and KV cache.
     Split over `tensor_parallel` GPUs, each holds its share of the target's weights (a drafter head
@@ -91,7 +98,11 @@ def memory_plan(
         head = drafter_weight_bytes(spec.drafter, target, spec.quantization, draft_model)
         weights += head / tp if draft_model is not None else head
     activations = activation_bytes(spec, target, k, reserved_gib)
-    pool = budget - weights - activations
+    pool = (
+        budget
+        - weights
+        - (0.0 if profile is not None and profile.static_memory_only else activations)
+    )
     kv_layers = drafter_kv_layers(spec.drafter) if k > 0 else 0.0
     per_token = (
         target.kv_bytes_per_token + kv_layers * target.kv_bytes_per_token_per_layer
@@ -106,6 +117,12 @@ def memory_plan(
         + per_seq
         + (layout.snapshots(length) * target.state_bytes / tp if layout else 0.0)
     )
+    slots = running = None
+    if profile is not None and profile.state_pool_ratio is not None and target.state_bytes > 0:
+        # the states a prefix keeps come out of their own pool too (SGLang's radix cache)
+        pool, slots, running = _state_pool(pool, target.state_bytes / tp, k, profile)
+        request = length * per_token
+        per_seq = snapshot = 0.0
     tokens = int(max(pool, 0.0) // max(per_token + snapshot, 1.0))
     return MemoryPlan(
         budget_bytes=budget,
@@ -117,7 +134,23 @@ def memory_plan(
         sequence_bytes=per_seq,
         max_model_len=length,
         request_bytes=request,
+        max_running=running,
+        state_slots=slots,
     )
+
+
+def _state_pool(
+    pool: float, state: float, k: int, profile: EngineProfile
+) -> tuple[float, int, int]:
+    """(the KV pool, the states' pool in states, the requests that can run at once) where the
+    recurrent states have a pool of their own, as SGLang 0.5.12 splits it (model_runner_kv_cache_mixin
+    handle_max_mamba_cache, _resolve_max_num_reqs; docs/engines.md 2.5): with a drafter, one state a
+    draft position of `state_reserve_requests` requests first, then the states' ratio of the rest."""
+    ratio = float(profile.state_pool_ratio or 0.0)
+    reserve = profile.state_reserve_requests * (1 + k) * state if k > 0 else 0.0
+    rest = max(pool - reserve, 0.0)
+    slots = int(rest * ratio / (1 + ratio) // state)
+    return rest - slots * state, slots, slots // profile.states_per_request
 
 
 def utilization(spec: ExperimentSpec) -> float:

@@ -132,6 +132,22 @@ class EngineProfile(BaseModel):
     or starts the user message of a chat prompt."""
     checkpoint_restore_gbps: float | None = Field(default=None, gt=0)
     """prompt_tail: the same, back to the device, for a hit resumed from a checkpoint (None: free)."""
+    static_memory_only: bool = False
+    """The engine's share of device memory holds the weights and the caches only, its activations and
+    CUDA graphs living in the rest (SGLang's mem_fraction_static); False: the share holds them too
+    (vLLM's gpu_memory_utilization, whose profile run takes them out before the KV cache)."""
+    state_pool_ratio: float | None = Field(default=None, gt=0)
+    """A hybrid model's recurrent states in a pool of their own (SGLang's mamba pool and its
+    mamba_full_memory_ratio): the states take ratio / (1 + ratio) of what is left for the cache after
+    the speculative reserve, the tokens' KV the rest. None: each running sequence's states come out of
+    the one KV pool (vLLM)."""
+    state_reserve_requests: int = Field(default=0, ge=0)
+    """With a drafter, the states of one draft position each of this many requests are set aside
+    before that split (SGLang: its max_running_requests, 48 with speculative decoding)."""
+    states_per_request: int = Field(default=1, ge=1)
+    """States of the pool one running request holds (SGLang with a radix cache: 3, and 2 more for
+    extra_buffer's ping-pong buffers beside the overlap scheduler): at most pool / this requests
+    run at once, and the rest wait."""
     hybrid_block_tokens: int | None = Field(default=None, ge=1)
     """A hybrid model's prefix-cache block under this engine, drafter or not; None: the model's
     (conf/model/), or the page-aligned block of `hybrid_block_rule`."""

@@ -111,6 +111,7 @@ def plan_server(
         layout=layout,
         max_model_len=max_model_len,
         reserved_gib=reserved_gib,
+        profile=profile,
     )
     refused = refusal(spec, memory)
     if refused is not None:
@@ -177,7 +178,7 @@ def start_engine(
         acceptance,
         k,
         max_num_batched_tokens=rt.max_num_batched_tokens,
-        max_num_seqs=rt.max_num_seqs,
+        max_num_seqs=min(rt.max_num_seqs, memory.max_running or rt.max_num_seqs),
         layout=layout,
         memory=memory,
         profile=profile,
@@ -204,6 +205,9 @@ def start_engine(
         details["linear_state_mib_per_seq"] = round(target.state_bytes / 1024**2, 1)
     if plan.context_note:
         details["context_note"] = plan.context_note
+    if memory.max_running is not None:  # a pool of states of its own bounds the batch (SGLang)
+        details["state_slots"] = memory.state_slots
+        details["max_running_requests"] = memory.max_running
     info = EngineInfo(
         runtime="sim",
         version=rt.version or f"specexp-sim {__version__} ({profile.name} profile)",
