@@ -17,7 +17,13 @@ from specexp.check.capability import capability_findings
 from specexp.check.compare import Comparison, run_comparisons, source_conflicts
 from specexp.check.figures import Figure, FigureSet, load_figures, merge, parse_figures
 from specexp.check.findings import Finding, finding
-from specexp.check.plausibility import Limit, implausible, limit, needs_no_check
+from specexp.check.plausibility import (
+    Limit,
+    implausible,
+    limit,
+    needs_no_check,
+    without_datasheet,
+)
 from specexp.check.runs import Run
 from specexp.check.sidebyside import DEFAULT_VARY, SideBySide, check_side_by_side
 from specexp.check.yamlread import read_yaml
@@ -67,6 +73,8 @@ class CheckReport:
     """Every finding of every check, comparisons first."""
     runs: int | None = None
     """Runs checked against (None: no runs given)."""
+    without_datasheet: tuple[str, ...] = ()
+    """Hardware of the runs whose files give assumed figures: no physical limit is checked there."""
 
     @property
     def exit_status(self) -> int:
@@ -125,6 +133,7 @@ def report_findings(
         tables = default_tables(runs)
     comparability = [x for t in tables for x in check_side_by_side(t)]
     wrong_runs = implausible_runs(runs)
+    assumed = without_datasheet(r.conditions.hardware for r in runs)
     if figures is None:
         return CheckReport(
             "",
@@ -134,6 +143,7 @@ def report_findings(
             tuple(wrong_runs),
             tuple(wrong_runs + comparability),
             len(runs),
+            assumed,
         )
     cited = check(figures, runs)
     return CheckReport(
@@ -144,6 +154,7 @@ def report_findings(
         cited.implausible + tuple(wrong_runs),
         cited.findings + tuple(wrong_runs) + tuple(comparability),
         len(runs),
+        assumed,
     )
 
 

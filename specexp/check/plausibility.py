@@ -13,7 +13,7 @@ beyond its limit is implausible.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from types import MappingProxyType
@@ -338,6 +338,19 @@ def _defined_bounds(metric: str) -> tuple[Limit, Limit | None]:
     return Limit(metric, "min", low, why), (
         None if ceiling is None else Limit(metric, "max", *ceiling)
     )
+
+
+def without_datasheet(hardware: Iterable[Any]) -> tuple[str, ...]:
+    """The hardware of `hardware` (names) whose files give assumed figures, not a datasheet's: no
+    figure on them has a physical limit."""
+    out = set()
+    for name in {h for h in hardware if isinstance(h, str)}:
+        try:
+            if not _option("hardware", name).datasheet:
+                out.add(name)
+        except SpecError:
+            continue
+    return tuple(sorted(out))
 
 
 def needs_no_check(metric: str, value: Any) -> bool:

@@ -277,6 +277,13 @@ def comparability_md(report: CheckReport, heading: str = "## Comparability") -> 
             "or outside what its definition allows.",
             "",
         ]
+    if report.without_datasheet:
+        names = ", ".join(f"`{h}`" for h in report.without_datasheet)
+        out += [
+            f"Figures on {names} have no physical limit to be checked against: that hardware "
+            "file's bandwidth and FLOP/s are assumed, not a datasheet's.",
+            "",
+        ]
     return "\n".join(out).rstrip() + "\n"
 
 
