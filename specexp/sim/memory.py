@@ -6,7 +6,10 @@ gives what is left to the KV cache. It reports that capacity in tokens, and refu
 when the KV cache cannot hold one request of max_model_len (vLLM: "... KV cache is needed,
 which is larger than the available KV cache memory"). On a hybrid model each running sequence
 also holds its recurrent state, one copy per verify position with a drafter (for rollback),
-and with prefix caching the state snapshots of its prefix.
+and with prefix caching the state snapshots of its prefix. An engine may instead keep the states in
+a pool of their own, beside the KV cache, which bounds how many requests run at once, and hold only
+weights and caches in its share of memory (SGLang: EngineProfile.static_memory_only,
+state_pool_ratio).
 """
 
 from __future__ import annotations
@@ -172,6 +175,12 @@ def refusal(spec: ExperimentSpec, plan: MemoryPlan) -> tuple[str, str] | None:
     util = utilization(spec)
     hw = spec.hardware
     seen = hw.engine_memory_gib or hw.memory_gib
+    if plan.max_running == 0 and plan.weight_bytes < plan.budget_bytes:
+        return "kv_cache_too_small", (
+            f"the recurrent states' pool holds {plan.state_slots} states, fewer than one running request "
+            f"needs, at gpu_memory_utilization {util:g} (weights {plan.weight_bytes / GIB:.1f} GiB): "
+            "raise gpu_memory_utilization or lower k"
+        )
     if plan.kv_bytes <= 0:
         return "out_of_memory", (
             f"weights need {plan.weight_bytes / GIB:.1f} GiB and activations {plan.activation_bytes / GIB:.1f} GiB "

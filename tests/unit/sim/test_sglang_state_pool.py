@@ -53,3 +53,12 @@ def test_a_deep_draft_stops_gaining_streams_where_its_states_run_out() -> None:
     assert deep[2] < 1.25 * deep[1]
     # ... while without a drafter the same streams still add throughput
     assert plain[2] > 1.5 * plain[1] and plain[1] > 2.5 * plain[0]
+
+
+def test_a_draft_whose_states_leave_no_room_is_refused_at_start() -> None:
+    from specexp.measure.events import RuntimeFailure
+
+    # k = 15: 48 requests x 16 draft positions x 147 MiB of states are set aside first
+    with pytest.raises(RuntimeFailure) as info:
+        job(15)
+    assert "recurrent states' pool" in str(info.value) and "lower k" in str(info.value)
