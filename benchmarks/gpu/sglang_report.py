@@ -12,6 +12,7 @@ simulated and simulated/measured figures. The records are committed under
 from __future__ import annotations
 
 import datetime
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -49,8 +50,17 @@ def sittings_named() -> str:
     return ", ".join(f"`benchmarks/data/{name}/` ({when})" for name, when in SITTINGS)
 
 
+RESOLVED = {
+    "running at once": re.compile(r"max_total_num_tokens=\d+, .*?max_running_requests=(\d+)"),
+    "states": re.compile(r"max_mamba_cache_size: (\d+)"),
+}
+"""What a server settled on once its memory was laid out, from its log: the requests it runs at once
+(below server_args' max_running_requests where a hybrid's states bound it) and its pool of states."""
+
+
 def chosen(job: fr.Job, roots: Sequence[Path]) -> dict[str, str]:
-    """SGLang's resolved settings from the job's kept server log (`server_args=ServerArgs(...)`)."""
+    """SGLang's resolved settings from the job's kept server log (`server_args=ServerArgs(...)`), and
+    what it settled on once its memory was laid out (RESOLVED)."""
     for root in roots:
         for log in root.rglob(f"*{job.record.run_id}*/server.log.short"):
             text = log.read_text(errors="replace")
@@ -63,6 +73,10 @@ def chosen(job: fr.Job, roots: Sequence[Path]) -> dict[str, str]:
                 at = args.find(f" {key}=")
                 if at >= 0:
                     found[key] = args[at + len(key) + 2 :].split(",", 1)[0].strip("'\"")
+            for key, pattern in RESOLVED.items():
+                match = pattern.search(text)
+                if match is not None:
+                    found[key] = match.group(1)
             return found
     return {}
 
@@ -143,11 +157,15 @@ def markdown(
         *summary(all_jobs),
         "## The servers and what SGLang chose",
         "",
-        "| server (argv) | version | KV tokens | " + " | ".join(CHOSEN) + " |",
-        "|---|---|---:|" + "---|" * len(CHOSEN),
+        "| server (argv) | version | KV tokens | " + " | ".join([*CHOSEN, *RESOLVED]) + " |",
+        "|---|---|---:|" + "---|" * (len(CHOSEN) + len(RESOLVED)),
     ]
     seen: set[str] = set()
-    for job in all_jobs:
+    started = [j for j in all_jobs if j.record.provenance.engine_info is not None]
+    for job in [
+        *started,
+        *(j for j in all_jobs if j not in started),
+    ]:  # a server that started first
         argv = job.record.provenance.server_argv
         if not argv:
             continue
@@ -163,7 +181,7 @@ def markdown(
         picked = chosen(job, roots)
         lines.append(
             f"| `{key}` | {_fmt(info.get('version'))} | {_fmt(info.get('kv_cache_tokens'))} | "
-            + " | ".join(picked.get(k, "–") for k in CHOSEN)
+            + " | ".join(picked.get(k, "–") for k in [*CHOSEN, *RESOLVED])
             + " |"
         )
     lines.append("")
