@@ -158,10 +158,14 @@ def summary(all_jobs: list[fr.Job], roots: Sequence[Path]) -> list[str]:
 
 
 def not_finished(jobs: Sequence[fr.Job]) -> list[str]:
-    """A line for each job that did not finish, with its status and error."""
+    """A line for each job that did not finish, with its status and error, and whether a later sitting
+    measured the same job (the same run id)."""
+    done = {j.record.run_id for j in jobs if j.record.status == "ok"}
     return [
         f"- not finished: {j.label} ({j.record.status}: "
-        f"{j.record.error.message if j.record.error else ''})."
+        f"{j.record.error.message if j.record.error else ''})"
+        + ("; measured in another sitting" if j.record.run_id in done else "")
+        + "."
         for j in jobs
         if j.record.status != "ok"
     ]
