@@ -15,11 +15,12 @@ Every drafter but a lookup also runs over the prompt tokens a step prefills (pre
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
 from specexp.roofline.costmodel import CostModel, Slice
-from specexp.spec.experiment import DrafterSpec, QuantizationSpec
+from specexp.spec.experiment import DrafterCost, DrafterSpec, QuantizationSpec
 
 GOLDEN = 0.6180339887498949
 """The golden ratio's fractional part: the step of the draws' low-discrepancy sequence."""
@@ -82,6 +83,11 @@ class DraftCost:
     catch_up: bool = False
     """A draft model runs over the target's batch first (EngineProfile.draft_model_catch_up)."""
 
+    @cached_property
+    def cost(self) -> DrafterCost:
+        """The drafter's costs on the target's device (DrafterCost.devices)."""
+        return self.drafter.cost.on(self.target.hardware.name)
+
     @property
     def samples(self) -> bool:
         """It samples every token it drafts from its own logits (every drafter but a lookup): with
@@ -96,7 +102,7 @@ class DraftCost:
             return 0.0
         return (
             self.draft_seconds(k, slices)
-            + self.drafter.cost.round_overhead_passes * self.target.unit_pass_seconds
+            + self.cost.round_overhead_passes * self.target.unit_pass_seconds
         )
 
     def _head_dtype(self) -> str:
@@ -156,7 +162,7 @@ class DraftCost:
         return seconds
 
     def draft_seconds(self, k: int, slices: list[Slice]) -> float:
-        d, c, t = self.drafter, self.drafter.cost, self.target
+        d, c, t = self.drafter, self.cost, self.target
         batch = len(slices)
         if d.kind == "lookup":
             return c.overhead_ms / 1e3

@@ -270,6 +270,13 @@ class QuantizationSpec(_Spec):
     (specexp.models.hf_from_gguf). None: the weights are the checkpoint's own."""
 
 
+class DrafterCostOnDevice(_Spec):
+    """A drafter's fitted costs on one device (None: the drafter's own)."""
+
+    kernel_efficiency: float | None = Field(default=None, gt=0, le=1)
+    round_overhead_passes: float | None = Field(default=None, ge=0)
+
+
 class DrafterCost(_Spec):
     """What one drafting step costs, from the drafter's structure."""
 
@@ -296,6 +303,13 @@ class DrafterCost(_Spec):
     kernel_efficiency: float = Field(default=1.0, gt=0, le=1)
     """Share of the target's achieved bandwidth and compute the drafter's passes reach (small
     sequential kernels, launch gaps, sampling between draft tokens); fitted to measured costs."""
+    devices: dict[str, DrafterCostOnDevice] = Field(default={}, exclude_if=lambda v: not v)
+    """The fitted costs of a device (a conf/hardware/ name) that measured them otherwise."""
+
+    def on(self, hardware: str) -> DrafterCost:
+        """These costs on `hardware`: its own fitted ones where it has them."""
+        own = self.devices.get(hardware)
+        return self if own is None else self.model_copy(update=own.model_dump(exclude_none=True))
 
 
 class DrafterSpec(_Spec):

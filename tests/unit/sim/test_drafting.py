@@ -217,3 +217,14 @@ def test_a_drafter_runs_over_the_prompt_in_proportion_to_its_layers_and_a_lookup
     assert dspark.prefill_seconds(prompt) > mtp.prefill_seconds(prompt)  # two layers against one
     assert _draft_cost("ngram").prefill_seconds(prompt) == 0.0
     assert mtp.prefill_seconds([]) == 0.0
+
+
+def test_a_drafters_costs_are_its_devices_own_where_it_has_them() -> None:
+    """conf/drafter/mtp.yaml: the head's kernel efficiency fitted on the H200 (vLLM's MTP steps with
+    nothing accepted), the Spark's elsewhere."""
+    from specexp.run.compose import build_spec
+
+    mtp = build_spec(["drafter=mtp", "k=3"]).drafter.cost
+    assert mtp.on("h200").kernel_efficiency == 1.0
+    assert mtp.on("dgx_spark").kernel_efficiency == mtp.kernel_efficiency == 0.48
+    assert mtp.on("h200").round_overhead_passes == mtp.round_overhead_passes
