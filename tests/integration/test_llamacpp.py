@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import statistics
 from pathlib import Path
 
@@ -341,9 +342,13 @@ def test_context_depth_compares_each_depth_with_its_own_baseline(
                 "decode_tps"
             ]
     report = (tmp_path / "measurements.md").read_text()
-    section = report[report.index("## Speculation by context depth") :]
-    ratio = tps[("draft_model", 1024)] / tps[("none", 1024)]
-    assert f"{ratio:.2f}× at 1,024 tokens" in section
+    section = report[report.index("## Speculation by context depth") : report.index("## How sure")]
+    # the tiny model's 32 tokens take ~15 ms, so whether it "pays" at a depth is noise; what the
+    # section says must be each depth's own ratio, whichever sentence it takes
+    ratios = {f"{tps[('draft_model', d)] / tps[('none', d)]:.2f}" for d in (256, 512, 1024)}
+    (line,) = [ln for ln in section.splitlines() if ln.startswith("- `draft_model` k=4")]
+    shown = re.findall(r"(\d+\.\d\d)×", line)
+    assert shown and set(shown) <= ratios, (line, ratios)
 
 
 def test_every_server_start_is_a_new_llama_server_and_intervals_are_over_them(
