@@ -5,7 +5,6 @@ Every error is a `SpecError` naming the file or the override, the key, and the a
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,7 +13,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 from pydantic import ValidationError
 
-from specexp.run.overrides import TOP_LEVEL_KEYS, check_overrides
+from specexp.run.overrides import TOP_LEVEL_KEYS, check_overrides, composition_error
 from specexp.spec import paths
 from specexp.spec.credentials import refuse_credentials
 from specexp.spec.errors import SpecError
@@ -241,24 +240,7 @@ def _hydra_compose(overrides: list[str]) -> DictConfig:
         try:
             return compose("config", overrides=overrides, return_hydra_config=True)
         except ConfigCompositionException as err:
-            raise _composition_error(err, overrides) from None
-
-
-def _composition_error(err: Exception, overrides: Sequence[str]) -> SpecError:
-    """Hydra's refusal of an override as one line: most often a key the spec knows but the chosen
-    option's file does not set, which Hydra adds only when written with a leading +."""
-    text = str(err)
-    match = re.match(r"Could not override '([^']+)'", text)
-    if match is not None and "+" + match.group(1) in text:
-        key = match.group(1)
-        written = next((o for o in overrides if o.split("=", 1)[0] == key), key)
-        return SpecError(
-            f"override {written}",
-            key,
-            f"the chosen {key.split('.', 1)[0]} file does not set {key.split('.', 1)[-1]}: "
-            f"add it with a leading +, as +{written}",
-        )
-    return SpecError("overrides", "", " ".join(text.split()))
+            raise composition_error(err, overrides) from None
 
 
 def _resolved(cfg: DictConfig) -> dict[str, Any]:
@@ -366,10 +348,18 @@ def _refuse_unsplittable(spec: ExperimentSpec, overrides: Sequence[str]) -> None
 
 
 def _refuse_overrides_that_do_nothing(spec: ExperimentSpec, overrides: Sequence[str]) -> None:
-    """An override the workload never reads is an error naming the key that does work."""
-    w = spec.workload
+    """An override the job never reads is an error naming the key that does work."""
+    w, hw = spec.workload, spec.hardware.name
     for override in overrides:
         key = override.lstrip("+~").split("=", 1)[0]
+        cost, own = key.removeprefix("drafter.cost."), spec.drafter.cost.devices.get(hw)
+        if cost != key and own is not None and getattr(own, cost, None) is not None:
+            raise SpecError(
+                f"override {override}",
+                key,
+                f"does nothing on hardware={hw}, whose own fitted value the drafter file gives; "
+                f"set drafter.cost.devices.{hw}.{cost} instead",
+            )
         if key == "workload.prompt_tokens" and w.prompt_lengths:
             raise SpecError(
                 f"override {override}",

@@ -7,6 +7,7 @@ Hydra's own answers to these are tracebacks or several lines that suggest nothin
 
 from __future__ import annotations
 
+import re
 import typing
 from collections.abc import Sequence
 
@@ -164,3 +165,19 @@ def _takes_a_list(key: str) -> bool:
     field = model_at(GROUPS[head], parents).model_fields.get(name)
     annotation = field.annotation if field is not None else None
     return any(typing.get_origin(a) is list for a in (annotation, *typing.get_args(annotation)))
+
+
+def composition_error(err: Exception, overrides: Sequence[str]) -> SpecError:
+    """Hydra's refusal of an override as one line: most often a key the spec knows but the chosen
+    option's file does not set, which Hydra adds only when written with a leading +."""
+    text, match = str(err), re.match(r"Could not override '([^']+)'", str(err))
+    if match is None or "+" + match.group(1) not in text:
+        return SpecError("overrides", "", " ".join(text.split()))
+    key = match.group(1)
+    written = next((o for o in overrides if o.split("=", 1)[0] == key), key)
+    group, rest = key.split(".", 1) if "." in key else (key, key)
+    return SpecError(
+        f"override {written}",
+        key,
+        f"the chosen {group} file does not set {rest}: add it with a leading +, as +{written}",
+    )

@@ -459,3 +459,26 @@ def test_a_rate_search_keeps_its_rates(compose_cfg: Callable[..., Any]) -> None:
     ]
     data, choices = compose_cfg(*overrides)
     assert to_spec(data, choices, overrides).workload.kind == "search"
+
+
+def test_a_drafter_cost_the_device_fits_itself_cannot_be_overridden_for_all(
+    compose_cfg: Callable[..., Any],
+) -> None:
+    """conf/drafter/mtp.yaml fits the head's kernel efficiency on the H200 apart: the drafter-wide
+    key would do nothing there, so the line names the one that works."""
+    overrides = ["hardware=h200", "drafter=mtp", "k=3", "drafter.cost.kernel_efficiency=0.5"]
+    data, choices = compose_cfg(*overrides)
+    line = _error(lambda: to_spec(data, choices, overrides)).line()
+    assert "does nothing on hardware=h200" in line
+    assert "drafter.cost.devices.h200.kernel_efficiency" in line
+    spark = ["hardware=dgx_spark", "drafter=mtp", "k=3", "drafter.cost.kernel_efficiency=0.5"]
+    data, choices = compose_cfg(*spark)
+    assert to_spec(data, choices, spark).drafter.cost.kernel_efficiency == 0.5
+    works = [
+        "hardware=h200",
+        "drafter=mtp",
+        "k=3",
+        "drafter.cost.devices.h200.kernel_efficiency=0.5",
+    ]
+    data, choices = compose_cfg(*works)
+    assert to_spec(data, choices, works).drafter.cost.on("h200").kernel_efficiency == 0.5
