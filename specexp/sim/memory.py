@@ -100,12 +100,10 @@ def memory_plan(
     if k > 0:
         head = drafter_weight_bytes(spec.drafter, target, spec.quantization, draft_model)
         weights += head / tp if draft_model is not None else head
-    activations = activation_bytes(spec, target, k, reserved_gib)
-    pool = (
-        budget
-        - weights
-        - (0.0 if profile is not None and profile.static_memory_only else activations)
-    )
+    # an engine whose share holds only weights and caches keeps its activations outside it
+    static = profile is not None and profile.static_memory_only
+    activations = 0.0 if static else activation_bytes(spec, target, k, reserved_gib)
+    pool = budget - weights - activations
     kv_layers = drafter_kv_layers(spec.drafter) if k > 0 else 0.0
     per_token = (
         target.kv_bytes_per_token + kv_layers * target.kv_bytes_per_token_per_layer
