@@ -24,11 +24,8 @@ import argparse
 import collections
 import hashlib
 import json
-import os
-import shutil
 import struct
 import sys
-import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -46,7 +43,9 @@ from specexp.models.gguf_arch import (
     reverse_permute,
 )
 from specexp.models.gguf_config import hf_fields
+from specexp.models.in_place import new_folder
 from specexp.models.packaged import ensure_weights
+from specexp.models.tensors import bf16_bytes
 from specexp.spec.cache import cache_dir
 from specexp.spec.experiment import PackagedWeights
 
@@ -86,12 +85,6 @@ def dequantized(tensor: gguf.ReaderTensor) -> Iterator[np.ndarray]:
         block = np.asarray(data[start : start + step])
         values = gguf.dequantize(block, tensor.tensor_type)
         yield np.asarray(values, dtype=np.float32).reshape(-1, cols)
-
-
-def bf16_bytes(values: np.ndarray) -> bytes:
-    """float32 -> bfloat16, round to nearest even, little-endian."""
-    bits = np.ascontiguousarray(values, dtype="<f4").view("<u4").astype(np.uint64)
-    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype("<u2").tobytes()
 
 
 def _field(reader: gguf.GGUFReader, key: str) -> Any:
@@ -283,9 +276,7 @@ def write_folder(gguf_path: Path, out: Path, sha256: str) -> Path:
             tokenizer_config_json(reader, config["max_position_embeddings"])
         ),
     }
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}."))
-    try:
+    with new_folder(out) as tmp:
         for name, data in files.items():
             (tmp / name).write_bytes(data)
         with (tmp / "model.safetensors").open("wb") as sink:
@@ -301,13 +292,6 @@ def write_folder(gguf_path: Path, out: Path, sha256: str) -> Path:
             "files": {p.name: p.stat().st_size for p in sorted(tmp.iterdir())},
         }
         (tmp / STAMP).write_bytes(_dump(stamp))
-        os.chmod(tmp, 0o755)
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return out
 
 

@@ -20,8 +20,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import itertools
-import os
-import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO, Literal
@@ -29,6 +27,7 @@ from typing import BinaryIO, Literal
 import gguf
 import numpy as np
 
+from specexp.models.in_place import new_file
 from specexp.models.tiny_gguf import (
     N_ZEROED_OUTPUT_ROWS,
     add_spm_tokenizer,
@@ -241,9 +240,7 @@ def write_shaped_model(
     path = Path(path)
     pool = _pool(seed, dtype).tobytes()
     offsets = np.random.default_rng([seed, 3])
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
+    with new_file(path) as tmp:
         writer = gguf.GGUFWriter(tmp, HYBRID_ARCH if isinstance(shape, HybridShape) else "qwen3")
         _add_metadata(writer, shape, dtype, name)
         specs = list(shape.tensors())
@@ -291,11 +288,6 @@ def write_shaped_model(
             _write_data(out, int(np.prod(dims)) * 2, pool, start, zero)
         writer.write_padding(out, out.tell())
         writer.close()
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
     return path
 
 

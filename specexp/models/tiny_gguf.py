@@ -13,14 +13,13 @@ import argparse
 import dataclasses
 import hashlib
 import json
-import os
-import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import gguf
-import numpy as np
-import numpy.typing as npt
+
+from specexp.models.in_place import new_file
+from specexp.models.tensors import Array, seeded_weights
 
 FORMAT_VERSION = 1
 """Bump on any change to the written bytes; it is part of :func:`ensure_model`'s cache key."""
@@ -34,7 +33,6 @@ CHAT_TEMPLATE = (
 )
 
 _TT = gguf.TokenType
-Array = npt.NDArray[np.float32]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,20 +95,9 @@ def _tensor_specs(shape: TinyModelShape, n_vocab: int) -> Iterator[tuple[str, tu
 
 def make_tensors(seed: int, shape: TinyModelShape, noise: float = 0.0) -> dict[str, Array]:
     """Return the model's tensors: seeded weights, plus ``noise`` times each tensor's std."""
-    if noise < 0 or not np.isfinite(noise):
-        raise ValueError(f"noise must be a finite number >= 0, got {noise}")
-    rng, noise_rng = np.random.default_rng([seed, 0]), np.random.default_rng([seed, 1])
-    tensors: dict[str, Array] = {}
-    for name, dims in _tensor_specs(shape, len(build_vocab())):
-        if len(dims) == 1:  # norm weights: ones, so their std is 0 and noise leaves them alone
-            w = np.ones(dims, dtype=np.float32)
-        else:
-            w = rng.standard_normal(dims, dtype=np.float32) / np.float32(np.sqrt(dims[-1]))
-        if noise > 0:
-            w = w + np.float32(noise * float(w.std())) * noise_rng.standard_normal(
-                dims, dtype=np.float32
-            )
-        tensors[name] = w
+    tensors = seeded_weights(
+        seed, _tensor_specs(shape, len(build_vocab())), noise, noisy_norms=True
+    )
     tensors["output.weight"][:N_ZEROED_OUTPUT_ROWS] = 0.0
     return tensors
 
@@ -211,9 +198,7 @@ def write_gguf(
     add_metadata: Callable[[gguf.GGUFWriter], None],
 ) -> Path:
     """Write a GGUF of architecture `arch` to `path` atomically (a temporary file renamed)."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
+    with new_file(path) as tmp:
         writer = gguf.GGUFWriter(tmp, arch)
         add_metadata(writer)
         for tensor_name, data in tensors.items():
@@ -222,11 +207,6 @@ def write_gguf(
         writer.write_kv_data_to_file()
         writer.write_tensors_to_file()
         writer.close()
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
     return path
 
 

@@ -21,15 +21,14 @@ import argparse
 import dataclasses
 import hashlib
 import json
-import os
-import shutil
 import struct
-import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
-import numpy.typing as npt
+
+from specexp.models.in_place import new_folder
+from specexp.models.tensors import Array, bf16_bytes, seeded_weights
 
 FORMAT_VERSION = 1
 """Bump on any change to the written bytes; it is part of :func:`ensure_model`'s cache key."""
@@ -46,8 +45,6 @@ CHAT_TEMPLATE = (
     "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
     "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
-
-Array = npt.NDArray[np.float32]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,30 +106,10 @@ def _tensor_specs(shape: HfShape) -> Iterator[tuple[str, tuple[int, ...]]]:
 
 def make_tensors(seed: int, shape: HfShape, noise: float = 0.0) -> dict[str, Array]:
     """The model's tensors: seeded weights (std 1/sqrt(fan-in), norms 1), plus `noise` x std noise."""
-    if noise < 0 or not np.isfinite(noise):
-        raise ValueError(f"noise must be a finite number >= 0, got {noise}")
-    rng, noise_rng = np.random.default_rng([seed, 0]), np.random.default_rng([seed, 1])
-    tensors: dict[str, Array] = {}
-    for name, dims in _tensor_specs(shape):
-        if len(dims) == 1:
-            w = np.ones(dims, dtype=np.float32)
-        else:
-            w = rng.standard_normal(dims, dtype=np.float32) / np.float32(np.sqrt(dims[-1]))
-            if noise > 0:
-                w = w + np.float32(noise * float(w.std())) * noise_rng.standard_normal(
-                    dims, dtype=np.float32
-                )
-        tensors[name] = w
+    tensors = seeded_weights(seed, _tensor_specs(shape), noise)
     silent = np.setdiff1d(np.arange(VOCAB_SIZE), EMITTED)
     tensors["lm_head.weight"][silent] = 0.0
     return tensors
-
-
-def bf16_bytes(array: Array) -> bytes:
-    """float32 -> bfloat16 (round to nearest even), little-endian."""
-    bits = np.ascontiguousarray(array, dtype="<f4").view("<u4").astype(np.uint64)
-    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype("<u2")
-    return rounded.tobytes()
 
 
 def safetensors_bytes(tensors: dict[str, Array]) -> bytes:
@@ -282,18 +259,9 @@ def write_model(
 
 def write_folder(path: Path, content: dict[str, bytes]) -> Path:
     """Write `content` (file name -> bytes) as the folder `path`, atomically: a sibling temp dir, then rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}."))
-    try:
+    with new_folder(path) as tmp:
         for name, data in content.items():
             (tmp / name).write_bytes(data)
-        os.chmod(tmp, 0o755)
-        if path.exists():
-            shutil.rmtree(path)
-        os.replace(tmp, path)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return path
 
 

@@ -18,9 +18,9 @@ from pathlib import Path
 import gguf
 import numpy as np
 
+from specexp.models.tensors import Array, seeded_weights
 from specexp.models.tiny_gguf import (
     N_ZEROED_OUTPUT_ROWS,
-    Array,
     add_spm_tokenizer,
     add_transformer_metadata,
     build_vocab,
@@ -146,15 +146,7 @@ def tensor_specs(shape: TinyHybridShape, n_vocab: int) -> Iterator[tuple[str, tu
 
 def make_tensors(seed: int, shape: TinyHybridShape) -> dict[str, Array]:
     """Seeded weights: matrices scaled by 1/sqrt(fan-in), norms ones, decay A -1 and dt bias 0."""
-    rng = np.random.default_rng([seed, 0])
-    tensors: dict[str, Array] = {}
-    for name, dims in tensor_specs(shape, len(build_vocab())):
-        if len(dims) == 1:
-            tensors[name] = one_d_values(name, dims[0])
-        else:
-            tensors[name] = rng.standard_normal(dims, dtype=np.float32) / np.float32(
-                np.sqrt(dims[-1])
-            )
+    tensors = seeded_weights(seed, tensor_specs(shape, len(build_vocab())), one_d=one_d_values)
     tensors["output.weight"][:N_ZEROED_OUTPUT_ROWS] = 0.0
     return tensors
 
