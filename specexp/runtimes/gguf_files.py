@@ -7,12 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from specexp.measure.events import RuntimeFailure
+from specexp.models import generated
 from specexp.models.packaged import WeightsError, ensure_weights
-from specexp.models.tiny_gguf import TinyModelShape, ensure_model
-from specexp.models.tiny_hybrid_gguf import TinyHybridShape
-from specexp.models.tiny_hybrid_gguf import ensure_model as ensure_hybrid_model
 from specexp.roofline.memory import parameter_bytes
-from specexp.spec.cache import cache_dir
 from specexp.spec.experiment import ModelSpec
 
 
@@ -25,27 +22,11 @@ def gguf_path(model: ModelSpec, given: str | None) -> str:
             return str(ensure_weights(model.packaged_weights))
         except WeightsError as exc:
             raise RuntimeFailure("refused", "missing_model", f"model={model.name}: {exc}") from exc
-    if model.generated_gguf is not None and model.architecture == "hybrid":
+    if model.generated_gguf is not None:
         try:
-            hybrid = TinyHybridShape.of(model)
+            return str(generated.gguf_file(model))
         except ValueError as exc:
             raise RuntimeFailure("refused", "bad_model", str(exc)) from exc
-        return str(
-            ensure_hybrid_model(
-                cache_dir() / "models", seed=model.generated_gguf.seed, shape=hybrid
-            )
-        )
-    if model.generated_gguf is not None:
-        shape = TinyModelShape(
-            layers=model.num_hidden_layers,
-            embd=model.hidden_size,
-            ff=model.intermediate_size,
-            heads=model.num_attention_heads,
-            kv_heads=model.num_key_value_heads,
-            context=model.max_position_embeddings,
-        )
-        g = model.generated_gguf
-        return str(ensure_model(cache_dir() / "models", seed=g.seed, shape=shape, noise=g.noise))
     raise RuntimeFailure(
         "refused",
         "missing_model",

@@ -1,5 +1,5 @@
 """The Hugging Face model folders specexp writes for the engines that load one (vLLM, SGLang): a
-generated tiny model with its weights (specexp.models.tiny_hf), a config-only folder of a conf/model/
+generated tiny model with its weights (specexp.models.generated), a config-only folder of a conf/model/
 shape for `--load-format dummy` (specexp.models.hf_config), or a packaged GGUF dequantized to BF16
 for a quantization that says so (specexp.models.hf_from_gguf); and `WrittenHfModel`, which makes a
 driver load them (the target, a draft model, and with dummy weights the EAGLE-3 head)."""
@@ -9,36 +9,24 @@ from __future__ import annotations
 from typing import Any
 
 from specexp.measure.events import RuntimeFailure
-from specexp.models import hf_config
+from specexp.models import generated, hf_config
 from specexp.models.hf_from_gguf import GgufConversionError, folder_for, stamp_of
 from specexp.models.packaged import WeightsError
-from specexp.models.tiny_hf import HfShape, ensure_model
 from specexp.runtimes.http.runtime import HttpRuntime
 from specexp.spec.cache import cache_dir
 from specexp.spec.experiment import ModelSpec, QuantizationSpec
 
 
 def generated_dir(model: ModelSpec) -> str:
-    """The Hugging Face directory specexp writes for a generated model (specexp.models.tiny_hf)."""
-    g = model.generated_hf
-    assert g is not None
-    shape = HfShape(
-        layers=model.num_hidden_layers,
-        hidden=model.hidden_size,
-        ff=model.intermediate_size,
-        heads=model.num_attention_heads,
-        kv_heads=model.num_key_value_heads,
-        head_dim=model.head_dim,
-        context=model.max_position_embeddings,
-    )
-    return str(ensure_model(cache_dir() / "models", seed=g.seed, shape=shape, noise=g.noise))
+    """The Hugging Face directory specexp writes for a generated model (specexp.models.generated)."""
+    return str(generated.hf_folder(model))
 
 
 def written_dir(
     model: ModelSpec, load_format: str | None, quantization: QuantizationSpec | None = None
 ) -> str | None:
     """The folder specexp writes for `model`, when it writes one: a generated model with its weights
-    (specexp.models.tiny_hf); with load_format dummy, a config-only folder of its shape
+    (specexp.models.generated); with load_format dummy, a config-only folder of its shape
     (specexp.models.hf_config); with a quantization `dequantized_from` a GGUF file type, the
     model's packaged GGUF dequantized (specexp.models.hf_from_gguf). None: the server loads
     model_path / hf_id."""

@@ -154,7 +154,7 @@ class MoeSpec(_Spec):
 
 
 class GeneratedGguf(_Spec):
-    """A tiny random-weight GGUF that specexp writes itself (specexp.models.tiny_gguf)."""
+    """A tiny random-weight GGUF that specexp writes itself (specexp.models.generated)."""
 
     seed: int = 0
     noise: float = Field(default=0.0, ge=0)
@@ -164,7 +164,7 @@ class GeneratedGguf(_Spec):
 
 class GeneratedHf(GeneratedGguf):
     """A tiny random-weight Hugging Face model directory that specexp writes itself
-    (specexp.models.tiny_hf), for real vLLM runs."""
+    (specexp.models.generated), for real vLLM runs."""
 
 
 class PackagedWeights(_Spec):
