@@ -99,15 +99,18 @@ def byte_suffix_tokens(record: RunRecord) -> int | None:
     """A cache-reuse job's new suffix in tokens where its server counted bytes (the byte-level tokenizer of
     the config-only folders specexp writes, runtime.load_format=dummy): the marker, the instruction and,
     for chat, the template's tail. None for any other job."""
-    config = record.provenance.config
-    workload = config.get("workload") or {}
+    config = record.provenance.composed
+    workload = config.workload
+    runtime = config.runtime
     if (
-        not workload.get("shared_prefix")
-        or (config.get("runtime") or {}).get("load_format") != "dummy"
+        workload is None
+        or not workload.shared_prefix
+        or runtime is None
+        or runtime.load_format != "dummy"
     ):
         return None
-    tail = BYTE_CHAT_TAIL_TOKENS if workload.get("endpoint", "chat") == "chat" else 0
-    return MARKER_TOKENS + len(str(workload.get("prompt", "")).encode()) + tail
+    tail = BYTE_CHAT_TAIL_TOKENS if (workload.endpoint or "chat") == "chat" else 0
+    return MARKER_TOKENS + len((workload.prompt or "").encode()) + tail
 
 
 def sim_overrides(record: RunRecord, engine: str) -> list[str]:
@@ -117,9 +120,8 @@ def sim_overrides(record: RunRecord, engine: str) -> list[str]:
     ]
     out = ["runtime=sim", f"runtime.engine={engine}", *kept, *_engine_only_keys(kept)]
     accepted = acceptance(record)
-    workload_class = (record.provenance.config.get("workload") or {}).get(
-        "acceptance_class", "fresh"
-    )
+    workload = record.provenance.composed.workload
+    workload_class = (workload.acceptance_class if workload else None) or "fresh"
     if accepted:
         out.append(f"drafter.acceptance.{workload_class}=[{','.join(str(a) for a in accepted)}]")
     rate, go_on = draft_shape(record)
@@ -142,7 +144,8 @@ GRAPH_FLAG = "--compilation-config.max_cudagraph_capture_size"
 def cuda_graph_max_tokens(record: RunRecord) -> int | None:
     """The largest CUDA graph a measured vLLM server was given (`GRAPH_FLAG N` or `GRAPH_FLAG=N` in
     its extra_args); None: its default."""
-    args = [str(a) for a in (record.provenance.config.get("runtime") or {}).get("extra_args") or []]
+    runtime = record.provenance.composed.runtime
+    args = [str(a) for a in (runtime.extra_args if runtime else None) or []]
     for i, arg in enumerate(args):
         value = (
             arg.split("=", 1)[1]

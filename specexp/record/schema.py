@@ -13,6 +13,7 @@ from typing import Any, Final, Literal, NamedTuple
 
 from pydantic import ConfigDict, Field
 
+from specexp.record.composed import ComposedConfig, SloNode, WorkloadNode, composed
 from specexp.record.fields import Conditions, Metrics
 from specexp.record.named import Record
 
@@ -87,36 +88,27 @@ class Provenance(Record):
     engine_info: EngineFacts | None = None
     """What the engine said about itself: version, KV capacity, reuse of the server, its own facts."""
 
+    @property
+    def composed(self) -> ComposedConfig:
+        """`config` read through its typed model (specexp.record.composed)."""
+        return composed(self.config)
+
     def option(self, group: str) -> ConfigOption:
         """The option of config `group` (hardware, model, quantization...) the job composed."""
-        node = self.config.get(group)
-        node = node if isinstance(node, dict) else {}
-        text = lambda key: str(node[key]) if node.get(key) is not None else None  # noqa: E731
-        return ConfigOption(text("name"), text("description"), text("hf_id"))
+        node = self.composed.option(group)
+        return ConfigOption(node.name, node.description, node.hf_id)
 
     def prompt_source(self) -> PromptSource:
-        node = self.config.get("workload")
-        node = node if isinstance(node, dict) else {}
-        raw = node.get("session")
-        session = raw if isinstance(raw, dict) else {}
-        text = lambda v: str(v) if v is not None else None  # noqa: E731
+        w = self.composed.workload or WorkloadNode()
         return PromptSource(
-            text(node.get("name")),
-            text(node.get("material")),
-            text(node.get("dataset_file")),
-            text(session.get("turn_material")),
+            w.name, w.material, w.dataset_file, w.session.turn_material if w.session else None
         )
 
     @property
-    def slo(self) -> dict[str, Any] | None:
+    def slo(self) -> SloNode | None:
         """The service-level objectives the job was judged against (`slo.*`), if any was set."""
-        slo = self.config.get("slo")
-        return (
-            slo
-            if isinstance(slo, dict)
-            and any(v is not None for k, v in slo.items() if k != "percentile")
-            else None
-        )
+        slo = self.composed.slo
+        return slo if slo is not None and slo.active else None
 
 
 class CounterDeltas(Record):
@@ -293,8 +285,7 @@ class RunRecord(Record):
     @property
     def experiment(self) -> str | None:
         """The experiment file the job came from, if any."""
-        name = self.provenance.config.get("experiment")
-        return str(name) if name else None
+        return self.provenance.composed.experiment or None
 
     def to_json(self) -> str:
         return self.model_dump_json(by_alias=True, indent=2) + "\n"

@@ -12,6 +12,7 @@ from typing import Any
 
 import altair as alt
 
+from specexp.record.composed import SloNode
 from specexp.report import chart_parts, charts
 from specexp.report.blocks import Block, Chart, Heading, Paragraph, TableBlock
 from specexp.report.format import (
@@ -49,20 +50,17 @@ METRICS = (
 )
 
 
-def slo_text(slo: Mapping[str, Any] | None) -> str | None:
+def slo_text(slo: SloNode | None) -> str | None:
     """The SLO as a phrase (`TTFT ≤ 0.5 s and TPOT ≤ 0.02 s for 99 % of requests`), or None."""
-    if not slo:
+    if slo is None:
         return None
     parts = [
-        f"{label} ≤ {number(slo.get(key))} s"
-        for key, label in (("ttft_s", "TTFT"), ("tpot_s", "TPOT"), ("e2e_s", "e2e"))
-        if slo.get(key) is not None
+        f"{label} ≤ {number(value)} s"
+        for value, label in ((slo.ttft_s, "TTFT"), (slo.tpot_s, "TPOT"), (slo.e2e_s, "e2e"))
+        if value is not None
     ]
-    return (
-        f"{' and '.join(parts)} for {number(slo.get('percentile', 99))} % of requests"
-        if parts
-        else None
-    )
+    percentile = 99 if slo.percentile is None else slo.percentile
+    return f"{' and '.join(parts)} for {number(percentile)} % of requests" if parts else None
 
 
 def rate_section(rows: Sequence[Row], fixed: dict[str, Any], slo: str | None) -> list[Block]:
