@@ -73,6 +73,17 @@ class TaskSpec(_Spec):
         return self
 
 
+KIND_KEYS: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
+    (("trace_speed", "trace_time_unit", "trace_block_tokens"), ("trace",)),
+    (("sample_prompts",), ("samples",)),
+    (("search_steps",), ("search",)),
+    (("arrival", "burstiness", "num_requests", "duration_s", "max_concurrency"), ("rate", "search")),
+)
+"""(keys, kinds): keys that only a workload of those kinds reads, besides the key that chooses the
+kind. Set to anything but its default on a workload driven another way, such a key would change
+nothing, so it is refused (`WorkloadSpec._keys_of_its_kind`)."""
+
+
 class WorkloadSpec(_Spec):
     name: str
     version: int = Field(ge=1)
@@ -257,6 +268,22 @@ class WorkloadSpec(_Spec):
                 f"{keys} each choose how the workload is driven: set one of them (a workload is "
                 "one of session, trace, dataset, samples, task, search, rate or burst)"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _keys_of_its_kind(self) -> WorkloadSpec:
+        """A key only another kind of workload reads is refused, not silently ignored."""
+        kind = self.kind
+        for keys, kinds in KIND_KEYS:
+            if kind in kinds:
+                continue
+            for key in keys:
+                value = getattr(self, key)
+                if value != type(self).model_fields[key].default:
+                    raise ValueError(
+                        f"workload.{key}={value} is read only by a {' or '.join(kinds)} workload; "
+                        f"this one is driven as {kind} (see docs/options.md, workload)"
+                    )
         return self
 
     @model_validator(mode="after")

@@ -27,3 +27,30 @@ def test_kinds_follow_what_the_workload_sets(make_spec: Any) -> None:
         "workload=concurrency", "workload.request_rate=[1,2]", "workload.num_requests=8"
     )
     assert rate.workload.kind == "rate"
+
+
+@pytest.mark.parametrize(
+    ("overrides", "named"),
+    [
+        (["workload=concurrency", "workload.arrival=gamma"], "workload.arrival=gamma"),
+        (["workload=fresh_generation", "+workload.trace_speed=2"], "workload.trace_speed=2.0"),
+        (["workload=concurrency", "workload.search_steps=3"], "workload.search_steps=3"),
+    ],
+)
+def test_a_key_only_another_kind_reads_is_refused_naming_it(
+    make_spec: Any, overrides: list[str], named: str
+) -> None:
+    with pytest.raises(Exception, match="is read only by") as err:
+        make_spec(*overrides)
+    assert named in str(err.value) and "driven as burst" in str(err.value)
+
+
+def test_a_key_of_the_workloads_own_kind_is_taken(make_spec: Any) -> None:
+    spec = make_spec(
+        "workload=concurrency",
+        "workload.request_rate=[1,2]",
+        "workload.num_requests=8",
+        "workload.arrival=gamma",
+        "workload.burstiness=0.5",
+    )
+    assert (spec.workload.kind, spec.workload.arrival) == ("rate", "gamma")
