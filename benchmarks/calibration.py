@@ -317,7 +317,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     from specexp.fit import hardware as calibrate
     from specexp.fit import spark
     from specexp.run.compose import load_option
-    from specexp.sim.memory import ENGINE_RESERVED_GIB
+    from specexp.sim.memory_plan import ENGINE_RESERVED_GIB
     from specexp.spec.experiment import HardwareSpec
 
     path = Path(args.data) if args.data else ROOT / "benchmarks/data" / calibrate.DATA

@@ -39,12 +39,12 @@ from specexp.check.api import (
     report_findings,
     side_by_side,
 )
-from specexp.check.compare import Comparison, Difference, Unknown, compare, source_conflicts
+from specexp.check.fairness import Comparison, Difference, Unknown, compare, source_conflicts
 from specexp.check.figures import Figure, FigureSet, load_figure_files, load_figures, parse_figures
 from specexp.check.findings import RULES, Finding
+from specexp.check.output import comparability_md, published_figures_md, render_json, render_md
 from specexp.check.plausibility import Limit, implausible, limit
 from specexp.check.relevance import FAMILIES, relevant
-from specexp.check.render import comparability_md, published_figures_md, render_json, render_md
 from specexp.check.runs import Run, runs_of
 from specexp.check.sidebyside import DEFAULT_VARY, SideBySide
 

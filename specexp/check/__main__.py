@@ -19,7 +19,7 @@ from pathlib import Path
 
 from specexp.check.api import check
 from specexp.check.figures import load_figure_files
-from specexp.check.render import render_json, render_md
+from specexp.check.output import render_json, render_md
 from specexp.check.runs import runs_of
 from specexp.record import RecordError, find_records
 from specexp.spec import paths

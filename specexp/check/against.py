@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from specexp.check.compare import Comparison, compare
+from specexp.check.fairness import Comparison, compare
 from specexp.check.figures import Figure
 from specexp.check.findings import Finding, finding
 from specexp.check.relevance import DEPENDS_ON, SIMULATED_STANDS_IN, relevant

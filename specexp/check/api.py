@@ -14,7 +14,7 @@ from typing import Any
 
 from specexp.check.against import Citation, cite
 from specexp.check.capability import capability_findings
-from specexp.check.compare import Comparison, run_comparisons, source_conflicts
+from specexp.check.fairness import Comparison, run_comparisons, source_conflicts
 from specexp.check.figures import Figure, FigureSet, load_figures, merge, parse_figures
 from specexp.check.findings import Finding, finding
 from specexp.check.plausibility import (

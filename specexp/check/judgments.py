@@ -13,7 +13,7 @@ measurement and results.jsonl carries for pandas, polars or duckdb.
   moves. `pass_cost_steps`: what one
   speculative pass costs in plain decode steps of the baseline (tokens_per_pass x baseline
   decode_tps / decode_tps): a drafter pays when it is below tokens_per_pass.
-- the answer checks (specexp.check.answers, docs/answers.md): `sampled_verdict`,
+- the answer checks (specexp.check.answer_verdicts, docs/answers.md): `sampled_verdict`,
   `sampled_p_value` and `sampled_detectable_shift` of a sampling workload's drafter run against its
   baseline; `score_difference` (drafter - baseline), `score_interval` (its paired bootstrap 95 %
   interval), `mcnemar_p` and `score_verdict` of a task run. Null where there is no such check.
@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from specexp.check.answers import AnswerCheck, answer_checks
+from specexp.check.answer_verdicts import AnswerCheck, answer_checks
 from specexp.check.runs import Run, runs_of
 from specexp.record import Judgments, RunRecord
 from specexp.record.kinds import measurement_kinds

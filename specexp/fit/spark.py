@@ -61,7 +61,7 @@ def kv_tokens(spec: ExperimentSpec, reserved_gib: float) -> int:
     """KV tokens the simulated server reports, with `reserved_gib` held by the engine."""
     from specexp.sim.context import context_limit
     from specexp.sim.kvcache import CacheLayout, block_tokens
-    from specexp.sim.memory import memory_plan
+    from specexp.sim.memory_plan import memory_plan
 
     rt, k = spec.runtime, spec.draft_tokens
     target = CostModel.build(spec.hardware, spec.model, spec.quantization, rt.kv_cache_dtype)

@@ -10,7 +10,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from specexp.measure import thinking
+from specexp.measure import reasoning_streams
 from specexp.measure.events import Counters, RequestTrace
 from specexp.measure.ttft_parts import PARTS, ttft_parts
 from specexp.spec.vocabulary import METRICS, STATS, M
@@ -120,10 +120,10 @@ PER_REQUEST = {
     M.tpot_s: tpot_s,
     M.itl_s: itl_s,
     M.tokens_per_chunk: tokens_per_chunk,
-    M.reasoning_tokens: thinking.reasoning_tokens,
-    M.time_to_answer_s: thinking.time_to_answer_s,
-    M.reasoning_tps: thinking.reasoning_tps,
-    M.answer_tps: thinking.answer_tps,
+    M.reasoning_tokens: reasoning_streams.reasoning_tokens,
+    M.time_to_answer_s: reasoning_streams.time_to_answer_s,
+    M.reasoning_tps: reasoning_streams.reasoning_tps,
+    M.answer_tps: reasoning_streams.answer_tps,
 }
 """The metrics of one request, averaged over a window's requests."""
 DECODE_SIDE = tuple(name for name in PER_REQUEST if METRICS[name].family == "decode")

@@ -11,7 +11,7 @@ standard output.
 
 `--compare BEFORE AFTER` compares two sweeps (folders, or a folder and a results.jsonl): the
 change between them, every pair's headline metrics, what could not be paired
-(specexp.report.compare); `--fail-if-slower PCT` exits 1 when AFTER is worse by more than PCT %
+(specexp.report.sweep_diff); `--fail-if-slower PCT` exits 1 when AFTER is worse by more than PCT %
 beyond noise.
 """
 
@@ -157,8 +157,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _compare(args: argparse.Namespace) -> int:
     from specexp.report.build import Report
-    from specexp.report.compare import blocks, compare, read_side, refuse_empty
     from specexp.report.markdown import render_markdown
+    from specexp.report.sweep_diff import blocks, compare, read_side, refuse_empty
 
     missing = [p for p in args.compare if not p.exists()]
     if missing:

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from specexp.check.answers import checked_runs
+from specexp.check.answer_verdicts import checked_runs
 from specexp.record import RunRecord
 from specexp.record.escape import Markdown, code_span
 from specexp.record.kinds import measurement_kinds

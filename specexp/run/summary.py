@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from specexp.check.answers import checked_runs
+from specexp.check.answer_verdicts import checked_runs
 from specexp.check.judgments import judgments
 from specexp.record import find_records, write_results_jsonl
 from specexp.run.report_ahead import ReportAhead

@@ -12,7 +12,7 @@ from specexp.measure.events import RuntimeFailure
 from specexp.models import generated, hf_config
 from specexp.models.hf_from_gguf import GgufConversionError, folder_for, stamp_of
 from specexp.models.packaged import WeightsError
-from specexp.runtimes.http.runtime import HttpRuntime
+from specexp.runtimes.http.server_runtime import HttpRuntime
 from specexp.spec.cache import cache_dir
 from specexp.spec.experiment import ModelSpec, QuantizationSpec
 

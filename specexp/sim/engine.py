@@ -28,7 +28,7 @@ from specexp.sim.costs import StepCosts
 from specexp.sim.drafting import AcceptanceModel, DraftCost
 from specexp.sim.frontend import Frontend
 from specexp.sim.kvcache import CHAT_TURN_TOKENS, CacheLayout, KvPool
-from specexp.sim.memory import MemoryPlan
+from specexp.sim.memory_plan import MemoryPlan
 from specexp.sim.passes import StepPasses
 from specexp.sim.profile import EngineProfile
 from specexp.sim.sequences import Counts, HeldTokens, Seq, Step, trace, window_blocks

@@ -18,8 +18,8 @@ from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
 
 from specexp.simserve import openai, wire
-from specexp.simserve.metrics import CONTENT_TYPE, Exporter
 from specexp.simserve.openai import ApiError, Completion
+from specexp.simserve.prometheus import CONTENT_TYPE, Exporter
 from specexp.simserve.realtime import Delivery, Job, RealTimeEngine
 from specexp.spec.experiment import ExperimentSpec
 

@@ -7,7 +7,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from specexp.simserve.prompts import PromptError, chat_text, output_text, prompt_units
+from specexp.simserve.tokens import PromptError, chat_text, output_text, prompt_units
 
 
 class ApiError(Exception):

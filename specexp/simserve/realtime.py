@@ -31,7 +31,7 @@ from specexp.sim.engine import SimEngine
 from specexp.sim.kvcache import CHAT_TURN_TOKENS
 from specexp.sim.sequences import Seq
 from specexp.sim.startup import start_engine
-from specexp.simserve.prompts import block_hashes
+from specexp.simserve.tokens import block_hashes
 from specexp.spec.experiment import ExperimentSpec
 
 PRECISE_SLEEP_S = 0.0015

@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
-from specexp.spec.base import _Spec
+from specexp.spec.model_base import _Spec
 from specexp.spec.runtime import AnyRuntime, RuntimeSpec
 from specexp.spec.workload import SessionSpec, SloSpec, WorkloadSpec
 

@@ -22,7 +22,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BeforeValidator, Field, field_validator
 
-from specexp.spec.base import _Spec
+from specexp.spec.model_base import _Spec
 
 
 class RuntimeSpec(_Spec):
@@ -123,7 +123,7 @@ class SimRuntimeSpec(RuntimeSpec):
         default=None, exclude_if=lambda v: v is None
     )
     """For testing the answer checks only: the simulator's completions are drawn from a toy
-    sampling model (specexp.sim.sampling), honestly (`lossless`) or with a planted fault; its text
+    sampling model (specexp.sim.toy_sampler), honestly (`lossless`) or with a planted fault; its text
     means nothing. None: the simulator generates no text, and the answer checks are refused."""
 
 

@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
-from specexp.spec.base import _listed, _Spec
+from specexp.spec.model_base import _listed, _Spec
 
 
 class SessionSpec(_Spec):
@@ -77,7 +77,10 @@ KIND_KEYS: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
     (("trace_speed", "trace_time_unit", "trace_block_tokens"), ("trace",)),
     (("sample_prompts",), ("samples",)),
     (("search_steps",), ("search",)),
-    (("arrival", "burstiness", "num_requests", "duration_s", "max_concurrency"), ("rate", "search")),
+    (
+        ("arrival", "burstiness", "num_requests", "duration_s", "max_concurrency"),
+        ("rate", "search"),
+    ),
 )
 """(keys, kinds): keys that only a workload of those kinds reads, besides the key that chooses the
 kind. Set to anything but its default on a workload driven another way, such a key would change

@@ -23,7 +23,7 @@ from specexp.spec.experiment import SloSpec, WorkloadSpec
 from specexp.workloads import openloop
 from specexp.workloads.datasets import drive_dataset
 from specexp.workloads.prompts import PromptBuilder
-from specexp.workloads.sampling import drive_samples
+from specexp.workloads.sampled_outputs import drive_samples
 from specexp.workloads.sessions import drive_sessions
 from specexp.workloads.tasks import drive_task
 from specexp.workloads.trace import drive_trace

@@ -29,7 +29,7 @@ from typing import Any
 
 from specexp.measure.events import Point, RuntimeFailure, TaskScore, Window
 from specexp.runtimes.base import Runtime
-from specexp.runtimes.http.runtime import HttpRuntime
+from specexp.runtimes.http.server_runtime import HttpRuntime
 from specexp.spec.cache import cache_dir
 from specexp.spec.workload import TaskSpec, WorkloadSpec
 from specexp.workloads.code_task import CODE_TASK, write_code_task

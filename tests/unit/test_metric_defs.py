@@ -13,8 +13,8 @@ import pytest
 from specexp.check.relevance import FAMILIES, METRIC_FAMILY
 from specexp.record import find_records
 from specexp.report.build import build_report
-from specexp.report.compare import HEADLINE
 from specexp.report.markdown import render_markdown
+from specexp.report.sweep_diff import HEADLINE
 from specexp.spec import metric_defs
 from specexp.spec.metric_defs import METRICS
 

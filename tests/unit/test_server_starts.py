@@ -15,8 +15,8 @@ import pytest
 
 from specexp.record import ResultLine, find_records, read_result_lines
 from specexp.report.build import build_report
-from specexp.report.compare import deltas as compare_lines
 from specexp.report.markdown import render_markdown
+from specexp.report.sweep_diff import deltas as compare_lines
 from specexp.stats.bootstrap import metric_runs, spreads
 from tests.conftest import run_specexp
 

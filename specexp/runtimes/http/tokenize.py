@@ -22,7 +22,7 @@ from typing import Any
 import httpx
 
 from specexp.measure.events import Request
-from specexp.runtimes.http.runtime import json_of, messages_of
+from specexp.runtimes.http.server_runtime import json_of, messages_of
 
 
 def tokenize_body(model: str, text: str) -> dict[str, Any]:

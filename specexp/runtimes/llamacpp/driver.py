@@ -23,7 +23,7 @@ from specexp.roofline.memory import kv_bytes_per_token
 from specexp.runtimes.base import register
 from specexp.runtimes.gguf_files import gguf_path, weight_bytes
 from specexp.runtimes.http import promtext
-from specexp.runtimes.http.runtime import HttpRuntime, json_of
+from specexp.runtimes.http.server_runtime import HttpRuntime, json_of
 from specexp.spec import paths
 from specexp.spec.cache import cache_dir
 from specexp.spec.runtime import LlamacppRuntimeSpec

@@ -28,7 +28,7 @@ from specexp.measure.events import EngineInfo, Request, RuntimeFailure
 from specexp.runtimes.base import register
 from specexp.runtimes.gguf_files import gguf_path
 from specexp.runtimes.http.client import RawStream
-from specexp.runtimes.http.runtime import HttpRuntime, get, json_of, messages_of
+from specexp.runtimes.http.server_runtime import HttpRuntime, get, json_of, messages_of
 from specexp.runtimes.ollama.models import (
     binary_version,
     file_digest,

@@ -18,7 +18,7 @@ import httpx
 
 from specexp.measure.events import EngineInfo, Request, RuntimeFailure
 from specexp.runtimes.base import register
-from specexp.runtimes.http.runtime import HttpRuntime
+from specexp.runtimes.http.server_runtime import HttpRuntime
 from specexp.spec.runtime import OpenaiRuntimeSpec
 
 

@@ -46,7 +46,7 @@ from specexp.runtimes.hf_folders import WrittenHfModel
 from specexp.runtimes.http import promtext
 from specexp.runtimes.http.client import RawStream
 from specexp.runtimes.http.process import HIGHEST_PORT
-from specexp.runtimes.http.runtime import HttpRuntime, get, json_of
+from specexp.runtimes.http.server_runtime import HttpRuntime, get, json_of
 from specexp.runtimes.http.tokenize import ServerTokenizer
 from specexp.runtimes.sglang import native
 from specexp.runtimes.sglang.acceptance import window_counts

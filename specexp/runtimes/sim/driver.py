@@ -9,7 +9,7 @@ from dataclasses import replace
 from specexp.measure.engine_series import EngineState, SteppedSampler
 from specexp.measure.events import Counters, EngineInfo, Request, RequestTrace
 from specexp.runtimes.base import Runtime, register
-from specexp.sim import sampling
+from specexp.sim import toy_sampler
 from specexp.sim.engine import SimEngine
 from specexp.sim.startup import start_engine
 from specexp.spec.runtime import SimRuntimeSpec
@@ -43,8 +43,8 @@ class SimRuntime(Runtime[SimRuntimeSpec]):
         return [
             replace(
                 t,
-                text=sampling.text_of(
-                    sampling.generate(
+                text=toy_sampler.text_of(
+                    toy_sampler.generate(
                         r.prompt, r.max_tokens, k, r.temperature, r.top_p, r.seed or 0, fault
                     )
                 ),

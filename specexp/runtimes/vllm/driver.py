@@ -27,7 +27,7 @@ from specexp.runtimes.base import register
 from specexp.runtimes.hf_folders import WrittenHfModel
 from specexp.runtimes.http import promtext
 from specexp.runtimes.http.client import RawStream
-from specexp.runtimes.http.runtime import HttpRuntime, get, json_of
+from specexp.runtimes.http.server_runtime import HttpRuntime, get, json_of
 from specexp.runtimes.http.tokenize import ServerTokenizer
 from specexp.runtimes.vllm.facts import (
     COMPILE_DURING_WINDOW,

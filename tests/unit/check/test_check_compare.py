@@ -10,7 +10,7 @@ from checkhelp import BASE, make_figure
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specexp.check.compare import compare, definition_mismatch, source_conflicts
+from specexp.check.fairness import compare, definition_mismatch, source_conflicts
 from specexp.check.figures import Figure
 from specexp.check.relevance import relevant
 from specexp.spec.vocabulary import METRICS

@@ -24,7 +24,7 @@ from specexp.runtimes.http import promtext
 from specexp.runtimes.http.client import RawStream, stream_all, to_trace
 from specexp.sim.kvcache import DEFAULT_BLOCK_TOKENS as BLOCK_TOKENS
 from specexp.sim.kvcache import KvPool
-from specexp.simserve.prompts import block_hashes, chat_text, prompt_units
+from specexp.simserve.tokens import block_hashes, chat_text, prompt_units
 from tests.support.sim_server import sim_server
 
 REPO = Path(__file__).resolve().parents[2]

@@ -1,4 +1,4 @@
-"""specexp.sim.memory: weights first, what is left at gpu_memory_utilization is KV;
+"""specexp.sim.memory_plan: weights first, what is left at gpu_memory_utilization is KV;
 a configuration that does not fit is refused at start, as a real engine refuses it."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 from specexp.measure.events import RuntimeFailure
 from specexp.roofline.costmodel import CostModel
 from specexp.runtimes.base import runtime_for
-from specexp.sim.memory import memory_plan
+from specexp.sim.memory_plan import memory_plan
 
 Spec = Callable[..., Any]
 

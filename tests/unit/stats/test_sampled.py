@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from specexp.sim.sampling import generate
+from specexp.sim.toy_sampler import generate
 from specexp.stats.sampled import DIFFERS, NOT_ENOUGH, SAME, compare_samples
 
 RECOMMENDED = 1000

@@ -12,7 +12,7 @@ from typing import Any
 
 from specexp.check.against import Citation, RunMatch
 from specexp.check.api import CheckReport, FigureCheck
-from specexp.check.compare import Comparison
+from specexp.check.fairness import Comparison
 from specexp.check.findings import SEVERITIES, Finding
 from specexp.check.plausibility import Limit
 from specexp.check.relevance import SIMULATED_STANDS_IN

@@ -25,7 +25,7 @@ exactly max_tokens tokens (finish_reason "length"), with or without ignore_eos.
 
 Prompt tokens. A string prompt counts ceil(characters / 4) tokens; a completion prompt given as
 a list of token ids counts its length; chat messages count as the text of their
-`role: content` lines joined by newlines (see specexp/simserve/prompts.py). The prefix cache
+`role: content` lines joined by newlines (see specexp/simserve/tokens.py). The prefix cache
 matches whole blocks of those units, of the simulated engine's block size (16 tokens unless the
 model or runtime config sets one; /metrics says it in vllm:cache_config_info{block_size}).
 
