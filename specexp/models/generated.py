@@ -21,14 +21,7 @@ def gguf_file(model: ModelSpec) -> Path:
     if model.architecture == "hybrid":
         hybrid = tiny_hybrid_gguf.TinyHybridShape.of(model)
         return tiny_hybrid_gguf.ensure_model(root, seed=g.seed, shape=hybrid)
-    shape = tiny_gguf.TinyModelShape(
-        layers=model.num_hidden_layers,
-        embd=model.hidden_size,
-        ff=model.intermediate_size,
-        heads=model.num_attention_heads,
-        kv_heads=model.num_key_value_heads,
-        context=model.max_position_embeddings,
-    )
+    shape = tiny_gguf.TinyModelShape(**tiny_gguf.block_dims(model))
     return tiny_gguf.ensure_model(root, seed=g.seed, shape=shape, noise=g.noise)
 
 

@@ -32,6 +32,7 @@ from specexp.models.tiny_gguf import (
     N_ZEROED_OUTPUT_ROWS,
     add_spm_tokenizer,
     add_transformer_metadata,
+    block_dims,
     build_vocab,
 )
 from specexp.models.tiny_hybrid_gguf import ARCH as HYBRID_ARCH
@@ -94,14 +95,9 @@ class Qwen3Shape:
                 f"model={model.name}: only dense models can be written (architecture is {model.architecture})"
             )
         return cls(
-            layers=model.num_hidden_layers,
-            embd=model.hidden_size,
-            ff=model.intermediate_size,
-            heads=model.num_attention_heads,
-            kv_heads=model.num_key_value_heads,
+            **block_dims(model),
             head_dim=model.head_dim,
             vocab=model.vocab_size,
-            context=model.max_position_embeddings,
             tied=model.tie_word_embeddings,
         )
 

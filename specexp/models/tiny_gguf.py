@@ -20,6 +20,7 @@ import gguf
 
 from specexp.models.in_place import new_file
 from specexp.models.tensors import Array, seeded_weights
+from specexp.spec.experiment import ModelSpec
 
 FORMAT_VERSION = 1
 """Bump on any change to the written bytes; it is part of :func:`ensure_model`'s cache key."""
@@ -64,6 +65,18 @@ class TinyModelShape:
     def head_dim(self) -> int:
         """Width of one attention head (also the RoPE dimension count)."""
         return self.embd // self.heads
+
+
+def block_dims(model: ModelSpec) -> dict[str, int]:
+    """A conf/model/ entry's layers, widths, heads and context in the GGUF writers' terms."""
+    return {
+        "layers": model.num_hidden_layers,
+        "embd": model.hidden_size,
+        "ff": model.intermediate_size,
+        "heads": model.num_attention_heads,
+        "kv_heads": model.num_key_value_heads,
+        "context": model.max_position_embeddings,
+    }
 
 
 def build_vocab() -> list[tuple[str, float, int]]:

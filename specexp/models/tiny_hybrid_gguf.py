@@ -23,6 +23,7 @@ from specexp.models.tiny_gguf import (
     N_ZEROED_OUTPUT_ROWS,
     add_spm_tokenizer,
     add_transformer_metadata,
+    block_dims,
     build_vocab,
     cached_path,
     write_gguf,
@@ -75,18 +76,13 @@ class TinyHybridShape:
                 f"linear_value_head_dim {model.linear_value_head_dim})"
             )
         return cls(
-            layers=model.num_hidden_layers,
-            embd=model.hidden_size,
-            ff=model.intermediate_size,
-            heads=model.num_attention_heads,
-            kv_heads=model.num_key_value_heads,
+            **block_dims(model),
             head_dim=model.head_dim,
             full_attention_interval=model.full_attention_interval or 4,
             linear_key_heads=model.linear_num_key_heads or 1,
             linear_value_heads=model.linear_num_value_heads or 1,
             linear_head_dim=model.linear_key_head_dim or 1,
             conv_kernel=model.linear_conv_kernel_dim or 1,
-            context=model.max_position_embeddings,
         )
 
     def is_full_attention(self, layer: int) -> bool:
