@@ -4,8 +4,10 @@ Every request pays `request_overhead_ms` plus `request_overhead_us_per_token` pe
 its own (HTTP, chat template, tokenisation, block hashing: side by side with the others), then
 `request_serial_ms` in a stage that takes one request at a time. That stage either hands each
 request to the scheduler as it is done (`each`: llama-server's main loop launching a slot) or hands
-over all the requests of one busy spell when the last of them is done (`together`: vLLM's API server,
-whose event loop advances the requests of a burst side by side, so the scheduler sees them in one step).
+over all the requests of one busy spell when the last of them is done (`together`: an event loop that
+advances the requests of a burst side by side), or hands over the first of a spell at once and the rest
+together when the last is done (`first`: vLLM's API server, whose first request of a burst wakes an idle
+engine core that starts a step with it alone, while the others reach the core during that step).
 """
 
 from __future__ import annotations
@@ -43,7 +45,8 @@ class Frontend:
         if request.ready >= self._free:
             self._spell = []  # the serial stage was idle: a new busy spell
         request.ready = self._free = max(request.ready, self._free) + p.request_serial_ms / 1e3
-        if p.request_serial_release == "together":
+        if p.request_serial_release != "each":
             self._spell.append(request)
-            for held in self._spell:
-                held.ready = request.ready
+            held = self._spell[1:] if p.request_serial_release == "first" else self._spell
+            for earlier in held:
+                earlier.ready = request.ready

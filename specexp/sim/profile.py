@@ -101,11 +101,13 @@ class EngineProfile(BaseModel):
     """Cost of a request paid one request at a time by the engine's single scheduling thread
     (llama-server's main loop takes each new task and launches its slot), ms: requests that
     arrive together wait for each other, so it adds (i - 1) x this to the i-th one's TTFT."""
-    request_serial_release: Literal["each", "together"] = "each"
+    request_serial_release: Literal["each", "together", "first"] = "each"
     """How requests leave that serial stage for the scheduler. each: one by one as each is done
     (llama-server's main loop); together: those handled in one busy spell all reach the scheduler
-    when the last of them is done (vLLM's API server: the requests of a burst advance through its one
-    event loop side by side, and the scheduler sees them in one step)."""
+    when the last of them is done (the requests of a burst advance through one event loop side by
+    side); first: the first of a busy spell as soon as it is done, the others together when the last
+    is done (vLLM's API server: the first request of a burst wakes an idle engine core, which starts
+    a step with it alone, and the rest reach it together while that step runs)."""
     cache_block_tokens: int | None = Field(default=None, ge=1)
     """The engine's prefix-cache block; None: the model's (or 16)."""
     drafter_recomputes_last_block: bool = False
