@@ -98,9 +98,10 @@ def reasoned(trace: RequestTrace, tokens: int) -> RequestTrace:
 
 def state_of(engine: SimEngine) -> EngineState:
     """What a vLLM server would export of the engine now: requests running and waiting, the KV
-    cache's share held by running requests (cached free blocks count as free), the counters."""
+    cache's share held by running requests (cached free blocks count as free), the counters. A
+    request still in the front end, or one that reached the engine core during the step under way,
+    is not the scheduler's yet, so not waiting (vLLM stamps it queued when that step ends)."""
     pool = engine.pool
     used = pool.running / pool.capacity if math.isfinite(pool.capacity) and pool.capacity else None
-    return EngineState(
-        float(len(engine.running)), float(len(engine.waiting)), used, engine.counters()
-    )
+    waiting = sum(1 for s in engine.waiting if s.queued is not None)
+    return EngineState(float(len(engine.running)), float(waiting), used, engine.counters())

@@ -120,7 +120,7 @@ def test_a_studys_findings_are_grouped_by_what_differs(tmp_path: Path) -> None:
     fresh = next(x for x in series if x.startswith("- `fresh_generation v1`,"))
     # concurrency 1 is said once, by its single-stream table's decode_tps, not also by aggregate_tps
     assert fresh.count(" at 1 (") == 1 and "at 1 (**2.36×** in `decode_tps`)" in fresh
-    assert "4 (**1.99×** in `aggregate_tps`); `mtp` k=3 at 16 (**1.79×**), 64 (**1.61×**)" in fresh
+    assert "4 (**2.00×** in `aggregate_tps`); `mtp` k=3 at 16 (**1.78×**), 64 (**1.59×**)" in fresh
     # the group's sub-lines: the best k of each drafter, and where an arm stops paying
     subs = findings.split(fresh, 1)[1].split("\n- ", 1)[0]
     assert "`mtp` pays most at k=8 at concurrency 1 (1.91×; k=15: 1.35×)" in subs

@@ -146,5 +146,6 @@ def test_the_warm_up_runs_both_shapes_a_session_times(
     assert [line["turn"] for line in warm] == [1, 2]
     assert warm[0]["prompt_tokens"] == first and warm[0]["cached_prompt_tokens"] == 0
     assert warm[1]["prompt_tokens"] > first and warm[1]["cached_prompt_tokens"] >= first - 16
-    # the measured sessions start cold all the same
-    assert all(line["cached_prompt_tokens"] == 0 for line in timed if line["turn"] == 1)
+    # the measured sessions start cold all the same: the first to reach the engine finds nothing the
+    # warm-up left (the others of its burst may reuse the system prompt it has just computed)
+    assert min(line["cached_prompt_tokens"] for line in timed if line["turn"] == 1) == 0
