@@ -11,7 +11,12 @@ from typing import Any
 
 import pytest
 
-from specexp.measure.reasoning_streams import answer_tps, reasoning_tokens, reasoning_tps, time_to_answer_s
+from specexp.measure.reasoning_streams import (
+    answer_tps,
+    reasoning_tokens,
+    reasoning_tps,
+    time_to_answer_s,
+)
 from specexp.runtimes.http.reasoning import split_chunk, think_spans
 from specexp.runtimes.http.stream import RawStream, to_trace
 from tests.conftest import run_specexp
