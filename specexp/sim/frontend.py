@@ -30,7 +30,7 @@ class Frontend:
         self._free = 0.0
         """When the serial stage is free for the next request."""
         self._spell: list[Admitted] = []
-        """The requests of the serial stage's current busy spell (release `together`)."""
+        """The requests of the serial stage's current busy spell (release `together` or `first`)."""
 
     def admit(self, request: Admitted, arrived: float, prompt_tokens: int) -> None:
         """Set `request.ready`: its arrival plus what the front end costs it (and, released together,

@@ -177,7 +177,9 @@ class RealTimeEngine:
 
     @property
     def waiting(self) -> int:
-        return len(self.sim.waiting) + len(self._arrivals)
+        """Requests the scheduler holds and has not started (vLLM's num_requests_waiting): not those
+        still in the front end or that reached the engine during the step under way."""
+        return sum(1 for s in self.sim.waiting if s.queued is not None)
 
     def reset_prefix_cache(self) -> None:
         self.sim.reset_prefix_cache()

@@ -77,14 +77,12 @@ KIND_KEYS: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
     (("trace_speed", "trace_time_unit", "trace_block_tokens"), ("trace",)),
     (("sample_prompts",), ("samples",)),
     (("search_steps",), ("search",)),
-    (
-        ("arrival", "burstiness", "num_requests", "duration_s", "max_concurrency"),
-        ("rate", "search"),
-    ),
+    (("arrival", "burstiness", "num_requests", "duration_s"), ("rate", "search")),
 )
 """(keys, kinds): keys that only a workload of those kinds reads, besides the key that chooses the
 kind. Set to anything but its default on a workload driven another way, such a key would change
-nothing, so it is refused (`WorkloadSpec._keys_of_its_kind`)."""
+nothing, so it is refused (`WorkloadSpec._keys_of_its_kind`). `max_concurrency` is no such key: every
+kind's windows are capped by it."""
 
 
 class WorkloadSpec(_Spec):

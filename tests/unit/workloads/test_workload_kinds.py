@@ -54,3 +54,9 @@ def test_a_key_of_the_workloads_own_kind_is_taken(make_spec: Any) -> None:
         "workload.burstiness=0.5",
     )
     assert (spec.workload.kind, spec.workload.arrival) == ("rate", "gamma")
+
+
+def test_a_cap_on_requests_in_flight_is_taken_by_every_kind(make_spec: Any) -> None:
+    # max_concurrency caps every kind's windows (the runtimes apply it to each), so it is no open-loop key
+    spec = make_spec("workload=concurrency", "+workload.max_concurrency=1")
+    assert (spec.workload.kind, spec.workload.max_concurrency) == ("burst", 1)
