@@ -33,8 +33,9 @@ class Frontend:
         """The requests of the serial stage's current busy spell (release `together` or `first`)."""
 
     def admit(self, request: Admitted, arrived: float, prompt_tokens: int) -> None:
-        """Set `request.ready`: its arrival plus what the front end costs it (and, released together,
-        move the ready time of the spell's earlier requests with it)."""
+        """Set `request.ready`: its arrival plus what the front end costs it (and, released `together`,
+        move the ready time of the spell's earlier requests with it; released `first`, of all of them
+        but the spell's first)."""
         p = self.profile
         request.ready = (
             arrived
