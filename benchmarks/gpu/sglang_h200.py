@@ -117,10 +117,34 @@ THIRD = [
     ("h200_sglang_hybrid", [grid(f"{DECODE},drafter:mtp,k:'1'"), "baseline=false"]),
 ]
 """What the second sitting lost with its machine: MTP at k = 7, then at k = 1, on the hybrid."""
-REST = [("h200_sglang_dense", [grid(f"{DECODE},drafter:eagle3,k:'1,7'"), "baseline=false"])]
-"""What no sitting has brought back: EAGLE-3 at k = 1 and 7 on the dense shape (the fourth sitting,
-2026-12-05, measured the rest of what this plan held, the hybrid's MTP at 3/1/4 and k = 7 and its
-prefix sent three times with and without MTP, and lost EAGLE-3 with its machine)."""
+REST = [
+    ("h200_sglang_dense", [grid(f"{DECODE},drafter:eagle3,k:'1,7'"), "baseline=false"]),
+    (
+        "h200_sglang_dense",
+        [
+            grid(
+                f"{PREFIX_SENDS},drafter:eagle3,k:'3'",
+                f"{PREFIX_SENDS},drafter:none",
+                f"{EXTENDED},drafter:none",
+            ),
+            "baseline=false",
+        ],
+    ),
+    (
+        "h200_sglang_dense",
+        [
+            grid(f"{DECODE},drafter:draft_model,draft_model:qwen3-8b-2layer,k:'1,7'"),
+            "baseline=false",
+        ],
+    ),
+]
+"""What no sitting has brought back, in the order it matters: EAGLE-3 at k = 1 and 7 on the dense
+shape (the fourth sitting, 2026-12-05, measured the rest of what this plan then held, the hybrid's MTP
+at 3/1/4 and k = 7 and its prefix sent three times with and without MTP, and lost EAGLE-3 with its
+machine); the dense shape's prefix sent three times with EAGLE-3 at 3/1/4 and without a drafter, and a
+session whose every turn extends the last prompt (the first sitting sent it twice, in windows specexp
+did not yet check for graph captures, and found EAGLE-3's warm hits 1.5-2x the drafter-less ones);
+then the draft model's k sweep (1 and 7)."""
 PLANS = {"studies": STUDIES, "second": SECOND, "third": THIRD, "rest": REST}
 DEVICE_ENV = {
     "HF_HUB_OFFLINE": "1",
