@@ -122,9 +122,10 @@ HELD_OUT = {
     "concurrency 1, 8 and 32 (2026-12-03). llama-server's log shows how a burst reached its main loop: at 8 "
     "streams the first request was launched alone and prefilled in a step of its own (first token at 15-17 "
     "ms), the other seven launched 13 ms later, when that step ended, and prefilled together (83-98 ms); at "
-    "32 streams sixteen were launched at once and the other sixteen 124 ms later. The simulator launches a "
-    "burst's requests together in its first step (`request_serial_ms` 0), so its TTFT at 8 and 32 streams "
-    "comes out short; not fitted.",
+    "32 streams sixteen were launched at once and the other sixteen 124 ms later. The simulator's main loop "
+    "launches a task in 0.04 ms (`request_serial_ms`, measured), so a burst's first request starts a step "
+    "alone and the others join when it ends: right at 8 streams, one request first where llama-server's log shows "
+    "sixteen at 32; not fitted.",
 }
 
 ACROSS_RUNS = (

@@ -5,6 +5,7 @@ step filled slot by slot, and micro-batches cut by split_equal over runs of cons
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,14 +15,14 @@ from specexp.runtimes.sim.driver import SimRuntime
 from specexp.sim.engine import SimEngine
 from specexp.sim.ubatches import equal_ubatches
 from specexp.workloads.driver import drive
-from tests.unit.sim.test_profiles import H200_8B, spec_of
+from tests.unit.sim.test_profiles import H200_8B, spec_of, with_profile
 
 LLAMACPP = [*H200_8B, "runtime.engine=llamacpp"]
 
 
-def engine_of(tmp_path: Path, *overrides: str):  # type: ignore[no-untyped-def]
-    runtime = SimRuntime(spec_of(*LLAMACPP, *overrides), tmp_path)
-    runtime.start()
+def engine_of(tmp_path: Path, *overrides: str, **figures: Any):  # type: ignore[no-untyped-def]
+    """The simulated llama-server of these overrides, its profile's `figures` changed."""
+    runtime = with_profile(spec_of(*LLAMACPP, *overrides), tmp_path, **figures)
     return runtime.engine
 
 
@@ -46,7 +47,9 @@ def test_a_fresh_server_hands_out_its_highest_slots_first_then_the_least_recentl
 def test_slots_finishing_in_one_step_are_reused_in_slot_order(tmp_path: Path) -> None:
     # llama-server releases the slots that finish in one step one after the other in slot order, each
     # stamped with the time: the lowest of them is the least recently used.
-    engine = engine_of(tmp_path, "runtime.max_num_seqs=8")
+    # requests that reach the main loop before its step (no launch between them: a burst's first request
+    # would otherwise start a step alone)
+    engine = engine_of(tmp_path, "runtime.max_num_seqs=8", request_serial_ms=0.0)
     engine.run([request("warm")])  # slot 7
     first = engine.run([request(f"a{i}") for i in range(4)])
     assert len({t.events[-1].t for t in first}) == 1  # all four finish in the same step
@@ -107,8 +110,9 @@ def test_a_step_fills_its_slots_in_order_so_prompts_that_arrive_together_finish_
         "workload.warmup=0",
         "workload.repeats=1",
     )
-    runtime = SimRuntime(spec, tmp_path)
-    runtime.start()
+    # prompts that reach the main loop together: no launch between them (with one, the first of a
+    # burst starts a step alone and the rest follow: test_profiles.py)
+    runtime = with_profile(spec, tmp_path, request_serial_ms=0.0)
     (window,) = drive(runtime, spec.workload, marker="t")
     first = sorted(t.events[0].t - t.sent_at for t in window.traces)
     prompt = window.traces[0].prompt_tokens
@@ -221,3 +225,27 @@ def test_a_decode_pass_of_a_new_shape_rebuilds_its_graph_and_runs_without_a_cuda
         engine.target.pass_seconds(four) + p.batched_pass_overhead_ms / 1e3
     )
     assert wrapped == pytest.approx(2 * p.graph_rebuild_ms / 1e3)
+
+
+def test_a_bursts_first_request_starts_a_step_alone_and_the_rest_join_when_it_ends(
+    tmp_path: Path,
+) -> None:
+    # llama-server's log of short bursts on the H200 (benchmarks/results/engine_calibration.md, held
+    # out): at 8 streams the first request woke the idle main loop and prefilled alone, the other seven
+    # were launched when that step ended and prefilled together
+    spec = spec_of(
+        *LLAMACPP,
+        "workload=concurrency",
+        "workload.concurrency=[8]",
+        "workload.prompt_tokens=88",
+        "workload.output_tokens=4",
+        "workload.warmup=0",
+        "workload.repeats=1",
+    )
+    runtime = SimRuntime(spec, tmp_path)
+    runtime.start()
+    (window,) = drive(runtime, spec.workload, marker="t")
+    first = sorted(t.events[0].t for t in window.traces)
+    assert first[0] < first[1]
+    assert len({round(t, 9) for t in first[1:]}) == 1
+    assert runtime.engine.profile.request_serial_ms > 0
