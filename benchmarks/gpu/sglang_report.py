@@ -19,6 +19,7 @@ from typing import Any
 
 from benchmarks.gpu.vllm_report import _fmt, job_sections, load, not_finished
 from specexp.fit import records as fr
+from specexp.measure.request_log import WARM_REACH
 
 NAME = "gpu-h200-sglang"
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -128,12 +129,31 @@ def summary(all_jobs: list[fr.Job]) -> list[str]:
             if any(m.contaminated is None for m in measured)
             else ""
         ),
+        *unwarmed(all_jobs),
         "- Acceptance in each drafter window is the sum of its requests' own counts "
         "(`meta_info.spec_verify_ct`, `spec_num_correct_drafts`, `spec_num_proposed_drafts` from the native "
         "`/generate`): SGLang 0.5.12's `/metrics` has no speculative counter. With dummy weights a figure "
         f"of acceptance is a drafting cost at that acceptance, not a drafter's quality ({per_arm}).",
     ]
     return [*lines, *not_finished(all_jobs), ""]
+
+
+def unwarmed(all_jobs: Sequence[fr.Job]) -> list[str]:
+    """A line on the measurements whose warm-up did not reach their shape, if any."""
+    cold = [(j, m) for j in all_jobs for m in j.record.measurements if not j.warmed(m)]
+    if not cold:
+        return []
+    named = "; ".join(
+        f"{j.label} at {m.conditions.prompt_tokens:,} tokens"  # type: ignore[attr-defined]
+        for j, m in cold
+    )
+    return [
+        f"- {len(cold)} measurement(s) **not warmed at their shape** ({named}): the job had sent no "
+        f"prompt within {WARM_REACH}x of theirs before them, so a Triton kernel SGLang compiles at a "
+        "shape's first use, without a log line, may have compiled inside the window "
+        "(specexp.measure.request_log.beyond_warmup). The records are kept as they are; no calibration "
+        "reads these figures."
+    ]
 
 
 def markdown(

@@ -111,6 +111,8 @@ def job_table(job: fr.Job, sim: dict[fr.Key, dict[str, float]]) -> list[str]:
             ratio = w / v if isinstance(v, (int, float)) and v and w is not None else None
             cols += [_fmt(v), _fmt(w), _fmt(ratio)]
         clean = {True: "**contaminated**", False: "yes", None: "not checked"}[m.contaminated]
+        if not job.warmed(m):
+            clean = "**not warmed at its shape**"
         cols += [_fmt(got.energy_j_per_token), _fmt(got.mean_power_w), clean]  # type: ignore[attr-defined]
         lines.append("| " + " | ".join(cols) + " |")
     return lines
@@ -251,7 +253,7 @@ def load(roots: Sequence[Path]) -> list[fr.Job]:
         min((j.record.provenance.started_at or "") for j in jobs)[:10] for jobs in by_root if jobs
     ]
     jobs = [
-        fr.Job(f"{j.group}, {sitting(root_jobs, days)}", j.record)
+        fr.Job(f"{j.group}, {sitting(root_jobs, days)}", j.record, j.folder)
         for root_jobs in by_root
         for j in root_jobs
     ]

@@ -16,11 +16,13 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
 
 from specexp.fit.replay import sim_overrides
+from specexp.measure.request_log import beyond_warmup, read_requests
 from specexp.record import Measurement, RunRecord, find_records
 from specexp.sim.profile import EngineProfile, load_profile
 from specexp.spec.arms import arm_label
@@ -58,6 +60,19 @@ class Job:
 
     group: str
     record: RunRecord
+    folder: Path | None = None
+    """The job's folder (its requests.jsonl), where known."""
+
+    @cached_property
+    def beyond_warmup(self) -> frozenset[str]:
+        """Its timed requests whose shape its warm-up did not reach (request_log.beyond_warmup)."""
+        if self.folder is None:
+            return frozenset()
+        return frozenset(beyond_warmup(read_requests(self.folder)))
+
+    def warmed(self, m: Measurement) -> bool:
+        """Whether `m`'s windows were warmed at their shape (as far as the job's requests say)."""
+        return not self.beyond_warmup.intersection(m.requests)
 
     @property
     def label(self) -> str:
@@ -72,7 +87,7 @@ class Job:
 def load_jobs(root: Path) -> list[Job]:
     """Every measured job under `root` (one folder per experiment), in the order they ran."""
     jobs = [
-        Job(path.relative_to(root).parts[0], record)
+        Job(path.relative_to(root).parts[0], record, path.parent)
         for path, record in find_records([root])
         if record.conditions.source == "measured"
     ]
@@ -178,12 +193,13 @@ def compare(
     jobs: Sequence[Job], engine: str, profile: EngineProfile | None = None, parts: bool = False
 ) -> list[Row]:
     """Every measured figure of `jobs` (metrics_of) beside the simulated one; windows the engine's log
-    shows contaminated are left out, and so is a TTFT part under PART_FLOOR_S."""
+    shows contaminated, and those whose warm-up did not reach their shape (Job.warmed), are left out,
+    and so is a TTFT part under PART_FLOOR_S."""
     rows = []
     for job in jobs:
         sim = simulate(job, engine, profile)
         for m in job.record.measurements:
-            if m.contaminated:
+            if m.contaminated or not job.warmed(m):
                 continue
             s = pair(m, sim)
             for metric in metrics_of(job, parts):

@@ -17,6 +17,9 @@ from specexp.measure.events import RequestTrace, Window
 from specexp.measure.metrics import chunk_gaps, e2e_s, tpot_s, ttft_s
 
 REQUESTS_JSONL = "requests.jsonl"
+WARM_REACH = 4
+"""How much longer than any prompt a job had sent before a point's prompts may be and still count as
+warmed at their shape (beyond_warmup)."""
 
 
 def request_line(
@@ -82,6 +85,32 @@ def read_requests(job_dir: Path) -> list[dict[str, Any]]:
     return [
         json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()
     ]
+
+
+def beyond_warmup(lines: Sequence[dict[str, Any]]) -> set[str]:
+    """The request ids of each timed point's first window whose prompts are more than WARM_REACH times
+    longer than every request the job sent before it (`lines`: read_requests). The job's warm-up did not
+    reach that shape, so a kernel that an engine compiles at a shape's first use, without a log line to
+    say so (SGLang's Triton kernels), may have compiled inside that window: its figures are not the
+    engine's steady cost. specexp warms each shape before timing it; a record written before a workload
+    did so shows here."""
+    longest, seen, beyond = 0, set(), set()
+    windows: dict[int, list[dict[str, Any]]] = {}
+    for line in lines:
+        windows.setdefault(int(line.get("window") or 0), []).append(line)
+    for index in sorted(windows):
+        reqs = windows[index]
+        prompts = [int(r.get("prompt_tokens") or r.get("prompt_tokens_target") or 0) for r in reqs]
+        first = reqs[0]
+        point = tuple(
+            first.get(k) for k in ("prompt_tokens_target", "concurrency", "cache", "turn")
+        )
+        if not first.get("warmup") and point not in seen:
+            seen.add(point)
+            if max(prompts) > WARM_REACH * max(longest, 1):
+                beyond |= {str(r.get("request_id")) for r in reqs}
+        longest = max(longest, *prompts)
+    return beyond
 
 
 def _round(value: float | None) -> float | None:

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from specexp.measure.request_log import read_requests
+from specexp.measure.request_log import beyond_warmup, read_requests
 from specexp.run.job import run_job
 from specexp.run.plan import make_cell
 from specexp.runtimes.sim.driver import SimRuntime
@@ -149,3 +149,25 @@ def test_the_warm_up_runs_both_shapes_a_session_times(
     # the measured sessions start cold all the same: the first to reach the engine finds nothing the
     # warm-up left (the others of its burst may reuse the system prompt it has just computed)
     assert min(line["cached_prompt_tokens"] for line in timed if line["turn"] == 1) == 0
+
+
+def test_a_window_its_warm_up_did_not_reach_is_named_and_a_warmed_one_is_not(
+    make_spec: Callable[..., Any], tmp_path: Path
+) -> None:
+    """The requests of a timed point whose prompts are far longer than anything the job sent before
+    are named (a calibration leaves them out and the report marks them); a session specexp warms at
+    both of its shapes has none."""
+    result, job_dir = _run(make_spec, tmp_path)
+    assert result["status"] == "ok", result["error"]
+    lines = list(read_requests(job_dir))
+    assert beyond_warmup(lines) == set()
+    # the record of a session whose warm-up was one short prompt (specexp before the warm-up ran a
+    # session of the measured shapes): its first turn is named, its later turns (after the first) not
+    short = [dict(line, prompt_tokens=108) for line in lines if line["warmup"]][:1]
+    timed = [line for line in lines if not line["warmup"]]
+    named = beyond_warmup([*short, *timed])
+    assert named == {
+        line["request_id"]
+        for line in timed
+        if line["turn"] == 1 and line["window"] == min(t["window"] for t in timed)
+    }
