@@ -123,3 +123,30 @@ def test_a_runtime_whose_log_cannot_say_leaves_the_question_open(
         windows, run_conditions(spec, "simulated"), prefill_only=False, kv_cache_tokens=None
     )
     assert [m.contaminated for m in got] == [None]
+
+
+def test_a_prefix_timed_warm_is_warmed_up_with_a_hit_of_its_own(
+    make_spec: Callable[..., Any], tmp_path: Path
+) -> None:
+    # a warm send is a prefill onto a cached prefix, a shape of its own (SGLang's hybrid took 145-163 ms
+    # for the first warm hit of a job at 3,700 tokens and 110-119 ms at 8,000 after it): the warm-up sends
+    # a prefix of its own cold and then warm, and the timed cold send still finds nothing
+    spec = make_spec(
+        "hardware=h200",
+        "model=qwen3-8b",
+        "quantization=bf16",
+        "workload=prefix_cache",
+        "workload.prompt_lengths=[2000]",
+        "workload.repeats=1",
+    )
+    runtime = SimRuntime(spec, tmp_path)
+    runtime.start()
+    windows = list(drive(runtime, spec.workload, marker="m", warmups=True))
+    shapes = [(w.point.cache, w.warmup, w.traces[0].cached_prompt_tokens or 0) for w in windows]
+    assert [s[:2] for s in shapes] == [
+        ("cold", True),
+        ("warm", True),
+        ("cold", False),
+        ("warm", False),
+    ]
+    assert shapes[1][2] > 0 and shapes[2][2] == 0 and shapes[3][2] > 0
