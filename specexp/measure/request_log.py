@@ -15,6 +15,7 @@ from typing import Any
 
 from specexp.measure.events import RequestTrace, Window
 from specexp.measure.metrics import chunk_gaps, e2e_s, tpot_s, ttft_s
+from specexp.spec.vocabulary import C
 
 REQUESTS_JSONL = "requests.jsonl"
 WARM_REACH = 4
@@ -100,10 +101,10 @@ def beyond_warmup(lines: Sequence[dict[str, Any]]) -> set[str]:
         windows.setdefault(int(line.get("window") or 0), []).append(line)
     for index in sorted(windows):
         reqs = windows[index]
-        prompts = [int(r.get("prompt_tokens") or r.get("prompt_tokens_target") or 0) for r in reqs]
+        prompts = [int(r.get(C.prompt_tokens) or r.get("prompt_tokens_target") or 0) for r in reqs]
         first = reqs[0]
         point = tuple(
-            first.get(k) for k in ("prompt_tokens_target", "concurrency", "cache", "turn")
+            first.get(k) for k in ("prompt_tokens_target", C.concurrency, C.cache, C.turn)
         )
         if not first.get("warmup") and point not in seen:
             seen.add(point)
