@@ -148,12 +148,12 @@ def _windows(
                 # warm-up sends its own prefix twice (an engine that compiles a kernel at its first hit
                 # does it here, not in the first timed warm send)
                 hit = workload.shared_prefix and "warm" in workload.cache
-                for send, cache in enumerate(["cold", "warm"] if hit else ["cold"], 1):
+                for nth, cache in enumerate(["cold", "warm"] if hit else ["cold"], 1):
                     window = warm_up(
                         runtime,
                         [
                             request(
-                                f"{tag}-{i}" + (f"-send{send}" if send > 1 else ""),
+                                f"{tag}-{i}" + (f"-send{nth}" if nth > 1 else ""),
                                 tokens,
                                 f"{tag}-s{i}" if hit else None,
                                 True,
