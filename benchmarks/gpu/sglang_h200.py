@@ -117,6 +117,13 @@ THIRD = [
     ("h200_sglang_hybrid", [grid(f"{DECODE},drafter:mtp,k:'1'"), "baseline=false"]),
 ]
 """What the second sitting lost with its machine: MTP at k = 7, then at k = 1, on the hybrid."""
+FIRST_TOKEN = (
+    "workload:concurrency,workload.concurrency:'[1]',workload.prompt_tokens:'512,1024',"
+    "workload.output_tokens:'1,128',workload.repeats:'3',drafter:none"
+)
+"""One stream's first token at 512 and 1,024 prompt tokens with one token out and with 128: on the hybrid
+a 512-token prompt with 128 out took 109 ms to its first token where a 1,024-token prefill with one out
+took 101 ms, and a warm hit of ~120 new tokens 110-160 ms."""
 REST = [
     ("h200_sglang_dense", [grid(f"{DECODE},drafter:eagle3,k:'1,7'"), "baseline=false"]),
     (
@@ -137,6 +144,7 @@ REST = [
             "baseline=false",
         ],
     ),
+    ("h200_sglang_hybrid", [grid(FIRST_TOKEN), "baseline=false"]),
 ]
 """What no sitting has brought back, in the order it matters: EAGLE-3 at k = 1 and 7 on the dense
 shape (the fourth sitting, 2026-12-05, measured the rest of what this plan then held, the hybrid's MTP
@@ -144,7 +152,7 @@ at 3/1/4 and k = 7 and its prefix sent three times with and without MTP, and los
 machine); the dense shape's prefix sent three times with EAGLE-3 at 3/1/4 and without a drafter, and a
 session whose every turn extends the last prompt (the first sitting sent it twice, in windows specexp
 did not yet check for graph captures, and found EAGLE-3's warm hits 1.5-2x the drafter-less ones);
-then the draft model's k sweep (1 and 7)."""
+then the draft model's k sweep (1 and 7); then the hybrid's first token by prompt and tokens out."""
 PLANS = {"studies": STUDIES, "second": SECOND, "third": THIRD, "rest": REST}
 DEVICE_ENV = {
     "HF_HUB_OFFLINE": "1",
