@@ -156,6 +156,15 @@ def summary(all_jobs: list[fr.Job], roots: Sequence[Path]) -> list[str]:
         f"- vLLM's kernel JIT monitor logged {sum(compiles.values())} compiles while serving "
         f"({', '.join(f'{k} x{n}' for k, n in sorted(compiles.items()))}): {where}.",
     ]
+    cold = [(j, m) for j in all_jobs for m in j.record.measurements if not j.warmed(m)]
+    if cold:
+        lines.append(
+            f"- {len(cold)} measurement(s) **not warmed at their shape**, each a job's first prefill onto "
+            "a cached prefix or a prompt far longer than any before it "
+            "(specexp.measure.request_log.beyond_warmup): the warm-up specexp sent before `prefix_cache` "
+            f"version 3 did not reach them. The JIT monitor logged a compile in "
+            f"{sum(bool(m.contaminated) for _, m in cold)} of them; no fit reads their figures all the same."
+        )
     return [*lines, *not_finished(unfinished), ""]
 
 

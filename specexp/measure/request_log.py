@@ -89,28 +89,33 @@ def read_requests(job_dir: Path) -> list[dict[str, Any]]:
 
 
 def beyond_warmup(lines: Sequence[dict[str, Any]]) -> set[str]:
-    """The request ids of each timed point's first window whose prompts are more than WARM_REACH times
-    longer than every request the job sent before it (`lines`: read_requests). The job's warm-up did not
-    reach that shape, so a kernel that an engine compiles at a shape's first use, without a log line to
-    say so (SGLang's Triton kernels), may have compiled inside that window: its figures are not the
-    engine's steady cost. specexp warms each shape before timing it; a record written before a workload
-    did so shows here."""
-    longest, seen, beyond = 0, set(), set()
+    """The request ids of each timed point's first window that the job's earlier requests (`lines`:
+    read_requests) did not warm at its shape: its prompts are more than WARM_REACH times longer than
+    every request sent before it, or it is the job's first prefill onto a cached prefix (no earlier
+    request found most of its prompt cached). A kernel that an engine compiles at a shape's first use, without a log
+    line to say so (SGLang's Triton kernels), may have compiled inside that window: its figures are not
+    the engine's steady cost. specexp warms each shape before timing it; a record written before a
+    workload did so shows here."""
+    longest, hit, seen, beyond = 0, False, set(), set()
     windows: dict[int, list[dict[str, Any]]] = {}
     for line in lines:
         windows.setdefault(int(line.get("window") or 0), []).append(line)
     for index in sorted(windows):
         reqs = windows[index]
         prompts = [int(r.get(C.prompt_tokens) or r.get("prompt_tokens_target") or 0) for r in reqs]
+        hits = any(  # most of the prompt found cached (a chat template's first tokens are no hit)
+            2 * int(r.get("cached_prompt_tokens") or 0) > p
+            for r, p in zip(reqs, prompts, strict=True)
+        )
         first = reqs[0]
         point = tuple(
-            first.get(k) for k in ("prompt_tokens_target", C.concurrency, C.cache, C.turn)
+            first.get(k) for k in ("prompt_tokens_target", C.concurrency, C.cache, C.turn, "send")
         )
         if not first.get("warmup") and point not in seen:
             seen.add(point)
-            if max(prompts) > WARM_REACH * max(longest, 1):
+            if max(prompts) > WARM_REACH * max(longest, 1) or (hits and not hit):
                 beyond |= {str(r.get("request_id")) for r in reqs}
-        longest = max(longest, *prompts)
+        longest, hit = max(longest, *prompts), hit or hits
     return beyond
 
 

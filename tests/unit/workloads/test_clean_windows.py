@@ -11,6 +11,7 @@ from typing import Any
 from specexp.measure.conditions import run_conditions
 from specexp.measure.events import Request, RequestTrace
 from specexp.measure.measurements import measurements
+from specexp.measure.request_log import beyond_warmup, read_requests, write_requests
 from specexp.runtimes.sim.driver import SimRuntime
 from specexp.workloads.driver import drive
 
@@ -150,3 +151,12 @@ def test_a_prefix_timed_warm_is_warmed_up_with_a_hit_of_its_own(
         ("warm", False),
     ]
     assert shapes[1][2] > 0 and shapes[2][2] == 0 and shapes[3][2] > 0
+    # the record says so: no timed window is named as not warmed at its shape; without the warm-up's
+    # hit (a record of prefix_cache v2) the first timed hit is
+    lines = read_requests(write_requests(tmp_path / "job", windows).parent)
+    assert beyond_warmup(lines) == set()
+    v2 = [line for line in lines if not (line["warmup"] and line["cache"] == "warm")]
+    first_hit = {
+        line["request_id"] for line in lines if not line["warmup"] and line["cache"] == "warm"
+    }
+    assert beyond_warmup(v2) == first_hit
