@@ -15,7 +15,7 @@ from typing import Any
 
 from specexp.measure.events import RequestTrace, Window
 from specexp.measure.metrics import chunk_gaps, e2e_s, tpot_s, ttft_s
-from specexp.spec.vocabulary import C
+from specexp.spec.vocabulary import C, M
 
 REQUESTS_JSONL = "requests.jsonl"
 WARM_REACH = 4
@@ -104,7 +104,7 @@ def beyond_warmup(lines: Sequence[dict[str, Any]]) -> set[str]:
         reqs = windows[index]
         prompts = [int(r.get(C.prompt_tokens) or r.get("prompt_tokens_target") or 0) for r in reqs]
         hits = any(  # most of the prompt found cached (a chat template's first tokens are no hit)
-            2 * int(r.get("cached_prompt_tokens") or 0) > p
+            2 * int(r.get(M.cached_prompt_tokens) or 0) > p
             for r, p in zip(reqs, prompts, strict=True)
         )
         first = reqs[0]
