@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.gpu.vllm_report import _fmt, job_sections, load, not_finished
+from benchmarks.gpu.vllm_report import _fmt, job_sections, load, not_finished, unwarmed
 from specexp.fit import records as fr
 from specexp.measure.request_log import WARM_REACH
 
@@ -129,7 +129,7 @@ def summary(all_jobs: list[fr.Job]) -> list[str]:
             if any(m.contaminated is None for m in measured)
             else ""
         ),
-        *unwarmed(all_jobs),
+        *unwarmed_line(all_jobs),
         "- Acceptance in each drafter window is the sum of its requests' own counts "
         "(`meta_info.spec_verify_ct`, `spec_num_correct_drafts`, `spec_num_proposed_drafts` from the native "
         "`/generate`): SGLang 0.5.12's `/metrics` has no speculative counter. With dummy weights a figure "
@@ -138,9 +138,9 @@ def summary(all_jobs: list[fr.Job]) -> list[str]:
     return [*lines, *not_finished(all_jobs), ""]
 
 
-def unwarmed(all_jobs: Sequence[fr.Job]) -> list[str]:
+def unwarmed_line(all_jobs: Sequence[fr.Job]) -> list[str]:
     """A line on the measurements whose warm-up did not reach their shape, if any."""
-    cold = [(j, m) for j in all_jobs for m in j.record.measurements if not j.warmed(m)]
+    cold = unwarmed(all_jobs)
     if not cold:
         return []
     named = "; ".join(

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from specexp.fit import records as fr
+from specexp.record import Measurement
 from specexp.spec.vocabulary import M
 
 NAME = "gpu-h200-vllm"
@@ -112,7 +113,7 @@ def job_table(job: fr.Job, sim: dict[fr.Key, dict[str, float]]) -> list[str]:
             cols += [_fmt(v), _fmt(w), _fmt(ratio)]
         clean = {True: "**contaminated**", False: "yes", None: "not checked"}[m.contaminated]
         if not job.warmed(m):
-            clean = "**not warmed at its shape**"
+            clean = "**not warmed at its shape**" + (", **contaminated**" if m.contaminated else "")
         cols += [_fmt(got.energy_j_per_token), _fmt(got.mean_power_w), clean]  # type: ignore[attr-defined]
         lines.append("| " + " | ".join(cols) + " |")
     return lines
@@ -125,6 +126,11 @@ def compiles_in(roots: Sequence[Path]) -> dict[str, int]:
         for kernel in COMPILE.findall(log.read_text(errors="replace")):
             found[kernel] = found.get(kernel, 0) + 1
     return found
+
+
+def unwarmed(all_jobs: Sequence[fr.Job]) -> list[tuple[fr.Job, Measurement]]:
+    """Every measurement whose warm-up did not reach its shape (fr.Job.warmed), with its job."""
+    return [(j, m) for j in all_jobs for m in j.record.measurements if not j.warmed(m)]
 
 
 def summary(all_jobs: list[fr.Job], roots: Sequence[Path]) -> list[str]:
@@ -156,7 +162,7 @@ def summary(all_jobs: list[fr.Job], roots: Sequence[Path]) -> list[str]:
         f"- vLLM's kernel JIT monitor logged {sum(compiles.values())} compiles while serving "
         f"({', '.join(f'{k} x{n}' for k, n in sorted(compiles.items()))}): {where}.",
     ]
-    cold = [(j, m) for j in all_jobs for m in j.record.measurements if not j.warmed(m)]
+    cold = unwarmed(all_jobs)
     if cold:
         lines.append(
             f"- {len(cold)} measurement(s) **not warmed at their shape**, each a job's first prefill onto "

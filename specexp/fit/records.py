@@ -64,15 +64,17 @@ class Job:
     """The job's folder (its requests.jsonl), where known."""
 
     @cached_property
-    def beyond_warmup(self) -> frozenset[str]:
-        """Its timed requests whose shape its warm-up did not reach (request_log.beyond_warmup)."""
+    def beyond_warmup(self) -> frozenset[tuple[str, int | None]]:
+        """Its timed requests, with their send, whose shape its warm-up did not reach
+        (request_log.beyond_warmup)."""
         if self.folder is None:
             return frozenset()
         return frozenset(beyond_warmup(read_requests(self.folder)))
 
     def warmed(self, m: Measurement) -> bool:
         """Whether `m`'s windows were warmed at their shape (as far as the job's requests say)."""
-        return not self.beyond_warmup.intersection(m.requests)
+        send = m.conditions.send
+        return not self.beyond_warmup.intersection((rid, send) for rid in m.requests)
 
     @property
     def label(self) -> str:

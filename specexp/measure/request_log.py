@@ -88,15 +88,20 @@ def read_requests(job_dir: Path) -> list[dict[str, Any]]:
     ]
 
 
-def beyond_warmup(lines: Sequence[dict[str, Any]]) -> set[str]:
-    """The request ids of each timed point's first window that the job's earlier requests (`lines`:
+def beyond_warmup(lines: Sequence[dict[str, Any]]) -> set[tuple[str, int | None]]:
+    """The (request id, send) of the requests of each timed point's first window that the job's earlier requests (`lines`:
     read_requests) did not warm at its shape: its prompts are more than WARM_REACH times longer than
     every request sent before it, or it is the job's first prefill onto a cached prefix (no earlier
-    request found most of its prompt cached). A kernel that an engine compiles at a shape's first use, without a log
-    line to say so (SGLang's Triton kernels), may have compiled inside that window: its figures are not
-    the engine's steady cost. specexp warms each shape before timing it; a record written before a
-    workload did so shows here."""
-    longest, hit, seen, beyond = 0, False, set(), set()
+    request found most of its prompt cached). A kernel that an engine compiles at a shape's first use,
+    without a log line to say so (SGLang's Triton kernels), may have compiled inside that window: its
+    figures are not the engine's steady cost. specexp warms each shape before timing it (a prefix timed
+    warm: prefix_cache v3; a session's turns); a record written before it did shows here, and so does a
+    trace whose requests share prefixes, which is warmed with prompts of its own. The send tells apart
+    requests of one prefix's later sends, which records written before specexp gave each send an id of
+    its own share."""
+    longest, hit = 0, False
+    seen: set[tuple[Any, ...]] = set()
+    beyond: set[tuple[str, int | None]] = set()
     windows: dict[int, list[dict[str, Any]]] = {}
     for line in lines:
         windows.setdefault(int(line.get("window") or 0), []).append(line)
@@ -109,12 +114,12 @@ def beyond_warmup(lines: Sequence[dict[str, Any]]) -> set[str]:
         )
         first = reqs[0]
         point = tuple(
-            first.get(k) for k in ("prompt_tokens_target", C.concurrency, C.cache, C.turn, "send")
+            first.get(k) for k in ("prompt_tokens_target", C.concurrency, C.cache, C.turn, C.send)
         )
         if not first.get("warmup") and point not in seen:
             seen.add(point)
             if max(prompts) > WARM_REACH * max(longest, 1) or (hits and not hit):
-                beyond |= {str(r.get("request_id")) for r in reqs}
+                beyond |= {(str(r.get("request_id")), r.get(C.send)) for r in reqs}
         longest, hit = max(longest, *prompts), hit or hits
     return beyond
 

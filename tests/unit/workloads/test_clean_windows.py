@@ -157,6 +157,36 @@ def test_a_prefix_timed_warm_is_warmed_up_with_a_hit_of_its_own(
     assert beyond_warmup(lines) == set()
     v2 = [line for line in lines if not (line["warmup"] and line["cache"] == "warm")]
     first_hit = {
-        line["request_id"] for line in lines if not line["warmup"] and line["cache"] == "warm"
+        (line["request_id"], line["send"])
+        for line in lines
+        if not line["warmup"] and line["cache"] == "warm"
     }
     assert beyond_warmup(v2) == first_hit
+
+
+def test_a_later_send_that_shares_its_id_with_the_first_hit_is_not_named(
+    make_spec: Callable[..., Any], tmp_path: Path
+) -> None:
+    # records written before each send had an id of its own gave a prefix's second and third sends one
+    # id: only the first hit, the second send, is named, by its send
+    spec = make_spec(
+        "hardware=h200",
+        "model=qwen3-8b",
+        "quantization=bf16",
+        "workload=prefix_cache",
+        "workload.prompt_lengths=[2000]",
+        "workload.cache=[cold,warm,warm]",
+        "workload.repeats=1",
+    )
+    runtime = SimRuntime(spec, tmp_path)
+    runtime.start()
+    windows = list(drive(runtime, spec.workload, marker="m", warmups=True))
+    lines = read_requests(write_requests(tmp_path / "job", windows).parent)
+    old = [
+        dict(line, request_id=line["request_id"].replace("-send3", ""))
+        for line in lines
+        if not (line["warmup"] and line["cache"] == "warm")
+    ]
+    sends = {line["send"]: line["request_id"] for line in old if not line["warmup"]}
+    assert sends[2] == sends[3] and old[-1]["cached_prompt_tokens"] > 0
+    assert beyond_warmup(old) == {(sends[2], 2)}

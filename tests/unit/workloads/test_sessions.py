@@ -167,7 +167,7 @@ def test_a_window_its_warm_up_did_not_reach_is_named_and_a_warmed_one_is_not(
     timed = [line for line in lines if not line["warmup"]]
     named = beyond_warmup([*short, *timed])
     assert named == {
-        line["request_id"]
+        (line["request_id"], None)
         for line in timed
         if line["turn"] == 1 and line["window"] == min(t["window"] for t in timed)
     }
