@@ -22,7 +22,14 @@ from specexp.spec.experiment import WorkloadSpec
 from specexp.spec.input_files import TraceRow, load_trace
 from specexp.workloads.material import filler, prose
 from specexp.workloads.prompts import PromptBuilder
-from specexp.workloads.window import digest, opening_warm_up, own_prompt_warm_up, timed
+from specexp.workloads.window import (
+    digest,
+    opening_warm_up,
+    own_prompt_warm_up,
+    timed,
+    warm_up,
+    warmup_tokens,
+)
 
 
 def offsets(rows: list[TraceRow], speed: float, unit: str) -> list[float]:
@@ -62,6 +69,68 @@ def _prompt(row: TraceRow, rid: str, block: int, builder: PromptBuilder | None) 
     return "\n".join(parts)
 
 
+def _request(
+    workload: WorkloadSpec,
+    row: TraceRow,
+    rid: str,
+    block: int,
+    builder: PromptBuilder | None,
+    chat: bool,
+    at: float | None,
+    warmup: bool = False,
+) -> Request:
+    """The request of one trace row, its prefix blocks named by their chains of hash ids."""
+    return Request(
+        request_id=rid,
+        prompt=_prompt(row, rid, block, builder),
+        prompt_tokens=row.input_length,
+        max_tokens=min(row.output_length, warmup_tokens(workload)) if warmup else row.output_length,
+        ignore_eos=workload.ignore_eos,
+        temperature=workload.temperature,
+        thinking=workload.thinking,
+        chat=chat,
+        prefix_groups=tuple(
+            (_chain(row.hash_ids, j), min((j + 1) * block, row.input_length))
+            for j in range(len(row.hash_ids))
+        ),
+        send_at=at,
+        warmup=warmup,
+    )
+
+
+def shares_prefixes(rows: list[TraceRow]) -> bool:
+    """Whether some row begins with a prefix block an earlier row sent: the trace has warm hits."""
+    seen: set[int] = set()
+    for row in rows:
+        if row.hash_ids and row.hash_ids[0] in seen:
+            return True
+        seen.update(row.hash_ids[:1])
+    return False
+
+
+def _shape_warm_up(
+    runtime: Runtime,
+    workload: WorkloadSpec,
+    rows: list[TraceRow],
+    marker: str,
+    builder: PromptBuilder | None,
+    chat: bool,
+) -> Iterator[Window]:
+    """The trace's shapes before it is timed (workload.warmup_per_point): a prompt as long as its longest,
+    on prefix blocks of its own, and, where the trace's requests share prefixes, a second one on the
+    same blocks with a rest of its own: the first prefill onto a cached prefix, a shape of its own (an
+    engine that compiles a kernel at its first hit does it here, not inside the timed trace)."""
+    longest = max(r.input_length for r in rows)
+    first_id = max((h for r in rows for h in r.hash_ids), default=0) + 1
+    block = workload.trace_block_tokens
+    own = TraceRow(0.0, longest, warmup_tokens(workload), tuple(range(first_id, first_id + longest // block)))
+    sends = ["cold", "warm"] if own.hash_ids and shares_prefixes(rows) else ["cold"]
+    for nth, cache in enumerate(sends, 1):
+        rid = f"{marker}-trace-warmup-send{nth}"
+        request = _request(workload, own, rid, block, builder, chat, None, warmup=True)
+        yield warm_up(runtime, [request], Point(longest, 1, cache))
+
+
 def drive_trace(
     runtime: Runtime,
     workload: WorkloadSpec,
@@ -80,31 +149,18 @@ def drive_trace(
         workload.prompt_tokens,
         warmups,
     )
+    if workload.warmup_per_point:
+        for window in _shape_warm_up(runtime, workload, rows, marker, builder, chat):
+            if warmups:
+                yield window
     sends = offsets(rows, workload.trace_speed, workload.trace_time_unit)
     median_input = int(statistics.median(r.input_length for r in rows))
     peak = 0  # the first repeat's measured concurrency names the point every repeat belongs to
     for repeat in range(workload.repeats):
-        reqs = []
-        for i, (row, at) in enumerate(zip(rows, sends)):
-            rid = f"{marker}-trace-r{repeat}-{i}"
-            groups = tuple(
-                (_chain(row.hash_ids, j), min((j + 1) * block, row.input_length))
-                for j in range(len(row.hash_ids))
-            )
-            reqs.append(
-                Request(
-                    request_id=rid,
-                    prompt=_prompt(row, rid, block, builder),
-                    prompt_tokens=row.input_length,
-                    max_tokens=row.output_length,
-                    ignore_eos=workload.ignore_eos,
-                    temperature=workload.temperature,
-                    thinking=workload.thinking,
-                    chat=chat,
-                    prefix_groups=groups,
-                    send_at=at,
-                )
-            )
+        reqs = [
+            _request(workload, row, f"{marker}-trace-r{repeat}-{i}", block, builder, chat, at)
+            for i, (row, at) in enumerate(zip(rows, sends))
+        ]
         reset = runtime.reset_prefix_cache()
         window = timed(runtime, reqs, Point(median_input, None, "cold"), repeat=repeat, reset=reset)
         peak = peak or peak_in_flight(window.traces)

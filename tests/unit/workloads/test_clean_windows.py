@@ -190,3 +190,30 @@ def test_a_later_send_that_shares_its_id_with_the_first_hit_is_not_named(
     sends = {line["send"]: line["request_id"] for line in old if not line["warmup"]}
     assert sends[2] == sends[3] and old[-1]["cached_prompt_tokens"] > 0
     assert beyond_warmup(old) == {(sends[2], 2)}
+
+
+def test_a_trace_is_warmed_up_at_its_longest_prompt_and_a_first_hit_of_its_own(
+    make_spec: Callable[..., Any], tmp_path: Path
+) -> None:
+    # the shipped trace's requests share prefixes: its warm-up sends a prompt as long as its longest,
+    # then one on the same blocks (the first prefill onto a cached prefix), before the trace is timed
+    spec = make_spec("hardware=h200", "model=qwen3-8b", "quantization=bf16", "workload=trace")
+    runtime = SimRuntime(spec, tmp_path)
+    runtime.start()
+    windows = list(drive(runtime, spec.workload, marker="m", warmups=True))
+    longest = max(t.prompt_tokens for t in windows[-1].traces)
+    shaped = [w for w in windows if w.warmup and w.point.prompt_tokens == longest]
+    assert [w.point.cache for w in shaped] == ["cold", "warm"]
+    assert [t.prompt_tokens for w in shaped for t in w.traces] == [longest, longest]
+    assert (shaped[0].traces[0].cached_prompt_tokens or 0) == 0
+    assert 2 * (shaped[1].traces[0].cached_prompt_tokens or 0) > longest
+    assert any(t.cached_prompt_tokens for t in windows[-1].traces)  # the timed trace has warm hits
+    lines = read_requests(write_requests(tmp_path / "job", windows).parent)
+    assert beyond_warmup(lines) == set()
+    # without the warm-up's hit (a record of trace v2, warmed only with its own short prompt), the
+    # whole timed trace is named
+    timed_ids = {(line["request_id"], line.get("send")) for line in lines if not line["warmup"]}
+    v2 = [line for line in lines if not line["request_id"].startswith("m-trace-warmup")]
+    assert beyond_warmup(v2) == timed_ids
+    no_hit = [line for line in lines if not line["request_id"].endswith("warmup-send2")]
+    assert beyond_warmup(no_hit) == timed_ids
