@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 if TYPE_CHECKING:
-    from specexp.spec.experiment import HardwareSpec
+    from specexp.spec.hardware import HardwareSpec
 
 GROUPS = {
     "decode (t = 1)": lambda r: r.kind == "step" and r.t == 1,
@@ -318,7 +318,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     from specexp.fit import spark
     from specexp.run.compose import load_option
     from specexp.sim.memory_plan import ENGINE_RESERVED_GIB
-    from specexp.spec.experiment import HardwareSpec
+    from specexp.spec.hardware import HardwareSpec
 
     path = Path(args.data) if args.data else ROOT / "benchmarks/data" / calibrate.DATA
     rows = calibrate.load_rows(path)

@@ -155,7 +155,7 @@ def rows(
 
 def current(profile: EngineProfile) -> dict[str, float]:
     """The hardware file's figures of HARDWARE, as `cpu` has them now."""
-    from specexp.spec.experiment import HardwareSpec
+    from specexp.spec.hardware import HardwareSpec
     from specexp.spec.options import load_option
 
     hw = load_option(HardwareSpec, "hardware", DEVICE, "hardware").model_dump()

@@ -25,7 +25,8 @@ from specexp.check.figures import Figure
 from specexp.check.findings import Finding, finding
 from specexp.roofline.costmodel import CostModel, Slice
 from specexp.spec.errors import SpecError
-from specexp.spec.experiment import Achieved, HardwareSpec, ModelSpec, QuantizationSpec
+from specexp.spec.experiment import ModelSpec, QuantizationSpec
+from specexp.spec.hardware import Achieved, HardwareSpec
 from specexp.spec.vocabulary import C, M
 
 

@@ -24,11 +24,10 @@ import numpy as np
 
 from specexp.roofline.costmodel import CostModel, Slice
 from specexp.spec.experiment import (
-    Achieved,
-    HardwareSpec,
     ModelSpec,
     QuantizationSpec,
 )
+from specexp.spec.hardware import Achieved, HardwareSpec
 
 DATA = "h200-step-times-dense-8b.jsonl"
 

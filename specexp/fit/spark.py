@@ -15,12 +15,12 @@ from specexp.roofline.costmodel import CostModel, Slice
 from specexp.spec.experiment import (
     DrafterSpec,
     ExperimentSpec,
-    HardwareSpec,
     ModelSpec,
     QuantizationSpec,
     RuntimeSpec,
     WorkloadSpec,
 )
+from specexp.spec.hardware import HardwareSpec
 
 # --- memory: the KV capacities the study reports -----------------------------------------
 

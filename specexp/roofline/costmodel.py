@@ -34,7 +34,8 @@ from typing import NamedTuple
 
 from specexp.roofline.memory import kv_bytes_per_element
 from specexp.roofline.shape import ModelShape, model_shape
-from specexp.spec.experiment import Component, HardwareSpec, ModelSpec, QuantizationSpec
+from specexp.spec.experiment import Component, ModelSpec, QuantizationSpec
+from specexp.spec.hardware import HardwareSpec
 
 __all__ = ["CostModel", "ModelShape", "PassParts", "Slice", "model_shape"]
 
@@ -328,9 +329,15 @@ class CostModel:
         """The linear-attention layers' time as (state read and written, compute)."""
         if not self.shape.linear_attention_layers:
             return 0.0, 0.0
-        moved = sum(1 + x.state_writes for x in slices) * self.state_bytes / self.tensor_parallel
+        state = self.state_bytes / self.tensor_parallel
+        own = 2 * len(slices) * state  # each sequence's state read and written back
+        copies = sum(x.state_writes - 1 for x in slices) * state  # a verify pass's further copies
+        share = self.hardware.achieved.recurrent_state or 1.0
         flops = sum(x.tokens for x in slices) * self.shape.linear_flops_per_token
-        return _bound(moved / self.bandwidth, flops / self.tensor_parallel / self.attention_rate)
+        return _bound(
+            own / (self.bandwidth * share) + copies / self.bandwidth,
+            flops / self.tensor_parallel / self.attention_rate,
+        )
 
     def pass_seconds(self, slices: Sequence[Slice]) -> float:
         """Time of one forward pass over `slices`, overhead included."""

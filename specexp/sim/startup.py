@@ -18,7 +18,8 @@ from specexp.sim.engine import SimEngine
 from specexp.sim.kvcache import CacheLayout, block_tokens, cache_hits, page_aligned_block
 from specexp.sim.memory_plan import ENGINE_RESERVED_GIB, MemoryPlan, memory_plan, refusal
 from specexp.sim.profile import EngineProfile, calibration, load_profile
-from specexp.spec.experiment import ExperimentSpec, HardwareSpec
+from specexp.spec.experiment import ExperimentSpec
+from specexp.spec.hardware import HardwareSpec
 from specexp.spec.runtime import SimRuntimeSpec
 
 GIB = 1024**3

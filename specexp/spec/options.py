@@ -22,12 +22,12 @@ from specexp.spec.errors import SpecError, all_of, did_you_mean
 from specexp.spec.experiment import (
     DrafterSpec,
     ExperimentSpec,
-    HardwareSpec,
     ModelSpec,
     QuantizationSpec,
     RuntimeSpec,
     WorkloadSpec,
 )
+from specexp.spec.hardware import HardwareSpec
 from specexp.spec.runtime import RUNTIMES, settings_for
 
 GROUPS: dict[str, type[BaseModel]] = {

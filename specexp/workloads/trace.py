@@ -123,7 +123,9 @@ def _shape_warm_up(
     longest = max(r.input_length for r in rows)
     first_id = max((h for r in rows for h in r.hash_ids), default=0) + 1
     block = workload.trace_block_tokens
-    own = TraceRow(0.0, longest, warmup_tokens(workload), tuple(range(first_id, first_id + longest // block)))
+    own = TraceRow(
+        0.0, longest, warmup_tokens(workload), tuple(range(first_id, first_id + longest // block))
+    )
     sends = ["cold", "warm"] if own.hash_ids and shares_prefixes(rows) else ["cold"]
     for nth, cache in enumerate(sends, 1):
         rid = f"{marker}-trace-warmup-send{nth}"

@@ -14,7 +14,8 @@ from specexp.check.plausibility import LIMITS, Limit, implausible, limit
 from specexp.check.runs import runs_of
 from specexp.roofline.costmodel import CostModel
 from specexp.run.compose import load_option
-from specexp.spec.experiment import HardwareSpec, ModelSpec, QuantizationSpec
+from specexp.spec.experiment import ModelSpec, QuantizationSpec
+from specexp.spec.hardware import HardwareSpec
 from specexp.spec.vocabulary import METRICS
 
 

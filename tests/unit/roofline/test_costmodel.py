@@ -11,7 +11,8 @@ import pytest
 
 from specexp.roofline.costmodel import CostModel, Slice, model_shape
 from specexp.run.compose import load_option
-from specexp.spec.experiment import HardwareSpec, ModelSpec, QuantizationSpec
+from specexp.spec.experiment import ModelSpec, QuantizationSpec
+from specexp.spec.hardware import HardwareSpec
 
 
 def hw(name: str) -> HardwareSpec:

@@ -9,7 +9,8 @@ import pytest
 from specexp.roofline.costmodel import CostModel, Slice
 from specexp.run.compose import load_option
 from specexp.sim.drafting import AcceptanceModel, DraftCost
-from specexp.spec.experiment import DrafterSpec, HardwareSpec, ModelSpec, QuantizationSpec
+from specexp.spec.experiment import DrafterSpec, ModelSpec, QuantizationSpec
+from specexp.spec.hardware import HardwareSpec
 
 DRAWS = 40_000
 SAMPLING = 0.01

@@ -10,7 +10,8 @@ import pytest
 
 from specexp.roofline.costmodel import CostModel, Slice
 from specexp.run.compose import load_option
-from specexp.spec.experiment import HardwareSpec, ModelSpec, QuantizationSpec
+from specexp.spec.experiment import ModelSpec, QuantizationSpec
+from specexp.spec.hardware import HardwareSpec
 
 
 def hw(name: str) -> HardwareSpec:
@@ -182,3 +183,29 @@ def test_a_verify_pass_writes_a_state_copy_per_position_on_a_hybrid_model() -> N
     assert c.pass_seconds(kept) - c.pass_seconds(one) >= 8 * 8 * c.state_bytes / (
         hw("dgx_spark").memory_bandwidth_gbps * 1e9
     )
+
+
+def test_the_recurrent_state_kernels_share_of_bandwidth_prices_each_sequences_state_not_its_copies() -> (
+    None
+):
+    # on the H200 the linear-attention kernels read and write a sequence's state at a share of the
+    # achieved bandwidth (fitted to vLLM's hybrid decode at c = 1-32): each sequence in a decode step
+    # costs its state twice at that rate; a verify's further per-position copies stream at full rate
+    h = hw("h200")
+    share = h.achieved.recurrent_state
+    assert share is not None and share < 1
+    slow = cost(h, "qwen3.8-27b")
+    fast = cost(
+        h.model_copy(update={"achieved": h.achieved.model_copy(update={"recurrent_state": None})}),
+        "qwen3.8-27b",
+    )
+    rate = h.memory_bandwidth_gbps * 1e9 * h.achieved.bandwidth
+    per_sequence = 2 * slow.state_bytes / rate
+    for c in (fast, slow):
+        grows = c.linear_attention_split(decode(17))[0] - c.linear_attention_split(decode(1))[0]
+        assert grows == pytest.approx(16 * per_sequence / (share if c is slow else 1.0))
+    kept = [Slice(tokens=4, context=512, logits=4, state_writes=4)] * 8
+    one = [Slice(tokens=4, context=512, logits=4, state_writes=1)] * 8
+    for c in (fast, slow):
+        copies = c.linear_attention_split(kept)[0] - c.linear_attention_split(one)[0]
+        assert copies == pytest.approx(8 * 3 * slow.state_bytes / rate)

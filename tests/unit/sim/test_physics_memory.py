@@ -19,12 +19,12 @@ from specexp.runtimes.sim.driver import SimRuntime
 from specexp.spec.experiment import (
     DrafterSpec,
     ExperimentSpec,
-    HardwareSpec,
     ModelSpec,
     QuantizationSpec,
     RuntimeSpec,
     WorkloadSpec,
 )
+from specexp.spec.hardware import HardwareSpec
 
 GIB = 1024**3
 

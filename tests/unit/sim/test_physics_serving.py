@@ -20,12 +20,12 @@ from specexp.runtimes.sim.driver import SimRuntime
 from specexp.spec.experiment import (
     DrafterSpec,
     ExperimentSpec,
-    HardwareSpec,
     ModelSpec,
     QuantizationSpec,
     RuntimeSpec,
     WorkloadSpec,
 )
+from specexp.spec.hardware import HardwareSpec
 from specexp.workloads.driver import Window, drive
 
 
