@@ -29,6 +29,7 @@ SITTINGS = (
     ("h200-sglang-2026-12-04b", "2026-12-04, second"),
     ("h200-sglang-2026-12-04c", "2026-12-04, third"),
     ("h200-sglang-2026-12-05", "2026-12-05"),
+    ("h200-sglang-2026-12-05b", "2026-12-05, second"),
 )
 """Every SGLang sitting's records, committed under benchmarks/data/ (one lease each), and when it ran."""
 CHOSEN = (
