@@ -54,18 +54,15 @@ class SimEngine:
         cuda_graph_max_tokens: int | None = None,
     ) -> None:
         self.target = target
-        self.passes = StepPasses(
-            target,
-            prefill_target or target,
-            profile or EngineProfile(name="ideal", description="no engine costs"),
-        )
-        """The steps' forward passes (with the engine's prefill kernels for steps that prefill)."""
         self.draft = draft
         self.acceptance = acceptance
         self.k = k if draft is not None else 0
+        scheduled_with = drafter if self.k else "none"
+        ideal = EngineProfile(name="ideal", description="no engine costs")
+        self.passes = StepPasses(target, prefill_target or target, profile or ideal, scheduled_with)
+        """The steps' forward passes (with the engine's prefill kernels for steps that prefill)."""
         self.max_num_batched_tokens = self.profile.batch_tokens or max_num_batched_tokens
         self.max_num_seqs = max_num_seqs
-        scheduled_with = drafter if self.k else "none"
         self._step_s = self.profile.step_overhead_s(scheduled_with, self.k)
         """Fixed CPU time of a step (more where the engine schedules synchronously with this drafter)."""
         self.passes.graph_max_tokens = self.profile.graph_cap(

@@ -35,7 +35,11 @@ class StepPasses:
     """The forward passes of one engine's steps, and the compute graph each leaves behind."""
 
     def __init__(
-        self, target: CostModel, prefill_target: CostModel, profile: EngineProfile
+        self,
+        target: CostModel,
+        prefill_target: CostModel,
+        profile: EngineProfile,
+        drafter: str = "none",
     ) -> None:
         self.target = target
         self.prefill_target = prefill_target
@@ -47,6 +51,9 @@ class StepPasses:
         self._ungraphed = sorted(profile.ungraphed_pass_ms.items())
         self.graph_max_tokens: int | None = profile.graph_max_tokens
         """The largest step run from a CUDA graph (the engine caps the profile's: graph_cap)."""
+        self.ungraphed_prefill = drafter in profile.ungraphed_prefill_drafters
+        """Whether every step that prefills runs kernel by kernel (the `drafter` it drafts with, none
+        where it drafts nothing, in `ungraphed_prefill_drafters`)."""
         self.kernel_by_kernel = False
         """Whether the last step launched kernels one by one: past `graph_max_tokens`, or a hybrid
         model's linear-attention prefill, which runs outside the graphs (linear_prefill_layer_ms)."""
@@ -68,18 +75,25 @@ class StepPasses:
         tokens = sum(x.tokens for x in verify) + sum(x.tokens for x in prefill)
         cap = self.graph_max_tokens
         past_graph = cap is not None and tokens > cap
-        self.kernel_by_kernel = past_graph or bool(
+        linear = bool(
             prefill
             and self.profile.linear_prefill_layer_ms
             and self.target.shape.linear_attention_layers
         )
+        drafted = bool(prefill) and self.ungraphed_prefill and not linear
+        self.kernel_by_kernel = past_graph or linear or drafted
+        shape = self.target.shape
+        layers = shape.full_attention_layers + shape.linear_attention_layers
         launches = 0.0
         if past_graph:
-            shape = self.target.shape
-            layers = shape.full_attention_layers + shape.linear_attention_layers
             launches = layers * self.profile.ungraphed_layer_us / 1e6
+        elif drafted:
+            launches = layers * self.profile.ungraphed_prefill_layer_us / 1e6
         self._bounded = [0.0] * len(PassParts._fields)
-        total = self._seconds(verify, prefill, chunks, slots) + launches
+        kernels = self._seconds(verify, prefill, chunks, slots)
+        # past the graphs the GPU waits on every launch; an ungraphed prefill's launches run ahead of
+        # kernels longer than themselves, so the step takes the longer of the two
+        total = max(kernels, launches) if drafted and not past_graph else kernels + launches
         parts = PassParts(*self._bounded)
         self.parts = parts._replace(fixed=parts.fixed + total - sum(parts))
         return total

@@ -182,6 +182,13 @@ class EngineProfile(BaseModel):
     ungraphed_layer_us: float = Field(default=0.0, ge=0)
     """Extra time of a step past `graph_max_tokens`, us per decoder layer: its kernels are launched one
     by one from the engine's thread, and the GPU waits on the launches."""
+    ungraphed_prefill_drafters: tuple[str, ...] = ()
+    """Drafters with which every step that prefills runs kernel by kernel, whatever its size, and pays
+    `ungraphed_prefill_layer_us`: SGLang captures its prefill graphs without the target's hidden states,
+    which EAGLE-style drafters (EAGLE, EAGLE-3, MTP) take from every prefill (docs/engines.md 2.6). A
+    hybrid model's prefill, outside the graphs anyway, pays `linear_prefill_layer_ms` instead."""
+    ungraphed_prefill_layer_us: float = Field(default=0.0, ge=0)
+    """Extra time of such a step, us per decoder layer (its kernels launched one by one)."""
     async_output: bool = False
     """Asynchronous scheduling: a step's tokens leave the engine only once the next step has been
     launched (vLLM's EngineCore.step_with_batch_queue), and a step launched kernel by kernel (past
