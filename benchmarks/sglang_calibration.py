@@ -11,9 +11,13 @@ measured acceptance by position. Part of the cells is fitted, the rest held out:
 - fitted (FITTED): the dense shape without a drafter (decode by concurrency, short bursts, prefill
   1k-16k, the prefix cache cold and warm): SGLang's per-request front end (tokenizer manager, HTTP),
   its serial part under a burst, and its prefill kernels' speed against the hardware file's;
-- held out: the dense shape with EAGLE-3 and with the 2-layer draft model at 3/1/4; the hybrid shape
-  without a drafter (decode, prefill, a session's turns) and with MTP (its prefix sent three times at
-  3/1/4, decode at k = 1).
+- set from measured differences (SET): MTP's fixed cost of a round (`drafter_round_overhead_passes`),
+  fitted to the hybrid's MTP at k = 1 and 7 by concurrency; the launches of a prefill SGLang runs kernel
+  by kernel with EAGLE-3 (`ungraphed_prefill_layer_us`), from EAGLE-3's warm hits of 2026-12-05b against
+  the drafter-less ones (docs/engines.md 2.6, 2.7);
+- held out: the rest: the dense shape with EAGLE-3 (decode at k = 1, 3/1/4 and 7; its prefix of
+  2026-12-04) and with the 2-layer draft model at k = 1, 3/1/4 and 7; the hybrid shape without a drafter
+  (decode, prefill, a session's turns) and with MTP at 3/1/4 (decode, its prefix sent three times).
 
 Prints simulated against measured with the error and whether each is within the targets (decode and
 aggregate 15 %, prefill 20 %, TTFT 25 % or 20 ms, warm-over-cold gain 30 %). `--fit` refits FITTED first
@@ -47,6 +51,14 @@ conf/sim_engine/sglang.yaml."""
 FITTED_MODELS = ("qwen3-8b",)
 
 
+def sets_a_figure(job: fr.Job) -> bool:
+    """Whether the profile took a figure from `job` (SET): the hybrid's MTP decode at k = 1 or 7, or
+    EAGLE-3's prefix sent three times (prefix_cache v3, 2026-12-05b)."""
+    c = job.record.conditions  # type: ignore[attr-defined]
+    mtp = c.drafter == "mtp" and c.k in (1, 7) and str(c.workload).startswith("concurrency")
+    return mtp or (c.drafter == "eagle3" and c.workload == "prefix_cache@3")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fit", action="store_true", help="refit FITTED to the fitted jobs first")
@@ -62,7 +74,8 @@ def main() -> None:
         for j in jobs
         if j.drafter == "none" and j.record.conditions.model in FITTED_MODELS  # type: ignore[attr-defined]
     ]
-    held = [j for j in jobs if j not in fitted]
+    set_by = [j for j in jobs if j not in fitted and sets_a_figure(j)]
+    held = [j for j in jobs if j not in fitted and j not in set_by]
     profile = load_profile(ENGINE, "h200")
     lines = [
         f"# Engine profile `{ENGINE}` against SGLang measured on an H200",
@@ -92,6 +105,13 @@ def main() -> None:
         "### Warm over cold",
         "",
         *gains(fitted_rows),
+        "## Set from these: MTP at k = 1 and 7 on the hybrid, EAGLE-3's warm hits of 2026-12-05b",
+        "",
+        "MTP's fixed cost of a round (`drafter_round_overhead_passes` 0.20) is fitted to the first; the "
+        "launches of an ungraphed prefill (`ungraphed_prefill_layer_us`) come from the second against the "
+        "drafter-less warm hits above (docs/engines.md 2.6, 2.7).",
+        "",
+        *table(fr.compare(set_by, ENGINE, profile)),
         "## Held out: EAGLE-3 and the draft model on the dense shape, the hybrid shape with and without MTP",
         "",
         "The simulator is given each drafter job's measured acceptance by position (with dummy weights, "

@@ -82,6 +82,9 @@ class DraftCost:
     quant: QuantizationSpec
     catch_up: bool = False
     """A draft model runs over the target's batch first (EngineProfile.draft_model_catch_up)."""
+    round_overhead_passes: float | None = None
+    """The engine's own fixed cost of a drafting round (EngineProfile.drafter_round_overhead_passes);
+    None: the drafter's."""
 
     @cached_property
     def cost(self) -> DrafterCost:
@@ -100,10 +103,14 @@ class DraftCost:
         tokens plus one; a sequence that drafts nothing brings one token)."""
         if k <= 0 or not slices:
             return 0.0
-        return (
-            self.draft_seconds(k, slices)
-            + self.cost.round_overhead_passes * self.target.unit_pass_seconds
-        )
+        return self.draft_seconds(k, slices) + self.round_overhead * self.target.unit_pass_seconds
+
+    @property
+    def round_overhead(self) -> float:
+        """Fixed cost of a drafting round in single-sequence target passes: the engine's, else the
+        drafter's."""
+        own = self.round_overhead_passes
+        return self.cost.round_overhead_passes if own is None else own
 
     def _head_dtype(self) -> str:
         """The compute type of a head or block drafter's layers: the checkpoint's, or BF16 for

@@ -200,6 +200,10 @@ class EngineProfile(BaseModel):
     per_token: once per token a step emits (llama-server samples a verify's positions one by one,
     up to the first that differs from the draft: common_sampler_sample_and_accept_n) and once per
     token a model drafter drafts (it samples its own logits: specexp.sim.drafting.DraftCost.samples)."""
+    drafter_round_overhead_passes: dict[str, float] = {}
+    """The fixed cost of a drafting round, in single-sequence target passes, by drafter, where this
+    engine's differs from the drafter's own (DrafterCost.round_overhead_passes, vLLM's): SGLang's
+    speculative worker overlaps its scheduling with the GPU (docs/engines.md 2.7)."""
     draft_model_catch_up: bool = False
     """A draft model also runs over every token of the target's batch, in one batched pass, before
     it drafts (llama.cpp's draft-simple `process` takes the target's batch, prompts and verify

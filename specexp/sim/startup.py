@@ -166,6 +166,7 @@ def start_engine(
             plan.draft_model,
             spec.quantization,
             catch_up=profile.draft_model_catch_up,
+            round_overhead_passes=profile.drafter_round_overhead_passes.get(spec.drafter.name),
         )
         acceptance = AcceptanceModel(
             spec.drafter,
