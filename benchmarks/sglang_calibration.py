@@ -11,13 +11,15 @@ measured acceptance by position. Part of the cells is fitted, the rest held out:
 - fitted (FITTED): the dense shape without a drafter (decode by concurrency, short bursts, prefill
   1k-16k, the prefix cache cold and warm): SGLang's per-request front end (tokenizer manager, HTTP),
   its serial part under a burst, and its prefill kernels' speed against the hardware file's;
-- set from measured differences (SET): MTP's fixed cost of a round (`drafter_round_overhead_passes`),
-  fitted to the hybrid's MTP at k = 1 and 7 by concurrency; the launches of a prefill SGLang runs kernel
-  by kernel with EAGLE-3 (`ungraphed_prefill_layer_us`), from EAGLE-3's warm hits of 2026-12-05b against
-  the drafter-less ones (docs/engines.md 2.6, 2.7);
+- set from these (SET): MTP's fixed cost of a round (`drafter_round_overhead_passes`), fitted to the
+  hybrid's MTP at k = 1 and 7 by concurrency; the launches of a prefill SGLang runs kernel by kernel
+  with EAGLE-3 (`ungraphed_prefill_layer_us`), from EAGLE-3's warm hits of 2026-12-05b against the
+  drafter-less ones; the hybrid's prefill launches (`linear_prefill_layer_ms`), fitted to its first
+  token at one stream (its decode and prefill jobs without a drafter) (docs/engines.md 2.6, 2.7);
 - held out: the rest: the dense shape with EAGLE-3 (decode at k = 1, 3/1/4 and 7; its prefix of
   2026-12-04) and with the 2-layer draft model at k = 1, 3/1/4 and 7; the hybrid shape without a drafter
-  (decode, prefill, a session's turns) and with MTP at 3/1/4 (decode, its prefix sent three times).
+  (its prefix sent three times, a session's turns) and with MTP at 3/1/4 (decode, its prefix sent three
+  times).
 
 Prints simulated against measured with the error and whether each is within the targets (decode and
 aggregate 15 %, prefill 20 %, TTFT 25 % or 20 ms, warm-over-cold gain 30 %). `--fit` refits FITTED first
@@ -52,11 +54,17 @@ FITTED_MODELS = ("qwen3-8b",)
 
 
 def sets_a_figure(job: fr.Job) -> bool:
-    """Whether the profile took a figure from `job` (SET): the hybrid's MTP decode at k = 1 or 7, or
-    EAGLE-3's prefix sent three times (prefix_cache v3, 2026-12-05b)."""
+    """Whether the profile took a figure from `job` (SET): the hybrid's MTP decode at k = 1 or 7,
+    EAGLE-3's prefix sent three times (prefix_cache v3, 2026-12-05b), or the hybrid's jobs without a
+    drafter whose first token at one stream set its prefill's launches (512 and 1,024 prompt tokens)."""
     c = job.record.conditions  # type: ignore[attr-defined]
-    mtp = c.drafter == "mtp" and c.k in (1, 7) and str(c.workload).startswith("concurrency")
-    return mtp or (c.drafter == "eagle3" and c.workload == "prefix_cache@3")
+    workload = str(c.workload)
+    mtp = c.drafter == "mtp" and c.k in (1, 7) and workload.startswith("concurrency")
+    hybrid = c.model == "qwen3.8-27b" and c.drafter == "none"
+    launches = hybrid and (
+        workload.startswith("concurrency") or workload.startswith("prefill_sweep")
+    )
+    return mtp or launches or (c.drafter == "eagle3" and c.workload == "prefix_cache@3")
 
 
 def main() -> None:
@@ -105,11 +113,14 @@ def main() -> None:
         "### Warm over cold",
         "",
         *gains(fitted_rows),
-        "## Set from these: MTP at k = 1 and 7 on the hybrid, EAGLE-3's warm hits of 2026-12-05b",
+        "## Set from these: MTP at k = 1 and 7 on the hybrid, EAGLE-3's warm hits of 2026-12-05b, the "
+        "hybrid's decode and prefill without a drafter",
         "",
         "MTP's fixed cost of a round (`drafter_round_overhead_passes` 0.20) is fitted to the first; the "
         "launches of an ungraphed prefill (`ungraphed_prefill_layer_us`) come from the second against the "
-        "drafter-less warm hits above (docs/engines.md 2.6, 2.7).",
+        "drafter-less warm hits above; the hybrid's prefill launches (`linear_prefill_layer_ms`) are "
+        "fitted to the third's first token at one stream, 512 and 1,024 prompt tokens "
+        "(docs/engines.md 2.6, 2.7).",
         "",
         *table(fr.compare(set_by, ENGINE, profile)),
         "## Held out: EAGLE-3 and the draft model on the dense shape, the hybrid shape with and without MTP",

@@ -82,18 +82,21 @@ class StepPasses:
         )
         drafted = bool(prefill) and self.ungraphed_prefill and not linear
         self.kernel_by_kernel = past_graph or linear or drafted
-        shape = self.target.shape
+        shape, p = self.target.shape, self.profile
         layers = shape.full_attention_layers + shape.linear_attention_layers
+        overlap = p.prefill_launches_overlap and (linear or drafted)
         launches = 0.0
-        if past_graph:
-            launches = layers * self.profile.ungraphed_layer_us / 1e6
+        if overlap and linear:
+            launches = self._linear_launches()
         elif drafted:
-            launches = layers * self.profile.ungraphed_prefill_layer_us / 1e6
+            launches = layers * p.ungraphed_prefill_layer_us / 1e6
+        if past_graph:
+            launches = max(launches, layers * p.ungraphed_layer_us / 1e6)
         self._bounded = [0.0] * len(PassParts._fields)
         kernels = self._seconds(verify, prefill, chunks, slots)
-        # past the graphs the GPU waits on every launch; an ungraphed prefill's launches run ahead of
-        # kernels longer than themselves, so the step takes the longer of the two
-        total = max(kernels, launches) if drafted and not past_graph else kernels + launches
+        # overlapping, the launches run ahead of kernels longer than themselves; else the GPU waits
+        # on every launch
+        total = max(kernels, launches) if overlap else kernels + launches
         parts = PassParts(*self._bounded)
         self.parts = parts._replace(fixed=parts.fixed + total - sum(parts))
         return total
@@ -129,6 +132,8 @@ class StepPasses:
         self._cuda_graphs.clear()
         ubatch = p.prefill_ubatch_tokens
         linear = self.target.shape.linear_attention_layers * p.linear_prefill_layer_ms / 1e3
+        if p.prefill_launches_overlap:
+            linear = 0.0  # the step's launches, seconds() takes the longer of them and the kernels
         if ubatch is None:
             return (
                 self._pass(self.prefill_target, verify + prefill)
@@ -143,6 +148,15 @@ class StepPasses:
         passes = [group for group in passes if group]
         overhead = len(passes) * (p.prefill_pass_overhead_ms / 1e3 + linear)
         return overhead + sum(self._pass(self.prefill_target, g) + self._batched(g) for g in passes)
+
+    def _linear_launches(self) -> float:
+        """A hybrid prefill's launches, seconds: its linear-attention layers' `linear_prefill_layer_ms`
+        and its other layers' `ungraphed_prefill_layer_us`."""
+        shape, p = self.target.shape, self.profile
+        return (
+            shape.linear_attention_layers * p.linear_prefill_layer_ms / 1e3
+            + shape.full_attention_layers * p.ungraphed_prefill_layer_us / 1e6
+        )
 
     def _batched(self, group: list[Slice]) -> float:
         """The engine's extra cost of a pass over more than one token (batched_pass_overhead_ms)."""

@@ -189,6 +189,11 @@ class EngineProfile(BaseModel):
     hybrid model's prefill, outside the graphs anyway, pays `linear_prefill_layer_ms` instead."""
     ungraphed_prefill_layer_us: float = Field(default=0.0, ge=0)
     """Extra time of such a step, us per decoder layer (its kernels launched one by one)."""
+    prefill_launches_overlap: bool = False
+    """A prefill launched kernel by kernel (`ungraphed_prefill_drafters`, or a hybrid model's, whose
+    linear-attention layers pay `linear_prefill_layer_ms` and its other layers `ungraphed_prefill_layer_us`)
+    takes the longer of its launches and its kernels: the launches run ahead of kernels longer than
+    themselves (SGLang's eager prefill, docs/engines.md 2.6). False: their sum (vLLM's)."""
     async_output: bool = False
     """Asynchronous scheduling: a step's tokens leave the engine only once the next step has been
     launched (vLLM's EngineCore.step_with_batch_queue), and a step launched kernel by kernel (past
