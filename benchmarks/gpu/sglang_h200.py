@@ -148,9 +148,11 @@ FIFTH = [
 """What the fifth sitting (2026-12-05, second) measured: EAGLE-3 at k = 1 and 7 on the dense shape; its
 prefix sent three times with EAGLE-3 at 3/1/4 and without a drafter, and a session whose every turn
 extends the last prompt; the draft model's k sweep (1 and 7)."""
-REST = [("h200_sglang_hybrid", [grid(FIRST_TOKEN), "baseline=false"])]
+REST = [("h200_sglang_hybrid", [grid(FIRST_TOKEN, f"{EXTENDED},drafter:none"), "baseline=false"])]
 """What no sitting has brought back: the hybrid's first token by prompt and tokens out (the fifth sitting
-reached its deadline before it)."""
+reached its deadline before it), and its extending session warmed at both of its shapes (the second
+sitting's was warmed with one 108-token prompt: its third turn, 336 new tokens onto 8,640 cached, took
+224 ms where warm hits of ~120 new tokens took 110-136 ms). One server, about 5 minutes."""
 PLANS = {"studies": STUDIES, "second": SECOND, "third": THIRD, "fifth": FIFTH, "rest": REST}
 DEVICE_ENV = {
     "HF_HUB_OFFLINE": "1",
