@@ -7,6 +7,10 @@ each pass's kernels (roofline.costmodel) a profile adds:
 - a CPU cost per pass of a step that prefills (`prefill_pass_overhead_ms`);
 - the extra of a pass over more than one token (`batched_pass_overhead_ms`, llama.cpp's unfused
   kernels);
+- the launches of a step run kernel by kernel: past the engine's largest CUDA graph
+  (`ungraphed_layer_us`), a hybrid model's prefill (`linear_prefill_layer_ms`), or any prefill with a
+  drafter the engine's prefill graphs cannot serve (`ungraphed_prefill_drafters`), added to the
+  step's kernels or, with `prefill_launches_overlap`, the longer of the two;
 - llama.cpp's compute graphs, for the passes of a step that only decodes: a pass whose shape
   (tokens, slots, padded KV length) differs from the pass before it has its graph rebuilt
   (`graph_rebuild_ms`: llama_context keeps only the previous graph to reuse); a shape that ggml-cuda
@@ -55,8 +59,9 @@ class StepPasses:
         """Whether every step that prefills runs kernel by kernel (the `drafter` it drafts with, none
         where it drafts nothing, in `ungraphed_prefill_drafters`)."""
         self.kernel_by_kernel = False
-        """Whether the last step launched kernels one by one: past `graph_max_tokens`, or a hybrid
-        model's linear-attention prefill, which runs outside the graphs (linear_prefill_layer_ms)."""
+        """Whether the last step launched kernels one by one: past `graph_max_tokens`, a hybrid
+        model's linear-attention prefill, which runs outside the graphs (linear_prefill_layer_ms), or a
+        prefill with `ungraphed_prefill`."""
         self._bounded: list[float] = []
         self.parts = PassParts()
         """The last step's time by what bounds it; the engine's own costs (graphs, launches, its
