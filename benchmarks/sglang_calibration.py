@@ -51,11 +51,13 @@ UPPER = (50.0, 10.0, 20.0, 1.6)
 """Fitted (to the totals) on the dense shape's jobs without a drafter: the figures in
 conf/sim_engine/sglang.yaml."""
 FITTED_MODELS = ("qwen3-8b",)
+EAGLE_SITTING = "h200-sglang-2026-12-05b"
+"""The sitting whose EAGLE-3 warm hits set `ungraphed_prefill_layer_us` (docs/engines.md 2.6)."""
 
 
 def sets_a_figure(job: fr.Job) -> bool:
     """Whether the profile took a figure from `job` (SET): the hybrid's MTP decode at k = 1 or 7,
-    EAGLE-3's prefix sent three times (prefix_cache v3, 2026-12-05b), or the hybrid's jobs without a
+    EAGLE-3's prefix sent three times in EAGLE_SITTING, or the hybrid's jobs without a
     drafter whose first token at one stream set its prefill's launches (512 and 1,024 prompt tokens)."""
     c = job.record.conditions  # type: ignore[attr-defined]
     workload = str(c.workload)
@@ -64,7 +66,10 @@ def sets_a_figure(job: fr.Job) -> bool:
     launches = hybrid and (
         workload.startswith("concurrency") or workload.startswith("prefill_sweep")
     )
-    return mtp or launches or (c.drafter == "eagle3" and c.workload == "prefix_cache@3")
+    eagle = c.drafter == "eagle3" and workload.startswith("prefix_cache")
+    return (
+        mtp or launches or (eagle and job.folder is not None and EAGLE_SITTING in job.folder.parts)
+    )
 
 
 def main() -> None:

@@ -89,8 +89,9 @@ def read_requests(job_dir: Path) -> list[dict[str, Any]]:
 
 
 def beyond_warmup(lines: Sequence[dict[str, Any]]) -> set[tuple[str, int | None]]:
-    """The (request id, send) of the requests of each timed point's first window that the job's earlier requests (`lines`:
-    read_requests) did not warm at its shape: its prompts are more than WARM_REACH times longer than
+    """The (request id, send) of the requests of each timed point's first window that the job's
+    earlier requests (`lines`: read_requests) did not warm at its shape: its prompts are more than
+    WARM_REACH times longer than
     every request sent before it, or it is the job's first prefill onto a cached prefix (no earlier
     request found most of its prompt cached). A kernel that an engine compiles at a shape's first use,
     without a log line to say so (SGLang's Triton kernels), may have compiled inside that window: its

@@ -6,11 +6,11 @@ them. Unknown keys and values of the wrong type are errors (``extra="forbid"``).
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
-from specexp.spec.hardware import Dtype, HardwareSpec, Share
+from specexp.spec.hardware import Dtype, HardwareSpec
 from specexp.spec.model_base import _Spec
 from specexp.spec.runtime import AnyRuntime, RuntimeSpec
 from specexp.spec.workload import SessionSpec, SloSpec, WorkloadSpec
@@ -22,6 +22,8 @@ __all__ = [
     "WorkloadSpec",
 ]  # re-exported: part of the one spec
 
+Share = Annotated[float, Field(ge=0, le=1)]
+"""A fraction, 0 to 1."""
 Component = Literal["mlp", "attention", "embeddings"]
 
 

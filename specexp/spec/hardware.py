@@ -3,15 +3,13 @@ of them (conf/hardware/)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Literal
 
 from pydantic import Field
 
 from specexp.spec.model_base import _Spec
 
 Dtype = Literal["bf16", "fp8", "fp4", "int8", "int4"]
-Share = Annotated[float, Field(ge=0, le=1)]
-"""A fraction, 0 to 1."""
 
 
 class Achieved(_Spec):

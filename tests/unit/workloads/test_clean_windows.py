@@ -126,23 +126,27 @@ def test_a_runtime_whose_log_cannot_say_leaves_the_question_open(
     assert [m.contaminated for m in got] == [None]
 
 
+def sim_windows(make_spec: Callable[..., Any], tmp_path: Path, *overrides: str) -> list[Any]:
+    """Every window, warm-ups included, of the simulated Qwen3-8B on an H200 under `overrides`."""
+    spec = make_spec("hardware=h200", "model=qwen3-8b", "quantization=bf16", *overrides)
+    runtime = SimRuntime(spec, tmp_path)
+    runtime.start()
+    return list(drive(runtime, spec.workload, marker="m", warmups=True))
+
+
 def test_a_prefix_timed_warm_is_warmed_up_with_a_hit_of_its_own(
     make_spec: Callable[..., Any], tmp_path: Path
 ) -> None:
     # a warm send is a prefill onto a cached prefix, a shape of its own (SGLang's hybrid took 145-163 ms
     # for the first warm hit of a job at 3,700 tokens and 110-119 ms at 8,000 after it): the warm-up sends
     # a prefix of its own cold and then warm, and the timed cold send still finds nothing
-    spec = make_spec(
-        "hardware=h200",
-        "model=qwen3-8b",
-        "quantization=bf16",
+    windows = sim_windows(
+        make_spec,
+        tmp_path,
         "workload=prefix_cache",
         "workload.prompt_lengths=[2000]",
         "workload.repeats=1",
     )
-    runtime = SimRuntime(spec, tmp_path)
-    runtime.start()
-    windows = list(drive(runtime, spec.workload, marker="m", warmups=True))
     shapes = [(w.point.cache, w.warmup, w.traces[0].cached_prompt_tokens or 0) for w in windows]
     assert [s[:2] for s in shapes] == [
         ("cold", True),
@@ -169,18 +173,14 @@ def test_a_later_send_that_shares_its_id_with_the_first_hit_is_not_named(
 ) -> None:
     # records written before each send had an id of its own gave a prefix's second and third sends one
     # id: only the first hit, the second send, is named, by its send
-    spec = make_spec(
-        "hardware=h200",
-        "model=qwen3-8b",
-        "quantization=bf16",
+    windows = sim_windows(
+        make_spec,
+        tmp_path,
         "workload=prefix_cache",
         "workload.prompt_lengths=[2000]",
         "workload.cache=[cold,warm,warm]",
         "workload.repeats=1",
     )
-    runtime = SimRuntime(spec, tmp_path)
-    runtime.start()
-    windows = list(drive(runtime, spec.workload, marker="m", warmups=True))
     lines = read_requests(write_requests(tmp_path / "job", windows).parent)
     old = [
         dict(line, request_id=line["request_id"].replace("-send3", ""))
@@ -197,10 +197,7 @@ def test_a_trace_is_warmed_up_at_its_longest_prompt_and_a_first_hit_of_its_own(
 ) -> None:
     # the shipped trace's requests share prefixes: its warm-up sends a prompt as long as its longest,
     # then one on the same blocks (the first prefill onto a cached prefix), before the trace is timed
-    spec = make_spec("hardware=h200", "model=qwen3-8b", "quantization=bf16", "workload=trace")
-    runtime = SimRuntime(spec, tmp_path)
-    runtime.start()
-    windows = list(drive(runtime, spec.workload, marker="m", warmups=True))
+    windows = sim_windows(make_spec, tmp_path, "workload=trace")
     longest = max(t.prompt_tokens for t in windows[-1].traces)
     shaped = [w for w in windows if w.warmup and w.point.prompt_tokens == longest]
     assert [w.point.cache for w in shaped] == ["cold", "warm"]
