@@ -51,25 +51,29 @@ UPPER = (50.0, 10.0, 20.0, 1.6)
 """Fitted (to the totals) on the dense shape's jobs without a drafter: the figures in
 conf/sim_engine/sglang.yaml."""
 FITTED_MODELS = ("qwen3-8b",)
-EAGLE_SITTING = "h200-sglang-2026-12-05b"
-"""The sitting whose EAGLE-3 warm hits set `ungraphed_prefill_layer_us` (docs/engines.md 2.6)."""
+SET_FROM = {
+    "mtp": ("h200-sglang-2026-12-04c", "h200-sglang-2026-12-05"),
+    "eagle3": ("h200-sglang-2026-12-05b",),
+    "none": ("h200-sglang-2026-12-04",),
+}
+"""The sittings, by drafter, whose cells set a figure (sets_a_figure); a later sitting's are held out."""
 
 
 def sets_a_figure(job: fr.Job) -> bool:
-    """Whether the profile took a figure from `job` (SET): the hybrid's MTP decode at k = 1 or 7,
-    EAGLE-3's prefix sent three times in EAGLE_SITTING, or the hybrid's jobs without a
-    drafter whose first token at one stream set its prefill's launches (512 and 1,024 prompt tokens)."""
+    """Whether the profile took a figure from `job` (SET), of a sitting in SET_FROM: the hybrid's MTP
+    decode at k = 1 or 7 (`drafter_round_overhead_passes`), EAGLE-3's prefix sent three times
+    (`ungraphed_prefill_layer_us`), or the hybrid's decode and prefill jobs without a drafter, whose first
+    token at one stream set its prefill's launches (`linear_prefill_layer_ms`)."""
     c = job.record.conditions  # type: ignore[attr-defined]
+    parts = job.folder.parts if job.folder is not None else ()
+    if not any(sitting in parts for sitting in SET_FROM.get(str(c.drafter), ())):
+        return False
     workload = str(c.workload)
-    mtp = c.drafter == "mtp" and c.k in (1, 7) and workload.startswith("concurrency")
-    hybrid = c.model == "qwen3.8-27b" and c.drafter == "none"
-    launches = hybrid and (
-        workload.startswith("concurrency") or workload.startswith("prefill_sweep")
-    )
-    eagle = c.drafter == "eagle3" and workload.startswith("prefix_cache")
-    return (
-        mtp or launches or (eagle and job.folder is not None and EAGLE_SITTING in job.folder.parts)
-    )
+    if c.drafter == "mtp":
+        return c.k in (1, 7) and workload.startswith("concurrency")
+    if c.drafter == "eagle3":
+        return workload.startswith("prefix_cache")
+    return c.model == "qwen3.8-27b" and workload.startswith(("concurrency", "prefill_sweep"))
 
 
 def main() -> None:
