@@ -1,14 +1,15 @@
-"""Third parties' cold prefills of the studies' model on the studies' two machines, beside the simulator.
+"""Third parties' prefills of the studies' model on the studies' two machines, beside the simulator.
 
     .venv/bin/python benchmarks/third_party_prefill.py [--fit-spark]
 
 Each cell is one published first-token time of Qwen3.8-27B (or Qwen3.5-27B, the same layout) served by
-vLLM on a DGX Spark or an RTX A6000, with nothing cached. The simulator is sent the same prompt length,
-quantization, drafter and chunk budget (`runtime=sim runtime.engine=vllm`) and the error is printed
-against the TTFT target (25 %). `--fit-spark` also searches the Spark's two prefill shares
-(`hardware.achieved.compute` and `attention_compute`) on a grid for the least rms error over the Spark's
-stock-configuration cells. docs/studies.md ("The Spark-A6000 prefill crossover") reads these figures.
-Writes benchmarks/results/third_party_prefill.md.
+vLLM on a DGX Spark or an RTX A6000: a cold prompt, or the same prompt sent again once its first send
+is cached (warm). The simulator is sent the same prompt length, quantization, drafter, chunk budget and
+KV-cache type (`runtime=sim runtime.engine=vllm`; a warm cell as the `prefix_cache` workload's second
+send) and the error is printed against the TTFT target (25 %). `--fit-spark` also searches the Spark's
+two prefill shares (`hardware.achieved.compute` and `attention_compute`) on a grid for the least rms
+error over the Spark's stock-configuration cells. docs/studies.md ("The Spark-A6000 prefill crossover")
+reads these figures. Writes benchmarks/results/third_party_prefill.md.
 """
 
 from __future__ import annotations
@@ -42,6 +43,10 @@ class Cell:
     """(prompt tokens, TTFT in seconds) of each cold send."""
     stock: bool
     """A stock configuration (no tuning of vLLM's kernels for the machine)."""
+    cache: str = "cold"
+    """`warm`: each send's prompt was sent once before, and is cached."""
+    kv_cache_dtype: str = "auto"
+    """The KV cache's type as vLLM resolved it (unsloth's NVFP4 checkpoint carries an FP8 scheme)."""
 
     @property
     def prompt_tokens(self) -> int:
@@ -54,7 +59,7 @@ class Cell:
     @property
     def label(self) -> str:
         arm = self.drafter if self.k is None else f"{self.drafter} k={self.k}"
-        return f"{self.hardware} {self.quantization} {arm}, {self.chunk_tokens:,}-token chunks"
+        return f"{self.hardware} {self.quantization} {arm}, {self.chunk_tokens:,}-token chunks, {self.cache}"
 
 
 CELLS = (
@@ -87,6 +92,27 @@ CELLS = (
         2048,  # vLLM caps the scheduled tokens at 2,048 with 3 speculative tokens (the run's notes)
         ((10208, 6.527), (10154, 6.530), (10103, 6.512), (10135, 6.535)),
         stock=True,
+        kv_cache_dtype="fp8",
+    ),
+    Cell(  # the same run's sends of a prompt sent before (the warm-up's prompt included)
+        "inference-atlas 828c73f114adfb7e prefill-8k",
+        "dgx_spark",
+        "nvfp4",
+        "mtp",
+        3,
+        2048,
+        (
+            (10208, 1.537),
+            (10208, 1.536),
+            (10154, 1.523),
+            (10103, 1.490),
+            (10135, 1.514),
+            (10208, 1.547),
+            (10154, 1.516),
+        ),
+        stock=True,
+        cache="warm",
+        kv_cache_dtype="fp8",
     ),
     Cell(  # the same server, prefill-32k-v1
         "inference-atlas 828c73f114adfb7e prefill-32k",
@@ -97,6 +123,27 @@ CELLS = (
         2048,
         ((40186, 30.073), (40425, 30.238), (40233, 30.177), (40316, 30.185)),
         stock=True,
+        kv_cache_dtype="fp8",
+    ),
+    Cell(
+        "inference-atlas 828c73f114adfb7e prefill-32k",
+        "dgx_spark",
+        "nvfp4",
+        "mtp",
+        3,
+        2048,
+        (
+            (40186, 1.454),
+            (40186, 1.449),
+            (40425, 1.623),
+            (40233, 1.511),
+            (40316, 1.529),
+            (40186, 1.460),
+            (40425, 1.618),
+        ),
+        stock=True,
+        cache="warm",
+        kv_cache_dtype="fp8",
     ),
     Cell(  # inference-atlas e8badcd0986cd3d8--prefill-8k-v1 (the warm-up's 8.7 s held a first-use compile)
         "inference-atlas e8badcd0986cd3d8 prefill-8k",
@@ -107,6 +154,26 @@ CELLS = (
         16384,
         ((10154, 6.712), (10103, 6.694), (10135, 6.688)),
         stock=True,
+        kv_cache_dtype="fp8",
+    ),
+    Cell(  # its warm sends, but one of 3.95 s (d50's second send) that found less cached
+        "inference-atlas e8badcd0986cd3d8 prefill-8k",
+        "dgx_spark",
+        "nvfp4",
+        "dspark",
+        14,
+        16384,
+        (
+            (10208, 1.901),
+            (10208, 1.901),
+            (10154, 1.830),
+            (10135, 1.818),
+            (10208, 1.907),
+            (10154, 1.833),
+        ),
+        stock=True,
+        cache="warm",
+        kv_cache_dtype="fp8",
     ),
     Cell(  # the same server, prefill-32k-v1 (its warm-up, 50.3 s, likewise left out)
         "inference-atlas e8badcd0986cd3d8 prefill-32k",
@@ -117,27 +184,59 @@ CELLS = (
         16384,
         ((40425, 37.470), (40233, 37.293), (40316, 37.263)),
         stock=True,
+        kv_cache_dtype="fp8",
+    ),
+    Cell(  # its warm sends, but one of 4.13 s (d50's second send) that found less cached
+        "inference-atlas e8badcd0986cd3d8 prefill-32k",
+        "dgx_spark",
+        "nvfp4",
+        "dspark",
+        14,
+        16384,
+        (
+            (40186, 2.060),
+            (40186, 1.959),
+            (40425, 2.161),
+            (40316, 2.298),
+            (40186, 1.957),
+            (40425, 2.155),
+        ),
+        stock=True,
+        cache="warm",
+        kv_cache_dtype="fp8",
     ),
 )
 
 
 def simulated_ttft(cell: Cell, extra: tuple[str, ...] = ()) -> float:
-    """The simulator's first token for `cell`'s median prompt, alone on an idle server."""
+    """The simulator's first token for `cell`'s median prompt, alone on an idle server: cold, or sent
+    again after a cold send of the same prompt (the last token apart, the `prefix_cache` workload's
+    least suffix)."""
+    workload = (
+        ["workload=prefill_sweep", f"workload.prompt_lengths=[{cell.prompt_tokens}]"]
+        if cell.cache == "cold"
+        else [
+            "workload=prefix_cache",
+            f"workload.prompt_lengths=[{cell.prompt_tokens}]",
+            "workload.suffix_tokens=1",
+        ]
+    )
     overrides = [
         f"hardware={cell.hardware}",
         "model=qwen3.8-27b",
         f"quantization={cell.quantization}",
         f"drafter={cell.drafter}",
         *([f"k={cell.k}"] if cell.k is not None else []),
-        "workload=prefill_sweep",
-        f"workload.prompt_lengths=[{cell.prompt_tokens}]",
+        *workload,
         "workload.repeats=1",
         "workload.warmup=0",
         "runtime.max_model_len=131072",
         f"runtime.max_num_batched_tokens={cell.chunk_tokens}",
+        f"runtime.kv_cache_dtype={cell.kv_cache_dtype}",
         *extra,
     ]
-    (point,) = simulate(build_spec(overrides)).values()
+    points = simulate(build_spec(overrides))
+    (point,) = [v for k, v in points.items() if k[2] == cell.cache]
     return point["ttft_s"]
 
 
@@ -150,7 +249,7 @@ def fit_spark() -> list[str]:
     stock = [c for c in CELLS if c.hardware == "dgx_spark" and c.stock]
     best: tuple[float, float, float, list[float]] | None = None
     for compute, attention in itertools.product(
-        (0.22, 0.24, 0.26, 0.28, 0.30), (0.3, 0.4, 0.5, 0.6, 0.7)
+        (0.22, 0.24, 0.26, 0.28, 0.30), (0.3, 0.5, 0.7, 0.8, 0.9, 1.0)
     ):
         extra = (
             f"hardware.achieved.compute={compute}",
@@ -179,12 +278,13 @@ def main() -> None:
     )
     args = parser.parse_args()
     lines = [
-        "# Third parties' cold prefills of the studies' model, beside the simulator",
+        "# Third parties' prefills of the studies' model, beside the simulator",
         "",
         "Written by `benchmarks/third_party_prefill.py`. Each row is the median of a source's cold sends of",
-        "Qwen3.8-27B (spark-bench-reproducers: Qwen3.5-27B, the same layout) with vLLM; simulated: the same",
-        "prompt length, quantization, drafter and chunk budget with `runtime=sim` and the hardware files as",
-        "they stand. Target: TTFT within 25 %. docs/studies.md reads these figures.",
+        "Qwen3.8-27B (spark-bench-reproducers: Qwen3.5-27B, the same layout) with vLLM, or of its sends of a",
+        "prompt already cached (warm); simulated: the same prompt length, quantization, drafter, chunk budget",
+        "and KV-cache type with `runtime=sim` and the hardware files as they stand. Target: TTFT within 25 %.",
+        "docs/studies.md reads these figures.",
         "",
         "| source | cell | prompt tokens | stock | measured TTFT (s) | simulated (s) | error | within |",
         "|---|---|---:|---|---:|---:|---:|---|",
