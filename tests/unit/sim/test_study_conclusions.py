@@ -67,8 +67,8 @@ def test_the_spark_prefills_faster_than_the_a6000_on_short_prompts_and_slower_on
     """The crossover within a factor of 2 of the studies' ~10k tokens (Spark ahead at 1k and 5k, behind
     at 20k and 32k), and both machines' first token for ~10k tokens within 25 % of the studies' 6-9 s."""
     spark, a6000 = ttfts("dgx_spark"), ttfts("rtx_a6000")
-    ahead = [n for n in CROSSOVER_LENGTHS if spark[n] < a6000[n]]
-    assert ahead == [1024, 5000], (spark, a6000)
+    assert all(spark[n] < a6000[n] for n in (1024, 5000)), (spark, a6000)
+    assert all(spark[n] > a6000[n] for n in (20000, 32768)), (spark, a6000)
     for ttft in (spark[10000], a6000[10000]):
         assert 6.0 * 0.75 <= ttft <= 9.0 * 1.25, (spark, a6000)
 
