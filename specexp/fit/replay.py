@@ -6,6 +6,8 @@ overrides do not say (specexp.fit.records holds the simulated jobs against the m
   counters over the job (`acceptance`, `draft_shape`): the simulator is then judged on the engine's
   costs, not on a guess of what the drafter accepts;
 - a cache-reuse job's new suffix as the server's tokenizer counted it (`byte_suffix_tokens`);
+- its prompts' lengths as the server counted them, where its chat template added tokens to the
+  target (`served_prompt_lengths`);
 - the largest CUDA graph the server was given (`cuda_graph_max_tokens`);
 - the deletion of the runtime keys a study sets for its server that the simulator has not.
 """
@@ -119,6 +121,9 @@ def sim_overrides(record: RunRecord, engine: str) -> list[str]:
         o for o in record.provenance.overrides if not o.lstrip("+~").startswith(ENGINE_OVERRIDES)
     ]
     out = ["runtime=sim", f"runtime.engine={engine}", *kept, *_engine_only_keys(kept)]
+    served = served_prompt_lengths(record)
+    if served is not None and _fills_to_length(out):
+        out = [o for o in out if not o.startswith(PROMPT_OVERRIDES)] + [served]
     accepted = acceptance(record)
     workload = record.provenance.composed.workload
     workload_class = (workload.acceptance_class if workload else None) or "fresh"
@@ -136,6 +141,53 @@ def sim_overrides(record: RunRecord, engine: str) -> list[str]:
     if graphs is not None:
         out.append(f"runtime.cuda_graph_max_tokens={graphs}")
     return out
+
+
+PROMPT_OVERRIDES = ("workload.prompt_tokens=", "workload.prompt_lengths=")
+
+
+def served_prompt_lengths(record: RunRecord) -> str | None:
+    """The override that gives the simulator the job's prompts at the lengths its server counted: each
+    target (`workload.prompt_tokens`, or each of `workload.prompt_lengths`) plus the median of what the
+    server added to it over the job's measurements. A simulated prompt is its target exactly, so a
+    512-token target that a server counted as 532 (specexp before it fitted prompts to the server's count)
+    would stay under a 512-token CUDA graph that the real step ran past, and an instruction the server
+    counted as 130 tokens would be prefilled as its target's 32. None where the server added nothing,
+    and for prompts that share a prefix (their suffix is
+    `byte_suffix_tokens`'s), sessions, traces and datasets; sim_overrides leaves it out for prompts that
+    are an instruction alone."""
+    workload = record.provenance.composed.workload
+    if (
+        workload is None
+        or workload.shared_prefix
+        or workload.session is not None
+        or workload.trace_file
+        or workload.dataset_file
+    ):
+        return None
+    targets = workload.prompt_lengths or (
+        [workload.prompt_tokens] if workload.prompt_tokens else []
+    )
+    counted = [m.conditions.prompt_tokens for m in record.measurements]
+    added = [
+        n - min(targets, key=lambda t: abs(t - n)) for n in counted if n is not None and targets
+    ]
+    if not added:
+        return None
+    extra = round(statistics.median(added))
+    if extra <= 0:
+        return None
+    if workload.prompt_lengths:
+        return f"workload.prompt_lengths=[{','.join(str(t + extra) for t in targets)}]"
+    return f"workload.prompt_tokens={targets[0] + extra}"
+
+
+def _fills_to_length(overrides: Sequence[str]) -> bool:
+    """Whether the job's workload, composed as it is now, fills its prompts to their lengths (not an
+    instruction alone: `workload.material: none`, which a record from before the key cannot say)."""
+    from specexp.run.compose import build_spec
+
+    return build_spec(list(overrides)).workload.material != "none"
 
 
 GRAPH_FLAG = "--compilation-config.max_cudagraph_capture_size"

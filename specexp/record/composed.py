@@ -48,6 +48,9 @@ class WorkloadNode(OptionNode):
     shared_prefix: bool | None = None
     endpoint: str | None = None
     prompt: str | None = None
+    prompt_tokens: int | None = None
+    prompt_lengths: list[int] | None = None
+    trace_file: str | None = None
 
 
 class RuntimeNode(OptionNode):

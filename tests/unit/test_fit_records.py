@@ -80,3 +80,21 @@ def test_each_send_of_a_prefix_pairs_with_its_own_simulated_send() -> None:
         assert fr.pair(m, old_sim)["cached_prompt_tokens"] == pytest.approx(
             m.metrics.cached_prompt_tokens or 0, abs=64
         )
+
+
+def test_a_job_is_replayed_at_the_prompt_lengths_its_server_counted(jobs: dict[str, fr.Job]) -> None:
+    """The first sitting's servers counted 20 tokens more than each target (the chat template's): the
+    simulator is sent 532 where the job asked for 512, so its step runs past vLLM's 512-token CUDA
+    graph as the server's did, and each of a prefill sweep's lengths likewise; a 32-token target whose
+    instruction alone came to 130 tokens is sent as 130. A later sitting's prompts, fitted to the
+    server's count, are replayed as they were asked, and a prefix shared between sends is left as it
+    is."""
+    burst = fr.sim_overrides(jobs["7415d7cd2ddb"].record, "vllm")  # concurrency, 512 asked
+    assert "workload.prompt_tokens=532" in burst and "workload.prompt_tokens=512" not in burst
+    sweep = fr.sim_overrides(jobs["bfd826147255"].record, "vllm")
+    assert "workload.prompt_lengths=[1044,2068,4116,8212,16404]" in sweep
+    short = fr.sim_overrides(jobs["9e7377fe67ce"].record, "vllm")  # 32 asked, the instruction's 130 sent
+    assert "workload.prompt_tokens=130" in short
+    assert replay.served_prompt_lengths(jobs["e9a52967da54"].record) is None  # prefix_cache
+    fitted = fr.load_jobs(REPO / "benchmarks/data/h200-vllm-2026-12-04/sweeps")
+    assert all(replay.served_prompt_lengths(j.record) is None for j in fitted)
