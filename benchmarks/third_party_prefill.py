@@ -18,7 +18,7 @@ import argparse
 import itertools
 import math
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from specexp.fit.engine_cells import simulate
@@ -62,6 +62,30 @@ class Cell:
         return f"{self.hardware} {self.quantization} {arm}, {self.chunk_tokens:,}-token chunks, {self.cache}"
 
 
+def atlas_run(
+    run: str,
+    drafter: str,
+    k: int,
+    chunk_tokens: int,
+    cold: tuple[tuple[int, float], ...],
+    warm: tuple[tuple[int, float], ...],
+) -> tuple[Cell, Cell]:
+    """One inference-atlas run's cold and warm cells: a Spark, NVFP4 weights, an FP8 KV cache (the
+    checkpoint's scheme), a stock configuration."""
+    cell = Cell(
+        f"inference-atlas {run}",
+        "dgx_spark",
+        "nvfp4",
+        drafter,
+        k,
+        chunk_tokens,
+        cold,
+        True,
+        kv_cache_dtype="fp8",
+    )
+    return cell, replace(cell, sends=warm, cache="warm")
+
+
 CELLS = (
     Cell(  # noonghunna/club-3090 issue 1047: 1x A6000, vllm/qwen38-27b-single-nvfp4, PREFILL-10K runs
         "noonghunna/club-3090#1047",
@@ -83,25 +107,16 @@ CELLS = (
         ((2048, 2048 / 2575),),
         stock=False,
     ),
-    Cell(  # 0xBakeer/inference-atlas 828c73f114adfb7e--prefill-8k-v1: every cold send, the warm-up's too
-        "inference-atlas 828c73f114adfb7e prefill-8k",
-        "dgx_spark",
-        "nvfp4",
-        "mtp",
-        3,
-        2048,  # vLLM caps the scheduled tokens at 2,048 with 3 speculative tokens (the run's notes)
-        ((10208, 6.527), (10154, 6.530), (10103, 6.512), (10135, 6.535)),
-        stock=True,
-        kv_cache_dtype="fp8",
-    ),
-    Cell(  # the same run's sends of a prompt sent before (the warm-up's prompt included)
-        "inference-atlas 828c73f114adfb7e prefill-8k",
-        "dgx_spark",
-        "nvfp4",
+    # 0xBakeer/inference-atlas, Qwen3.8-27B NVFP4 (unsloth) on one GB10 with vLLM 0.27: each run's cold
+    # sends (a warm-up's too, where it was a cold send that compiled nothing) and its sends of a prompt sent
+    # before (all of it cached)
+    *atlas_run(  # MTP k = 3: vLLM caps the scheduled tokens at 2,048 with 3 speculative tokens
+        "828c73f114adfb7e prefill-8k",
         "mtp",
         3,
         2048,
-        (
+        cold=((10208, 6.527), (10154, 6.530), (10103, 6.512), (10135, 6.535)),
+        warm=(
             (10208, 1.537),
             (10208, 1.536),
             (10154, 1.523),
@@ -110,29 +125,14 @@ CELLS = (
             (10208, 1.547),
             (10154, 1.516),
         ),
-        stock=True,
-        cache="warm",
-        kv_cache_dtype="fp8",
     ),
-    Cell(  # the same server, prefill-32k-v1
-        "inference-atlas 828c73f114adfb7e prefill-32k",
-        "dgx_spark",
-        "nvfp4",
+    *atlas_run(
+        "828c73f114adfb7e prefill-32k",
         "mtp",
         3,
         2048,
-        ((40186, 30.073), (40425, 30.238), (40233, 30.177), (40316, 30.185)),
-        stock=True,
-        kv_cache_dtype="fp8",
-    ),
-    Cell(
-        "inference-atlas 828c73f114adfb7e prefill-32k",
-        "dgx_spark",
-        "nvfp4",
-        "mtp",
-        3,
-        2048,
-        (
+        cold=((40186, 30.073), (40425, 30.238), (40233, 30.177), (40316, 30.185)),
+        warm=(
             (40186, 1.454),
             (40186, 1.449),
             (40425, 1.623),
@@ -141,29 +141,14 @@ CELLS = (
             (40186, 1.460),
             (40425, 1.618),
         ),
-        stock=True,
-        cache="warm",
-        kv_cache_dtype="fp8",
     ),
-    Cell(  # inference-atlas e8badcd0986cd3d8--prefill-8k-v1 (the warm-up's 8.7 s held a first-use compile)
-        "inference-atlas e8badcd0986cd3d8 prefill-8k",
-        "dgx_spark",
-        "nvfp4",
+    *atlas_run(  # DSpark k = 14: its warm-up (8.7 s) held a first-use compile; one warm send of 3.95 s
+        "e8badcd0986cd3d8 prefill-8k",  # (d50's second) found less cached; both left out
         "dspark",
         14,
         16384,
-        ((10154, 6.712), (10103, 6.694), (10135, 6.688)),
-        stock=True,
-        kv_cache_dtype="fp8",
-    ),
-    Cell(  # its warm sends, but one of 3.95 s (d50's second send) that found less cached
-        "inference-atlas e8badcd0986cd3d8 prefill-8k",
-        "dgx_spark",
-        "nvfp4",
-        "dspark",
-        14,
-        16384,
-        (
+        cold=((10154, 6.712), (10103, 6.694), (10135, 6.688)),
+        warm=(
             (10208, 1.901),
             (10208, 1.901),
             (10154, 1.830),
@@ -171,29 +156,14 @@ CELLS = (
             (10208, 1.907),
             (10154, 1.833),
         ),
-        stock=True,
-        cache="warm",
-        kv_cache_dtype="fp8",
     ),
-    Cell(  # the same server, prefill-32k-v1 (its warm-up, 50.3 s, likewise left out)
-        "inference-atlas e8badcd0986cd3d8 prefill-32k",
-        "dgx_spark",
-        "nvfp4",
+    *atlas_run(  # its warm-up (50.3 s) and one warm send of 4.13 s likewise left out
+        "e8badcd0986cd3d8 prefill-32k",
         "dspark",
         14,
         16384,
-        ((40425, 37.470), (40233, 37.293), (40316, 37.263)),
-        stock=True,
-        kv_cache_dtype="fp8",
-    ),
-    Cell(  # its warm sends, but one of 4.13 s (d50's second send) that found less cached
-        "inference-atlas e8badcd0986cd3d8 prefill-32k",
-        "dgx_spark",
-        "nvfp4",
-        "dspark",
-        14,
-        16384,
-        (
+        cold=((40425, 37.470), (40233, 37.293), (40316, 37.263)),
+        warm=(
             (40186, 2.060),
             (40186, 1.959),
             (40425, 2.161),
@@ -201,9 +171,6 @@ CELLS = (
             (40186, 1.957),
             (40425, 2.155),
         ),
-        stock=True,
-        cache="warm",
-        kv_cache_dtype="fp8",
     ),
 )
 

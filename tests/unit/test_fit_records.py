@@ -82,7 +82,9 @@ def test_each_send_of_a_prefix_pairs_with_its_own_simulated_send() -> None:
         )
 
 
-def test_a_job_is_replayed_at_the_prompt_lengths_its_server_counted(jobs: dict[str, fr.Job]) -> None:
+def test_a_job_is_replayed_at_the_prompt_lengths_its_server_counted(
+    jobs: dict[str, fr.Job],
+) -> None:
     """The first sitting's servers counted 20 tokens more than each target (the chat template's): the
     simulator is sent 532 where the job asked for 512, so its step runs past vLLM's 512-token CUDA
     graph as the server's did, and each of a prefill sweep's lengths likewise; a 32-token target whose
@@ -93,7 +95,9 @@ def test_a_job_is_replayed_at_the_prompt_lengths_its_server_counted(jobs: dict[s
     assert "workload.prompt_tokens=532" in burst and "workload.prompt_tokens=512" not in burst
     sweep = fr.sim_overrides(jobs["bfd826147255"].record, "vllm")
     assert "workload.prompt_lengths=[1044,2068,4116,8212,16404]" in sweep
-    short = fr.sim_overrides(jobs["9e7377fe67ce"].record, "vllm")  # 32 asked, the instruction's 130 sent
+    short = fr.sim_overrides(
+        jobs["9e7377fe67ce"].record, "vllm"
+    )  # 32 asked, the instruction's 130 sent
     assert "workload.prompt_tokens=130" in short
     assert replay.served_prompt_lengths(jobs["e9a52967da54"].record) is None  # prefix_cache
     fitted = fr.load_jobs(REPO / "benchmarks/data/h200-vllm-2026-12-04/sweeps")
