@@ -93,7 +93,7 @@ CELLS = (
         "nvfp4",
         "none",
         None,
-        2048,  # vLLM's default under 70 GiB of GPU memory (docs/engines.md 1.5)
+        2048,  # vLLM's API server's default under 70 GiB of GPU memory (docs/engines.md 1.5)
         ((9997, 5.445), (10367, 5.628), (10367, 5.628)),
         stock=True,
     ),
