@@ -30,7 +30,7 @@ TTFT_TARGET = 0.25
 
 @dataclass(frozen=True)
 class Cell:
-    """One published cold prefill: the prompts' lengths (server-counted) and first-token times."""
+    """One published prefill, cold or warm: the prompts' lengths (server-counted) and first-token times."""
 
     source: str
     hardware: str
@@ -40,7 +40,7 @@ class Cell:
     chunk_tokens: int
     """vLLM's `--max-num-batched-tokens` as the source ran it."""
     sends: tuple[tuple[int, float], ...]
-    """(prompt tokens, TTFT in seconds) of each cold send."""
+    """(prompt tokens, TTFT in seconds) of each send."""
     stock: bool
     """A stock configuration (no tuning of vLLM's kernels for the machine)."""
     cache: str = "cold"
@@ -59,7 +59,11 @@ class Cell:
     @property
     def label(self) -> str:
         arm = self.drafter if self.k is None else f"{self.drafter} k={self.k}"
-        return f"{self.hardware} {self.quantization} {arm}, {self.chunk_tokens:,}-token chunks, {self.cache}"
+        kv = "" if self.kv_cache_dtype == "auto" else f", {self.kv_cache_dtype} KV cache"
+        return (
+            f"{self.hardware} {self.quantization} {arm}, {self.chunk_tokens:,}-token chunks{kv}, "
+            f"{self.cache}"
+        )
 
 
 def atlas_run(

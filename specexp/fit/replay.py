@@ -150,12 +150,12 @@ def served_prompt_lengths(record: RunRecord) -> str | None:
     """The override that gives the simulator the job's prompts at the lengths its server counted: each
     target (`workload.prompt_tokens`, or each of `workload.prompt_lengths`) plus the median of what the
     server added to it over the job's measurements. A simulated prompt is its target exactly, so a
-    512-token target that a server counted as 532 (specexp before it fitted prompts to the server's count)
-    would stay under a 512-token CUDA graph that the real step ran past, and an instruction the server
-    counted as 130 tokens would be prefilled as its target's 32. None where the server added nothing,
-    and for prompts that share a prefix (their suffix is
-    `byte_suffix_tokens`'s), sessions, traces and datasets; sim_overrides leaves it out for prompts that
-    are an instruction alone."""
+    512-token target that a server counted as 532 (specexp before it fitted prompts to the server's
+    count) would stay under a 512-token CUDA graph that the real step ran past, and a 32-token target
+    whose instruction came to 130 tokens would be prefilled as 32. None where the server added nothing,
+    and for prompts that share a prefix (their suffix is `byte_suffix_tokens`'s), sessions, traces and
+    datasets; sim_overrides also leaves it out where the workload sends its instruction alone, which
+    the simulator sends at its own length."""
     workload = record.provenance.composed.workload
     if (
         workload is None

@@ -95,9 +95,8 @@ def test_a_job_is_replayed_at_the_prompt_lengths_its_server_counted(
     assert "workload.prompt_tokens=532" in burst and "workload.prompt_tokens=512" not in burst
     sweep = fr.sim_overrides(jobs["bfd826147255"].record, "vllm")
     assert "workload.prompt_lengths=[1044,2068,4116,8212,16404]" in sweep
-    short = fr.sim_overrides(
-        jobs["9e7377fe67ce"].record, "vllm"
-    )  # 32 asked, the instruction's 130 sent
+    # 32 asked, the instruction's 130 sent
+    short = fr.sim_overrides(jobs["9e7377fe67ce"].record, "vllm")
     assert "workload.prompt_tokens=130" in short
     assert replay.served_prompt_lengths(jobs["e9a52967da54"].record) is None  # prefix_cache
     fitted = fr.load_jobs(REPO / "benchmarks/data/h200-vllm-2026-12-04/sweeps")
