@@ -153,7 +153,41 @@ REST = [("h200_sglang_hybrid", [grid(FIRST_TOKEN, f"{EXTENDED},drafter:none"), "
 reached its deadline before it), and its extending session warmed at both of its shapes (the second
 sitting's was warmed with one 108-token prompt: its third turn, 336 new tokens onto 8,640 cached, took
 224 ms where warm hits of ~120 new tokens took 110-136 ms). One server, about 5 minutes."""
-PLANS = {"studies": STUDIES, "second": SECOND, "third": THIRD, "fifth": FIFTH, "rest": REST}
+PREFILL = (
+    "workload:prefill_sweep,workload.prompt_lengths:'[1024,2048,4096,8192,16384]',drafter:none"
+)
+BASELINE = [
+    (
+        "h200_sglang_dense",
+        [grid(f"{DECODE},drafter:none", PREFILL, f"{PREFIX_SENDS},drafter:none"), "baseline=false"],
+    ),
+    (
+        "h200_sglang_hybrid",
+        [
+            grid(
+                FIRST_TOKEN,
+                f"{EXTENDED},drafter:none",
+                f"{DECODE},drafter:none",
+                f"{PREFIX_SENDS},drafter:none",
+            ),
+            "baseline=false",
+        ],
+    ),
+    ("h200_sglang_dense", [grid(f"{DECODE},drafter:eagle3,k:'3'"), "baseline=false"]),
+]
+"""Both shapes without a drafter on a card not measured before (the sitting picks its hardware profile:
+Sitting.hardware): the dense shape's decode at 1-32 streams, prefill 1k-16k and its prefix sent three
+times; the hybrid's first token by prompt and tokens out, its extending session, decode and prefix sends
+(REST's cells among them); then EAGLE-3 at 3/1/4 on the dense shape. Three servers, about 15 minutes. On
+an H100 every figure is held out: the `sglang` profile was fitted on the H200 alone."""
+PLANS = {
+    "studies": STUDIES,
+    "second": SECOND,
+    "third": THIRD,
+    "fifth": FIFTH,
+    "rest": REST,
+    "baseline": BASELINE,
+}
 DEVICE_ENV = {
     "HF_HUB_OFFLINE": "1",
     "TRANSFORMERS_OFFLINE": "1",

@@ -121,6 +121,7 @@ class Sitting:
             "specexp",
             *([f"+experiment={name}"] if experiment else ["-m"]),
             *overrides,
+            *self.hardware(overrides, env),
             f"hydra.sweep.dir={self.work / 'sweeps' / name}",
         ]
         self.log("run: " + " ".join(argv[3:]))
@@ -138,6 +139,23 @@ class Sitting:
                 except subprocess.TimeoutExpired:
                     proc.kill()
                     return proc.wait()
+
+    def hardware(self, overrides: Sequence[str], env: Mapping[str, str]) -> list[str]:
+        """`hardware=` of the card this machine has, where the overrides name none: a lent machine of
+        one size is an H100 or an H200, and the experiments say h200. specexp's plan refuses a job
+        whose profile does not fit the card (specexp.measure.gpu_identity), so this picks the one
+        that does; none where no profile fits (the plan then says so, job by job)."""
+        if any(o.split("=", 1)[0].lstrip("+") == "hardware" for o in overrides):
+            return []
+        fits = subprocess.run(
+            [sys.executable, "-m", "specexp.measure.gpu_identity"],
+            capture_output=True,
+            text=True,
+            env=dict(env),
+            check=False,
+        ).stdout.split()
+        self.log(f"run: this machine's card fits hardware profiles {fits or 'none'}")
+        return [f"hardware={fits[0]}"] if len(fits) == 1 else []
 
     def done(self, seconds: float) -> None:
         (self.work / "run.done").write_text(f"{seconds:.0f}\n")

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from specexp.measure import gpu_identity
 from specexp.runtimes.base import runtime_for
 from specexp.sim.context import model_context
 from specexp.spec.experiment import ExperimentSpec
@@ -44,8 +45,9 @@ class Cell:
     """Why no server could serve the cell, known before any starts (its requests do not fit the
     context; the simulator asked for text): recorded as refused, and the sweep goes on."""
     refuse_kind: str = "context_too_long"
-    """The refused record's error kind: context_too_long, no_text (the simulator), or
-    unsupported_drafter (the installed engine's version lacks it)."""
+    """The refused record's error kind: context_too_long, no_text (the simulator),
+    unsupported_drafter (the installed engine's version lacks it), or hardware_mismatch (this
+    machine's GPU is not the one the hardware profile describes)."""
     note: str | None = None
     """What canonicalization changed (e.g. a k dropped for drafter=none)."""
 
@@ -58,6 +60,7 @@ def make_cell(spec: ExperimentSpec) -> Cell:
     canonical = spec
     if spec.drafter.kind != "draft_model":
         canonical = canonical.model_copy(update={"draft_model": None})
+    refusal = _refusal(canonical)
     return Cell(
         spec=canonical,
         run_id=_digest(
@@ -72,8 +75,8 @@ def make_cell(spec: ExperimentSpec) -> Cell:
         ),
         server_key=_server_key(canonical),
         skip_reason=_meaningless(canonical),
-        refuse_reason=no_text(canonical) or too_long(canonical) or engine_refusal(canonical),
-        refuse_kind=_refuse_kind(canonical),
+        refuse_reason=refusal[1] if refusal else None,
+        refuse_kind=refusal[0] if refusal else "context_too_long",
         note=note,
     )
 
@@ -86,10 +89,30 @@ def engine_refusal(spec: ExperimentSpec) -> str | None:
     return runtime_for(spec.runtime.name).plan_refusal(spec)
 
 
-def _refuse_kind(spec: ExperimentSpec) -> str:
-    if no_text(spec):
-        return "no_text"
-    return "context_too_long" if too_long(spec) else "unsupported_drafter"
+def hardware_refusal(spec: ExperimentSpec) -> str | None:
+    """Why a measured job that would start its server on this machine cannot: its GPU is not the card
+    the hardware profile describes (specexp.measure.gpu_identity), so every figure would carry another
+    card's name. Not asked for the simulator or a server reached at `runtime.url`."""
+    if spec.runtime.simulated or getattr(spec.runtime, "url", None):
+        return None
+    return gpu_identity.mismatch(
+        spec.hardware, gpu_identity.local_gpu_names(), gpu_identity.profiles_naming
+    )
+
+
+def _refusal(spec: ExperimentSpec) -> tuple[str, str] | None:
+    """The first reason no server could serve the cell, with its record's error kind."""
+    checks = (
+        ("no_text", no_text),
+        ("context_too_long", too_long),
+        ("unsupported_drafter", engine_refusal),
+        ("hardware_mismatch", hardware_refusal),
+    )
+    for kind, check in checks:
+        reason = check(spec)
+        if reason:
+            return kind, reason
+    return None
 
 
 def no_text(spec: ExperimentSpec) -> str | None:

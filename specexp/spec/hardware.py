@@ -74,6 +74,11 @@ class HardwareSpec(_Spec):
     arch: Literal["ampere", "ada", "hopper", "blackwell", "cpu", "rdna", "cdna"]
     gpu_count: int = Field(default=1, ge=0)
     """Accelerators the server uses (0: a CPU-only server)."""
+    device_names: list[str] = Field(default_factory=list, exclude=True)
+    """What the driver calls the card this profile describes (a part of NVML's name, any case:
+    'H200' fits 'NVIDIA H200'). A measured job that starts its server here is refused at plan time
+    when this machine's GPUs do not fit (specexp.measure.gpu_identity). Empty: not checked. Not part
+    of run ids: it changes no figure."""
     memory_gib: float = Field(gt=0)
     """Device memory the engine can see, GiB."""
     memory_bandwidth_gbps: float = Field(gt=0)

@@ -1,0 +1,112 @@
+"""Which GPUs this machine has, and whether a hardware profile names them.
+
+A measured record carries its hardware profile (`hardware=h200`) as a condition of every figure in it,
+and the simulator, the checker and every comparison read that profile as the truth. A job that starts
+its server here on another card than the profile names (an H100 where the sweep says `hardware=h200`:
+lent machines of one size may be either) would write an H100's figures under an H200's name. So before
+any server starts, the plan compares the names NVML gives this machine's GPUs with the profile's
+`device_names` and refuses the cell on a mismatch, naming both and the profiles that do fit.
+
+`python -m specexp.measure.gpu_identity` prints the profiles that fit this machine's first GPU, one a
+line (nothing, and exit status 1, where none does or NVML cannot be read).
+
+Nothing is checked where it cannot be known: a simulated run, a server reached at `runtime.url` (its
+GPUs are not this machine's), CPU hardware, a profile without `device_names`, or no NVML here.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable, Sequence
+
+from omegaconf import DictConfig, OmegaConf
+
+from specexp.spec import paths
+from specexp.spec.hardware import HardwareSpec
+
+
+@functools.cache
+def local_gpu_names() -> tuple[str, ...] | None:
+    """The names NVML gives this machine's GPUs, in index order; None where NVML cannot be read
+    (no `nvidia-ml-py`, no driver). Read once a process: the plan asks for every cell."""
+    try:
+        import pynvml  # nvidia-ml-py
+    except ImportError:
+        return None
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError:
+        return None
+    try:
+        handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
+        names = [pynvml.nvmlDeviceGetName(h) for h in handles]
+        return tuple(n.decode() if isinstance(n, bytes) else str(n) for n in names)
+    except pynvml.NVMLError:
+        return None
+    finally:
+        pynvml.nvmlShutdown()
+
+
+def names_fit(patterns: Sequence[str], gpu_name: str) -> bool:
+    """Whether `gpu_name` (NVML's, e.g. 'NVIDIA H100 80GB HBM3') contains one of `patterns`, in any
+    case."""
+    lowered = gpu_name.lower()
+    return any(p.lower() in lowered for p in patterns)
+
+
+def mismatch(
+    hardware: HardwareSpec,
+    names: Sequence[str] | None,
+    profiles: Callable[[str], list[str]] = lambda _: [],
+) -> str | None:
+    """Why `hardware` does not describe GPUs named `names` (the first `hardware.gpu_count` of them,
+    those a started server uses), or None where it does or nothing can be told. `profiles(name)` lists
+    the hardware profiles whose `device_names` fit a GPU name, for the message."""
+    if names is None or hardware.gpu_count < 1 or not hardware.device_names:
+        return None
+    used = list(names[: hardware.gpu_count])
+    if len(used) < hardware.gpu_count:
+        return (
+            f"hardware={hardware.name} has gpu_count {hardware.gpu_count}, but this machine has "
+            f"{len(names)} GPU(s) ({', '.join(repr(n) for n in names) or 'none'})"
+        )
+    wrong = [(i, n) for i, n in enumerate(used) if not names_fit(hardware.device_names, n)]
+    if not wrong:
+        return None
+    index, name = wrong[0]
+    fitting = profiles(name)
+    hint = (
+        f"set hardware={' or hardware='.join(fitting)}"
+        if fitting
+        else "choose the profile of the card that serves, or add its name to device_names"
+    )
+    return (
+        f"hardware={hardware.name} (conf/hardware/{hardware.name}.yaml device_names: "
+        f"{', '.join(hardware.device_names)}) does not describe GPU {index} of this machine, "
+        f"{name!r}: {hint}"
+    )
+
+
+def profiles_naming(gpu_name: str) -> list[str]:
+    """The hardware profiles (conf/hardware/ and the user's) whose `device_names` fit `gpu_name`."""
+    fitting = []
+    for name in paths.options("hardware"):
+        file = paths.option_file("hardware", name)
+        conf = OmegaConf.load(file) if file else None
+        patterns = conf.get("device_names") if isinstance(conf, DictConfig) else None
+        if patterns and names_fit([str(p) for p in patterns], gpu_name):
+            fitting.append(name)
+    return fitting
+
+
+def main() -> int:
+    names = local_gpu_names()
+    fitting = profiles_naming(names[0]) if names else []
+    for name in fitting:
+        print(name)
+    return 0 if fitting else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

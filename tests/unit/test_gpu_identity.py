@@ -1,0 +1,76 @@
+"""A measured job is refused at plan time when this machine's GPU is not the card its hardware profile
+describes: lent machines of one size come as an H100 or an H200, and a record written under the wrong
+profile would carry one card's figures under the other's name."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from specexp.measure import gpu_identity
+from specexp.run.plan import make_cell
+
+H100 = ("NVIDIA H100 80GB HBM3",)
+H200 = ("NVIDIA H200",)
+
+
+@pytest.fixture
+def gpus(monkeypatch: pytest.MonkeyPatch) -> Callable[[tuple[str, ...] | None], None]:
+    """Make this machine's NVML answer with these GPU names (None: no NVML)."""
+
+    def set_names(names: tuple[str, ...] | None) -> None:
+        monkeypatch.setattr(gpu_identity, "local_gpu_names", lambda: names)
+
+    return set_names
+
+
+def test_a_vllm_job_for_an_h200_is_refused_on_an_h100_and_told_the_profile_that_fits(
+    make_spec: Callable[..., Any], gpus: Callable[[tuple[str, ...] | None], None]
+) -> None:
+    gpus(H100)
+    cell = make_cell(make_spec("runtime=vllm", "hardware=h200"))
+    assert cell.refuse_kind == "hardware_mismatch"
+    reason = cell.refuse_reason or ""
+    assert "hardware=h200" in reason and "'NVIDIA H100 80GB HBM3'" in reason
+    assert "set hardware=h100" in reason
+    assert make_cell(make_spec("runtime=vllm", "hardware=h100")).refuse_reason is None
+
+
+def test_the_right_card_passes_and_so_does_what_cannot_be_told(
+    make_spec: Callable[..., Any], gpus: Callable[[tuple[str, ...] | None], None]
+) -> None:
+    gpus(H200)
+    assert make_cell(make_spec("runtime=sglang", "hardware=h200")).refuse_reason is None
+    gpus(None)  # no NVML here: nothing known against the profile
+    assert make_cell(make_spec("runtime=vllm", "hardware=h200")).refuse_reason is None
+
+
+def test_the_simulator_and_a_server_reached_elsewhere_are_not_asked(
+    make_spec: Callable[..., Any], gpus: Callable[[tuple[str, ...] | None], None]
+) -> None:
+    gpus(H100)
+    assert make_cell(make_spec("hardware=h200")).refuse_reason is None  # runtime=sim
+    reached = make_spec("runtime=vllm", "hardware=h200", "runtime.url=http://10.0.0.7:8000")
+    assert make_cell(reached).refuse_reason is None
+
+
+def test_a_card_no_profile_names_gets_the_way_out_and_too_few_gpus_are_named(
+    make_spec: Callable[..., Any],
+) -> None:
+    spec = make_spec("runtime=vllm", "hardware=h100")
+    said = gpu_identity.mismatch(spec.hardware, ("NVIDIA L40S",))
+    assert said is not None and "'NVIDIA L40S'" in said and "add its name to device_names" in said
+    two = spec.hardware.model_copy(update={"gpu_count": 2})
+    said = gpu_identity.mismatch(two, H100)
+    assert said is not None and "gpu_count 2" in said and "1 GPU(s)" in said
+    assert gpu_identity.mismatch(two, H100 * 2) is None
+
+
+def test_device_names_stay_out_of_run_ids(make_spec: Callable[..., Any]) -> None:
+    spec = make_spec("hardware=h200")
+    renamed = spec.model_copy(
+        update={"hardware": spec.hardware.model_copy(update={"device_names": ["H200 NVL"]})}
+    )
+    assert make_cell(spec).run_id == make_cell(renamed).run_id
