@@ -17,6 +17,7 @@ GPUs are not this machine's), CPU hardware, a profile without `device_names`, or
 from __future__ import annotations
 
 import functools
+import os
 import sys
 from collections.abc import Callable, Sequence
 
@@ -28,8 +29,10 @@ from specexp.spec.hardware import HardwareSpec
 
 @functools.cache
 def local_gpu_names() -> tuple[str, ...] | None:
-    """The names NVML gives this machine's GPUs, in index order; None where NVML cannot be read
-    (no `nvidia-ml-py`, no driver). Read once a process: the plan asks for every cell."""
+    """The names NVML gives the GPUs a server started here would use, in CUDA's order: those
+    `CUDA_VISIBLE_DEVICES` lists (by index or by UUID), else all of them. None where NVML cannot be
+    read (no `nvidia-ml-py`, no driver) or the variable names a device NVML does not know. Read once a
+    process: the plan asks for every cell."""
     try:
         import pynvml  # nvidia-ml-py
     except ImportError:
@@ -40,12 +43,36 @@ def local_gpu_names() -> tuple[str, ...] | None:
         return None
     try:
         handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
-        names = [pynvml.nvmlDeviceGetName(h) for h in handles]
-        return tuple(n.decode() if isinstance(n, bytes) else str(n) for n in names)
+        names = [_text(pynvml.nvmlDeviceGetName(h)) for h in handles]
+        uuids = [_text(pynvml.nvmlDeviceGetUUID(h)) for h in handles]
     except pynvml.NVMLError:
         return None
     finally:
         pynvml.nvmlShutdown()
+    return visible(names, uuids, os.environ.get("CUDA_VISIBLE_DEVICES"))
+
+
+def visible(
+    names: Sequence[str], uuids: Sequence[str], listed: str | None
+) -> tuple[str, ...] | None:
+    """`names` as CUDA orders them under CUDA_VISIBLE_DEVICES=`listed` (indices, or UUIDs and their
+    prefixes); None where an entry matches no device."""
+    if listed is None:
+        return tuple(names)
+    chosen = []
+    for entry in (e.strip() for e in listed.split(",") if e.strip()):
+        if entry.isdigit():
+            index: int | None = int(entry) if int(entry) < len(names) else None
+        else:
+            index = next((i for i, u in enumerate(uuids) if u.startswith(entry)), None)
+        if index is None:
+            return None
+        chosen.append(names[index])
+    return tuple(chosen)
+
+
+def _text(value: object) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def names_fit(patterns: Sequence[str], gpu_name: str) -> bool:

@@ -74,3 +74,14 @@ def test_device_names_stay_out_of_run_ids(make_spec: Callable[..., Any]) -> None
         update={"hardware": spec.hardware.model_copy(update={"device_names": ["H200 NVL"]})}
     )
     assert make_cell(spec).run_id == make_cell(renamed).run_id
+
+
+def test_the_gpus_a_server_would_use_follow_cuda_visible_devices() -> None:
+    names, uuids = ["NVIDIA H100 80GB HBM3", "NVIDIA H200"], ["GPU-aaaa-1111", "GPU-bbbb-2222"]
+    assert gpu_identity.visible(names, uuids, None) == tuple(names)
+    assert gpu_identity.visible(names, uuids, "1") == ("NVIDIA H200",)
+    assert gpu_identity.visible(names, uuids, "GPU-bbbb,0") == (
+        "NVIDIA H200",
+        "NVIDIA H100 80GB HBM3",
+    )
+    assert gpu_identity.visible(names, uuids, "5") is None  # a device NVML does not know: not told
