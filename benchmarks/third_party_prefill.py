@@ -8,7 +8,7 @@ is cached (warm). The simulator is sent the same prompt length, quantization, dr
 KV-cache type (`runtime=sim runtime.engine=vllm`; a warm cell as the `prefix_cache` workload's second
 send) and the error is printed against the TTFT target (25 %). `--fit-spark` also searches the Spark's
 matmul share (`hardware.achieved.compute`) for the least rms error over its stock-configuration cells,
-with its attention share held at the measured rate of its hardware file, and shows the share both fitted
+with its attention share held at its hardware file's (taken from other measurements), and shows both shares fitted
 freely for comparison. docs/studies.md ("The Spark-A6000 prefill crossover")
 reads these figures. Writes benchmarks/results/third_party_prefill.md.
 """
@@ -245,7 +245,7 @@ def fit_spark() -> list[str]:
     lines = ["## The Spark's shares fitted to its stock cells", ""]
     for what, grid in (
         (
-            f"`attention_compute` held at the hardware file's measured {measured}",
+            f"`attention_compute` held at the hardware file's {measured}",
             [(c, measured) for c in computes],
         ),
         ("both shares free", list(itertools.product(computes, (0.3, 0.46, 0.6, 0.8, 1.0)))),
@@ -256,6 +256,52 @@ def fit_spark() -> list[str]:
             f"error {err:.1%} over the {len(stock)} stock cells ({', '.join(f'{e:+.0%}' for e in errors)}).",
         ]
     return [*lines, ""]
+
+
+STUDY_LENGTHS = (1024, 5000, 10000, 20000, 32768)
+"""The prompt lengths at which the studies' crossover is read (tests/unit/sim/test_study_conclusions.py)."""
+
+
+def studies_comparison() -> list[str]:
+    """The studies' comparison, Qwen3.8-27B FP8 prefilled alone on each machine, with the Spark's hardware
+    file as it stands and with a tuned recipe's matmul share."""
+    base = [
+        "model=qwen3.8-27b",
+        "quantization=fp8",
+        "drafter=none",
+        "workload=prefill_sweep",
+        f"workload.prompt_lengths=[{','.join(map(str, STUDY_LENGTHS))}]",
+        "workload.repeats=1",
+        "runtime.max_model_len=65536",
+    ]
+
+    def ttfts(*overrides: str) -> list[float]:
+        points = simulate(build_spec([*base, *overrides]))
+        return [v["ttft_s"] for _, v in sorted(points.items(), key=lambda kv: kv[0][1])]
+
+    a6000 = ttfts("hardware=rtx_a6000")
+    rows = [
+        ("Spark as the hardware file stands", ttfts("hardware=dgx_spark")),
+        (
+            "Spark, tuned matmuls (`compute=0.50`)",
+            ttfts("hardware=dgx_spark", "hardware.achieved.compute=0.50"),
+        ),
+    ]
+    return [
+        "## The studies' comparison",
+        "",
+        "Qwen3.8-27B FP8 without a drafter, one prompt at a time (the `prefill_sweep` workload), simulated:",
+        "the A6000's first token, and the Spark's over it.",
+        "",
+        f"| | {' | '.join(f'{n:,}' for n in STUDY_LENGTHS)} |",
+        f"|---|{'---:|' * len(STUDY_LENGTHS)}",
+        f"| A6000, first token (s) | {' | '.join(f'{t:.2f}' for t in a6000)} |",
+        *(
+            f"| {label} ÷ A6000 | {' | '.join(f'{t / a:.2f}' for t, a in zip(times, a6000, strict=True))} |"
+            for label, times in rows
+        ),
+        "",
+    ]
 
 
 def main() -> None:
@@ -286,6 +332,7 @@ def main() -> None:
             f"{'yes' if abs(err) <= TTFT_TARGET else '**no**'} |"
         )
     lines.append("")
+    lines += studies_comparison()
     if args.fit_spark:
         lines += fit_spark()
     args.out.write_text("\n".join(lines))

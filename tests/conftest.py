@@ -176,3 +176,13 @@ def condition_keys() -> tuple[str, ...]:
 @pytest.fixture(scope="session")
 def repo() -> Path:
     return REPO
+
+
+@pytest.fixture(autouse=True)
+def _no_gpu_identity(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Plans made by tests do not depend on the GPUs of the machine they run on: no GPU is known
+    (specexp.measure.gpu_identity), as on a machine without NVML. tests/unit/test_gpu_identity.py
+    sets the names it needs."""
+    from specexp.measure import gpu_identity
+
+    monkeypatch.setattr(gpu_identity, "local_gpu_names", lambda: None)

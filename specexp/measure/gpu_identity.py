@@ -11,17 +11,23 @@ any server starts, the plan compares the names NVML gives this machine's GPUs wi
 line (nothing, and exit status 1, where none does or NVML cannot be read).
 
 Nothing is checked where it cannot be known: a simulated run, a server reached at `runtime.url` (its
-GPUs are not this machine's), CPU hardware, a profile without `device_names`, or no NVML here.
+GPUs are not this machine's), a sweep whose jobs run on other machines (a SLURM or Ray launcher: each
+job checks on its own node), CPU hardware (`gpu_count: 0`), a profile without `device_names`, no NVML
+here (no `nvidia-ml-py`, no driver), or a `CUDA_VISIBLE_DEVICES` or device order that cannot be mapped
+onto NVML's devices.
 """
 
 from __future__ import annotations
 
 import functools
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 
-from omegaconf import DictConfig, OmegaConf
+import yaml
+from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 from specexp.spec import paths
 from specexp.spec.hardware import HardwareSpec
@@ -49,25 +55,52 @@ def local_gpu_names() -> tuple[str, ...] | None:
         return None
     finally:
         pynvml.nvmlShutdown()
-    return visible(names, uuids, os.environ.get("CUDA_VISIBLE_DEVICES"))
+    return visible(
+        names,
+        uuids,
+        os.environ.get("CUDA_VISIBLE_DEVICES"),
+        os.environ.get("CUDA_DEVICE_ORDER", "FASTEST_FIRST"),
+    )
+
+
+_SERVERS_HERE = [True]
+
+
+def servers_here(here: bool) -> None:
+    """Say whether the sweep's servers start on this machine (False under a SLURM or Ray launcher,
+    whose jobs check on their own nodes)."""
+    _SERVERS_HERE[0] = here
+
+
+def gpus_of_servers() -> tuple[str, ...] | None:
+    """The names of the GPUs a server of this sweep would use, or None where they are not this
+    machine's or cannot be read."""
+    return local_gpu_names() if _SERVERS_HERE[0] else None
 
 
 def visible(
-    names: Sequence[str], uuids: Sequence[str], listed: str | None
+    names: Sequence[str],
+    uuids: Sequence[str],
+    listed: str | None,
+    order: str | None = "PCI_BUS_ID",
 ) -> tuple[str, ...] | None:
-    """`names` as CUDA orders them under CUDA_VISIBLE_DEVICES=`listed` (indices, or UUIDs and their
-    prefixes); None where an entry matches no device."""
+    """`names` (NVML's, in PCI bus order) as CUDA numbers them under CUDA_VISIBLE_DEVICES=`listed`
+    (indices, or UUIDs and unambiguous prefixes of them) and CUDA_DEVICE_ORDER=`order`. None where
+    that cannot be told: an entry that matches no device or several, or cards of more than one kind
+    numbered fastest first (CUDA's default order, which NVML does not give)."""
+    if order != "PCI_BUS_ID" and len(set(names)) > 1:
+        return None
     if listed is None:
         return tuple(names)
     chosen = []
     for entry in (e.strip() for e in listed.split(",") if e.strip()):
         if entry.isdigit():
-            index: int | None = int(entry) if int(entry) < len(names) else None
+            matches = [int(entry)] if int(entry) < len(names) else []
         else:
-            index = next((i for i, u in enumerate(uuids) if u.startswith(entry)), None)
-        if index is None:
+            matches = [i for i, u in enumerate(uuids) if u.startswith(entry)]
+        if len(matches) != 1:
             return None
-        chosen.append(names[index])
+        chosen.append(names[matches[0]])
     return tuple(chosen)
 
 
@@ -76,10 +109,11 @@ def _text(value: object) -> str:
 
 
 def names_fit(patterns: Sequence[str], gpu_name: str) -> bool:
-    """Whether `gpu_name` (NVML's, e.g. 'NVIDIA H100 80GB HBM3') contains one of `patterns`, in any
-    case."""
-    lowered = gpu_name.lower()
-    return any(p.lower() in lowered for p in patterns)
+    """Whether `gpu_name` (NVML's, e.g. 'NVIDIA H100 80GB HBM3') holds one of `patterns` as whole
+    words, in any case: 'H200' fits 'NVIDIA H200' but not 'NVIDIA GH200 480GB'."""
+    return any(
+        re.search(rf"(?<!\w){re.escape(p)}(?!\w)", gpu_name, re.IGNORECASE) for p in patterns
+    )
 
 
 def mismatch(
@@ -93,10 +127,13 @@ def mismatch(
     if names is None or hardware.gpu_count < 1 or not hardware.device_names:
         return None
     used = list(names[: hardware.gpu_count])
+    file = paths.option_file("hardware", hardware.name)
+    where = f"{file}: device_names" if file else "hardware.device_names"
     if len(used) < hardware.gpu_count:
         return (
-            f"hardware={hardware.name} has gpu_count {hardware.gpu_count}, but this machine has "
-            f"{len(names)} GPU(s) ({', '.join(repr(n) for n in names) or 'none'})"
+            f"hardware={hardware.name} has gpu_count {hardware.gpu_count}, but a server here would see "
+            f"{len(names)} GPU(s) ({', '.join(repr(n) for n in names) or 'none'}): set "
+            f"hardware.gpu_count={len(names)} or CUDA_VISIBLE_DEVICES"
         )
     wrong = [(i, n) for i, n in enumerate(used) if not names_fit(hardware.device_names, n)]
     if not wrong:
@@ -109,20 +146,24 @@ def mismatch(
         else "choose the profile of the card that serves, or add its name to device_names"
     )
     return (
-        f"hardware={hardware.name} (conf/hardware/{hardware.name}.yaml device_names: "
-        f"{', '.join(hardware.device_names)}) does not describe GPU {index} of this machine, "
-        f"{name!r}: {hint}"
+        f"hardware={hardware.name} ({where} {', '.join(hardware.device_names)}) does not describe "
+        f"the server's GPU {index}, {name!r}: {hint}"
     )
 
 
 def profiles_naming(gpu_name: str) -> list[str]:
-    """The hardware profiles (conf/hardware/ and the user's) whose `device_names` fit `gpu_name`."""
+    """The hardware profiles (conf/hardware/ and the user's) whose `device_names`, a list, fit
+    `gpu_name`. A file that cannot be read or resolved is passed over: this only names a way out."""
     fitting = []
     for name in paths.options("hardware"):
         file = paths.option_file("hardware", name)
-        conf = OmegaConf.load(file) if file else None
-        patterns = conf.get("device_names") if isinstance(conf, DictConfig) else None
-        if patterns and names_fit([str(p) for p in patterns], gpu_name):
+        try:
+            conf = OmegaConf.load(file) if file else None
+            patterns = conf.get("device_names") if isinstance(conf, DictConfig) else None
+            listed = list(patterns) if isinstance(patterns, ListConfig) else []
+        except (OSError, yaml.YAMLError, OmegaConfBaseException):
+            continue
+        if names_fit([str(p) for p in listed if isinstance(p, str)], gpu_name):
             fitting.append(name)
     return fitting
 

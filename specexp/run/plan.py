@@ -92,11 +92,12 @@ def engine_refusal(spec: ExperimentSpec) -> str | None:
 def hardware_refusal(spec: ExperimentSpec) -> str | None:
     """Why a measured job that would start its server on this machine cannot: its GPU is not the card
     the hardware profile describes (specexp.measure.gpu_identity), so every figure would carry another
-    card's name. Not asked for the simulator or a server reached at `runtime.url`."""
+    card's name. Not asked for the simulator, a server reached at `runtime.url`, or a sweep whose jobs
+    run on other machines (`gpu_identity.servers_here`)."""
     if spec.runtime.simulated or getattr(spec.runtime, "url", None):
         return None
     return gpu_identity.mismatch(
-        spec.hardware, gpu_identity.local_gpu_names(), gpu_identity.profiles_naming
+        spec.hardware, gpu_identity.gpus_of_servers(), gpu_identity.profiles_naming
     )
 
 

@@ -23,6 +23,7 @@ from hydra.plugins.sweeper import Sweeper as HydraSweeper
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from specexp.measure import gpu_identity
 from specexp.record import completed_runs, write_record
 from specexp.run import progress, report_ahead
 from specexp.run.compose import SweepComposer
@@ -78,6 +79,7 @@ class Sweeper(HydraSweeper):
             self.config is not None and self.launcher is not None and self.hydra_context is not None
         )
         jobs = expand(self.hydra_context, self.params, self.grid, arguments)
+        gpu_identity.servers_here(_runs_here(self.launcher))  # else each job checks on its node
         ahead = report_ahead.ready()  # made ready while the cells are composed and run
         try:
             cells = [self._cell(job) for job in jobs]

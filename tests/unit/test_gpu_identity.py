@@ -7,10 +7,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from pathlib import Path
+
 import pytest
 
 from specexp.measure import gpu_identity
 from specexp.run.plan import make_cell
+from specexp.spec import paths
 
 H100 = ("NVIDIA H100 80GB HBM3",)
 H200 = ("NVIDIA H200",)
@@ -85,3 +88,37 @@ def test_the_gpus_a_server_would_use_follow_cuda_visible_devices() -> None:
         "NVIDIA H100 80GB HBM3",
     )
     assert gpu_identity.visible(names, uuids, "5") is None  # a device NVML does not know: not told
+    assert (
+        gpu_identity.visible(names, uuids, "GPU-") is None
+    )  # a prefix of both: CUDA refuses it too
+    # two kinds of card numbered fastest first (CUDA's default): NVML's bus order is not CUDA's
+    assert gpu_identity.visible(names, uuids, "0", order="FASTEST_FIRST") is None
+    assert gpu_identity.visible(names[:1] * 2, uuids, "1", order="FASTEST_FIRST") == (names[0],)
+
+
+def test_a_gh200_is_not_taken_for_an_h200_and_a_broken_user_profile_is_passed_over(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert gpu_identity.names_fit(["H200"], "NVIDIA H200")
+    assert not gpu_identity.names_fit(["H200"], "NVIDIA GH200 480GB")
+    assert gpu_identity.profiles_naming("NVIDIA GH200 480GB") == []
+    folder = tmp_path / "hardware"
+    folder.mkdir()
+    (folder / "broken.yaml").write_text("name: broken\ndevice_names: [H100\n")
+    (folder / "unset.yaml").write_text("name: unset\ndevice_names: ${oc.env:SPECEXP_NO_SUCH_VAR}\n")
+    (folder / "string.yaml").write_text("name: string\ndevice_names: H100\n")
+    monkeypatch.setattr(paths, "_user_dirs", [tmp_path])
+    assert gpu_identity.profiles_naming("NVIDIA H100 80GB HBM3") == ["h100"]
+
+
+def test_jobs_that_run_on_other_machines_are_not_checked_here(
+    make_spec: Callable[..., Any], gpus: Callable[[tuple[str, ...] | None], None]
+) -> None:
+    gpus(H100)
+    spec = make_spec("runtime=vllm", "hardware=h200")
+    try:
+        gpu_identity.servers_here(False)  # a SLURM or Ray launcher: each node checks its own
+        assert make_cell(spec).refuse_reason is None
+    finally:
+        gpu_identity.servers_here(True)
+    assert make_cell(spec).refuse_kind == "hardware_mismatch"
