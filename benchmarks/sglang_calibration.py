@@ -20,6 +20,8 @@ measured acceptance by position. Part of the cells is fitted, the rest held out:
   2026-12-04) and with the 2-layer draft model at k = 1, 3/1/4 and 7; the hybrid shape without a drafter
   (its prefix sent three times, a session's turns) and with MTP at 3/1/4 (decode, its prefix sent three
   times).
+- on another card (OTHER_CARDS): every job of a sitting on an H100, simulated with its own `hardware`
+  and the profile as it stands for that card; the profile was fitted on the H200 alone.
 
 Prints simulated against measured with the error and whether each is within the targets (decode and
 aggregate 15 %, prefill 20 %, TTFT 25 % or 20 ms, warm-over-cold gain 30 %). `--fit` refits FITTED first
@@ -76,6 +78,36 @@ def sets_a_figure(job: fr.Job) -> bool:
     return c.model == "qwen3.8-27b" and workload.startswith(("concurrency", "prefill_sweep"))
 
 
+OTHER_CARDS = ("h100",)
+"""Cards with SGLang sittings of their own, whose every figure is held out."""
+
+
+def other_cards() -> list[str]:
+    """Each other card's jobs against the profile as the simulator loads it for that card."""
+    lines: list[str] = []
+    for card in OTHER_CARDS:
+        jobs = [
+            j for j in sittings([d / "sweeps" for d in sitting_dirs(card)]) if j.record.measurements
+        ]
+        if not jobs:
+            continue
+        rows = fr.compare(jobs, ENGINE, load_profile(ENGINE, card))
+        lines += [
+            f"## Held out on another card: {card}",
+            "",
+            f"SGLang 0.5.12 on an {card.upper()} (`benchmarks/results/gpu-{card}-sglang.md`), both shapes "
+            f"without a drafter, simulated with `hardware={card}`: conf/hardware/{card}.yaml and the profile's "
+            f"figures for that card ({'its own' if card in load_profile(ENGINE).devices else 'none of its own: the defaults'}). "
+            "Nothing here was fitted.",
+            "",
+            *table(rows),
+            "### Warm over cold",
+            "",
+            *gains(rows),
+        ]
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fit", action="store_true", help="refit FITTED to the fitted jobs first")
@@ -84,7 +116,7 @@ def main() -> None:
         "--out", type=Path, default=REPO / "benchmarks/results/sglang_calibration.md"
     )
     args = parser.parse_args()
-    roots = [d / "sweeps" for d in sitting_dirs()]
+    roots = [d / "sweeps" for d in sitting_dirs("h200")]
     jobs = [j for j in sittings(roots) if j.record.measurements]
     fitted = [
         j
@@ -143,6 +175,7 @@ def main() -> None:
         "",
         *gains(held_rows),
     ]
+    lines += other_cards()
     text = "\n".join(lines)
     print(text)
     args.out.write_text(text)

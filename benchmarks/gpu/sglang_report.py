@@ -1,9 +1,9 @@
-"""SGLang measured on an H200 against `runtime=sim runtime.engine=sglang` on the same jobs.
+"""SGLang measured on an H200 (and an H100) against `runtime=sim runtime.engine=sglang` on the same jobs.
 
 Every measured job is simulated whole from its own record (specexp.fit.records), as vllm_report.py does
 for vLLM; points pair on concurrency, cache state and the nearest prompt length.
 
-Writes `benchmarks/results/gpu-h200-sglang.md`: the servers (argv, version, KV tokens, what SGLang
+Writes `benchmarks/results/gpu-<card>-sglang.md` for each card a sitting ran on: the servers (argv, version, KV tokens, what SGLang
 chose), what the windows held (per-request speculative counts, cache hits), and per job the measured,
 simulated and simulated/measured figures. The records are committed under
 `benchmarks/data/h200-sglang*/`; `benchmarks/sglang_calibration.py` fits the profile to part of them.
@@ -21,17 +21,19 @@ from benchmarks.gpu.vllm_report import _fmt, job_sections, load, not_finished, u
 from specexp.fit import records as fr
 from specexp.measure.request_log import WARM_REACH
 
-NAME = "gpu-h200-sglang"
 DATA = Path(__file__).resolve().parents[1] / "data"
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 SITTINGS = (
-    ("h200-sglang-2026-12-04", "2026-12-04"),
-    ("h200-sglang-2026-12-04b", "2026-12-04, second"),
-    ("h200-sglang-2026-12-04c", "2026-12-04, third"),
-    ("h200-sglang-2026-12-05", "2026-12-05"),
-    ("h200-sglang-2026-12-05b", "2026-12-05, second"),
+    ("h200-sglang-2026-12-04", "2026-12-04", "h200"),
+    ("h200-sglang-2026-12-04b", "2026-12-04, second", "h200"),
+    ("h200-sglang-2026-12-04c", "2026-12-04, third", "h200"),
+    ("h200-sglang-2026-12-05", "2026-12-05", "h200"),
+    ("h200-sglang-2026-12-05b", "2026-12-05, second", "h200"),
+    ("h100-sglang-2026-12-06", "2026-12-06", "h100"),
 )
-"""Every SGLang sitting's records, committed under benchmarks/data/ (one lease each), and when it ran."""
+"""Every SGLang sitting's records, committed under benchmarks/data/ (one lease each), when it ran, and
+the card it was lent (its records' `hardware`)."""
+CARDS = {"h200": "an H200", "h100": "an H100"}
 CHOSEN = (
     "attention_backend",
     "sampling_backend",
@@ -44,12 +46,15 @@ CHOSEN = (
 """What SGLang resolved for each server, read from the server log's `server_args=` line."""
 
 
-def sitting_dirs() -> list[Path]:
-    return [DATA / name for name, _ in SITTINGS]
+def sitting_dirs(card: str | None = None) -> list[Path]:
+    """The sittings' folders, of one card or of all."""
+    return [DATA / name for name, _, lent in SITTINGS if card in (None, lent)]
 
 
-def sittings_named() -> str:
-    return ", ".join(f"`benchmarks/data/{name}/` ({when})" for name, when in SITTINGS)
+def sittings_named(card: str) -> str:
+    return ", ".join(
+        f"`benchmarks/data/{name}/` ({when})" for name, when, lent in SITTINGS if lent == card
+    )
 
 
 RESOLVED = {
@@ -163,9 +168,19 @@ def markdown(
     sims: dict[str, dict[fr.Key, dict[str, float]]],
     stamp: str,
     roots: Sequence[Path],
+    card: str = "h200",
 ) -> str:
+    held_out = (
+        []
+        if card == "h200"
+        else [
+            f"The `sglang` profile was fitted on the H200 alone: every figure here is held out, simulated with "
+            f"`hardware={card}` and the profile as it stands for that card.",
+            "",
+        ]
+    )
     lines = [
-        "# SGLang with CUDA on an H200: measured by specexp, beside the simulator",
+        f"# SGLang with CUDA on {CARDS[card]}: measured by specexp, beside the simulator",
         "",
         f"Written {stamp} by `benchmarks/gpu/sglang_report.py` from the records `benchmarks/gpu/sglang_h200.py` "
         f"brought back from the device, in {len(roots)} sitting(s). Every model is served without weights "
@@ -174,8 +189,9 @@ def markdown(
         "request's speculative counts. Simulated: `runtime=sim runtime.engine=sglang` with each job's own "
         "overrides, and for a drafter the acceptance by position the job measured (specexp/fit/records.py); "
         "which cells the profile was fitted on: `benchmarks/results/sglang_calibration.md`. The records, with "
-        f"every sample and request: {sittings_named()}.",
+        f"every sample and request: {sittings_named(card)}.",
         "",
+        *held_out,
         *summary(all_jobs),
         "## The servers and what SGLang chose",
         "",
@@ -211,12 +227,26 @@ def markdown(
 
 
 def write(roots: Sequence[Path] | None = None, stamp: str | None = None) -> list[Path]:
-    roots = list(roots or [d / "sweeps" for d in sitting_dirs()])
-    all_jobs = load(roots)
-    sims = {
-        j.record.run_id: fr.simulate(j, "sglang") if j.record.measurements else {} for j in all_jobs
-    }
+    """One report per card from the committed sittings (or, with `roots`, one from those, as an H200's)."""
+    by_card = (
+        {"h200": list(roots)}
+        if roots
+        else {
+            card: [d / "sweeps" for d in sitting_dirs(card)]
+            for card in dict.fromkeys(lent for _, _, lent in SITTINGS)
+        }
+    )
     RESULTS.mkdir(parents=True, exist_ok=True)
-    md = RESULTS / f"{NAME}.md"
-    md.write_text(markdown(all_jobs, sims, stamp or datetime.date.today().isoformat(), roots))
-    return [md]
+    written = []
+    for card, folders in by_card.items():
+        all_jobs = load(folders)
+        sims = {
+            j.record.run_id: fr.simulate(j, "sglang") if j.record.measurements else {}
+            for j in all_jobs
+        }
+        md = RESULTS / f"gpu-{card}-sglang.md"
+        md.write_text(
+            markdown(all_jobs, sims, stamp or datetime.date.today().isoformat(), folders, card)
+        )
+        written.append(md)
+    return written
