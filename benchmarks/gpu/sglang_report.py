@@ -136,10 +136,16 @@ def summary(all_jobs: list[fr.Job]) -> list[str]:
             else ""
         ),
         *unwarmed_line(all_jobs),
-        "- Acceptance in each drafter window is the sum of its requests' own counts "
-        "(`meta_info.spec_verify_ct`, `spec_num_correct_drafts`, `spec_num_proposed_drafts` from the native "
-        "`/generate`): SGLang 0.5.12's `/metrics` has no speculative counter. With dummy weights a figure "
-        f"of acceptance is a drafting cost at that acceptance, not a drafter's quality ({per_arm}).",
+        *(
+            [
+                "- Acceptance in each drafter window is the sum of its requests' own counts "
+                "(`meta_info.spec_verify_ct`, `spec_num_correct_drafts`, `spec_num_proposed_drafts` from the "
+                "native `/generate`): SGLang 0.5.12's `/metrics` has no speculative counter. With dummy weights "
+                f"a figure of acceptance is a drafting cost at that acceptance, not a drafter's quality ({per_arm})."
+            ]
+            if passes
+            else []
+        ),
     ]
     return [*lines, *not_finished(all_jobs), ""]
 
@@ -175,7 +181,7 @@ def markdown(
         if card == "h200"
         else [
             f"The `sglang` profile was fitted on the H200 alone: every figure here is held out, simulated with "
-            f"`hardware={card}` and the profile as it stands for that card.",
+            f"`hardware={card}` and the profile's figures for that card (conf/sim_engine/sglang.yaml `devices`).",
             "",
         ]
     )
