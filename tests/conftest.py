@@ -186,3 +186,4 @@ def _no_gpu_identity(monkeypatch: pytest.MonkeyPatch) -> None:
     from specexp.measure import gpu_identity
 
     monkeypatch.setattr(gpu_identity, "local_gpu_names", lambda: None)
+    monkeypatch.setattr(gpu_identity, "local_gpu_indices", lambda: None)

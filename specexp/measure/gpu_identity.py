@@ -34,11 +34,9 @@ from specexp.spec.hardware import HardwareSpec
 
 
 @functools.cache
-def local_gpu_names() -> tuple[str, ...] | None:
-    """The names NVML gives the GPUs a server started here would use, in CUDA's order: those
-    `CUDA_VISIBLE_DEVICES` lists (by index or by UUID), else all of them. None where NVML cannot be
-    read (no `nvidia-ml-py`, no driver) or the variable names a device NVML does not know. Read once a
-    process: the plan asks for every cell."""
+def _nvml_devices() -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """NVML's names and UUIDs of this machine's GPUs, in its (PCI bus) order; None where NVML cannot be
+    read (no `nvidia-ml-py`, no driver). Read once a process: the plan asks for every cell."""
     try:
         import pynvml  # nvidia-ml-py
     except ImportError:
@@ -49,18 +47,35 @@ def local_gpu_names() -> tuple[str, ...] | None:
         return None
     try:
         handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
-        names = [_text(pynvml.nvmlDeviceGetName(h)) for h in handles]
-        uuids = [_text(pynvml.nvmlDeviceGetUUID(h)) for h in handles]
+        names = tuple(_text(pynvml.nvmlDeviceGetName(h)) for h in handles)
+        uuids = tuple(_text(pynvml.nvmlDeviceGetUUID(h)) for h in handles)
     except pynvml.NVMLError:
         return None
     finally:
         pynvml.nvmlShutdown()
-    return visible(
-        names,
-        uuids,
+    return names, uuids
+
+
+def local_gpu_indices() -> list[int] | None:
+    """NVML's indices of the GPUs a server started here would use, in CUDA's order: those
+    `CUDA_VISIBLE_DEVICES` lists, else all. None where that cannot be told (`visible_indices`)."""
+    devices = _nvml_devices()
+    if devices is None:
+        return None
+    return visible_indices(
+        *devices,
         os.environ.get("CUDA_VISIBLE_DEVICES"),
         os.environ.get("CUDA_DEVICE_ORDER", "FASTEST_FIRST"),
     )
+
+
+def local_gpu_names() -> tuple[str, ...] | None:
+    """The names NVML gives the GPUs a server started here would use, in CUDA's order; None where
+    NVML cannot be read or CUDA's numbering cannot be mapped onto it."""
+    devices, indices = _nvml_devices(), local_gpu_indices()
+    if devices is None or indices is None:
+        return None
+    return tuple(devices[0][i] for i in indices)
 
 
 _SERVERS_HERE = [True]
@@ -78,20 +93,21 @@ def gpus_of_servers() -> tuple[str, ...] | None:
     return local_gpu_names() if _SERVERS_HERE[0] else None
 
 
-def visible(
+def visible_indices(
     names: Sequence[str],
     uuids: Sequence[str],
     listed: str | None,
     order: str | None = "PCI_BUS_ID",
-) -> tuple[str, ...] | None:
-    """`names` (NVML's, in PCI bus order) as CUDA numbers them under CUDA_VISIBLE_DEVICES=`listed`
-    (indices, or UUIDs and unambiguous prefixes of them) and CUDA_DEVICE_ORDER=`order`. None where
-    that cannot be told: an entry that matches no device or several, or cards of more than one kind
-    numbered fastest first (CUDA's default order, which NVML does not give)."""
+) -> list[int] | None:
+    """The indices into `names` (NVML's, in PCI bus order) of the devices CUDA numbers 0, 1, ... under
+    CUDA_VISIBLE_DEVICES=`listed` (indices, or UUIDs and unambiguous prefixes of them) and
+    CUDA_DEVICE_ORDER=`order`. None where that cannot be told: an entry that matches no device or
+    several, or cards of more than one kind numbered fastest first (CUDA's default order, which NVML
+    does not give)."""
     if order != "PCI_BUS_ID" and len(set(names)) > 1:
         return None
     if listed is None:
-        return tuple(names)
+        return list(range(len(names)))
     chosen = []
     for entry in (e.strip() for e in listed.split(",") if e.strip()):
         if entry.isdigit():
@@ -100,8 +116,19 @@ def visible(
             matches = [i for i, u in enumerate(uuids) if u.startswith(entry)]
         if len(matches) != 1:
             return None
-        chosen.append(names[matches[0]])
-    return tuple(chosen)
+        chosen.append(matches[0])
+    return chosen
+
+
+def visible(
+    names: Sequence[str],
+    uuids: Sequence[str],
+    listed: str | None,
+    order: str | None = "PCI_BUS_ID",
+) -> tuple[str, ...] | None:
+    """`names` as CUDA numbers them (visible_indices); None where that cannot be told."""
+    indices = visible_indices(names, uuids, listed, order)
+    return None if indices is None else tuple(names[i] for i in indices)
 
 
 def _text(value: object) -> str:

@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from specexp.measure import gpu_identity
 from specexp.spec.vocabulary import M
 
 INTERVAL_S = 0.05
@@ -205,7 +206,11 @@ def sampler_for(source: str, gpu_count: int, hardware: str) -> NvmlSampler | NoT
         return NoTelemetry(f"NVML did not initialise: {err}")
     try:
         count = pynvml.nvmlDeviceGetCount()
-        return NvmlSampler(pynvml, list(range(min(gpu_count, count))))
+        visible = (
+            gpu_identity.local_gpu_indices()
+        )  # the devices CUDA_VISIBLE_DEVICES gives a server
+        used = visible[:gpu_count] if visible is not None else list(range(min(gpu_count, count)))
+        return NvmlSampler(pynvml, used)
     except pynvml.NVMLError as err:
         pynvml.nvmlShutdown()
         return NoTelemetry(f"NVML could not open the devices: {err}")

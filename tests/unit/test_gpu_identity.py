@@ -5,9 +5,8 @@ profile would carry one card's figures under the other's name."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
-
 from pathlib import Path
+from typing import Any
 
 import pytest
 

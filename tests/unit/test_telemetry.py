@@ -112,3 +112,31 @@ def test_energy_and_power_over_a_window(counter: bool) -> None:
     assert energy_metrics(s, [trace], prefill_only=True)["energy_j_per_token"] == pytest.approx(
         s["energy_j"] / 100
     )
+
+
+class TwoCards(FakeNvml):
+    """Two devices, told apart by name."""
+
+    def nvmlInit(self) -> None:
+        pass
+
+    def nvmlDeviceGetCount(self) -> int:
+        return 2
+
+    def nvmlDeviceGetName(self, h: int) -> bytes:
+        return [b"NVIDIA H200", b"NVIDIA H100 80GB HBM3"][h]
+
+
+def test_the_gpus_sampled_are_those_cuda_visible_devices_gives_the_server(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from specexp.measure import gpu_identity
+
+    monkeypatch.setitem(__import__("sys").modules, "pynvml", TwoCards(100.0))
+    monkeypatch.setattr(gpu_identity, "local_gpu_indices", lambda: [1])  # CUDA_VISIBLE_DEVICES=1
+    sampler = telemetry.sampler_for("measured", 1, "h100")
+    assert isinstance(sampler, telemetry.NvmlSampler)
+    assert sampler.names == ["NVIDIA H100 80GB HBM3"]
+    monkeypatch.setattr(gpu_identity, "local_gpu_indices", lambda: None)  # not told: the first ones
+    first = telemetry.sampler_for("measured", 1, "h200")
+    assert isinstance(first, telemetry.NvmlSampler) and first.names == ["NVIDIA H200"]
