@@ -97,7 +97,7 @@ def other_cards() -> list[str]:
             "",
             f"SGLang 0.5.12 on an {card.upper()} (`benchmarks/results/gpu-{card}-sglang.md`), both shapes "
             f"without a drafter, simulated with `hardware={card}`: conf/hardware/{card}.yaml and the profile's "
-            f"figures for that card ({'its own' if card in load_profile(ENGINE).devices else 'none of its own: the defaults'}). "
+            f"figures for that card ({f'`devices.{card}` in conf/sim_engine/sglang.yaml' if card in load_profile(ENGINE).devices else 'none of its own: the defaults'}). "
             "Nothing here was fitted.",
             "",
             *table(rows),

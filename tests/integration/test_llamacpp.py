@@ -406,7 +406,12 @@ def test_the_engine_is_read_while_the_window_runs(llama_server: Path, tmp_path: 
     accepted = 0.0
     for s in m["engine_series"]:
         assert s["clock"] == "wall" and s["failed"] == 0
-        assert len(s["t"]) >= 3 and s["t"] == sorted(s["t"])
+        assert len(s["t"]) >= 2 and s["t"] == sorted(s["t"])
+        # a reading between the first and the last wherever the window outlasted two of them: on a
+        # busy machine one read of /metrics can take most of a short window
+        span = max(last for _, _, last in s["requests"]) - min(sent for sent, _, _ in s["requests"])
+        if span > 2 * (0.05 + s["read_s"]):
+            assert len(s["t"]) >= 3, (span, s["read_s"], s["t"])
         # a reading is over before the next begins: its time fits the longest gap between two
         gaps = [b - a for a, b in zip(s["t"], s["t"][1:])]
         assert 0 < s["read_s"] <= max(gaps)
