@@ -3,10 +3,11 @@
 Every measured job is simulated whole from its own record (specexp.fit.records), as vllm_report.py does
 for vLLM; points pair on concurrency, cache state and the nearest prompt length.
 
-Writes `benchmarks/results/gpu-<card>-sglang.md` for each card a sitting ran on: the servers (argv, version, KV tokens, what SGLang
-chose), what the windows held (per-request speculative counts, cache hits), and per job the measured,
+Writes one report for each card a sitting ran on (`benchmarks/results/gpu-h200-sglang.md`,
+`benchmarks/results/gpu-h100-sglang.md`): the servers (argv, version, KV tokens, what SGLang chose), what
+the windows held (per-request speculative counts, cache hits), and per job the measured,
 simulated and simulated/measured figures. The records are committed under
-`benchmarks/data/h200-sglang*/`; `benchmarks/sglang_calibration.py` fits the profile to part of them.
+`benchmarks/data/h200-sglang*/` and `h100-sglang*/`; `benchmarks/sglang_calibration.py` fits the profile to part of them.
 """
 
 from __future__ import annotations
