@@ -78,19 +78,20 @@ def local_gpu_names() -> tuple[str, ...] | None:
     return tuple(devices[0][i] for i in indices)
 
 
-_SERVERS_HERE = [True]
+_servers_here = True
 
 
 def servers_here(here: bool) -> None:
     """Say whether the sweep's servers start on this machine (False under a SLURM or Ray launcher,
     whose jobs check on their own nodes)."""
-    _SERVERS_HERE[0] = here
+    global _servers_here
+    _servers_here = here
 
 
 def gpus_of_servers() -> tuple[str, ...] | None:
     """The names of the GPUs a server of this sweep would use, or None where they are not this
     machine's or cannot be read."""
-    return local_gpu_names() if _SERVERS_HERE[0] else None
+    return local_gpu_names() if _servers_here else None
 
 
 def visible_indices(
@@ -118,17 +119,6 @@ def visible_indices(
             return None
         chosen.append(matches[0])
     return chosen
-
-
-def visible(
-    names: Sequence[str],
-    uuids: Sequence[str],
-    listed: str | None,
-    order: str | None = "PCI_BUS_ID",
-) -> tuple[str, ...] | None:
-    """`names` as CUDA numbers them (visible_indices); None where that cannot be told."""
-    indices = visible_indices(names, uuids, listed, order)
-    return None if indices is None else tuple(names[i] for i in indices)
 
 
 def _text(value: object) -> str:

@@ -80,19 +80,15 @@ def test_device_names_stay_out_of_run_ids(make_spec: Callable[..., Any]) -> None
 
 def test_the_gpus_a_server_would_use_follow_cuda_visible_devices() -> None:
     names, uuids = ["NVIDIA H100 80GB HBM3", "NVIDIA H200"], ["GPU-aaaa-1111", "GPU-bbbb-2222"]
-    assert gpu_identity.visible(names, uuids, None) == tuple(names)
-    assert gpu_identity.visible(names, uuids, "1") == ("NVIDIA H200",)
-    assert gpu_identity.visible(names, uuids, "GPU-bbbb,0") == (
-        "NVIDIA H200",
-        "NVIDIA H100 80GB HBM3",
-    )
-    assert gpu_identity.visible(names, uuids, "5") is None  # a device NVML does not know: not told
-    assert (
-        gpu_identity.visible(names, uuids, "GPU-") is None
-    )  # a prefix of both: CUDA refuses it too
+    visible = gpu_identity.visible_indices
+    assert visible(names, uuids, None) == [0, 1]
+    assert visible(names, uuids, "1") == [1]
+    assert visible(names, uuids, "GPU-bbbb,0") == [1, 0]
+    assert visible(names, uuids, "5") is None  # a device NVML does not know: not told
+    assert visible(names, uuids, "GPU-") is None  # a prefix of both: CUDA refuses it too
     # two kinds of card numbered fastest first (CUDA's default): NVML's bus order is not CUDA's
-    assert gpu_identity.visible(names, uuids, "0", order="FASTEST_FIRST") is None
-    assert gpu_identity.visible(names[:1] * 2, uuids, "1", order="FASTEST_FIRST") == (names[0],)
+    assert visible(names, uuids, "0", order="FASTEST_FIRST") is None
+    assert visible(names[:1] * 2, uuids, "1", order="FASTEST_FIRST") == [1]
 
 
 def test_a_gh200_is_not_taken_for_an_h200_and_a_broken_user_profile_is_passed_over(
