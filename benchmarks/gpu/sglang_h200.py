@@ -180,7 +180,30 @@ Sitting.hardware): the dense shape's decode at 1-32 streams, prefill 1k-16k and 
 times; the hybrid's first token by prompt and tokens out, its extending session, decode and prefix sends
 (REST's cells among them); then EAGLE-3 at 3/1/4 on the dense shape. Three servers, about 15 minutes. On
 an H100 every figure is held out: the `sglang` profile was fitted on the H200 alone."""
+TWO_PREFIXES = (
+    "workload:prefix_cache,workload.prompt_lengths:'[3700,8000]',workload.cache:'[cold,warm,warm]'"
+)
+KERNELS = [
+    (
+        "h200_sglang_hybrid",
+        [
+            grid(
+                f"{TWO_PREFIXES},drafter:none",
+                f"{EXTENDED},drafter:none,workload.repeats:'2'",
+                "workload:concurrency,workload.concurrency:'[1,2,4,8]',workload.prompt_tokens:'512',"
+                "workload.output_tokens:'128',workload.repeats:'3',drafter:none",
+            ),
+            "baseline=false",
+        ],
+    ),
+    ("h200_sglang_dense", [grid(f"{DECODE},drafter:eagle3,k:'3'"), "baseline=false"]),
+]
+"""Whether the hybrid's costly first hits are kernel compiles, read from the server's Triton cache
+(specexp.runtimes.http.kernel_cache): its prefix sent three times, warmed by three sends of its own;
+two extending sessions, whose warm turns each prefill a number of tokens not seen before; bursts of
+1-8. Then EAGLE-3 at 3/1/4 on the dense shape. Two servers, about 10 minutes."""
 PLANS = {
+    "kernels": KERNELS,
     "studies": STUDIES,
     "second": SECOND,
     "third": THIRD,

@@ -118,11 +118,12 @@ class Runtime(ABC, Generic[S]):
         """What the runtime could not read (e.g. an unparsable /metrics), for the record."""
         return []
 
-    def log_mark(self) -> int | None:
-        """A mark in the engine's log before a window (None: this runtime reads no log of compiles)."""
+    def log_mark(self) -> object | None:
+        """A mark in the engine's log (and kernel cache) before a window (None: this runtime reads
+        nothing that shows a compile)."""
         return None
 
-    def compiles_since(self, mark: int | None) -> tuple[str, ...] | None:
+    def compiles_since(self, mark: object | None) -> tuple[str, ...] | None:
         """The lines in which the engine said, since `mark`, that it compiled a kernel while serving:
         () for a clean window, None where the engine's log cannot say (no log read, or the engine
         does not report such compiles)."""

@@ -145,10 +145,12 @@ def _windows(
             ):  # this point's batch shapes, before any of its windows is timed
                 tag = f"{marker}-p{tokens}-c{concurrency}-warmup"
                 # a shared prefix timed warm is a second shape, a prefill onto a cached prefix: the
-                # warm-up sends its own prefix twice (an engine that compiles a kernel at its first hit
-                # does it here, not in the first timed warm send)
+                # warm-up sends its own prefix as often as a timed prefix is sent (an engine that
+                # compiles a kernel at its first hit does it here, not in the first timed warm send;
+                # SGLang's hybrid hits only from the third send of a prefix)
                 hit = workload.shared_prefix and "warm" in workload.cache
-                for nth, cache in enumerate(["cold", "warm"] if hit else ["cold"], 1):
+                sends = ["cold", *["warm"] * workload.cache.count("warm")] if hit else ["cold"]
+                for nth, cache in enumerate(sends, 1):
                     window = warm_up(
                         runtime,
                         [

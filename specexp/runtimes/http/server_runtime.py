@@ -26,6 +26,7 @@ from specexp.measure.events import (
 from specexp.runtimes.base import Runtime, settings_as
 from specexp.runtimes.http import promtext
 from specexp.runtimes.http.client import RawStream, send_offsets, stream_window, to_trace
+from specexp.runtimes.http.kernel_cache import KernelCache, WindowMark
 from specexp.runtimes.http.process import HIGHEST_PORT, ServerProcess, free_port
 from specexp.runtimes.http.series import MetricsReader, NoExposition, read_exposition
 from specexp.spec.runtime import EndpointRuntimeSpec, ServerRuntimeSpec
@@ -80,6 +81,9 @@ class HttpRuntime(Runtime[E]):
     """Lines of the engine's log that say a kernel compiled while serving (None: it says nothing)."""
     COMPILE_LINES_KEPT: ClassVar[int] = 8
     COMPILE_LINE_CHARS: ClassVar[int] = 300
+    triton_kernels: ClassVar[bool] = False
+    """The engine compiles Triton kernels at first use: the folders a window adds to the Triton cache
+    of a server specexp started are compiles too (specexp.runtimes.http.kernel_cache)."""
 
     process: ServerProcess | None = None
     port: int | None = None
@@ -90,6 +94,7 @@ class HttpRuntime(Runtime[E]):
     _client: ClientStats | None = None
     _series: PollingSampler | None = None
     _reader: MetricsReader | None = None
+    _kernels: KernelCache | None = None
 
     # -- what an engine module says -------------------------------------------------------
 
@@ -239,6 +244,8 @@ class HttpRuntime(Runtime[E]):
                     **self.server_env(self.port),
                 }
                 self.process = ServerProcess(argv, self.job_dir / self.log_name, env=env)
+                if self.triton_kernels:
+                    self._kernels = KernelCache.of_server({**os.environ, **env})
                 self.process.wait_ready(self.is_ready, self.rt.start_timeout_s)
             except RuntimeFailure as failure:
                 failure.argv = argv
@@ -351,19 +358,25 @@ class HttpRuntime(Runtime[E]):
         the log to show its monitor is on)."""
         return self.compile_lines is not None
 
-    def log_mark(self) -> int | None:
-        if self.process is None or not self.reports_compiles():
+    def log_mark(self) -> WindowMark | None:
+        if self.process is None or not (self.reports_compiles() or self._kernels):
             return None
-        return self.process.log_size()
+        return WindowMark(
+            self.process.log_size() if self.reports_compiles() else None,
+            self._kernels.entries() if self._kernels is not None else None,
+        )
 
-    def compiles_since(self, mark: int | None) -> tuple[str, ...] | None:
-        if mark is None or self.process is None or self.compile_lines is None:
+    def compiles_since(self, mark: object | None) -> tuple[str, ...] | None:
+        if not isinstance(mark, WindowMark) or self.process is None:
             return None
+        said = self.process.log_since(mark.log) if mark.log is not None else ""
         found = [
             line.strip()[: self.COMPILE_LINE_CHARS]
-            for line in self.process.log_since(mark).splitlines()
-            if self.compile_lines.search(line)
+            for line in said.splitlines()
+            if self.compile_lines is not None and self.compile_lines.search(line)
         ]
+        if self._kernels is not None and mark.kernels is not None:
+            found += self._kernels.compiled_since(mark.kernels)
         return tuple(found[: self.COMPILE_LINES_KEPT])
 
     def engine_series(self, repeat: int = 0) -> PollingSampler | None:

@@ -60,7 +60,8 @@ COMPILES = re.compile(
 )
 """What SGLang's log says when it compiles or captures a CUDA graph (model_executor/, compilation/
 backend.py). On 0.5.12 these lines come at start-up only; its Triton kernels compile at first use
-without a line, which is why every point is warmed up before it is timed (docs/engines.md 2.5)."""
+without a line, so a window's compiles are read from the server's Triton cache instead
+(`triton_kernels`; docs/engines.md 2.5)."""
 GRPC_PORT_OFFSET = 10000
 """SGLang refuses a --port whose port + 10000 (its gRPC port) passes 65535, even with gRPC off
 (docs/engines.md section 2): a server specexp starts gets a port at most 55535."""
@@ -74,6 +75,7 @@ class SglangRuntime(ServerTokenizer, WrittenHfModel, HttpRuntime[SglangRuntimeSp
     highest_port = HIGHEST_PORT - GRPC_PORT_OFFSET
     completion_path = native.PATH
     compile_lines = COMPILES
+    triton_kernels = True
     _server_drafter_config: str | None = None
     _incremental: bool = False
     """The server streams only what is new (`--incremental-streaming-output`, read at start)."""

@@ -28,10 +28,10 @@ class CompilingRuntime(SimRuntime):
         self.sent.append([r.request_id for r in requests])
         return super().run_window(requests)
 
-    def log_mark(self) -> int | None:
+    def log_mark(self) -> object | None:
         return len(self.sent)
 
-    def compiles_since(self, mark: int | None) -> tuple[str, ...] | None:
+    def compiles_since(self, mark: object | None) -> tuple[str, ...] | None:
         self.asked += 1
         if self.asked <= self.dirty:
             return (
@@ -214,3 +214,22 @@ def test_a_trace_is_warmed_up_at_its_longest_prompt_and_a_first_hit_of_its_own(
     assert beyond_warmup(v2) == timed_ids
     no_hit = [line for line in lines if not line["request_id"].endswith("warmup-send2")]
     assert beyond_warmup(no_hit) == timed_ids
+
+
+def test_the_warm_up_sends_its_prefix_as_often_as_a_timed_prefix_is_sent(
+    make_spec: Callable[..., Any], tmp_path: Path
+) -> None:
+    # SGLang's hybrid hits a prefix only at its third send (the second saves the recurrent state):
+    # a warm-up that sent its prefix twice never reached the hit's shape, and the first timed hit of
+    # each length compiled a kernel in its window (docs/engines.md 2.5)
+    windows = sim_windows(
+        make_spec,
+        tmp_path,
+        "workload=prefix_cache",
+        "workload.prompt_lengths=[2000]",
+        "workload.cache=[cold,warm,warm]",
+        "workload.repeats=1",
+    )
+    warm_ups = [w for w in windows if w.warmup]
+    assert [w.point.cache for w in warm_ups] == ["cold", "warm", "warm"]
+    assert len({t.request_id.rsplit("-send", 1)[0] for w in warm_ups for t in w.traces}) == 1
