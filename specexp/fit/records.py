@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from specexp.fit.replay import sim_overrides
-from specexp.measure.request_log import beyond_warmup, read_requests
+from specexp.measure.request_log import beyond_warmup, new_prefill_lengths, read_requests
 from specexp.record import Measurement, RunRecord, find_records
 from specexp.sim.profile import EngineProfile, load_profile
 from specexp.spec.arms import arm_label
@@ -62,6 +62,10 @@ class Job:
     record: RunRecord
     folder: Path | None = None
     """The job's folder (its requests.jsonl), where known."""
+    compiles_per_length: int | None = None
+    """Its engine compiles a kernel for each new number of prefill tokens, in steps of at most this
+    many (request_log.new_prefill_lengths), without a line in its log: a window whose kernel cache was
+    not read (`compiles_read`) and that prefilled a new number counts as not warmed."""
 
     @cached_property
     def beyond_warmup(self) -> frozenset[tuple[str, int | None]]:
@@ -71,10 +75,21 @@ class Job:
             return frozenset()
         return frozenset(beyond_warmup(read_requests(self.folder)))
 
+    @cached_property
+    def new_lengths(self) -> frozenset[tuple[str, int | None]]:
+        """Its timed one-request windows that prefilled a number of tokens new to the job, where its
+        engine compiles a kernel for each (request_log.new_prefill_lengths)."""
+        if self.folder is None or not self.compiles_per_length:
+            return frozenset()
+        return frozenset(new_prefill_lengths(read_requests(self.folder), self.compiles_per_length))
+
     def warmed(self, m: Measurement) -> bool:
-        """Whether `m`'s windows were warmed at their shape (as far as the job's requests say)."""
-        send = m.conditions.send
-        return not self.beyond_warmup.intersection((rid, send) for rid in m.requests)
+        """Whether `m`'s windows were warmed at their shape (as far as the job's requests say), and,
+        where the record cannot say whether they compiled, prefilled no number of tokens new to it."""
+        sent = {(rid, m.conditions.send) for rid in m.requests}
+        if self.beyond_warmup & sent:
+            return False
+        return "kernel_cache" in m.compiles_read or not self.new_lengths & sent
 
     @property
     def label(self) -> str:

@@ -7,7 +7,7 @@ overrides do not say (specexp.fit.records holds the simulated jobs against the m
   costs, not on a guess of what the drafter accepts;
 - a cache-reuse job's new suffix as the server's tokenizer counted it (`byte_suffix_tokens`);
 - its prompts' lengths as the server counted them, where its chat template added tokens to the
-  target (`served_prompt_lengths`);
+  target (`served_prompt_lengths`), and a session's turns so (`served_session_lengths`);
 - the largest CUDA graph the server was given (`cuda_graph_max_tokens`);
 - the deletion of the runtime keys a study sets for its server that the simulator has not.
 """
@@ -124,6 +124,9 @@ def sim_overrides(record: RunRecord, engine: str) -> list[str]:
     served = served_prompt_lengths(record)
     if served is not None and _fills_to_length(out):
         out = [o for o in out if not o.startswith(PROMPT_OVERRIDES)] + [served]
+    turns = served_session_lengths(record)
+    if turns:
+        out = [o for o in out if not o.startswith((*PROMPT_OVERRIDES, TURN_OVERRIDE))] + turns
     accepted = acceptance(record)
     workload = record.provenance.composed.workload
     workload_class = (workload.acceptance_class if workload else None) or "fresh"
@@ -180,6 +183,42 @@ def served_prompt_lengths(record: RunRecord) -> str | None:
     if workload.prompt_lengths:
         return f"workload.prompt_lengths=[{','.join(str(t + extra) for t in targets)}]"
     return f"workload.prompt_tokens={targets[0] + extra}"
+
+
+TURN_OVERRIDE = "workload.session.turn_tokens="
+
+
+def served_session_lengths(record: RunRecord) -> list[str]:
+    """The overrides that give the simulator a session's turns at the lengths its server counted: the
+    first turn's prompt, and each later turn's growth less the tokens the model wrote (the new message
+    as the server's tokenizer counted it: 288 tokens for a 64-token target on SGLang's config-only
+    folders). The simulator grows a session by `session.turn_tokens` plus the tokens written, so a
+    first turn of 8,064 tokens stayed inside one 8,192-token prefill step where the server's 8,368 took
+    two. Empty where the workload is no session, or its turns' counts are unknown or as targeted."""
+    workload = record.provenance.composed.workload
+    session = workload.session if workload is not None else None
+    counted: dict[int, list[int]] = {}
+    for m in record.measurements:
+        turn, n = getattr(m.conditions, "turn", None), m.conditions.prompt_tokens
+        if turn is not None and n is not None:
+            counted.setdefault(int(turn), []).append(int(n))
+    if session is None or workload is None or 1 not in counted or len(counted) < 2:
+        return []
+    first = statistics.median(counted[1])
+    by_turn = sorted((t, statistics.median(ns)) for t, ns in counted.items())
+    growth = [b - a for (t, a), (u, b) in zip(by_turn, by_turn[1:], strict=False) if u == t + 1]
+    if not growth:
+        return []
+    written = getattr(
+        workload, "output_tokens", None
+    )  # the composed node keeps every key it was given
+    if not isinstance(written, int):
+        return []
+    message = round(statistics.median(growth)) - written
+    prompt = round(first) - message
+    if message < 1 or prompt < 1:
+        return []
+    return [f"workload.prompt_tokens={prompt}", f"{TURN_OVERRIDE}{message}"]
 
 
 def _fills_to_length(overrides: Sequence[str]) -> bool:

@@ -258,6 +258,9 @@ class Window:
     compiles: tuple[str, ...] | None = None
     """The engine's log lines saying it compiled a kernel during the window: () for a clean window,
     None where the engine's log cannot say (specexp.runtimes.base.Runtime.compiles_since)."""
+    compiles_read: tuple[str, ...] = ()
+    """What was read for `compiles`: "log" (the engine's log), "kernel_cache" (the Triton cache of a
+    server specexp started; specexp.runtimes.http.kernel_cache)."""
     discarded: str | None = None
     """Why a window that was run again counts in no figure ("contaminated": the engine compiled a
     kernel during it); None for every other window."""

@@ -171,6 +171,9 @@ def _measurement(
         step_costs=_costs(windows),
         contaminated=_contaminated(windows),
         contamination=[line for w in windows for line in w.compiles or ()],
+        compiles_read=sorted(set.intersection(*(set(w.compiles_read) for w in windows)))
+        if windows
+        else [],
         sampled={
             rid: SampledOutput(prompt=s.prompt, seed=s.seed, tokens=list(s.tokens))
             for w in windows

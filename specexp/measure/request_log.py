@@ -125,5 +125,28 @@ def beyond_warmup(lines: Sequence[dict[str, Any]]) -> set[tuple[str, int | None]
     return beyond
 
 
+def new_prefill_lengths(lines: Sequence[dict[str, Any]], chunk: int) -> set[tuple[str, int | None]]:
+    """The (request id, send) of the timed one-request windows that prefilled a number of tokens no
+    earlier request of the job had: their uncached prompt tokens, in steps of at most `chunk` (the
+    engine's chunked prefill). An engine that compiles a kernel for each new number of prefill tokens
+    without a line in its log (SGLang's hybrid: docs/engines.md 2.5) compiled inside such a window. A
+    window of several requests prefills them in steps the record cannot tell apart, and is not named."""
+    seen: set[int] = set()
+    named: set[tuple[str, int | None]] = set()
+    windows: dict[int, list[dict[str, Any]]] = {}
+    for line in lines:
+        windows.setdefault(int(line.get("window") or 0), []).append(line)
+    for index in sorted(windows):
+        steps: set[int] = set()
+        for r in windows[index]:
+            new = int(r.get(C.prompt_tokens) or 0) - int(r.get(M.cached_prompt_tokens) or 0)
+            steps |= {n for n in (chunk if new >= chunk else 0, new % chunk) if n > 0}
+        first, *others = windows[index]
+        if not first.get("warmup") and not others and steps - seen:
+            named.add((str(first.get("request_id")), first.get(C.send)))
+        seen |= steps
+    return named
+
+
 def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 7)

@@ -249,6 +249,10 @@ class Measurement(Record):
     contamination: list[str] = []
     """The log lines behind `contaminated`, as the engine wrote them (at most 8 a window, cut to 300
     characters)."""
+    compiles_read: list[str] = []
+    """What specexp read over every timed window of the point to know whether it compiled: "log" (the
+    engine's log), "kernel_cache" (the Triton cache of a server specexp started); empty where nothing
+    was (then `contaminated` is null)."""
     sampled: dict[str, SampledOutput] = {}
     """A sampling workload (`workload.samples`): each completion's prompt, seed and first tokens, by
     request id."""

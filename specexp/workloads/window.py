@@ -18,6 +18,7 @@ from dataclasses import replace
 from specexp.measure.events import Counters, Point, Request, Window
 from specexp.measure.telemetry import NoTelemetry, NvmlSampler
 from specexp.runtimes.base import Runtime
+from specexp.runtimes.http.kernel_cache import read_for_compiles
 from specexp.spec.experiment import WorkloadSpec
 
 
@@ -49,6 +50,7 @@ def timed(
         client=runtime.client_stats(),
         telemetry=gpu.summary if gpu is not None else None,
         compiles=runtime.compiles_since(mark),
+        compiles_read=read_for_compiles(mark),
         series=readings.series(traces) if readings is not None else None,
         costs={
             phase: {k: v - spent.get(phase, {}).get(k, 0.0) for k, v in costs.items()}

@@ -4,6 +4,7 @@ metrics."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -101,3 +102,47 @@ def test_a_job_is_replayed_at_the_prompt_lengths_its_server_counted(
     assert replay.served_prompt_lengths(jobs["e9a52967da54"].record) is None  # prefix_cache
     fitted = fr.load_jobs(REPO / "benchmarks/data/h200-vllm-2026-12-04/sweeps")
     assert all(replay.served_prompt_lengths(j.record) is None for j in fitted)
+
+
+H100_SGLANG = REPO / "benchmarks/data/h100-sglang-2026-12-06/sweeps"
+
+
+def h100_job(workload: str) -> fr.Job:
+    (job,) = [
+        j
+        for j in fr.load_jobs(H100_SGLANG)
+        if j.record.conditions.workload.startswith(workload)  # type: ignore[attr-defined]
+        and j.record.conditions.model == "qwen3.8-27b"  # type: ignore[attr-defined]
+    ]
+    return job
+
+
+def test_a_session_is_replayed_at_the_turn_lengths_its_server_counted() -> None:
+    """SGLang's hybrid on an H100: the server counted 8,368, 8,672 and 8,976 tokens for turns asked as
+    8,064 tokens and 64 more a turn (its byte-level tokenizer). Simulated at the asked lengths, the
+    first turn fitted one 8,192-token prefill step where the server's took two; replayed, each turn
+    is sent at the server's count."""
+    job = h100_job("agentic_sessions")
+    overrides = fr.sim_overrides(job.record, "sglang")
+    assert {"workload.prompt_tokens=8080", "workload.session.turn_tokens=288"} <= set(overrides)
+    simulated = sorted(prompt for _, prompt, _, _ in fr.simulate(job, "sglang"))
+    assert simulated == [m.conditions.prompt_tokens for m in job.record.measurements]
+
+
+def test_a_hybrid_window_that_prefilled_a_new_number_of_tokens_is_not_compared() -> None:
+    """SGLang's hybrid compiles a kernel for each new number of prefill tokens, without a line in its
+    log (docs/engines.md 2.5). Of its records written before specexp read the server's Triton cache:
+    the session's warm turns (352 and 336 new tokens) and the first hit of each prefix length (116,
+    then 128 new tokens) are left out; the hits after them, and the 128-token hit at 16,000 that
+    followed one at 8,000, are compared."""
+    session = replace(h100_job("agentic_sessions"), compiles_per_length=8192)
+    warmed = {m.conditions.turn: session.warmed(m) for m in session.record.measurements}
+    assert warmed == {1: True, 2: False, 3: False}
+    assert all(h100_job("agentic_sessions").warmed(m) for m in session.record.measurements)
+    prefix = replace(h100_job("prefix_cache"), compiles_per_length=8192)
+    assert sorted(prefix.new_lengths) == [
+        ("wf6de2d0fd7-p3700-c1-r0-warm-send3-0", 3),
+        ("wf6de2d0fd7-p8000-c1-r0-warm-send3-0", 3),
+    ]
+    hits = [m for m in prefix.record.measurements if m.conditions.send == 3]
+    assert [prefix.warmed(m) for m in hits] == [False, False, True]

@@ -36,6 +36,16 @@ class WindowMark(NamedTuple):
     kernels: frozenset[str] | None
 
 
+def read_for_compiles(mark: object | None) -> tuple[str, ...]:
+    """What a window whose runtime gave `mark` (Runtime.log_mark) reads for its compiles."""
+    if isinstance(mark, WindowMark):
+        return (
+            *(["log"] if mark.log is not None else []),
+            *(["kernel_cache"] if mark.kernels is not None else []),
+        )
+    return ("log",) if mark is not None else ()
+
+
 @dataclass(frozen=True)
 class KernelCache:
     """The Triton cache folder of one server."""
