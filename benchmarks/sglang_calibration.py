@@ -32,11 +32,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.gpu.sglang_report import sitting_dirs  # noqa: E402
+from benchmarks.gpu.sglang_report import per_length, sitting_dirs  # noqa: E402
 from benchmarks.gpu.vllm_report import load as sittings  # noqa: E402
 from benchmarks.vllm_calibration import gains, table  # noqa: E402
 from specexp.fit import records as fr  # noqa: E402
@@ -54,9 +53,6 @@ UPPER = (50.0, 10.0, 20.0, 1.6)
 """Fitted (to the totals) on the dense shape's jobs without a drafter: the figures in
 conf/sim_engine/sglang.yaml."""
 FITTED_MODELS = ("qwen3-8b",)
-HYBRID_MODELS = ("qwen3.8-27b",)
-CHUNKED_PREFILL = 8192
-"""SGLang's largest prefill step (`chunked_prefill_size` in /server_info on both cards)."""
 SET_FROM = {
     "mtp": ("h200-sglang-2026-12-04c", "h200-sglang-2026-12-05"),
     "eagle3": ("h200-sglang-2026-12-05b",),
@@ -87,17 +83,9 @@ OTHER_CARDS = ("h100",)
 
 
 def measured(roots: list[Path]) -> list[fr.Job]:
-    """The jobs with measurements under `roots`. The hybrid's compile a kernel for each new number of
-    prefill tokens (docs/engines.md 2.5): where a record cannot say whether a window compiled (written
-    before specexp read SGLang's Triton cache), a one-request window that prefilled a number of tokens new
-    to its job counts as not warmed, and no figure of it is compared."""
-    return [
-        replace(j, compiles_per_length=CHUNKED_PREFILL)
-        if j.record.conditions.model in HYBRID_MODELS  # type: ignore[attr-defined]
-        else j
-        for j in sittings(roots)
-        if j.record.measurements
-    ]
+    """The jobs with measurements under `roots`, the hybrid's marked as compiling a kernel for each new
+    number of prefill tokens (sglang_report.per_length)."""
+    return per_length([j for j in sittings(roots) if j.record.measurements])
 
 
 def other_cards() -> list[str]:
@@ -111,8 +99,8 @@ def other_cards() -> list[str]:
         lines += [
             f"## Held out on another card: {card}",
             "",
-            f"SGLang 0.5.12 on an {card.upper()} (`benchmarks/results/gpu-{card}-sglang.md`), both shapes "
-            f"without a drafter, simulated with `hardware={card}`: conf/hardware/{card}.yaml and the profile's "
+            f"SGLang 0.5.12 on an {card.upper()} (`benchmarks/results/gpu-{card}-sglang.md`), as its sittings "
+            f"brought it back, simulated with `hardware={card}`: conf/hardware/{card}.yaml and the profile's "
             f"figures for that card ({f'`devices.{card}` in conf/sim_engine/sglang.yaml' if card in load_profile(ENGINE).devices else 'none of its own: the defaults'}). "
             "Nothing here was fitted.",
             "",
