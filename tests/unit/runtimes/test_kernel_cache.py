@@ -37,14 +37,17 @@ http.server.HTTPServer(("127.0.0.1", port), Serve).serve_forever()
 """
 
 
+RECORDED = Path(__file__).parents[2] / "fixtures/engines/sglang/h100-0.5.12"
+"""A folder of the Triton cache of SGLang 0.5.12's hybrid server on an H100, as listed after a sitting
+(triton_cache_entry.txt; benchmarks/data/h100-sglang-2026-12-06b/triton-kernels.txt counts them all)."""
+
+
 def layout(folder: Path, key: str, kernel: str) -> None:
-    """The files Triton's FileCacheManager leaves for one compiled kernel (3.x: IR stages, binary,
-    metadata and the group file that lists them)."""
+    """The files Triton left for one compiled kernel (the recorded folder's, renamed to `kernel`)."""
     entry = folder / key
     entry.mkdir(parents=True)
-    for suffix in (".ttir", ".ttgir", ".llir", ".ptx", ".cubin", ".json"):
-        (entry / f"{kernel}{suffix}").write_text("")
-    (entry / f"__grp__{kernel}.json").write_text("{}")
+    for name in (RECORDED / "triton_cache_entry.txt").read_text().split():
+        (entry / name.replace("_causal_conv1d_fwd_kernel", kernel)).write_text("")
 
 
 def test_folders_added_since_the_mark_name_their_kernels(tmp_path: Path) -> None:
