@@ -202,7 +202,12 @@ KERNELS = [
 (specexp.runtimes.http.kernel_cache): its prefix sent three times, warmed by three sends of its own;
 two extending sessions, whose warm turns each prefill a number of tokens not seen before; bursts of
 1-8. Then EAGLE-3 at 3/1/4 on the dense shape. Two servers, about 10 minutes."""
+DEEP = [("h200_sglang_dense", [grid(f"{DECODE},drafter:eagle3,k:'7'"), "baseline=false"])]
+"""EAGLE-3 at k = 7 on the dense shape at 1-32 streams: on the H200 its burst of two reached its first
+tokens in 86 ms against 59 simulated (and 46 at k = 1), the one cell of it outside the targets. One
+server, about 5 minutes."""
 PLANS = {
+    "deep": DEEP,
     "kernels": KERNELS,
     "studies": STUDIES,
     "second": SECOND,
