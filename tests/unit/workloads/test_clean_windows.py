@@ -168,12 +168,9 @@ def test_a_prefix_timed_warm_is_warmed_up_with_a_hit_of_its_own(
     assert beyond_warmup(v2) == first_hit
 
 
-def test_a_later_send_that_shares_its_id_with_the_first_hit_is_not_named(
-    make_spec: Callable[..., Any], tmp_path: Path
-) -> None:
-    # records written before each send had an id of its own gave a prefix's second and third sends one
-    # id: only the first hit, the second send, is named, by its send
-    windows = sim_windows(
+def three_sends(make_spec: Callable[..., Any], tmp_path: Path) -> list[Any]:
+    """The windows of one 2,000-token prefix sent cold, then warm twice, on the simulator."""
+    return sim_windows(
         make_spec,
         tmp_path,
         "workload=prefix_cache",
@@ -181,6 +178,14 @@ def test_a_later_send_that_shares_its_id_with_the_first_hit_is_not_named(
         "workload.cache=[cold,warm,warm]",
         "workload.repeats=1",
     )
+
+
+def test_a_later_send_that_shares_its_id_with_the_first_hit_is_not_named(
+    make_spec: Callable[..., Any], tmp_path: Path
+) -> None:
+    # records written before each send had an id of its own gave a prefix's second and third sends one
+    # id: only the first hit, the second send, is named, by its send
+    windows = three_sends(make_spec, tmp_path)
     lines = read_requests(write_requests(tmp_path / "job", windows).parent)
     old = [
         dict(line, request_id=line["request_id"].replace("-send3", ""))
@@ -222,14 +227,7 @@ def test_the_warm_up_sends_its_prefix_as_often_as_a_timed_prefix_is_sent(
     # SGLang's hybrid hits a prefix only at its third send (the second saves the recurrent state):
     # a warm-up that sent its prefix twice never reached the hit's shape, and the first timed hit of
     # each length compiled a kernel in its window (docs/engines.md 2.5)
-    windows = sim_windows(
-        make_spec,
-        tmp_path,
-        "workload=prefix_cache",
-        "workload.prompt_lengths=[2000]",
-        "workload.cache=[cold,warm,warm]",
-        "workload.repeats=1",
-    )
+    windows = three_sends(make_spec, tmp_path)
     warm_ups = [w for w in windows if w.warmup]
     assert [w.point.cache for w in warm_ups] == ["cold", "warm", "warm"]
     assert len({t.request_id.rsplit("-send", 1)[0] for w in warm_ups for t in w.traces}) == 1
