@@ -131,7 +131,8 @@ def model_shape(m: ModelSpec) -> ModelShape:
         full = layers
     linear = layers - full
     q_dim, kv_dim = m.num_attention_heads * m.head_dim, m.num_key_value_heads * m.head_dim
-    full_attn = hidden * q_dim * 2 + hidden * kv_dim * 2
+    # q and o, k and v, and with an output gate the gate's projection
+    full_attn = hidden * q_dim * (3 if m.attn_output_gate else 2) + hidden * kv_dim * 2
     dense_mlp = 3.0 * hidden * m.intermediate_size
     mlp_layer, mlp_total, experts_layer, dense_layers = dense_mlp, dense_mlp * layers, 0.0, 0
     if m.moe is not None:

@@ -230,8 +230,8 @@ def too_long(spec: ExperimentSpec) -> str | None:
 
 
 ADDED_WHEN_SET = {
-    "model": ("moe", "packaged_weights", "draft_model"),
-    "draft_model": ("moe", "packaged_weights", "draft_model"),
+    "model": ("moe", "packaged_weights", "draft_model", "attn_output_gate"),
+    "draft_model": ("moe", "packaged_weights", "draft_model", "attn_output_gate"),
     "drafter": ("draft_rate", "draft_continue"),
     "hardware": (
         "achieved.serial_batched_matmuls",

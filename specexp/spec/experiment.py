@@ -129,6 +129,11 @@ class ModelSpec(_Spec):
     torch_dtype: str = "bfloat16"
     full_attention_interval: int | None = None
     """Hybrid models: every Nth layer is full attention, the others linear attention."""
+    attn_output_gate: bool | None = None
+    """Full-attention layers gate their output with a second query-sized projection (q_proj emits
+    2 x heads x head_dim, half of it the gate: Qwen3-Next, Qwen3.5): one more hidden x heads x
+    head_dim matrix a layer to hold and read. None: no gate (a field added after run ids were first
+    issued, left out of them while unset)."""
     linear_num_key_heads: int | None = None
     linear_num_value_heads: int | None = None
     linear_key_head_dim: int | None = None
