@@ -119,15 +119,15 @@ def test_a_studys_findings_are_grouped_by_what_differs(tmp_path: Path) -> None:
     assert len(series) == 2 and all(x.count("fastest by concurrency") == 1 for x in series)
     fresh = next(x for x in series if x.startswith("- `fresh_generation v1`,"))
     # concurrency 1 is said once, by its single-stream table's decode_tps, not also by aggregate_tps
-    assert fresh.count(" at 1 (") == 1 and "at 1 (**2.36×** in `decode_tps`)" in fresh
-    assert "4 (**2.00×** in `aggregate_tps`); `mtp` k=3 at 16 (**1.78×**), 64 (**1.38×**)" in fresh
+    assert fresh.count(" at 1 (") == 1 and "at 1 (**2.35×** in `decode_tps`)" in fresh
+    assert "4 (**1.97×** in `aggregate_tps`); `mtp` k=3 at 16 (**1.80×**), 64 (**1.43×**)" in fresh
     # the group's sub-lines: the best k of each drafter, and where an arm stops paying
     subs = findings.split(fresh, 1)[1].split("\n- ", 1)[0]
     assert "`mtp` pays most at k=8 at concurrency 1 (1.91×; k=15: 1.35×)" in subs
-    assert "stops paying: `dspark` k=7 at concurrency 64 (0.75×)" in subs
-    # and where between the two concurrencies that bracket it: log-linear from 1.70x at 16 to 0.75x
+    assert "stops paying: `dspark` k=7 at concurrency 64 (0.79×)" in subs
+    # and where between the two concurrencies that bracket it: log-linear from 1.71x at 16 to 0.79x
     near = re.search(
-        r"`dspark` k=7 at concurrency 64 \(0\.75×\), crossing near ([\d.]+) \(log-linear from 16, (1\.\d\d)×\)",
+        r"`dspark` k=7 at concurrency 64 \(0\.79×\), crossing near ([\d.]+) \(log-linear from 16, (1\.\d\d)×\)",
         subs,
     )
     assert near is not None and 16 < float(near.group(1)) < 64
