@@ -49,7 +49,7 @@ def per_length(jobs: Sequence[fr.Job]) -> list[fr.Job]:
     counts as not warmed at its shape (fr.Job.compiles_per_length)."""
     return [
         replace(j, compiles_per_length=CHUNKED_PREFILL)
-        if j.record.conditions.model in HYBRID_MODELS  # type: ignore[attr-defined]
+        if getattr(j.record.conditions, "model", None) in HYBRID_MODELS
         else j
         for j in jobs
     ]

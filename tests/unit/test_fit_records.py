@@ -111,8 +111,8 @@ def h100_job(workload: str) -> fr.Job:
     (job,) = [
         j
         for j in fr.load_jobs(H100_SGLANG)
-        if j.record.conditions.workload.startswith(workload)  # type: ignore[attr-defined]
-        and j.record.conditions.model == "qwen3.8-27b"  # type: ignore[attr-defined]
+        if str(getattr(j.record.conditions, "workload", "")).startswith(workload)
+        and getattr(j.record.conditions, "model", None) == "qwen3.8-27b"
     ]
     return job
 
