@@ -9,7 +9,9 @@ kernels compiled inside it, whether or not the engine's log says so (SGLang's do
 DeltaNet prefill compiles a kernel for each new number of tokens, docs/engines.md section 2.5).
 
 Only a server specexp started on this machine is watched (its environment says where the cache is).
-Another process compiling into the same cache during the window is counted too.
+Another process compiling into the same cache during the window is counted too; a server whose
+`runtime.executable` runs it in a container of its own file system compiles where this cannot see, and
+its windows read as clean.
 """
 
 from __future__ import annotations
