@@ -37,9 +37,9 @@ SITTINGS = (
 """Every SGLang sitting's records, committed under benchmarks/data/ (one lease each), when it ran, and
 the card it was lent (its records' `hardware`)."""
 CARDS = {"h200": "an H200", "h100": "an H100"}
-HYBRID_MODELS = ("qwen3.8-27b",)
 CHUNKED_PREFILL = 8192
-"""SGLang's largest prefill step (`chunked_prefill_size` in /server_info on both cards)."""
+"""SGLang's largest prefill step (`chunked_prefill_size` in /server_info and every hybrid server's log,
+on both cards: the reports' server tables)."""
 
 
 def per_length(jobs: Sequence[fr.Job]) -> list[fr.Job]:
@@ -49,7 +49,7 @@ def per_length(jobs: Sequence[fr.Job]) -> list[fr.Job]:
     counts as not warmed at its shape (fr.Job.compiles_per_length)."""
     return [
         replace(j, compiles_per_length=CHUNKED_PREFILL)
-        if getattr(j.record.conditions, "model", None) in HYBRID_MODELS
+        if getattr(j.record.provenance.composed.model, "architecture", None) == "hybrid"
         else j
         for j in jobs
     ]

@@ -88,6 +88,14 @@ def read_requests(job_dir: Path) -> list[dict[str, Any]]:
     ]
 
 
+def by_window(lines: Sequence[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """The job's request lines window by window, in the order the windows ran."""
+    windows: dict[int, list[dict[str, Any]]] = {}
+    for line in lines:
+        windows.setdefault(int(line.get("window") or 0), []).append(line)
+    return [windows[index] for index in sorted(windows)]
+
+
 def beyond_warmup(lines: Sequence[dict[str, Any]]) -> set[tuple[str, int | None]]:
     """The (request id, send) of the requests of each timed point's first window that the job's
     earlier requests (`lines`: read_requests) did not warm at its shape: its prompts are more than
@@ -103,11 +111,7 @@ def beyond_warmup(lines: Sequence[dict[str, Any]]) -> set[tuple[str, int | None]
     longest, hit = 0, False
     seen: set[tuple[Any, ...]] = set()
     beyond: set[tuple[str, int | None]] = set()
-    windows: dict[int, list[dict[str, Any]]] = {}
-    for line in lines:
-        windows.setdefault(int(line.get("window") or 0), []).append(line)
-    for index in sorted(windows):
-        reqs = windows[index]
+    for reqs in by_window(lines):
         prompts = [int(r.get(C.prompt_tokens) or r.get("prompt_tokens_target") or 0) for r in reqs]
         hits = any(  # most of the prompt found cached (a chat template's first tokens are no hit)
             2 * int(r.get(M.cached_prompt_tokens) or 0) > p
@@ -133,15 +137,12 @@ def new_prefill_lengths(lines: Sequence[dict[str, Any]], chunk: int) -> set[tupl
     window of several requests prefills them in steps the record cannot tell apart, and is not named."""
     seen: set[int] = set()
     named: set[tuple[str, int | None]] = set()
-    windows: dict[int, list[dict[str, Any]]] = {}
-    for line in lines:
-        windows.setdefault(int(line.get("window") or 0), []).append(line)
-    for index in sorted(windows):
+    for reqs in by_window(lines):
         steps: set[int] = set()
-        for r in windows[index]:
+        for r in reqs:
             new = int(r.get(C.prompt_tokens) or 0) - int(r.get(M.cached_prompt_tokens) or 0)
             steps |= {n for n in (chunk if new >= chunk else 0, new % chunk) if n > 0}
-        first, *others = windows[index]
+        first, *others = reqs
         if not first.get("warmup") and not others and steps - seen:
             named.add((str(first.get("request_id")), first.get(C.send)))
         seen |= steps

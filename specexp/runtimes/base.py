@@ -124,9 +124,10 @@ class Runtime(ABC, Generic[S]):
         return None
 
     def compiles_since(self, mark: object | None) -> tuple[str, ...] | None:
-        """The lines in which the engine said, since `mark`, that it compiled a kernel while serving:
-        () for a clean window, None where the engine's log cannot say (no log read, or the engine
-        does not report such compiles)."""
+        """The lines in which the engine said, since `mark`, that it compiled a kernel while serving,
+        and one for each kernel its Triton cache gained (specexp.runtimes.http.kernel_cache): () for
+        a clean window, None where neither can say (no log read, or the engine does not report such
+        compiles)."""
         return None
 
     def step_costs(self) -> dict[str, dict[str, float]] | None:
