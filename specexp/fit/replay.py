@@ -209,9 +209,8 @@ def served_session_lengths(record: RunRecord) -> list[str]:
     growth = [b - a for (t, a), (u, b) in zip(by_turn, by_turn[1:], strict=False) if u == t + 1]
     if not growth:
         return []
-    written = getattr(
-        workload, "output_tokens", None
-    )  # the composed node keeps every key it was given
+    # the composed node keeps every key it was given, output_tokens among them
+    written = getattr(workload, "output_tokens", None)
     if not isinstance(written, int):
         return []
     message = round(statistics.median(growth)) - written
