@@ -11,13 +11,14 @@ measured acceptance by position. Part of the cells is fitted, the rest held out:
 - fitted (FITTED): the dense shape without a drafter (decode by concurrency, short bursts, prefill
   1k-16k, the prefix cache cold and warm): SGLang's per-request front end (tokenizer manager, HTTP),
   its serial part under a burst, and its prefill kernels' speed against the hardware file's;
-- set from these (SET): MTP's fixed cost of a round (`drafter_round_overhead_passes`), fitted to the
-  hybrid's MTP at k = 1 and 7 by concurrency; the launches of a prefill SGLang runs kernel by kernel
+- set from these (SET): the fixed cost of a round (`drafter_round_overhead_passes`), MTP's fitted to the
+  hybrid's MTP at k = 1 and 7 by concurrency, EAGLE-3's to the dense shape's EAGLE-3 at k = 1 and 7 of
+  2026-12-05b (ROUND_SCAN: the rms of their decode and aggregate figures at each value); the launches of a prefill SGLang runs kernel by kernel
   with EAGLE-3 (`ungraphed_prefill_layer_us`), from EAGLE-3's warm hits of 2026-12-05b against the
   drafter-less ones; the hybrid's prefill launches (`linear_prefill_layer_ms`), fitted to its first
   token at one stream (its decode and prefill jobs without a drafter) (docs/engines.md 2.6, 2.7);
-- held out: the rest: the dense shape with EAGLE-3 (decode at k = 1, 3/1/4 and 7; its prefix of
-  2026-12-04) and with the 2-layer draft model at k = 1, 3/1/4 and 7; the hybrid shape without a drafter
+- held out: the rest: the dense shape with EAGLE-3 (decode at 3/1/4, and at k = 7 in a later sitting;
+  its prefix of 2026-12-04) and with the 2-layer draft model at k = 1, 3/1/4 and 7; the hybrid shape without a drafter
   (its prefix sent three times, a session's turns) and with MTP at 3/1/4 (decode, its prefix sent three
   times).
 - on another card (OTHER_CARDS): every job of a sitting on an H100, simulated with its own `hardware`
@@ -31,15 +32,16 @@ and shows every table under the refit figures. Writes benchmarks/results/sglang_
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.gpu.sglang_report import per_length, sitting_dirs  # noqa: E402
 from benchmarks.gpu.vllm_report import load as sittings  # noqa: E402
-from benchmarks.vllm_calibration import gains, table  # noqa: E402
+from benchmarks.vllm_calibration import ACROSS_SITTINGS, across_sittings, gains, table  # noqa: E402
 from specexp.fit import records as fr  # noqa: E402
-from specexp.sim.profile import load_profile  # noqa: E402
+from specexp.sim.profile import EngineProfile, load_profile  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 ENGINE = "sglang"
@@ -63,8 +65,8 @@ SET_FROM = {
 
 def sets_a_figure(job: fr.Job) -> bool:
     """Whether the profile took a figure from `job` (SET), of a sitting in SET_FROM: the hybrid's MTP
-    decode at k = 1 or 7 (`drafter_round_overhead_passes`), EAGLE-3's prefix sent three times
-    (`ungraphed_prefill_layer_us`), or the hybrid's decode and prefill jobs without a drafter, whose first
+    decode at k = 1 or 7 and EAGLE-3's (`drafter_round_overhead_passes`), EAGLE-3's prefix sent three
+    times (`ungraphed_prefill_layer_us`), or the hybrid's decode and prefill jobs without a drafter, whose first
     token at one stream set its prefill's launches (`linear_prefill_layer_ms`)."""
     c = job.record.conditions  # type: ignore[attr-defined]
     parts = job.folder.parts if job.folder is not None else ()
@@ -74,8 +76,43 @@ def sets_a_figure(job: fr.Job) -> bool:
     if c.drafter == "mtp":
         return c.k in (1, 7) and workload.startswith("concurrency")
     if c.drafter == "eagle3":
-        return workload.startswith("prefix_cache")
+        return workload.startswith("prefix_cache") or (
+            c.k in (1, 7) and workload.startswith("concurrency")
+        )
     return c.model == "qwen3.8-27b" and workload.startswith(("concurrency", "prefill_sweep"))
+
+
+def workload_of(job: fr.Job) -> str:
+    """The job's workload, as its record's conditions name it."""
+    return str(getattr(job.record.conditions, "workload", ""))
+
+
+ROUND_SCAN = (0.0, 0.04, 0.06, 0.07, 0.08, 0.10, 0.12, 0.16, 0.20, 0.24, 0.30)
+"""Values of a drafter's `drafter_round_overhead_passes` the report tries on the cells that set it."""
+THROUGHPUT = ("decode_tps", "aggregate_tps")
+
+
+def round_scan(jobs: list[fr.Job], profile: EngineProfile) -> list[str]:
+    """For each drafter whose round's fixed cost the profile sets, the rms and largest error of its
+    setting cells' decode and aggregate figures at each value of ROUND_SCAN (the others as they are)."""
+    lines = ["| drafter | passes | rms error | largest error |", "|---|---:|---:|---:|"]
+    for drafter in sorted(profile.drafter_round_overhead_passes):
+        own = [j for j in jobs if j.drafter == drafter and sets_a_figure(j)]
+        own = [j for j in own if workload_of(j).startswith("concurrency")]
+        for value in ROUND_SCAN:
+            overheads = {**profile.drafter_round_overhead_passes, drafter: value}
+            trial = profile.model_copy(update={"drafter_round_overhead_passes": overheads})
+            errors = [
+                r.simulated / r.measured - 1
+                for r in fr.compare(own, ENGINE, trial)
+                if r.metric in THROUGHPUT
+            ]
+            if errors:
+                rms = math.sqrt(sum(e * e for e in errors) / len(errors))
+                lines.append(
+                    f"| {drafter} | {value:.2f} | {rms:.1%} | {max(map(abs, errors)):.1%} |"
+                )
+    return [*lines, ""]
 
 
 OTHER_CARDS = ("h100",)
@@ -158,16 +195,29 @@ def main() -> None:
         "### Warm over cold",
         "",
         *gains(fitted_rows),
-        "## Set from these: MTP at k = 1 and 7 on the hybrid, EAGLE-3's warm hits of 2026-12-05b, the "
-        "hybrid's decode and prefill without a drafter",
+        "### Every figure measured in more than one sitting",
         "",
-        "MTP's fixed cost of a round (`drafter_round_overhead_passes` 0.20) is fitted to the first; the "
+        ACROSS_SITTINGS,
+        "",
+        *across_sittings(fitted_rows),
+        "## Set from these: MTP at k = 1 and 7 on the hybrid, EAGLE-3 at k = 1 and 7 and its warm hits of "
+        "2026-12-05b, the hybrid's decode and prefill without a drafter",
+        "",
+        "The fixed cost of a round (`drafter_round_overhead_passes`: "
+        + ", ".join(
+            f"{d} {v:.2f}" for d, v in sorted(profile.drafter_round_overhead_passes.items())
+        )
+        + ") is fitted to the first two, each drafter's value the one of ROUND_SCAN with the least rms "
+        "error over its cells' decode and aggregate figures (the table after this one); the "
         "launches of an ungraphed prefill (`ungraphed_prefill_layer_us`) come from the second against the "
         "drafter-less warm hits above; the hybrid's prefill launches (`linear_prefill_layer_ms`) are "
         "fitted to the third's first token at one stream, 512 and 1,024 prompt tokens "
         "(docs/engines.md 2.6, 2.7).",
         "",
         *table(fr.compare(set_by, ENGINE, profile)),
+        "### The round's fixed cost, scanned",
+        "",
+        *round_scan(set_by, profile),
         "## Held out: EAGLE-3 and the draft model on the dense shape, the hybrid shape with and without MTP",
         "",
         "The simulator is given each drafter job's measured acceptance by position (with dummy weights, "
@@ -178,6 +228,11 @@ def main() -> None:
         "### Warm over cold",
         "",
         *gains(held_rows),
+        "### Every figure measured in more than one sitting",
+        "",
+        ACROSS_SITTINGS,
+        "",
+        *across_sittings(held_rows),
     ]
     lines += other_cards()
     text = "\n".join(lines)

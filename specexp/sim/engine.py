@@ -256,6 +256,8 @@ class SimEngine:
         if self._slot_last_used:  # llama-server builds its batch slot by slot, in slot order
             running = sorted(running, key=lambda s: s.slot)
         decoding = [s for s in running if not s.in_prefill]
+        if self.profile.prefill_first and len(decoding) < len(running):
+            decoding = []  # a prefill batch: the decoding sequences wait (EngineProfile)
         proposed = [self._propose() for _ in decoding]  # (drafted, accepted) per sequence
         verify = [
             Slice(tokens=d + 1, context=s.context, logits=d + 1, state_writes=d + 1)

@@ -48,6 +48,12 @@ class EngineProfile(BaseModel):
     holding one request: a request takes the free slot released longest ago (the highest id
     among never-used ones), a step takes its tokens slot by slot in slot order, and with equal
     micro-batches the slot is the sequence id whose runs split_equal keeps together."""
+    prefill_first: bool = False
+    """A step with prompt tokens to prefill runs no decode: the sequences already decoding wait until
+    the waiting prompts are prefilled (SGLang's scheduler, whose prefill batches do not mix with decode
+    unless --enable-mixed-chunk, which speculative decoding turns off); False: a step holds every
+    running sequence's decode tokens and prefill chunks in what the token budget leaves (vLLM,
+    llama-server)."""
     step_overhead_ms: float = Field(default=0.0, ge=0)
     """CPU time of one step besides the forward pass (scheduler, input preparation), ms."""
     seq_overhead_ms: float = Field(default=0.0, ge=0)
