@@ -149,7 +149,13 @@ def summary(all_jobs: list[fr.Job]) -> list[str]:
         f"compile or graph capture, {sum(m.contaminated is True for m in measured)} contaminated, "
         f"{sum(m.contaminated is None for m in measured)} not checked. SGLang 0.5.12 states a compile "
         "only for its CUDA graphs (`Compiling a graph for ...`, `Capture ... cuda graph`), and its Triton "
-        "kernels compile at first use without a line, so every point is warmed up at its own shape first."
+        "kernels compile at first use without a line, so every point is warmed up at its own shape first"
+        + (
+            f"; {sum('kernel_cache' in m.compiles_read for m in measured)} windows were also "
+            "checked against the server's Triton cache, where a compile leaves a folder (docs/engines.md "
+            f"2.5), and {sum(any('Triton compiled' in c for c in m.contamination) for m in measured)} "
+            "of them had compiled a kernel."
+        )
         + (
             " The windows not checked are the 2026-12-04 sitting's, which ran before specexp read "
             "SGLang's log for those lines; the start and end of each server's log kept with its records "
