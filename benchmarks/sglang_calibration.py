@@ -96,9 +96,11 @@ def round_scan(jobs: list[fr.Job], profile: EngineProfile) -> list[str]:
     """For each drafter whose round's fixed cost the profile sets, the rms and largest error of its
     setting cells' decode and aggregate figures at each value of ROUND_SCAN (the others as they are)."""
     lines = ["| drafter | passes | rms error | largest error |", "|---|---:|---:|---:|"]
-    for drafter in sorted(profile.drafter_round_overhead_passes):
+    least: list[str] = []
+    for drafter, set_to in sorted(profile.drafter_round_overhead_passes.items()):
         own = [j for j in jobs if j.drafter == drafter and sets_a_figure(j)]
         own = [j for j in own if workload_of(j).startswith("concurrency")]
+        scanned: dict[float, float] = {}
         for value in ROUND_SCAN:
             overheads = {**profile.drafter_round_overhead_passes, drafter: value}
             trial = profile.model_copy(update={"drafter_round_overhead_passes": overheads})
@@ -108,11 +110,21 @@ def round_scan(jobs: list[fr.Job], profile: EngineProfile) -> list[str]:
                 if r.metric in THROUGHPUT
             ]
             if errors:
-                rms = math.sqrt(sum(e * e for e in errors) / len(errors))
+                scanned[value] = math.sqrt(sum(e * e for e in errors) / len(errors))
                 lines.append(
-                    f"| {drafter} | {value:.2f} | {rms:.1%} | {max(map(abs, errors)):.1%} |"
+                    f"| {drafter} | {value:.2f} | {scanned[value]:.1%} | {max(map(abs, errors)):.1%} |"
                 )
-    return [*lines, ""]
+        if scanned:
+            best = min(scanned, key=lambda v: scanned[v])
+            least.append(
+                f"{drafter}: least at {best:.2f} ({scanned[best]:.1%}); the profile's {set_to:.2f}"
+                + (
+                    ""
+                    if abs(scanned.get(set_to, math.inf) - scanned[best]) < 0.0005
+                    else ", **not the least**"
+                )
+            )
+    return [*lines, "", "; ".join(least) + ".", ""]
 
 
 OTHER_CARDS = ("h100",)

@@ -105,7 +105,8 @@ ACROSS_SITTINGS = (
     "than the targets (the range column below). One sitting is one sample of that spread, so each cell "
     "measured in more than one is judged "
     "here on the median of its measurements against the median of the simulated (the cell: model, workload, "
-    "drafter, concurrency, cache and prompt to the nearest hundred tokens; a workload's version aside), as "
+    "drafter, concurrency, cache, the prompt's send and its length to the nearest hundred tokens; a "
+    "workload's version aside), as "
     "`benchmarks/engine_calibration.py` judges llama.cpp's cells measured on several servers."
 )
 
@@ -121,6 +122,7 @@ def across_sittings(rows: list[fr.Row]) -> list[str]:
             c.concurrency,  # type: ignore[attr-defined]
             c.cache,  # type: ignore[attr-defined]
             round((c.prompt_tokens or 0) / 100) * 100,  # type: ignore[attr-defined]
+            getattr(c, "send", None),
             r.metric,
         )
         groups.setdefault(key, []).append(r)
@@ -129,8 +131,9 @@ def across_sittings(rows: list[fr.Row]) -> list[str]:
         "|---|---|---:|---:|---|---:|---:|---|",
     ]
     total = misses = 0
-    for (label, conc, cache, prompt, metric), group in groups.items():
-        if len({r.job.group for r in group}) < 2:
+    for (label, conc, cache, prompt, send, metric), group in groups.items():
+        sittings = len({r.job.group for r in group})
+        if sittings < 2:
             continue
         meas = sorted(r.measured for r in group)
         med = statistics.median(meas)
@@ -138,7 +141,8 @@ def across_sittings(rows: list[fr.Row]) -> list[str]:
         ok = fr.Row(group[0].job, group[0].measurement, metric, med, sim).within
         total, misses = total + 1, misses + (not ok)
         lines.append(
-            f"| {label} c={conc} prompt~{prompt:,} {cache} | `{metric}` | {len(group)} | {med:.4g} | "
+            f"| {label} c={conc} prompt~{prompt:,} {cache}{'' if send is None else f' (send {send})'} "
+            f"| `{metric}` | {sittings} | {med:.4g} | "
             f"{meas[0]:.4g}-{meas[-1]:.4g} ({meas[-1] / meas[0] - 1:.0%}) | {sim:.4g} | "
             f"{sim / med - 1:+.1%} | {'yes' if ok else '**no**'} |"
         )

@@ -217,7 +217,7 @@ DEEP = [
 the H200 its burst of two reached its first tokens in 86 ms against 59 simulated, and 46 at k = 1); the
 draft model at k = 3 (its per-stream decode at 32 streams +22 % on the H200, its aggregate within 5 %);
 the dense shape's prefill 1k-16k without a drafter (the 1k cell -15 % on the H200, -21 % on the H100)
-with its decode. Three servers, about 13 minutes, in that order."""
+with its decode. Three servers, about 15 minutes (the sitting of 2026-12-06), in that order."""
 PLANS = {
     "deep": DEEP,
     "kernels": KERNELS,

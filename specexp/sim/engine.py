@@ -2,7 +2,7 @@
 
 Continuous batching as vLLM's V1 scheduler does it: every step is one forward pass holding
 the decode (or verify) tokens of every running sequence plus prefill chunks up to the token
-budget. With a drafter, every decode step drafts k tokens per sequence, verifies k + 1 in
+budget (with a profile's `prefill_first`, SGLang's, a step with prompt tokens runs them alone). With a drafter, every decode step drafts k tokens per sequence, verifies k + 1 in
 the target pass, and emits the accepted prefix plus one bonus token. Waiting requests are
 admitted first come, first served, up to max_num_seqs, and only while the KV pool can hold
 them whole (prompt, output and draft lookahead, plus their recurrent state), so KV capacity

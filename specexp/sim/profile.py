@@ -10,7 +10,8 @@ its source):
   micro-batches it runs them in (llama.cpp's n_ubatch: every micro-batch is its own pass, with a
   CPU cost of its own);
 - batching: continuous (vLLM, SGLang) or llama-server's slots (least recently used first, each
-  step filled in slot order, micro-batches over runs of consecutive slot ids);
+  step filled in slot order, micro-batches over runs of consecutive slot ids), and whether a step
+  that prefills also decodes (SGLang's does not: `prefill_first`);
 - the engine's own kernels' fixed cost per layer, where it differs from the hardware file's;
 - per request: a cost before the first step (HTTP, tokenisation, scheduling), fixed and per prompt
   token, and one paid a request at a time by the engine's scheduling thread;
