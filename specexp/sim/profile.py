@@ -186,6 +186,11 @@ class EngineProfile(BaseModel):
     2 x max_num_seqs x (1 + k), and at the step's token budget either way, as
     vLLM does (config/vllm.py _set_cudagraph_sizes). A step of more tokens runs kernel by kernel and pays
     `ungraphed_layer_us`. None: no such limit (llama.cpp's graphs: `ungraphed_pass_ms`)."""
+    graph_cap_by_batch: bool = True
+    """Whether the engine caps `graph_max_tokens` by its batch, 2 x max_num_seqs x (1 + k), as vLLM does
+    by default; False: `graph_max_tokens` whatever the batch and k (SGLang's piecewise CUDA graphs reach
+    `piecewise_cuda_graph_max_tokens`, 8,192, at max_running_requests 48 and with EAGLE-3 at 3/1/4 alike:
+    its /server_info)."""
     ungraphed_layer_us: float = Field(default=0.0, ge=0)
     """Extra time of a step past `graph_max_tokens`, us per decoder layer: its kernels are launched one
     by one from the engine's thread, and the GPU waits on the launches."""
@@ -251,6 +256,8 @@ class EngineProfile(BaseModel):
             return None
         if given is not None:
             return min(given, batch_tokens)
+        if not self.graph_cap_by_batch:
+            return min(self.graph_max_tokens, batch_tokens)
         return min(self.graph_max_tokens, 2 * max_num_seqs * (1 + k), batch_tokens)
 
     def output_waits_for_next_launch(self, drafter: str) -> bool:

@@ -3,6 +3,7 @@ are captured without the target's hidden states, which EAGLE-3 and MTP take from
 
 from __future__ import annotations
 
+import json
 import statistics
 from collections.abc import Callable
 from pathlib import Path
@@ -13,6 +14,7 @@ from specexp.sim.profile import load_profile
 from specexp.workloads.driver import drive
 
 Spec = Callable[..., Any]
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures/engines/sglang/h200-0.5.12"
 SGLANG_DENSE = ("hardware=h200", "model=qwen3-8b", "quantization=bf16", "runtime.engine=sglang")
 
 
@@ -82,3 +84,16 @@ def test_a_hybrid_prefill_takes_the_longer_of_its_launches_and_its_kernels(
     assert launches < short < launches + 20  # the launches and the front end
     assert one_k - short < launches / 4
     assert 1.6 < four_k / two_k < 2.4  # past the launches, the kernels' own growth
+
+
+def test_sglangs_prefill_graphs_reach_their_token_limit_whatever_the_batch_and_the_draft() -> None:
+    # SGLang's /server_info: piecewise_cuda_graph_max_tokens 8192 with max_running_requests 48 and
+    # EAGLE-3 at 3/1/4 (tests/fixtures/engines/sglang/h200-0.5.12/server_info.json)
+    info = json.loads((FIXTURES / "server_info.json").read_text())
+    sglang, vllm = load_profile("sglang"), load_profile("vllm")
+    assert sglang.graph_max_tokens == info["piecewise_cuda_graph_max_tokens"]
+    for k in (0, 1, 3, 7):
+        assert sglang.graph_cap(info["max_running_requests"], k, 8192) == 8192
+    # vLLM caps its own default by the batch and the draft (config/vllm.py _set_cudagraph_sizes)
+    assert vllm.graph_max_tokens is not None
+    assert vllm.graph_cap(4, 1, 8192) == min(vllm.graph_max_tokens, 2 * 4 * 2)
