@@ -13,13 +13,13 @@ measured acceptance by position. Part of the cells is fitted, the rest held out:
   its serial part under a burst, and its prefill kernels' speed against the hardware file's;
 - set from these (SET): the fixed cost of a round (`drafter_round_overhead_passes`), MTP's fitted to the
   hybrid's MTP at k = 1 and 7 by concurrency, EAGLE-3's to the dense shape's EAGLE-3 at k = 1 and 7 of
-  2026-12-05b (ROUND_SCAN: the rms of their decode and aggregate figures at each value); the launches of a prefill SGLang runs kernel by kernel
-  with EAGLE-3 (`ungraphed_prefill_layer_us`), from EAGLE-3's warm hits of 2026-12-05b against the
+  2026-12-05b (ROUND_SCAN: the rms of their decode and aggregate figures at each value); the
+  launches of a prefill SGLang runs kernel by kernel with EAGLE-3 (`ungraphed_prefill_layer_us`), from EAGLE-3's warm hits of 2026-12-05b against the
   drafter-less ones; the hybrid's prefill launches (`linear_prefill_layer_ms`), fitted to its first
   token at one stream (its decode and prefill jobs without a drafter) (docs/engines.md 2.6, 2.7);
 - held out: the rest: the dense shape with EAGLE-3 (decode at 3/1/4, and at k = 7 in a later sitting;
-  its prefix of 2026-12-04) and with the 2-layer draft model at k = 1, 3/1/4 and 7; the hybrid shape without a drafter
-  (its prefix sent three times, a session's turns) and with MTP at 3/1/4 (decode, its prefix sent three
+  its prefix of 2026-12-04) and with the 2-layer draft model at k = 1, 3/1/4 and 7; the hybrid shape
+  without a drafter (its prefix sent three times, a session's turns) and with MTP at 3/1/4 (decode, its prefix sent three
   times).
 - on another card (OTHER_CARDS): every job of a sitting on an H100, simulated with its own `hardware`
   and the profile as it stands for that card; the profile was fitted on the H200 alone.
@@ -66,8 +66,8 @@ SET_FROM = {
 def sets_a_figure(job: fr.Job) -> bool:
     """Whether the profile took a figure from `job` (SET), of a sitting in SET_FROM: the hybrid's MTP
     decode at k = 1 or 7 and EAGLE-3's (`drafter_round_overhead_passes`), EAGLE-3's prefix sent three
-    times (`ungraphed_prefill_layer_us`), or the hybrid's decode and prefill jobs without a drafter, whose first
-    token at one stream set its prefill's launches (`linear_prefill_layer_ms`)."""
+    times (`ungraphed_prefill_layer_us`), or the hybrid's decode and prefill jobs without a drafter,
+    whose first token at one stream set its prefill's launches (`linear_prefill_layer_ms`)."""
     c = job.record.conditions  # type: ignore[attr-defined]
     parts = job.folder.parts if job.folder is not None else ()
     if not any(sitting in parts for sitting in SET_FROM.get(str(c.drafter), ())):

@@ -1,17 +1,17 @@
 """The simulated serving engine: one scheduler on a virtual clock, driven by `submit` and `step`.
 
-Continuous batching as vLLM's V1 scheduler does it: every step is one forward pass holding
-the decode (or verify) tokens of every running sequence plus prefill chunks up to the token
-budget (with a profile's `prefill_first`, SGLang's, a step with prompt tokens runs them alone). With a drafter, every decode step drafts k tokens per sequence, verifies k + 1 in
-the target pass, and emits the accepted prefix plus one bonus token. Waiting requests are
-admitted first come, first served, up to max_num_seqs, and only while the KV pool can hold
-them whole (prompt, output and draft lookahead, plus their recurrent state), so KV capacity
-limits concurrency. With an engine profile of `batching: slots` (llama-server) each request takes
-a slot as llama-server chooses it, a step takes its tokens in slot order, and equal micro-batches
-keep to runs of consecutive slots (specexp/sim/ubatches.py); what a step's passes cost is
-specexp/sim/passes.py's. A prompt's full blocks enter the prefix cache (kvcache.KvPool) when its
-prefill ends; cached blocks are evicted, least recently used first, to make room. The engine
-keeps the counters a vLLM server exports.
+Continuous batching as vLLM's V1 scheduler does it: every step is one forward pass holding the
+decode (or verify) tokens of every running sequence plus prefill chunks up to the token budget
+(with a profile's `prefill_first`, SGLang's, a step with prompt tokens runs them alone). With a
+drafter, every decode step drafts k tokens per sequence, verifies k + 1 in the target pass, and
+emits the accepted prefix plus one bonus token. Waiting requests are admitted first come, first
+served, up to max_num_seqs, and only while the KV pool can hold them whole (prompt, output and
+draft lookahead, plus their recurrent state), so KV capacity limits concurrency. With an engine
+profile of `batching: slots` (llama-server) each request takes a slot as llama-server chooses it, a
+step takes its tokens in slot order, and equal micro-batches keep to runs of consecutive slots
+(specexp/sim/ubatches.py); what a step's passes cost is specexp/sim/passes.py's. A prompt's full
+blocks enter the prefix cache (kvcache.KvPool) when its prefill ends; cached blocks are evicted,
+least recently used first, to make room. The engine keeps the counters a vLLM server exports.
 
 Two faces drive it: the runtime adapter submits a window and steps until it finishes (`run`,
 `observe` reading its state after every step); the real-time server steps on the wall clock.

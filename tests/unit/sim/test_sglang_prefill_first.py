@@ -1,6 +1,6 @@
 """SGLang runs a prefill batch alone (docs/engines.md 2.8): while a burst's later prompts prefill, the
 sequences already decoding wait, so every request of a burst ends at about the same time; vLLM's steps
-carry the decode tokens beside the prompt chunks, and its first requests end first."""
+carry the decode tokens beside the prompt chunks, and its early requests decode meanwhile."""
 
 from __future__ import annotations
 
@@ -32,8 +32,8 @@ SHAPES = {
     "dense": ("model=qwen3-8b",),
     "dense-eagle3": ("model=qwen3-8b", "drafter=eagle3", "k=3"),
 }
-"""The dense shape alone and with EAGLE-3, whose bursts of 32 reach their first tokens in three waves or more
-(the hybrid's slower prefill gathers all but its first request into one wave)."""
+"""The dense shape alone and with EAGLE-3, whose bursts of 32 reach their first tokens in three waves or
+more (the hybrid's slower prefill gathers all but its first request into one wave)."""
 
 
 def token_times(
@@ -72,7 +72,7 @@ def test_a_bursts_early_requests_decode_nothing_while_its_later_prompts_prefill(
     alone = token_times(make_spec, tmp_path / "alone", True, SHAPES[shape])
     mixed = token_times(make_spec, tmp_path / "mixed", False, SHAPES[shape])
     early, events = tokens_before_the_last_first_token(alone)
-    # the burst reaches its first tokens in waves of the prefill budget (measured on the H200: in one
+    # the burst reaches its first tokens in waves (measured on the H200: in one
     # repeat one at 57 ms, 14 at 204, 17 at 416 ms) ...
     assert 0 < early < len(alone)
     # ... and the early waves get nothing more until the last has prefilled: their first tokens only
