@@ -182,6 +182,31 @@ server with the default graphs and one with graphs up to 1,024 tokens, each at p
 then the hybrid shape with either; then bursts of 2 to 8 short prompts (asked for at 64 and 72 tokens,
 they ran at 165: the instruction and the chat template alone). Run on 2026-12-04
 (benchmarks/data/h200-vllm-2026-12-04-2/: the last two entries as `start --sweep` of the same overrides)."""
+SHORT_BURSTS = (
+    "workload:concurrency,workload.concurrency:'[1,8,32]',workload.prompt_tokens:'32',"
+    "workload.output_tokens:'64',workload.repeats:'3'"
+)
+PREFILL = "workload:prefill_sweep,workload.prompt_lengths:'[1024,2048,4096,8192,16384]'"
+RECHECK_PLAN = [
+    (
+        "h200_vllm_dense",
+        [
+            grid(
+                f"{SHORT_BURSTS},drafter:none",
+                f"{PREFILL},drafter:none",
+                f"{DECODE},drafter:none",
+            ),
+            "baseline=false",
+        ],
+    ),
+    (
+        "h200_vllm_hybrid",
+        [grid(f"{DECODE},drafter:none", f"{PREFIX},drafter:none"), "baseline=false"],
+    ),
+]
+"""Issue 33's cells outside their targets in one sitting, measured again in a sitting of their own: the
+dense shape's bursts of short prompts (1, 8 and 32 streams), its prefill 1k-16k and its decode bursts of
+512-token prompts, then the hybrid shape's bursts and warm prefixes (a third sitting of each)."""
 TP_PLAN = [("h200x2_vllm_tp", ["drafter=none"]), ("h200x2_vllm_tp", [])]
 """Issue 40, on a two-GPU host (device kind nvidia-h200-x2): experiments/h200x2_vllm_tp.yaml, one and
 two GPUs a server on the dense 8B and 32B shapes, the baselines first. Not yet run."""
@@ -191,6 +216,7 @@ PLANS = {
     "smollm2": SMOLLM2_PLAN,
     "graphs": GRAPHS_PLAN,
     "tp": TP_PLAN,
+    "recheck": RECHECK_PLAN,
 }
 MOE_SWEEP = [
     "hardware=h200",
