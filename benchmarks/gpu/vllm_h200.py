@@ -207,6 +207,18 @@ RECHECK_PLAN = [
 """Issue 33's cells outside their targets in one sitting, measured again in a sitting of their own: the
 dense shape's bursts of short prompts (1, 8 and 32 streams), its prefill 1k-16k and its decode bursts of
 512-token prompts, then the hybrid shape's bursts and warm prefixes (a third sitting of each)."""
+RECHECK_DRAFTERS_PLAN = [
+    (
+        "h200_vllm_dense",
+        [grid(f"{DECODE},drafter:ngram,k:'4'", f"{DECODE},drafter:eagle3,k:'3'"), "baseline=false"],
+    ),
+    (
+        "h200_vllm_hybrid",
+        [grid(f"{DECODE},drafter:mtp,k:'3'", f"{PREFIX},drafter:mtp,k:'3'"), "baseline=false"],
+    ),
+]
+"""After RECHECK_PLAN on the same machine: n-gram k = 4 and EAGLE-3 k = 3 on the dense shape, MTP k = 3
+on the hybrid with its warm prefixes."""
 TP_PLAN = [("h200x2_vllm_tp", ["drafter=none"]), ("h200x2_vllm_tp", [])]
 """Issue 40, on a two-GPU host (device kind nvidia-h200-x2): experiments/h200x2_vllm_tp.yaml, one and
 two GPUs a server on the dense 8B and 32B shapes, the baselines first. Not yet run."""
@@ -217,6 +229,7 @@ PLANS = {
     "graphs": GRAPHS_PLAN,
     "tp": TP_PLAN,
     "recheck": RECHECK_PLAN,
+    "recheck-drafters": RECHECK_DRAFTERS_PLAN,
 }
 MOE_SWEEP = [
     "hardware=h200",
