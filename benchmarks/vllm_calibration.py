@@ -177,6 +177,41 @@ def parts_fit(fitted: list[fr.Job], profile: EngineProfile, iterations: int) -> 
     ]
 
 
+OTHER_CARDS = ("h100",)
+"""Cards with vLLM sittings of their own (vllm_report.SITTINGS), whose every figure is held out."""
+
+
+def other_cards() -> list[str]:
+    """Each other card's jobs against the profile as the simulator loads it for that card."""
+    lines: list[str] = []
+    for card in OTHER_CARDS:
+        jobs = [
+            j for j in sittings([d / "sweeps" for d in sitting_dirs(card)]) if j.record.measurements
+        ]
+        if not jobs:
+            continue
+        rows = fr.compare(jobs, "vllm", load_profile("vllm", card))
+        own = card in load_profile("vllm").devices
+        lines += [
+            f"## Held out on another card: {card}",
+            "",
+            f"vLLM 0.26.0 on an {card.upper()} (`benchmarks/results/gpu-{card}-vllm.md`), as its sittings "
+            f"brought it back, simulated with `hardware={card}`: conf/hardware/{card}.yaml and the profile's "
+            + (
+                f"figures for that card (`devices.{card}` in conf/sim_engine/vllm.yaml)"
+                if own
+                else "defaults"
+            )
+            + ". Nothing here was fitted; a drafter's measured acceptance by position is given.",
+            "",
+            *table(rows),
+            "### Warm over cold",
+            "",
+            *gains(rows),
+        ]
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -267,6 +302,8 @@ def main() -> None:
         "",
         *gains(held_rows),
     ]
+    if not args.data:
+        lines += other_cards()
     if args.fit == "parts":
         lines += parts_fit(fitted, profile, args.iterations)
     text = "\n".join(lines)

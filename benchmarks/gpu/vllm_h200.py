@@ -358,6 +358,12 @@ def main() -> int:
     )
     parser.add_argument("--name", default=None, help="report: the results file's name")
     parser.add_argument(
+        "--card",
+        choices=["h200", "h100"],
+        default="h200",
+        help="report: the card of --data/--records (the committed sittings name their own)",
+    )
+    parser.add_argument(
         "--records",
         type=Path,
         action="append",
@@ -392,16 +398,30 @@ def main() -> int:
         elif stage == "report":
             from benchmarks.gpu import vllm_report
 
-            data = args.data or ([] if args.records else vllm_report.sitting_dirs())
-            roots = [d / "sweeps" for d in data]
-            if args.records:
-                roots.append(vllm_report.unpack(args.records, args.work))
-            for path in vllm_report.write(
-                roots,
-                REPO / "benchmarks" / "results",
-                stamp=datetime.date.today().isoformat(),
-                **({"name": args.name} if args.name else {}),
-            ):
+            stamp = datetime.date.today().isoformat()
+            if args.data or args.records:
+                roots = [d / "sweeps" for d in args.data]
+                if args.records:
+                    roots.append(vllm_report.unpack(args.records, args.work))
+                by_card = {args.card: roots}
+            else:  # every committed sitting, one report a card
+                by_card = {
+                    card: [d / "sweeps" for d in vllm_report.sitting_dirs(card)]
+                    for card in vllm_report.CARDS
+                }
+            written = [
+                path
+                for card, roots in by_card.items()
+                if roots
+                for path in vllm_report.write(
+                    roots,
+                    REPO / "benchmarks" / "results",
+                    stamp=stamp,
+                    name=args.name or f"gpu-{card}-vllm",
+                    card=card,
+                )
+            ]
+            for path in written:
                 log(f"report: {path}")
     return 0
 

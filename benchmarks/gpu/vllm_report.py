@@ -25,24 +25,30 @@ from specexp.spec.vocabulary import M
 NAME = "gpu-h200-vllm"
 DATA = Path(__file__).resolve().parents[1] / "data"
 SITTINGS = (
-    ("h200-vllm", "2026-12-02"),
-    ("h200-vllm-2026-12-03", "2026-12-03"),
-    ("h200-vllm-2026-12-03-2", "2026-12-03, the same day's second sitting"),
-    ("h200-vllm-2026-12-04", "2026-12-04"),
-    ("h200-vllm-2026-12-04-2", "2026-12-04, the same day's second sitting"),
+    ("h200-vllm", "2026-12-02", "h200"),
+    ("h200-vllm-2026-12-03", "2026-12-03", "h200"),
+    ("h200-vllm-2026-12-03-2", "2026-12-03, the same day's second sitting", "h200"),
+    ("h200-vllm-2026-12-04", "2026-12-04", "h200"),
+    ("h200-vllm-2026-12-04-2", "2026-12-04, the same day's second sitting", "h200"),
+    ("h100-vllm-2026-12-06", "2026-12-06", "h100"),
 )
-"""Every sitting's records, committed under benchmarks/data/ (one lease each), and when it ran: the
-report, the TTFT parts and the profile's fit all read these."""
+"""Every sitting's records, committed under benchmarks/data/ (one lease each), when it ran, and the card
+it was lent (its records' `hardware`): the report, the TTFT parts and the profile's fit read the H200's;
+an H100's are held out."""
+CARDS = {"h200": "an H200", "h100": "an H100"}
 
 
-def sitting_dirs() -> list[Path]:
-    """The committed sittings' folders (each holds `sweeps/`), oldest first."""
-    return [DATA / name for name, _ in SITTINGS]
+def sitting_dirs(card: str | None = "h200") -> list[Path]:
+    """The committed sittings' folders (each holds `sweeps/`) of one card (None: every card), oldest
+    first."""
+    return [DATA / name for name, _, lent in SITTINGS if card in (None, lent)]
 
 
-def sittings_named() -> str:
-    """The committed sittings as a sentence's list: `benchmarks/data/NAME/` (WHEN), ..."""
-    return ", ".join(f"`benchmarks/data/{name}/` ({when})" for name, when in SITTINGS)
+def sittings_named(card: str = "h200") -> str:
+    """One card's committed sittings as a sentence's list: `benchmarks/data/NAME/` (WHEN), ..."""
+    return ", ".join(
+        f"`benchmarks/data/{name}/` ({when})" for name, when, lent in SITTINGS if lent == card
+    )
 
 
 DECODE = ("decode_tps", "aggregate_tps", "ttft_s", "tokens_per_pass")
@@ -193,9 +199,10 @@ def markdown(
     sims: dict[str, dict[fr.Key, dict[str, float]]],
     stamp: str,
     roots: Sequence[Path],
+    card: str = "h200",
 ) -> str:
     lines = [
-        "# vLLM with CUDA on an H200: measured by specexp, beside the simulator",
+        f"# vLLM with CUDA on {CARDS[card]}: measured by specexp, beside the simulator",
         "",
         f"Written {stamp} by `benchmarks/gpu/vllm_report.py` from the records `benchmarks/gpu/vllm_h200.py` "
         f"brought back from the device, in {len(roots)} sittings (each job's heading names its sitting). A model is "
@@ -203,7 +210,7 @@ def markdown(
         "its heading says `trained weights`. Simulated: `runtime=sim runtime.engine=vllm` with each job's own "
         "overrides, and for a drafter the acceptance by position the job measured (specexp/fit/records.py). "
         "`clean`: whether vLLM's kernel JIT monitor logged a compile during the point's windows. The records, "
-        f"with every sample and request: {sittings_named()}; the profile's fit to them: "
+        f"with every sample and request: {sittings_named(card)}; the profile's fit to them: "
         "`benchmarks/results/vllm_calibration.md`.",
         "",
         *summary(all_jobs, roots),
@@ -276,7 +283,11 @@ def load(roots: Sequence[Path]) -> list[fr.Job]:
 
 
 def write(
-    measured_roots: Sequence[Path], results_dir: Path, stamp: str, name: str = NAME
+    measured_roots: Sequence[Path],
+    results_dir: Path,
+    stamp: str,
+    name: str = NAME,
+    card: str = "h200",
 ) -> list[Path]:
     all_jobs = load(measured_roots)
     sims = {
@@ -284,5 +295,5 @@ def write(
     }
     results_dir.mkdir(parents=True, exist_ok=True)
     md = results_dir / f"{name}.md"
-    md.write_text(markdown(all_jobs, sims, stamp, measured_roots))
+    md.write_text(markdown(all_jobs, sims, stamp, measured_roots, card))
     return [md]
