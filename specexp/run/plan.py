@@ -163,6 +163,7 @@ def _server_key(spec: ExperimentSpec) -> str:
         data["hardware"].pop(price, None)
     data["slots"] = spec.workload.slots
     _drop_unused_interconnect(data)
+    _drop_other_devices_added(data)
     blob = json.dumps(data, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
@@ -174,6 +175,24 @@ def _drop_unused_interconnect(data: dict[str, Any]) -> None:
     split = isinstance(runtime, dict) and (runtime.get("tensor_parallel") or 1) > 1
     if isinstance(hardware, dict) and not split:
         hardware.pop("interconnect", None)
+
+
+DEVICE_ENTRIES_ADDED = {"drafter.cost.devices": ("h100",)}
+"""A drafter's figures for one device added after run ids were first issued: in the id of a job on
+that device only, so that every other job keeps its id."""
+
+
+def _drop_other_devices_added(data: dict[str, Any]) -> None:
+    hardware = data.get("hardware")
+    name = hardware.get("name") if isinstance(hardware, dict) else None
+    for path, devices in DEVICE_ENTRIES_ADDED.items():
+        node: Any = data
+        for part in path.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, dict):
+            for device in devices:
+                if device != name:
+                    node.pop(device, None)
 
 
 def _meaningless(spec: ExperimentSpec) -> str | None:
@@ -264,6 +283,7 @@ def _digest(spec: ExperimentSpec, **fields: Any) -> str:
             **data["runtime"],
         }
     _drop_unused_interconnect(data)
+    _drop_other_devices_added(data)
     blob = json.dumps(data, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 

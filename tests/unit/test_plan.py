@@ -260,3 +260,17 @@ def test_the_answer_checks_on_the_simulator_name_every_real_engine_from_the_regi
     assert why is not None and "runtime=sim generates no text" in why
     assert set(real_engines()) == {n for n, cls in RUNTIMES.items() if not cls.simulated}
     assert "sim" not in real_engines() and all(name in why for name in real_engines())
+
+
+def test_a_drafters_figures_for_a_device_added_later_move_only_that_devices_run_ids(
+    make_spec: Spec,
+) -> None:
+    """MTP's figures for the H100 (conf/drafter/mtp.yaml `cost.devices.h100`) came after run ids were
+    first issued: a job on any other card keeps the id it had without them."""
+
+    def run_id(hardware: str, *overrides: str) -> str:
+        return make_cell(make_spec(f"hardware={hardware}", "drafter=mtp", "k=3", *overrides)).run_id
+
+    assert run_id("dgx_spark") == run_id("dgx_spark", "~drafter.cost.devices.h100")
+    assert run_id("h200") == run_id("h200", "drafter.cost.devices.h100.kernel_efficiency=0.5")
+    assert run_id("h100") != run_id("h100", "drafter.cost.devices.h100.kernel_efficiency=0.5")
