@@ -1,13 +1,14 @@
-"""vLLM measured on an H200 against `runtime=sim runtime.engine=vllm` on the same jobs.
+"""vLLM measured on an H200 (or an H100) against `runtime=sim runtime.engine=vllm` on the same jobs.
 
 Every measured job is simulated whole from its own record (specexp.fit.records: the job's overrides with
 the simulator in place of the server, a drafter's measured acceptance by position, the new suffix its prompts
 had); points pair on concurrency, cache state and the nearest prompt length.
 
-Writes `benchmarks/results/gpu-h200-vllm.md`: what the run found, the paths vLLM chose per server, and per
-job the measured, simulated and simulated/measured figures, energy per token, mean power and whether the
-windows were clean. The records themselves are committed under `benchmarks/data/h200-vllm/`, and
-`benchmarks/vllm_calibration.py` fits the profile to them.
+Writes one report a card, `benchmarks/results/gpu-h200-vllm.md` and `gpu-h100-vllm.md` (the card of each
+sitting: SITTINGS): what the run found, the paths vLLM chose per server, and per job the measured,
+simulated and simulated/measured figures, energy per token, mean power and whether the windows were
+clean. The records themselves are committed under `benchmarks/data/h200-vllm*/` and `h100-vllm*/`, and
+`benchmarks/vllm_calibration.py` fits the profile to the H200's and holds the H100's out.
 """
 
 from __future__ import annotations
