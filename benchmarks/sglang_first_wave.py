@@ -22,6 +22,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 from benchmarks.gpu.sglang_report import sitting_dirs  # noqa: E402
+from specexp.measure.request_log import by_window, read_requests  # noqa: E402
+from specexp.spec.vocabulary import C, M  # noqa: E402
 
 HELD_MS = 90.0
 """Past twice the slowest lone first prefill of a burst without a drafter (47 ms)."""
@@ -29,12 +31,16 @@ STREAMS = (8, 16)
 
 
 def windows(job: Path) -> dict[tuple[int, int], list[float]]:
-    """Each timed window's first-token times (ms) by (streams, window), from the job's request log."""
-    found: dict[tuple[int, int], list[float]] = collections.defaultdict(list)
-    for line in (job / "requests.jsonl").read_text().splitlines():
-        row = json.loads(line)
-        if not row["warmup"] and row["concurrency"] in STREAMS and row["ttft_s"] is not None:
-            found[(row["concurrency"], row["window"])].append(row["ttft_s"] * 1e3)
+    """Each timed window's first-token times (ms) by (streams, its place in the job), from the job's
+    request log."""
+    found: dict[tuple[int, int], list[float]] = {}
+    for place, reqs in enumerate(by_window(read_requests(job))):
+        streams = int(reqs[0].get(C.concurrency) or 0)
+        if reqs[0].get("warmup") or streams not in STREAMS:
+            continue
+        found[(streams, place)] = [
+            float(r[M.ttft_s]) * 1e3 for r in reqs if r.get(M.ttft_s) is not None
+        ]
     return found
 
 
