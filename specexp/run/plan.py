@@ -163,7 +163,7 @@ def _server_key(spec: ExperimentSpec) -> str:
         data["hardware"].pop(price, None)
     data["slots"] = spec.workload.slots
     _drop_unused_interconnect(data)
-    _drop_other_devices_added(data)
+    _drop_other_devices(data)
     blob = json.dumps(data, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
@@ -177,22 +177,27 @@ def _drop_unused_interconnect(data: dict[str, Any]) -> None:
         hardware.pop("interconnect", None)
 
 
-DEVICE_ENTRIES_ADDED = {"drafter.cost.devices": ("h100",)}
-"""A drafter's figures for one device added after run ids were first issued: in the id of a job on
-that device only, so that every other job keeps its id."""
+DEVICE_ENTRIES_ISSUED = {("mtp", "h200")}
+"""A drafter's figures for one device (`cost.devices`) that were in every run id when ids were first
+issued, and stay there."""
 
 
-def _drop_other_devices_added(data: dict[str, Any]) -> None:
-    hardware = data.get("hardware")
-    name = hardware.get("name") if isinstance(hardware, dict) else None
-    for path, devices in DEVICE_ENTRIES_ADDED.items():
-        node: Any = data
-        for part in path.split("."):
-            node = node.get(part) if isinstance(node, dict) else None
-        if isinstance(node, dict):
-            for device in devices:
-                if device != name:
-                    node.pop(device, None)
+def _drop_other_devices(data: dict[str, Any]) -> None:
+    """A drafter's figures for one device move only that device's jobs: the others keep the id they
+    had before the figures were added (those of DEVICE_ENTRIES_ISSUED stay in every id)."""
+    hardware, drafter = data.get("hardware"), data.get("drafter")
+    if not isinstance(hardware, dict) or not isinstance(drafter, dict):
+        return
+    cost = drafter.get("cost")
+    devices = cost.get("devices") if isinstance(cost, dict) else None
+    if isinstance(cost, dict) and isinstance(devices, dict):
+        for device in list(devices):
+            if device != hardware.get("name") and (drafter.get("name"), device) not in (
+                DEVICE_ENTRIES_ISSUED
+            ):
+                devices.pop(device)
+        if not devices:  # as a cost without figures for any device is dumped
+            cost.pop("devices")
 
 
 def _meaningless(spec: ExperimentSpec) -> str | None:
@@ -283,7 +288,7 @@ def _digest(spec: ExperimentSpec, **fields: Any) -> str:
             **data["runtime"],
         }
     _drop_unused_interconnect(data)
-    _drop_other_devices_added(data)
+    _drop_other_devices(data)
     blob = json.dumps(data, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 

@@ -266,11 +266,21 @@ def test_a_drafters_figures_for_a_device_added_later_move_only_that_devices_run_
     make_spec: Spec,
 ) -> None:
     """MTP's figures for the H100 (conf/drafter/mtp.yaml `cost.devices.h100`) came after run ids were
-    first issued: a job on any other card keeps the id it had without them."""
+    first issued, and so would any drafter's figures for a device: a job on any other card keeps the id
+    it had without them, and a job on that card takes them in."""
 
-    def run_id(hardware: str, *overrides: str) -> str:
-        return make_cell(make_spec(f"hardware={hardware}", "drafter=mtp", "k=3", *overrides)).run_id
+    def run_id(hardware: str, drafter: str, *overrides: str) -> str:
+        return make_cell(
+            make_spec(f"hardware={hardware}", f"drafter={drafter}", "k=3", *overrides)
+        ).run_id
 
-    assert run_id("dgx_spark") == run_id("dgx_spark", "~drafter.cost.devices.h100")
-    assert run_id("h200") == run_id("h200", "drafter.cost.devices.h100.kernel_efficiency=0.5")
-    assert run_id("h100") != run_id("h100", "drafter.cost.devices.h100.kernel_efficiency=0.5")
+    assert run_id("dgx_spark", "mtp") == run_id("dgx_spark", "mtp", "~drafter.cost.devices.h100")
+    assert run_id("h200", "mtp") == run_id(
+        "h200", "mtp", "drafter.cost.devices.h100.kernel_efficiency=0.5"
+    )
+    assert run_id("h100", "mtp") != run_id(
+        "h100", "mtp", "drafter.cost.devices.h100.kernel_efficiency=0.5"
+    )
+    added = "+drafter.cost.devices={h200:{kernel_efficiency:0.5}}"
+    assert run_id("dgx_spark", "dspark") == run_id("dgx_spark", "dspark", added)
+    assert run_id("h200", "dspark") != run_id("h200", "dspark", added)
