@@ -19,11 +19,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from benchmarks.gpu.sitting import CARDS, sitting_dirs_of, sittings_named_of
 from benchmarks.gpu.vllm_report import _fmt, job_sections, load, not_finished, unwarmed
 from specexp.fit import records as fr
 from specexp.measure.request_log import WARM_REACH
 
-DATA = Path(__file__).resolve().parents[1] / "data"
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 SITTINGS = (
     ("h200-sglang-2026-12-04", "2026-12-04", "h200"),
@@ -37,7 +37,6 @@ SITTINGS = (
 )
 """Every SGLang sitting's records, committed under benchmarks/data/ (one lease each), when it ran, and
 the card it was lent (its records' `hardware`)."""
-CARDS = {"h200": "an H200", "h100": "an H100"}
 CHUNKED_PREFILL = 8192
 """SGLang's largest prefill step (`chunked_prefill_size` in /server_info and every hybrid server's log,
 on both cards: the reports' server tables)."""
@@ -69,14 +68,13 @@ CHOSEN = (
 
 
 def sitting_dirs(card: str | None = None) -> list[Path]:
-    """The sittings' folders, of one card or of all."""
-    return [DATA / name for name, _, lent in SITTINGS if card in (None, lent)]
+    """The committed sittings' folders of one card (None: every card), oldest first."""
+    return sitting_dirs_of(SITTINGS, card)
 
 
-def sittings_named(card: str) -> str:
-    return ", ".join(
-        f"`benchmarks/data/{name}/` ({when})" for name, when, lent in SITTINGS if lent == card
-    )
+def sittings_named(card: str = "h200") -> str:
+    """One card's committed sittings as a sentence's list."""
+    return sittings_named_of(SITTINGS, card)
 
 
 RESOLVED = {

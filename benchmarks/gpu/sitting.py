@@ -27,6 +27,22 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
+DATA = REPO / "benchmarks" / "data"
+CARDS = {"h200": "an H200", "h100": "an H100"}
+"""The cards a sitting may be lent, as a report's sentence names them."""
+
+
+def sitting_dirs_of(sittings: Sequence[tuple[str, str, str]], card: str | None) -> list[Path]:
+    """The folders (each holds `sweeps/`) of the sittings (name, when, card) lent `card` (None: all),
+    in their order."""
+    return [DATA / name for name, _, lent in sittings if card in (None, lent)]
+
+
+def sittings_named_of(sittings: Sequence[tuple[str, str, str]], card: str) -> str:
+    """The sittings lent `card` as a sentence's list: `benchmarks/data/NAME/` (WHEN), ..."""
+    return ", ".join(
+        f"`benchmarks/data/{name}/` ({when})" for name, when, lent in sittings if lent == card
+    )
 
 
 @dataclass(frozen=True)

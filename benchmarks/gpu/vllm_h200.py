@@ -42,7 +42,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from benchmarks.gpu.sitting import Sitting  # noqa: E402
+from benchmarks.gpu.sitting import CARDS, Sitting  # noqa: E402
 from benchmarks.gpu.vllm_plans import MOE_SWEEP, PLANS  # noqa: E402
 
 SITTING = Sitting(
@@ -174,7 +174,7 @@ def main() -> int:
     parser.add_argument("--name", default=None, help="report: the results file's name")
     parser.add_argument(
         "--card",
-        choices=["h200", "h100"],
+        choices=sorted(CARDS),
         default="h200",
         help="report: the card of --data/--records (the committed sittings name their own)",
     )
@@ -221,8 +221,7 @@ def main() -> int:
                 by_card = {args.card: roots}
             else:  # every committed sitting, one report a card
                 by_card = {
-                    card: [d / "sweeps" for d in vllm_report.sitting_dirs(card)]
-                    for card in vllm_report.CARDS
+                    card: [d / "sweeps" for d in vllm_report.sitting_dirs(card)] for card in CARDS
                 }
             written = [
                 path

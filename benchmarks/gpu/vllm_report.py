@@ -19,12 +19,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmarks.gpu.sitting import CARDS, sitting_dirs_of, sittings_named_of
 from specexp.fit import records as fr
 from specexp.record import Measurement
 from specexp.spec.vocabulary import M
 
 NAME = "gpu-h200-vllm"
-DATA = Path(__file__).resolve().parents[1] / "data"
 SITTINGS = (
     ("h200-vllm", "2026-12-02", "h200"),
     ("h200-vllm-2026-12-03", "2026-12-03", "h200"),
@@ -36,20 +36,16 @@ SITTINGS = (
 """Every sitting's records, committed under benchmarks/data/ (one lease each), when it ran, and the card
 it was lent (its records' `hardware`): the report, the TTFT parts and the profile's fit read the H200's;
 an H100's are held out."""
-CARDS = {"h200": "an H200", "h100": "an H100"}
 
 
 def sitting_dirs(card: str | None = "h200") -> list[Path]:
-    """The committed sittings' folders (each holds `sweeps/`) of one card (None: every card), oldest
-    first."""
-    return [DATA / name for name, _, lent in SITTINGS if card in (None, lent)]
+    """The committed sittings' folders of one card (None: every card), oldest first."""
+    return sitting_dirs_of(SITTINGS, card)
 
 
 def sittings_named(card: str = "h200") -> str:
-    """One card's committed sittings as a sentence's list: `benchmarks/data/NAME/` (WHEN), ..."""
-    return ", ".join(
-        f"`benchmarks/data/{name}/` ({when})" for name, when, lent in SITTINGS if lent == card
-    )
+    """One card's committed sittings as a sentence's list."""
+    return sittings_named_of(SITTINGS, card)
 
 
 DECODE = ("decode_tps", "aggregate_tps", "ttft_s", "tokens_per_pass")
