@@ -28,6 +28,8 @@ from specexp.spec.vocabulary import C, M  # noqa: E402
 HELD_MS = 90.0
 """Past twice the slowest lone first prefill of a burst without a drafter (47 ms)."""
 STREAMS = (8, 16)
+PROMPT = 512
+"""The prompts' length asked for: the drafters' bursts, not the bursts of short prompts."""
 
 
 def windows(job: Path) -> dict[tuple[int, int], list[float]]:
@@ -52,6 +54,7 @@ def main() -> None:
             config = json.loads(result.read_text())["provenance"]["config"]
             if (
                 config["workload"]["name"] != "concurrency"
+                or config["workload"]["prompt_tokens"] != PROMPT
                 or not (result.parent / "requests.jsonl").is_file()
             ):
                 continue
@@ -70,8 +73,10 @@ def main() -> None:
     lines = [
         "# A burst's first token on SGLang, with and without a drafter",
         "",
-        "Written by `benchmarks/sglang_first_wave.py` from every SGLang sitting's dense-shape `concurrency` "
-        "windows (512-token prompts; benchmarks/gpu/sglang_report.py SITTINGS). A window counts as held where "
+        "Written by `benchmarks/sglang_first_wave.py` from every SGLang sitting's `concurrency` windows "
+        "(SGLang 0.5.12 with CUDA, the dense Qwen3-8B shape in BF16 served without weights, bursts of 512-token "
+        "prompts with 128 tokens out; benchmarks/gpu/sglang_report.py SITTINGS). The figure is `ttft_s` "
+        "(docs/vocabulary.md) of the window's earliest first token. A window counts as held where "
         f"its first request's first token came after {HELD_MS:.0f} ms; (#n) is that window's place among its "
         "job's timed windows at that concurrency, each job's in the order they ran.",
         "",
