@@ -4,7 +4,8 @@ Every measured job is simulated whole from its own record (specexp.fit.records: 
 the simulator in place of the server, a drafter's measured acceptance by position, the new suffix its prompts
 had); points pair on concurrency, cache state and the nearest prompt length.
 
-Writes one report a card, `benchmarks/results/gpu-h200-vllm.md` and `gpu-h100-vllm.md` (the card of each
+Writes one report a card, `benchmarks/results/gpu-h200-vllm.md` and
+`benchmarks/results/gpu-h100-vllm.md` (the card of each
 sitting: SITTINGS): what the run found, the paths vLLM chose per server, and per job the measured,
 simulated and simulated/measured figures, energy per token, mean power and whether the windows were
 clean. The records themselves are committed under `benchmarks/data/h200-vllm*/` and `h100-vllm*/`, and
