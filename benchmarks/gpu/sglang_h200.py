@@ -218,7 +218,29 @@ the H200 its burst of two reached its first tokens in 86 ms against 59 simulated
 draft model at k = 3 (its per-stream decode at 32 streams +22 % on the H200, its aggregate within 5 %);
 the dense shape's prefill 1k-16k without a drafter (the 1k cell -15 % on the H200, -21 % on the H100)
 with its decode. Three servers, about 15 minutes (the sitting of 2026-12-06), in that order."""
+SHORT_BURSTS = (
+    "workload:concurrency,workload.concurrency:'[1,2,4,8]',workload.prompt_tokens:'512',"
+    "workload.output_tokens:'128',workload.repeats:'5'"
+)
+NO_CONSECUTIVE_OVERLAP = "runtime.env={SGLANG_DISABLE_CONSECUTIVE_PREFILL_OVERLAP:'1'}"
+HOLD = [
+    ("h200_sglang_dense", [grid(f"{SHORT_BURSTS},drafter:eagle3,k:'7'"), "baseline=false"]),
+    (
+        "h200_sglang_dense",
+        [grid(f"{SHORT_BURSTS},drafter:eagle3,k:'7'"), "baseline=false", NO_CONSECUTIVE_OVERLAP],
+    ),
+    (
+        "h200_sglang_dense",
+        [grid(f"{SHORT_BURSTS},drafter:none"), "baseline=false", NO_CONSECUTIVE_OVERLAP],
+    ),
+]
+"""What holds a burst's first token (docs/engines.md 2.8, 2.9): EAGLE-3 at k = 7 on the dense shape in
+bursts of 1-8 (its burst of two reached its first tokens in 82-86 ms on the H200, against 45-52 at k = 1
+and 3), then the same with SGLang's overlap of consecutive prefill batches turned off
+(SGLANG_DISABLE_CONSECUTIVE_PREFILL_OVERLAP: the first batch's results are processed before the second is
+launched), then the drafter-less bursts so. Three servers, about 10 minutes."""
 PLANS = {
+    "hold": HOLD,
     "deep": DEEP,
     "kernels": KERNELS,
     "studies": STUDIES,

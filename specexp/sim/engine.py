@@ -28,6 +28,7 @@ from specexp.sim.costs import StepCosts
 from specexp.sim.drafting import AcceptanceModel, DraftCost
 from specexp.sim.frontend import Frontend
 from specexp.sim.kvcache import CHAT_TURN_TOKENS, CacheLayout, KvPool
+from specexp.sim.launches import StepLaunches
 from specexp.sim.memory_plan import MemoryPlan
 from specexp.sim.passes import StepPasses
 from specexp.sim.profile import EngineProfile
@@ -70,6 +71,9 @@ class SimEngine:
         )
         self.held = HeldTokens(self.profile.output_waits_for_next_launch(scheduled_with))
         """The last step's tokens, until the next step is launched."""
+        self.launches = StepLaunches(self.profile)
+        """When the scheduler formed and launched the last step (specexp/sim/launches.py)."""
+        self._formed = 0.0
         self.layout = layout
         self.memory = memory
         self.pool = KvPool(memory.kv_bytes if memory is not None else float("inf"))
@@ -106,17 +110,7 @@ class SimEngine:
         return bool(self.waiting or self.running)
 
     def counters(self) -> Counters:
-        c = self.counts
-        spec = self.k > 0
-        return Counters(
-            drafts=float(c.drafts) if spec else None,
-            draft_tokens=float(c.draft_tokens) if spec else None,
-            accepted=float(c.accepted) if spec else None,
-            accepted_per_position=tuple(float(x) for x in c.per_position) if spec else None,
-            prompt_tokens=float(c.prompt_tokens),
-            cached_prompt_tokens=float(c.cached_prompt_tokens),
-            generation_tokens=float(c.generation_tokens),
-        )
+        return self.counts.counters(spec=self.k > 0)
 
     def reset_prefix_cache(self) -> None:
         self.pool.clear()
@@ -227,13 +221,14 @@ class SimEngine:
             self.held.drop()
         if not self.running and self.waiting:  # idle until the head of the queue can be scheduled
             self.clock = max(self.clock, self.waiting[0].ready)
-        for s in self.waiting:  # what the scheduler sees at this step boundary
-            if s.queued is None and s.ready <= self.clock:
-                s.queued = self.clock
+        self._formed = formed = self.launches.forms_at(self.clock, bool(self.running))
+        for s in self.waiting:  # what the scheduler sees when it forms this step
+            if s.queued is None and s.ready <= formed:
+                s.queued = formed
         while (
             self.waiting
             and len(self.running) < self.max_num_seqs
-            and self.waiting[0].ready <= self.clock
+            and self.waiting[0].ready <= formed
             and self._admit(self.waiting[0])
         ):
             self.running.append(self.waiting.popleft())
@@ -302,8 +297,14 @@ class SimEngine:
         cpu = self._step_s + p.seq_overhead_ms * sampled / 1e3
         self.costs.add(self.passes.parts, drafting, checkpoints + cpu, self.pace, bool(chunks))
         seconds = (seconds + checkpoints + drafting) * self.pace
-        self.held.release(self.clock + (seconds if self.passes.kernel_by_kernel else 0.0))
-        self.clock += seconds + cpu * self.pace
+        launch_s = (
+            self.passes.launch_s * self.pace
+            if self.launches.overlap
+            else seconds * self.passes.kernel_by_kernel  # the GPU waits on each launch
+        )
+        released, launched = self.launches.launch(self._formed, self.clock, launch_s)
+        self.held.release(released)
+        self.clock = max(self.clock + (seconds + cpu * self.pace), launched)
         emitted = [(s, self._emit(s, a + 1)) for s, (_, a) in zip(decoding, proposed, strict=True)]
         for s, n in chunks:
             s.checkpoints |= self.layout.kept_states(

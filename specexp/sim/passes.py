@@ -62,6 +62,11 @@ class StepPasses:
         """Whether the last step launched kernels one by one: past `graph_max_tokens`, a hybrid
         model's linear-attention prefill, which runs outside the graphs (linear_prefill_layer_ms), or a
         prefill with `ungraphed_prefill`."""
+        self.launch_s = 0.0
+        """How long the engine's thread took to build and launch the last step: a prefill
+        `prefill_launch_ms`, and one launched kernel by kernel its launches besides, where they run ahead
+        of its kernels (a dense model's ungraphed prefill with `prefill_launches_overlap`), else at least
+        its whole pass; a graphed decode step next to nothing."""
         self._bounded: list[float] = []
         self.parts = PassParts()
         """The last step's time by what bounds it; the engine's own costs (graphs, launches, its
@@ -102,6 +107,16 @@ class StepPasses:
         # overlapping, the launches run ahead of kernels longer than themselves; else the GPU waits
         # on every launch
         total = max(kernels, launches) if overlap else kernels + launches
+        # the scheduler builds a prefill batch, then launches it: from its graphs in next to nothing;
+        # a dense model's eager prefill with launches that run ahead of its kernels; a hybrid model's
+        # linear-attention prefill waiting on the GPU, till its pass ends (docs/engines.md 2.8)
+        built = p.prefill_launch_ms / 1e3 if prefill else 0.0
+        if not self.kernel_by_kernel:
+            self.launch_s = built
+        elif overlap and not linear:
+            self.launch_s = built + launches
+        else:
+            self.launch_s = max(built, total)
         parts = PassParts(*self._bounded)
         self.parts = parts._replace(fixed=parts.fixed + total - sum(parts))
         return total

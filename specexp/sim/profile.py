@@ -212,6 +212,14 @@ class EngineProfile(BaseModel):
     `graph_max_tokens`, or a hybrid model's prefill, whose linear-attention layers run outside the
     graphs: `linear_prefill_layer_ms`) takes its whole pass to launch (a graphed one next to nothing). Not with `sync_scheduling_drafters`, nor when
     no step follows."""
+    prefill_launch_ms: float = Field(default=0.0, ge=0)
+    """The scheduler's CPU time to build and launch a step that prefills, ms (at least: one launched
+    kernel by kernel takes its whole pass): SGLang prepares the batch and replays its piecewise graphs
+    layer by layer. With `async_output` the step before's tokens leave only after it (specexp/sim/launches.py)."""
+    overlap_schedule: bool = False
+    """The scheduler forms the next batch as soon as it has launched this one and the one before has
+    finished (SGLang's event_loop_overlap), not when this one ends: a request that arrives meanwhile
+    waits a step more, and a step ends no earlier than its launch (specexp/sim/launches.py)."""
     sampling: Literal["per_sequence", "per_token"] = "per_sequence"
     """What `seq_overhead_ms` is paid for. per_sequence: once per sequence that samples in a step;
     per_token: once per token a step emits (llama-server samples a verify's positions one by one,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 
-from specexp.measure.events import Request, RequestTrace, TokenEvent
+from specexp.measure.events import Counters, Request, RequestTrace, TokenEvent
 
 
 @dataclass(eq=False)
@@ -72,6 +72,18 @@ class Counts:
     """Prompt tokens looked up in the prefix cache (0 with prefix caching off)."""
     finished: int = 0
     steps: int = 0
+
+    def counters(self, spec: bool) -> Counters:
+        """The counters a vLLM server exports (the speculative ones only where it drafts: `spec`)."""
+        return Counters(
+            drafts=float(self.drafts) if spec else None,
+            draft_tokens=float(self.draft_tokens) if spec else None,
+            accepted=float(self.accepted) if spec else None,
+            accepted_per_position=tuple(float(x) for x in self.per_position) if spec else None,
+            prompt_tokens=float(self.prompt_tokens),
+            cached_prompt_tokens=float(self.cached_prompt_tokens),
+            generation_tokens=float(self.generation_tokens),
+        )
 
 
 @dataclass(frozen=True)

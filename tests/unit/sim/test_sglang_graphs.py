@@ -9,6 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from specexp.runtimes.base import runtime_for
 from specexp.sim.profile import load_profile
 from specexp.workloads.driver import drive
@@ -45,10 +47,13 @@ def test_a_warm_hits_short_prefill_waits_on_its_launches_with_eagle3_but_not_wit
     plain = ttft_ms(make_spec, tmp_path / "none")
     eagle = ttft_ms(make_spec, tmp_path / "eagle3", "drafter=eagle3", "k=3")
     draft = ttft_ms(make_spec, tmp_path / "draft", "drafter=draft_model", "k=3")
-    # measured on the H200: 17.3 ms more for EAGLE-3's warm hits, and the cold 3,700-token prefill
-    # within 2 ms of the drafter-less one, whose kernels outlast their launches
-    assert launches / 2 < eagle["warm"] - plain["warm"] < launches
-    assert abs(eagle["cold"] - plain["cold"]) < launches / 4
+    # a warm hit's short prefill waits on its launch: the batch built (prefill_launch_ms) and, with
+    # EAGLE-3, its layers launched one by one besides; measured on the H200, EAGLE-3's burst formed its
+    # second batch 8.6 ms later (benchmarks/results/sglang_waves.md) and its warm hits took 17.3 ms more
+    # (docs/engines.md 2.6, 2.8); the cold 3,700-token prefill within 2 ms of the drafter-less one,
+    # whose kernels outlast their launches
+    assert eagle["warm"] - plain["warm"] == pytest.approx(launches, rel=0.05)
+    assert abs(eagle["cold"] - plain["cold"]) < 0.05 * plain["cold"]
     assert abs(draft["warm"] - plain["warm"]) < launches / 4
 
 
