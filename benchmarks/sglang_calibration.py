@@ -134,8 +134,16 @@ OTHER_CARDS = ("h100",)
 
 def measured(roots: list[Path]) -> list[fr.Job]:
     """The jobs with measurements under `roots`, the hybrid's marked as compiling a kernel for each new
-    number of prefill tokens (sglang_report.per_length)."""
-    return per_length([j for j in sittings(roots) if j.record.measurements])
+    number of prefill tokens (sglang_report.per_length); not those whose server ran with an environment
+    of its own (`runtime.env`: SGLang's scheduling changed, which the profile does not imitate)."""
+    return per_length(
+        [
+            j
+            for j in sittings(roots)
+            if j.record.measurements
+            and not j.record.provenance.config.get("runtime", {}).get("env")
+        ]
+    )
 
 
 def other_cards() -> list[str]:

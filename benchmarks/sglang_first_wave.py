@@ -55,6 +55,7 @@ def main() -> None:
             if (
                 config["workload"]["name"] != "concurrency"
                 or config["workload"]["prompt_tokens"] != PROMPT
+                or config["runtime"].get("env")  # SGLang's scheduling changed: sglang_waves.py
                 or not (result.parent / "requests.jsonl").is_file()
             ):
                 continue

@@ -16,7 +16,10 @@ response left; specexp keeps them as each request's engine timings). For each wi
   and launch the first prefill (`prefill_launch_ms` in conf/sim_engine/sglang.yaml, specexp/sim/launches.py),
   where a third wave shows it.
 
-Writes benchmarks/results/sglang_waves.md.
+A last table sets, for the sitting that turned SGLang's overlap of consecutive prefill batches off
+(HOLD_FROM), the first request's first token beside its burst's last: whether it waited for the next
+batch's launch. Jobs whose server ran with an environment of its own (`runtime.env`) are left out of
+the rest. Writes benchmarks/results/sglang_waves.md.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 from benchmarks.gpu.sglang_report import sitting_dirs  # noqa: E402
-from specexp.record import find_records  # noqa: E402
+from specexp.record import RunRecord, find_records  # noqa: E402
 
 WAVE_GAP_MS = 4.0
 """First responses this close left from one prefill batch (a batch's own are within 2 ms)."""
@@ -39,6 +42,10 @@ STREAMS = (8, 16, 32)
 BATCH_TOKENS = 8192
 """The prompt tokens one prefill batch takes: SGLang's chunked_prefill_size, 8,192 on a card of 80-160 GB
 (sglang server_args.py; the H200's /server_info, tests/fixtures/engines/sglang/h200-0.5.12/server_info.json)."""
+HOLD_FROM = ("h100-sglang-2026-12-06c",)
+"""The sitting that ran bursts with SGLang's overlap of consecutive prefill batches turned off
+(benchmarks/gpu/sglang_h200.py --plan hold)."""
+NO_OVERLAP = "SGLANG_DISABLE_CONSECUTIVE_PREFILL_OVERLAP"
 EAGER_FROM = ("h200-sglang-2026-12-05b",)
 """The sitting whose EAGLE-3 jobs set the profile's figures (benchmarks/sglang_calibration.py SET_FROM)."""
 LAYERS = 36
@@ -103,6 +110,48 @@ Key = tuple[str, str, str, int, int, int]
 """(sitting, card, drafter, k, streams, prompt tokens)."""
 
 
+def bursts_jobs() -> list[tuple[Path, RunRecord]]:
+    """Every sitting's dense-shape `concurrency` jobs, with their sitting's folder."""
+    return [
+        (sitting, record)
+        for sitting in sitting_dirs()
+        for _, record in find_records([sitting / "sweeps" / "h200_sglang_dense"])
+        if str(record.conditions.workload or "").startswith("concurrency")
+    ]
+
+
+def server_env(record: RunRecord) -> dict[str, str]:
+    """The environment the job's server was started with besides specexp's (`runtime.env`)."""
+    return dict(record.provenance.config.get("runtime", {}).get("env") or {})
+
+
+def hold_table() -> list[str]:
+    """The first request's first token of every burst of HOLD_FROM's jobs, by streams, with SGLang's
+    overlap of consecutive prefill batches on (its default) and off."""
+    lines = [
+        "| card | drafter | k | consecutive prefill overlap | streams | windows | the first request's "
+        "first token, ms (median; range) | the burst's last first token, ms (median) |",
+        "|---|---|---:|---|---:|---:|---|---:|",
+    ]
+    for sitting, record in bursts_jobs():
+        if sitting.name not in HOLD_FROM:
+            continue
+        overlap = "off" if server_env(record).get(NO_OVERLAP) == "1" else "on"
+        for m in record.measurements:
+            c = m.conditions
+            found = [b for b in bursts(m.engine_timings or []) if len(b) == c.concurrency]
+            if not found:
+                continue
+            firsts = [(min(t[SENT] for t in b) - min(t[RECEIVED] for t in b)) * 1e3 for b in found]
+            lasts = [(max(t[SENT] for t in b) - min(t[RECEIVED] for t in b)) * 1e3 for b in found]
+            lines.append(
+                f"| {c.hardware} | {c.drafter} | {c.k or '–'} | {overlap} | {c.concurrency} | "
+                f"{len(found)} | {statistics.median(firsts):.0f} ({min(firsts):.0f}-{max(firsts):.0f}) | "
+                f"{statistics.median(lasts):.0f} |"
+            )
+    return lines
+
+
 def collect() -> tuple[dict, dict, dict, dict]:
     """By Key: each window's gap to the second hand-off and spacing after it (ms), the bounds of its
     second batch's forming, and its waves' sizes."""
@@ -110,31 +159,30 @@ def collect() -> tuple[dict, dict, dict, dict]:
     spacings: dict[Key, list[float]] = defaultdict(list)
     bounds: dict[Key, list[tuple[float, float]]] = defaultdict(list)
     shapes: dict[Key, list[str]] = defaultdict(list)
-    for sitting in sitting_dirs():
-        for _, record in find_records([sitting / "sweeps" / "h200_sglang_dense"]):
-            if not str(record.conditions.workload or "").startswith("concurrency"):
+    for sitting, record in bursts_jobs():
+        if server_env(record):
+            continue  # SGLang's scheduling changed by its environment: hold_table's
+        for m in record.measurements:
+            c = m.conditions
+            if c.concurrency not in STREAMS or not m.engine_timings:
                 continue
-            for m in record.measurements:
-                c = m.conditions
-                if c.concurrency not in STREAMS or not m.engine_timings:
+            key = (
+                sitting.name,
+                c.hardware,
+                c.drafter,
+                c.k or 0,
+                c.concurrency,
+                c.prompt_tokens,
+            )
+            for burst in bursts(m.engine_timings):
+                if len(burst) != c.concurrency:
                     continue
-                key = (
-                    sitting.name,
-                    c.hardware,
-                    c.drafter,
-                    c.k or 0,
-                    c.concurrency,
-                    c.prompt_tokens,
-                )
-                for burst in bursts(m.engine_timings):
-                    if len(burst) != c.concurrency:
-                        continue
-                    gap, rest = spacing(burst)
-                    gaps[key].append(gap)
-                    spacings[key].append(rest)
-                    shapes[key].append("/".join(str(len(g)) for g in waves(burst)))
-                    if (b := formed_within(burst)) is not None:
-                        bounds[key].append(b)
+                gap, rest = spacing(burst)
+                gaps[key].append(gap)
+                spacings[key].append(rest)
+                shapes[key].append("/".join(str(len(g)) for g in waves(burst)))
+                if (b := formed_within(burst)) is not None:
+                    bounds[key].append(b)
     return gaps, spacings, bounds, shapes
 
 
@@ -218,6 +266,17 @@ def main() -> None:
         f"({(eager_ms - graphed_ms) / LAYERS * 1e3:.0f} us for each of the shape's {LAYERS} layers). The "
         "same sitting's warm hits took 17.3 ms more with EAGLE-3 than without, which the profile takes "
         "(480 us a layer); what else a warm hit with EAGLE-3 waits on is not known (docs/engines.md 2.9).",
+    ]
+    lines += [
+        "",
+        "## What holds the first request's first token",
+        "",
+        "SGLang's overlap scheduler processes a batch's results only after it has launched the next batch "
+        f"(docs/engines.md 2.9); `{NO_OVERLAP}=1` processes them first where two prefill batches follow each "
+        "other. From the first request's arrival (`request_received_ts`) to its first response "
+        f"(`response_sent_to_client_ts`), in the sitting that ran both ({', '.join(HOLD_FROM)}):",
+        "",
+        *hold_table(),
     ]
     text = "\n".join(lines) + "\n"
     print(text)

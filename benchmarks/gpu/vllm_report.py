@@ -247,11 +247,19 @@ def job_sections(
     for job in all_jobs:
         trained = job.record.conditions.weights == "trained"  # type: ignore[attr-defined]
         error = job.record.error
+        env = job.record.provenance.config.get("runtime", {}).get("env") or {}
         lines += [
             f"## {job.group}: {job.label}" + (" (trained weights)" if trained else ""),
             "",
             f"run `{job.record.run_id}`, status {job.record.status}"
-            + (f" ({error.kind}: {error.message})" if error else ""),
+            + (f" ({error.kind}: {error.message})" if error else "")
+            + (
+                "; the server's environment "
+                + ", ".join(f"`{k}={v}`" for k, v in sorted(env.items()))
+                + " (simulated with the engine's defaults)"
+                if env
+                else ""
+            ),
             "",
         ]
         if job.record.measurements:

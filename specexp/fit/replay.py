@@ -27,6 +27,7 @@ ENGINE_OVERRIDES = (
     "runtime.extra_args=",
     "runtime.start_timeout_s=",
     "runtime.engine",  # `~runtime.engine`: a sitting drops an experiment's simulator setting
+    "runtime.env=",  # the server's environment: the simulator imitates the engine's defaults
 )
 """Overrides of a measured job that name the engine, not the cell (with `+` or `~`): replaced by the
 simulator's."""

@@ -146,3 +146,22 @@ def test_a_hybrid_window_that_prefilled_a_new_number_of_tokens_is_not_compared()
     ]
     hits = [m for m in prefix.record.measurements if m.conditions.send == 3]
     assert [prefix.warmed(m) for m in hits] == [False, False, True]
+
+
+def test_a_server_started_with_an_environment_of_its_own_is_replayed_with_the_engines_defaults() -> (
+    None
+):
+    """An H100 sitting turned SGLang's overlap of consecutive prefill batches off for two of its servers
+    (`runtime.env`, benchmarks/gpu/sglang_h200.py --plan hold). The simulator has no such environment: it
+    is replayed as the engine's defaults, and the job still composes."""
+    sitting = REPO / "benchmarks/data/h100-sglang-2026-12-06c/sweeps"
+    changed = [
+        j
+        for j in fr.load_jobs(sitting)
+        if any("runtime.env=" in o for o in j.record.provenance.overrides)
+    ]
+    assert len(changed) == 2
+    for job in changed:
+        overrides = fr.sim_overrides(job.record, "sglang")
+        assert not any("runtime.env" in o for o in overrides)
+        assert fr.simulate(job, "sglang")
