@@ -42,9 +42,9 @@ STREAMS = (8, 16, 32)
 BATCH_TOKENS = 8192
 """The prompt tokens one prefill batch takes: SGLang's chunked_prefill_size, 8,192 on a card of 80-160 GB
 (sglang server_args.py; the H200's /server_info, tests/fixtures/engines/sglang/h200-0.5.12/server_info.json)."""
-HOLD_FROM = ("h100-sglang-2026-12-06c",)
-"""The sitting that ran bursts with SGLang's overlap of consecutive prefill batches turned off
-(benchmarks/gpu/sglang_h200.py --plan hold)."""
+HOLD_FROM = ("h100-sglang-2026-12-06c", "h100-sglang-2026-12-06d")
+"""The sittings that ran bursts of 1-8 with SGLang's overlap of consecutive prefill batches on and off,
+and at each k, on one H100 (benchmarks/gpu/sglang_h200.py --plan hold, then --plan hold-k)."""
 NO_OVERLAP = "SGLANG_DISABLE_CONSECUTIVE_PREFILL_OVERLAP"
 EAGER_FROM = ("h200-sglang-2026-12-05b",)
 """The sitting whose EAGLE-3 jobs set the profile's figures (benchmarks/sglang_calibration.py SET_FROM)."""
@@ -274,7 +274,7 @@ def main() -> None:
         "SGLang's overlap scheduler processes a batch's results only after it has launched the next batch "
         f"(docs/engines.md 2.9); `{NO_OVERLAP}=1` processes them first where two prefill batches follow each "
         "other. From the first request's arrival (`request_received_ts`) to its first response "
-        f"(`response_sent_to_client_ts`), in the sitting that ran both ({', '.join(HOLD_FROM)}):",
+        f"(`response_sent_to_client_ts`), in the sittings that ran both ({', '.join(HOLD_FROM)}):",
         "",
         *hold_table(),
     ]

@@ -239,8 +239,16 @@ bursts of 1-8 (its burst of two reached its first tokens in 82-86 ms on the H200
 and 3), then the same with SGLang's overlap of consecutive prefill batches turned off
 (SGLANG_DISABLE_CONSECUTIVE_PREFILL_OVERLAP: the first batch's results are processed before the second is
 launched), then the drafter-less bursts so. Three servers, about 10 minutes."""
+HOLD_K = [
+    ("h200_sglang_dense", [grid(f"{SHORT_BURSTS},drafter:eagle3,k:'1,3'"), "baseline=false"]),
+    ("h200_sglang_dense", [grid(f"{SHORT_BURSTS},drafter:none"), "baseline=false"]),
+]
+"""HOLD's default servers at other k, on the same machine: EAGLE-3 at k = 1 and 3 in bursts of 1-8 (a
+server each), then the drafter-less bursts, to set each k's wait for the next batch's launch beside
+k = 7's and beside the graphed prefill's. Three servers, about 10 minutes."""
 PLANS = {
     "hold": HOLD,
+    "hold-k": HOLD_K,
     "deep": DEEP,
     "kernels": KERNELS,
     "studies": STUDIES,
