@@ -73,7 +73,6 @@ class SimEngine:
         """The last step's tokens, until the next step is launched."""
         self.launches = StepLaunches(self.profile)
         """When the scheduler formed and launched the last step (specexp/sim/launches.py)."""
-        self._formed = 0.0
         self.layout = layout
         self.memory = memory
         self.pool = KvPool(memory.kv_bytes if memory is not None else float("inf"))
@@ -221,7 +220,7 @@ class SimEngine:
             self.held.drop()
         if not self.running and self.waiting:  # idle until the head of the queue can be scheduled
             self.clock = max(self.clock, self.waiting[0].ready)
-        self._formed = formed = self.launches.forms_at(self.clock, bool(self.running))
+        formed = self.launches.forms_at(self.clock, bool(self.running))
         for s in self.waiting:  # what the scheduler sees when it forms this step
             if s.queued is None and s.ready <= formed:
                 s.queued = formed
@@ -236,7 +235,7 @@ class SimEngine:
                 self.running[-1].slot = self._free_slot()
         if not self.running:
             return None
-        emitted = self._pass(self.running)
+        emitted = self._pass(self.running, formed)
         self.counts.steps += 1
         finished = sorted((s for s in self.running if s.done), key=lambda s: s.slot)
         for s in finished:
@@ -246,7 +245,7 @@ class SimEngine:
             self.running = [s for s in self.running if not s.done]
         return Step(emitted, finished)
 
-    def _pass(self, running: list[Seq]) -> list[tuple[Seq, int]]:
+    def _pass(self, running: list[Seq], formed: float) -> list[tuple[Seq, int]]:
         k, budget = self.k, self.max_num_batched_tokens
         if self._slot_last_used:  # llama-server builds its batch slot by slot, in slot order
             running = sorted(running, key=lambda s: s.slot)
@@ -302,9 +301,9 @@ class SimEngine:
             if self.launches.overlap
             else seconds * self.passes.kernel_by_kernel  # the GPU waits on each launch
         )
-        released, launched = self.launches.launch(self._formed, self.clock, launch_s)
-        self.held.release(released)
-        self.clock = max(self.clock + (seconds + cpu * self.pace), launched)
+        launch = self.launches.launch(formed, self.clock, launch_s, self.passes.launch_waits)
+        self.held.release(launch.released)
+        self.clock = max(self.clock + (seconds + cpu * self.pace), launch.launched)
         emitted = [(s, self._emit(s, a + 1)) for s, (_, a) in zip(decoding, proposed, strict=True)]
         for s, n in chunks:
             s.checkpoints |= self.layout.kept_states(

@@ -7,13 +7,24 @@ With `overlap_schedule` (SGLang's Scheduler.event_loop_overlap) the scheduler al
 as soon as it has launched this one and the one before it has finished on the GPU, then processes the
 results of the one before: a request that reaches the scheduler while a step is being launched waits for
 the step after the next, and a step cannot end before its launch has. Measured on SGLang 0.5.12
-(docs/engines.md 2.8, benchmarks/sglang_waves.py): a burst of 16 prompts of 512 tokens splits into
-waves of 1, then those dispatched within ~11 ms of the first, then the rest.
+(docs/engines.md 2.9, benchmarks/sglang_waves.py): a burst of 16 prompts of 512 tokens splits into
+waves of 1, then those handed over within about 15 ms of the first, then the rest.
 """
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from specexp.sim.profile import EngineProfile
+
+
+class Launch(NamedTuple):
+    """What launching a step decides."""
+
+    released: float
+    """When the step before's held tokens leave (`async_output`)."""
+    launched: float
+    """When the scheduler has launched this step: the earliest it can end."""
 
 
 class StepLaunches:
@@ -33,10 +44,10 @@ class StepLaunches:
             return clock
         return min(clock, max(self._launched, self._started))
 
-    def launch(self, formed: float, started: float, launch_s: float) -> tuple[float, float]:
+    def launch(self, formed: float, started: float, launch_s: float, waits: bool) -> Launch:
         """A step formed at `formed` begins on the GPU at `started`, built and launched in `launch_s`
-        (specexp/sim/passes.py StepPasses.launch_s): (when the last step's held tokens leave, the
-        earliest this step can end)."""
-        self._launched = (formed if self.overlap else started) + launch_s
+        (specexp/sim/passes.py StepPasses.launch_s); one whose launch `waits` on the GPU launches from
+        when it begins there, whatever the overlap (its launch ends with its pass)."""
+        self._launched = (formed if self.overlap and not waits else started) + launch_s
         self._started = started
-        return max(self._launched, started), self._launched
+        return Launch(max(self._launched, started), self._launched)

@@ -67,6 +67,8 @@ class StepPasses:
         `prefill_launch_ms`, and one launched kernel by kernel its launches besides, where they run ahead
         of its kernels (a dense model's ungraphed prefill with `prefill_launches_overlap`), else at least
         its whole pass; a graphed decode step next to nothing."""
+        self.launch_waits = False
+        """Whether the last step's launch waited on the GPU, ending with its pass."""
         self._bounded: list[float] = []
         self.parts = PassParts()
         """The last step's time by what bounds it; the engine's own costs (graphs, launches, its
@@ -109,11 +111,12 @@ class StepPasses:
         total = max(kernels, launches) if overlap else kernels + launches
         # the scheduler builds a prefill batch, then launches it: from its graphs in next to nothing;
         # a dense model's eager prefill with launches that run ahead of its kernels; a hybrid model's
-        # linear-attention prefill waiting on the GPU, till its pass ends (docs/engines.md 2.8)
+        # linear-attention prefill waiting on the GPU, till its pass ends (docs/engines.md 2.9)
         built = p.prefill_launch_ms / 1e3 if prefill else 0.0
+        self.launch_waits = self.kernel_by_kernel and not (overlap and not linear)
         if not self.kernel_by_kernel:
             self.launch_s = built
-        elif overlap and not linear:
+        elif not self.launch_waits:
             self.launch_s = built + launches
         else:
             self.launch_s = max(built, total)

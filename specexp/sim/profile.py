@@ -213,9 +213,11 @@ class EngineProfile(BaseModel):
     graphs: `linear_prefill_layer_ms`) takes its whole pass to launch (a graphed one next to nothing). Not with `sync_scheduling_drafters`, nor when
     no step follows."""
     prefill_launch_ms: float = Field(default=0.0, ge=0)
-    """The scheduler's CPU time to build and launch a step that prefills, ms (at least: one launched
-    kernel by kernel takes its whole pass): SGLang prepares the batch and replays its piecewise graphs
-    layer by layer. With `async_output` the step before's tokens leave only after it (specexp/sim/launches.py)."""
+    """The scheduler's CPU time to build and launch a step that prefills, ms, with `overlap_schedule`
+    (without it, unused): SGLang prepares the batch and replays its piecewise graphs layer by layer. An
+    effective figure, measured as when a burst's second batch was formed after the first request's
+    hand-off (docs/engines.md 2.9). With `async_output` the step before's tokens leave only after it
+    (specexp/sim/launches.py)."""
     overlap_schedule: bool = False
     """The scheduler forms the next batch as soon as it has launched this one and the one before has
     finished (SGLang's event_loop_overlap), not when this one ends: a request that arrives meanwhile

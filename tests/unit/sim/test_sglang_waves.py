@@ -1,5 +1,5 @@
 """SGLang's overlap scheduler forms a burst's next prefill batch once it has launched the one before
-(docs/engines.md 2.8, benchmarks/results/sglang_waves.md). A burst of 16 prompts of 512 tokens reaches
+(docs/engines.md 2.9, benchmarks/results/sglang_waves.md). A burst of 16 prompts of 512 tokens reaches
 its first tokens in waves of 1, then the requests that reached the scheduler within `prefill_launch_ms`
 of the first, then the rest, and the first request's token leaves only once the second batch is launched.
 Measured on the H200 without a drafter: waves of 1/6/9, 1/7/8, 1/10/5."""
