@@ -12,13 +12,14 @@ response left; specexp keeps them as each request's engine timings). For each wi
 - the waves: requests whose first responses left within WAVE_GAP_MS of each other were prefilled in
   one batch. SGLang prefills a batch alone (docs/engines.md 2.8), so the second wave is what had reached
   the scheduler when it formed its second batch: between the last hand-off of the second wave and the
-  first of the third, after the first request's. That interval bounds the scheduler's time to form
-  and launch the first prefill (`prefill_launch_ms` in conf/sim_engine/sglang.yaml, specexp/sim/launches.py),
-  where a third wave shows it.
+  first of the third, after the first request's, where a third wave shows it. The profile takes that
+  interval as `prefill_launch_ms` (conf/sim_engine/sglang.yaml, specexp/sim/launches.py): an effective
+  figure, since with nothing else handed over the scheduler forms its second batch once the first
+  prefill has ended (docs/engines.md 2.9).
 
-A last table sets, for the sitting that turned SGLang's overlap of consecutive prefill batches off
-(HOLD_FROM), the first request's first token beside its burst's last: whether it waited for the next
-batch's launch. Jobs whose server ran with an environment of its own (`runtime.env`) are left out of
+A last table sets, for the H100 sittings that ran bursts of 1-8 with SGLang's overlap of consecutive
+prefill batches on and off (HOLD_FROM), the first request's first token beside its burst's last:
+whether it waited for the next batch's launch. Jobs whose server ran with an environment of its own (`runtime.env`) are left out of
 the rest. Writes benchmarks/results/sglang_waves.md.
 """
 
@@ -28,6 +29,8 @@ import statistics
 import sys
 from collections import defaultdict
 from pathlib import Path
+
+from omegaconf import OmegaConf
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -48,8 +51,8 @@ and at each k, on one H100 (benchmarks/gpu/sglang_h200.py --plan hold, then --pl
 NO_OVERLAP = "SGLANG_DISABLE_CONSECUTIVE_PREFILL_OVERLAP"
 EAGER_FROM = ("h200-sglang-2026-12-05b",)
 """The sitting whose EAGLE-3 jobs set the profile's figures (benchmarks/sglang_calibration.py SET_FROM)."""
-LAYERS = 36
-"""The dense Qwen3-8B shape's decoder layers (conf/model/qwen3-8b.yaml)."""
+LAYERS = int(OmegaConf.load(REPO / "conf/model/qwen3-8b.yaml").num_hidden_layers)
+"""The dense Qwen3-8B shape's decoder layers."""
 RECEIVED, HANDED, SENT = (
     "request_received_ts",
     "api_server_dispatch_finish_ts",
@@ -236,7 +239,7 @@ def main() -> None:
         )
         lines.append(
             f"| {card} | {drafter} | {k or '–'} | {streams} | {prompt} | {len(gap)} | "
-            f"{', '.join(sorted(set(seen), key=seen.count, reverse=True)[:4])} | "
+            f"{', '.join(sorted(set(seen), key=lambda w: (-seen.count(w), w))[:4])} | "
             f"{statistics.median(gap):.1f} | {statistics.median(rest):.2f} | {formed} |"
         )
     graphed = midpoints(bounds, "none")

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from specexp.sim.kvcache import HybridStates
 from specexp.spec.experiment import ExperimentSpec
@@ -210,8 +210,9 @@ class EngineProfile(BaseModel):
     """Asynchronous scheduling: a step's tokens leave the engine only once the next step has been
     launched (vLLM's EngineCore.step_with_batch_queue), and a step launched kernel by kernel (past
     `graph_max_tokens`, or a hybrid model's prefill, whose linear-attention layers run outside the
-    graphs: `linear_prefill_layer_ms`) takes its whole pass to launch (a graphed one next to nothing). Not with `sync_scheduling_drafters`, nor when
-    no step follows."""
+    graphs: `linear_prefill_layer_ms`) takes its whole pass to launch (a graphed one next to nothing;
+    with `overlap_schedule`, specexp/sim/passes.py StepPasses.launch_s). Not with
+    `sync_scheduling_drafters`, nor when no step follows."""
     prefill_launch_ms: float = Field(default=0.0, ge=0)
     """The scheduler's CPU time to build and launch a step that prefills, ms, with `overlap_schedule`
     (without it, unused): SGLang prepares the batch and replays its piecewise graphs layer by layer. An
@@ -247,6 +248,14 @@ class EngineProfile(BaseModel):
     devices: dict[str, dict[str, Any]] = {}
     """Device id -> figures of this profile that differ on that device (the engine's kernels and
     threads differ from one backend to another: llama.cpp's CPU backend has no CUDA graphs)."""
+
+    @model_validator(mode="after")
+    def _launch_needs_overlap(self) -> EngineProfile:
+        if self.prefill_launch_ms and not self.overlap_schedule:
+            raise ValueError(
+                "prefill_launch_ms is used only with overlap_schedule: true (set both, or neither)"
+            )
+        return self
 
     def step_overhead_s(self, drafter: str, k: int = 0) -> float:
         """The fixed CPU time of one step with `drafter` drafting `k` positions, seconds."""

@@ -11,8 +11,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+from pydantic import ValidationError
+
 from specexp.runtimes.sim.driver import SimRuntime
-from specexp.sim.profile import load_profile
+from specexp.sim.profile import EngineProfile, load_profile
 from specexp.sim.startup import start_engine
 from specexp.workloads.driver import drive
 
@@ -86,3 +89,13 @@ def test_the_first_requests_token_waits_for_the_second_batchs_launch(
     # launched in prefill_launch_ms, it leaves once the second batch is launched too, after its own
     # pass (about as long) has ended
     assert launched[16][0] - launched[1][0] > profile.prefill_launch_ms / 1e3 / 2
+
+
+def test_a_profile_that_builds_prefills_without_overlapping_its_scheduling_is_refused() -> None:
+    """`prefill_launch_ms` times the overlap scheduler's launches: without it nothing would read it."""
+    figures = load_profile("sglang", "h200").model_dump()
+    with pytest.raises(
+        ValidationError, match="prefill_launch_ms is used only with overlap_schedule"
+    ):
+        EngineProfile.model_validate({**figures, "overlap_schedule": False})
+    EngineProfile.model_validate({**figures, "overlap_schedule": False, "prefill_launch_ms": 0.0})
