@@ -246,7 +246,16 @@ HOLD_K = [
 """HOLD's default servers at other k, on the same machine: EAGLE-3 at k = 1 and 3 in bursts of 1-8 (a
 server each), then the drafter-less bursts, to set each k's wait for the next batch's launch beside
 k = 7's and beside the graphed prefill's. Three servers, about 10 minutes."""
+K_SWEEP = [
+    ("h200_sglang_dense", [grid(f"{SHORT_BURSTS},drafter:eagle3,k:'1,3,7'"), "baseline=false"]),
+    ("h200_sglang_dense", [grid(f"{SHORT_BURSTS},drafter:none"), "baseline=false"]),
+]
+"""HOLD_K with k = 7 beside k = 1 and 3 on one machine: EAGLE-3 in bursts of 1-8 at each k (a server
+each), then the drafter-less bursts. On the H200 a burst of two reached its first tokens in 80-86 ms at
+k = 7 against 46 at k = 1 in one sitting (2026-12-05b); HOLD_K's machine ran SGLang's Python too slowly
+to tell k from the host (benchmarks/data/h100-sglang-2026-12-06d/). Four servers, about 13 minutes."""
 PLANS = {
+    "k-sweep": K_SWEEP,
     "hold": HOLD,
     "hold-k": HOLD_K,
     "deep": DEEP,
