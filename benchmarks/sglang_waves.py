@@ -18,7 +18,7 @@ response left; specexp keeps them as each request's engine timings). For each wi
   prefill has ended (docs/engines.md 2.9).
 
 A last table sets, for the H100 sittings that ran bursts of 1-8 with SGLang's overlap of consecutive
-prefill batches on and off (HOLD_FROM), the first request's first token beside its burst's last:
+prefill batches on and off or EAGLE-3 at each k on one machine (HOLD_FROM), the first request's first token beside its burst's last:
 whether it waited for the next batch's launch. Jobs whose server ran with an environment of its own (`runtime.env`) are left out of
 the rest. Writes benchmarks/results/sglang_waves.md.
 """
@@ -45,9 +45,10 @@ STREAMS = (8, 16, 32)
 BATCH_TOKENS = 8192
 """The prompt tokens one prefill batch takes: SGLang's chunked_prefill_size, 8,192 on a card of 80-160 GB
 (sglang server_args.py; the H200's /server_info, tests/fixtures/engines/sglang/h200-0.5.12/server_info.json)."""
-HOLD_FROM = ("h100-sglang-2026-12-06c", "h100-sglang-2026-12-06d")
+HOLD_FROM = ("h100-sglang-2026-12-06c", "h100-sglang-2026-12-06d", "h100-sglang-2026-12-06e")
 """The sittings that ran bursts of 1-8 with SGLang's overlap of consecutive prefill batches on and off,
-and at each k, on one H100 (benchmarks/gpu/sglang_h200.py --plan hold, then --plan hold-k)."""
+and at each k, on H100s (benchmarks/gpu/sglang_h200.py --plan hold, then --plan hold-k), and at
+k = 1, 3 and 7 on one machine (--plan k-sweep)."""
 NO_OVERLAP = "SGLANG_DISABLE_CONSECUTIVE_PREFILL_OVERLAP"
 EAGER_FROM = ("h200-sglang-2026-12-05b",)
 """The sitting whose EAGLE-3 jobs set the profile's figures (benchmarks/sglang_calibration.py SET_FROM)."""
@@ -132,9 +133,9 @@ def hold_table() -> list[str]:
     """The first request's first token of every burst of HOLD_FROM's jobs, by streams, with SGLang's
     overlap of consecutive prefill batches on (its default) and off."""
     lines = [
-        "| card | drafter | k | consecutive prefill overlap | streams | windows | the first request's "
-        "first token, ms (median; range) | the burst's last first token, ms (median) |",
-        "|---|---|---:|---|---:|---:|---|---:|",
+        "| sitting | card | drafter | k | consecutive prefill overlap | streams | windows | the first "
+        "request's first token, ms (median; range) | the burst's last first token, ms (median) |",
+        "|---|---|---|---:|---|---:|---:|---|---:|",
     ]
     for sitting, record in bursts_jobs():
         if sitting.name not in HOLD_FROM:
@@ -148,7 +149,8 @@ def hold_table() -> list[str]:
             firsts = [(min(t[SENT] for t in b) - min(t[RECEIVED] for t in b)) * 1e3 for b in found]
             lasts = [(max(t[SENT] for t in b) - min(t[RECEIVED] for t in b)) * 1e3 for b in found]
             lines.append(
-                f"| {c.hardware} | {c.drafter} | {c.k or '–'} | {overlap} | {c.concurrency} | "
+                f"| {sitting.name} | {c.hardware} | {c.drafter} | {c.k or '–'} | {overlap} | "
+                f"{c.concurrency} | "
                 f"{len(found)} | {statistics.median(firsts):.0f} ({min(firsts):.0f}-{max(firsts):.0f}) | "
                 f"{statistics.median(lasts):.0f} |"
             )
@@ -277,7 +279,7 @@ def main() -> None:
         "SGLang's overlap scheduler processes a batch's results only after it has launched the next batch "
         f"(docs/engines.md 2.9); `{NO_OVERLAP}=1` processes them first where two prefill batches follow each "
         "other. From the first request's arrival (`request_received_ts`) to its first response "
-        f"(`response_sent_to_client_ts`), in the sittings that ran both ({', '.join(HOLD_FROM)}):",
+        f"(`response_sent_to_client_ts`), in the H100 sittings that ran bursts of 1-8 (HOLD_FROM), each with its own host:",
         "",
         *hold_table(),
     ]

@@ -36,6 +36,7 @@ SITTINGS = (
     ("h200-sglang-2026-12-06", "2026-12-06, third", "h200"),
     ("h100-sglang-2026-12-06c", "2026-12-06, fourth", "h100"),
     ("h100-sglang-2026-12-06d", "2026-12-06, fifth", "h100"),
+    ("h100-sglang-2026-12-06e", "2026-12-06, sixth", "h100"),
 )
 """Every SGLang sitting's records, committed under benchmarks/data/ (one lease each), when it ran, and
 the card it was lent (its records' `hardware`)."""
