@@ -17,10 +17,10 @@ response left; specexp keeps them as each request's engine timings). For each wi
   figure, since with nothing else handed over the scheduler forms its second batch once the first
   prefill has ended (docs/engines.md 2.9).
 
-A last table sets, for the H100 sittings that ran bursts of 1-8 with SGLang's overlap of consecutive
-prefill batches on and off or EAGLE-3 at each k on one machine (HOLD_FROM), the first request's first token beside its burst's last:
-whether it waited for the next batch's launch. Jobs whose server ran with an environment of its own (`runtime.env`) are left out of
-the rest. Writes benchmarks/results/sglang_waves.md.
+A last table sets, for the H100 sittings of HOLD_FROM (bursts of 1-8: SGLang's overlap of consecutive
+prefill batches on and off, EAGLE-3 at each k), the first request's first token beside its burst's
+last: whether it waited for the next batch's launch. Jobs whose server ran with an environment of its
+own (`runtime.env`) are left out of the rest. Writes benchmarks/results/sglang_waves.md.
 """
 
 from __future__ import annotations
@@ -46,9 +46,9 @@ BATCH_TOKENS = 8192
 """The prompt tokens one prefill batch takes: SGLang's chunked_prefill_size, 8,192 on a card of 80-160 GB
 (sglang server_args.py; the H200's /server_info, tests/fixtures/engines/sglang/h200-0.5.12/server_info.json)."""
 HOLD_FROM = ("h100-sglang-2026-12-06c", "h100-sglang-2026-12-06d", "h100-sglang-2026-12-06e")
-"""The sittings that ran bursts of 1-8 with SGLang's overlap of consecutive prefill batches on and off,
-and at each k, on H100s (benchmarks/gpu/sglang_h200.py --plan hold, then --plan hold-k), and at
-k = 1, 3 and 7 on one machine (--plan k-sweep)."""
+"""The H100 sittings of benchmarks/gpu/sglang_h200.py --plan hold (EAGLE-3 at k = 7 with SGLang's overlap
+of consecutive prefill batches on and off), --plan hold-k (k = 1 and 3) and --plan k-sweep (k = 1, 3
+and 7 on one machine), each in bursts of 1-8 on a host of its own."""
 NO_OVERLAP = "SGLANG_DISABLE_CONSECUTIVE_PREFILL_OVERLAP"
 EAGER_FROM = ("h200-sglang-2026-12-05b",)
 """The sitting whose EAGLE-3 jobs set the profile's figures (benchmarks/sglang_calibration.py SET_FROM)."""
@@ -130,8 +130,9 @@ def server_env(record: RunRecord) -> dict[str, str]:
 
 
 def hold_table() -> list[str]:
-    """The first request's first token of every burst of HOLD_FROM's jobs, by streams, with SGLang's
-    overlap of consecutive prefill batches on (its default) and off."""
+    """The first request's first token of every burst of HOLD_FROM's jobs, a row for each sitting,
+    drafter, k and streams, with SGLang's overlap of consecutive prefill batches on (its default) and
+    off."""
     lines = [
         "| sitting | card | drafter | k | consecutive prefill overlap | streams | windows | the first "
         "request's first token, ms (median; range) | the burst's last first token, ms (median) |",
@@ -149,9 +150,8 @@ def hold_table() -> list[str]:
             firsts = [(min(t[SENT] for t in b) - min(t[RECEIVED] for t in b)) * 1e3 for b in found]
             lasts = [(max(t[SENT] for t in b) - min(t[RECEIVED] for t in b)) * 1e3 for b in found]
             lines.append(
-                f"| {sitting.name} | {c.hardware} | {c.drafter} | {c.k or '–'} | {overlap} | "
-                f"{c.concurrency} | "
-                f"{len(found)} | {statistics.median(firsts):.0f} ({min(firsts):.0f}-{max(firsts):.0f}) | "
+                f"| {sitting.name} | {c.hardware} | {c.drafter} | {c.k or '–'} | {overlap} "
+                f"| {c.concurrency} | {len(found)} | {statistics.median(firsts):.0f} ({min(firsts):.0f}-{max(firsts):.0f}) | "
                 f"{statistics.median(lasts):.0f} |"
             )
     return lines
@@ -279,7 +279,8 @@ def main() -> None:
         "SGLang's overlap scheduler processes a batch's results only after it has launched the next batch "
         f"(docs/engines.md 2.9); `{NO_OVERLAP}=1` processes them first where two prefill batches follow each "
         "other. From the first request's arrival (`request_received_ts`) to its first response "
-        f"(`response_sent_to_client_ts`), in the H100 sittings that ran bursts of 1-8 (HOLD_FROM), each with its own host:",
+        f"(`response_sent_to_client_ts`), in the H100 sittings of `--plan hold`, `hold-k` and `k-sweep` ({', '.join(HOLD_FROM)}), each on a "
+        "host of its own:",
         "",
         *hold_table(),
     ]

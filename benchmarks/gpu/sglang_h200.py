@@ -251,9 +251,11 @@ K_SWEEP = [
     ("h200_sglang_dense", [grid(f"{SHORT_BURSTS},drafter:none"), "baseline=false"]),
 ]
 """HOLD_K with k = 7 beside k = 1 and 3 on one machine: EAGLE-3 in bursts of 1-8 at each k (a server
-each), then the drafter-less bursts. On the H200 a burst of two reached its first tokens in 80-86 ms at
-k = 7 against 46 at k = 1 in one sitting (2026-12-05b); HOLD_K's machine ran SGLang's Python too slowly
-to tell k from the host (benchmarks/data/h100-sglang-2026-12-06d/). Four servers, about 13 minutes."""
+each), then the drafter-less bursts. On the H200 the first request of a burst of two got its first
+token at 80 ms at k = 7 against 42 at k = 1 in one sitting (2026-12-05b; the mean first token 86 against
+46); HOLD_K's machine ran SGLang's Python too slowly to tell k from the host
+(benchmarks/data/h100-sglang-2026-12-06d/). Four servers, about 10 minutes (the sitting of 2026-12-06e:
+k did not move it there)."""
 PLANS = {
     "k-sweep": K_SWEEP,
     "hold": HOLD,
