@@ -45,6 +45,25 @@ def sittings_named_of(sittings: Sequence[tuple[str, str, str]], card: str) -> st
     )
 
 
+PROBE_ITEMS = 200_000
+"""Items of python_probe_ms's fixed work."""
+
+
+def python_probe_ms(repeats: int = 5) -> float:
+    """The fastest of `repeats` runs of a fixed piece of pure-Python work (building, hashing and sorting
+    PROBE_ITEMS small tuples), ms: the host's speed at what an engine's front end and scheduler do in
+    Python. Two hosts with one CPU model name served SGLang's Python twice as fast as each other
+    (docs/engines.md 2.9); the log names each sitting's host by this figure too."""
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        items = [(i * 7919 % PROBE_ITEMS, str(i)) for i in range(PROBE_ITEMS)]
+        seen = {key: name for key, name in items}
+        sorted(seen.items())
+        best = min(best, time.perf_counter() - t0)
+    return best * 1e3
+
+
 @dataclass(frozen=True)
 class Sitting:
     work: Path
@@ -187,7 +206,11 @@ class Sitting:
             ),
             "?",
         )
-        self.log(f"host: cpu {model!r}, {os.cpu_count()} cores, load {os.getloadavg()}")
+        mhz = [ln.split(":", 1)[1].strip() for ln in text.splitlines() if ln.startswith("cpu MHz")]
+        self.log(
+            f"host: cpu {model!r}, {os.cpu_count()} cores, load {os.getloadavg()}, "
+            f"MHz {mhz[0] if mhz else '?'}, python {python_probe_ms():.1f} ms"
+        )
         query = (
             "name,driver_version,clocks.sm,clocks.mem,clocks.max.sm,power.limit,"
             "temperature.gpu,memory.used"
