@@ -163,6 +163,8 @@ RECHECK_DRAFTERS_PLAN = [
 ]
 """After RECHECK_PLAN on the same machine: n-gram k = 4 and EAGLE-3 k = 3 on the dense shape, MTP k = 3
 on the hybrid with its warm prefixes."""
+RECHECK_ALL_PLAN = [*RECHECK_PLAN, *RECHECK_DRAFTERS_PLAN]
+"""Both, one start: a lease spends no call between them."""
 TP_PLAN = [("h200x2_vllm_tp", ["drafter=none"]), ("h200x2_vllm_tp", [])]
 """Issue 40, on a two-GPU host (device kind nvidia-h200-x2): experiments/h200x2_vllm_tp.yaml, one and
 two GPUs a server on the dense 8B and 32B shapes, the baselines first. Not yet run."""
@@ -174,6 +176,7 @@ PLANS = {
     "tp": TP_PLAN,
     "recheck": RECHECK_PLAN,
     "recheck-drafters": RECHECK_DRAFTERS_PLAN,
+    "recheck-all": RECHECK_ALL_PLAN,
 }
 MOE_SWEEP = [
     "hardware=h200",
