@@ -21,11 +21,39 @@ def ttft_s(trace: RequestTrace) -> float | None:
     return None if first is None else first - trace.sent_at
 
 
+UNRESOLVED_SHARE = 0.1
+"""A stream's decode span is the client's reads, not the server's steps, where its first and last
+reads held more than this share of its other token-bearing chunks beyond one chunk each
+(read_resolved)."""
+
+
+def read_resolved(trace: RequestTrace) -> bool:
+    """Whether the client's reads resolve the stream's decode span. The client stamps each network
+    read once, so chunks that share a stamp came in one read: a client that fell behind the
+    stream (a busy machine, a server faster than its reader) finds them waiting together. The
+    span from the first token to the last is then where its reads fell, not when the server sent
+    the tokens: a stream read whole in two reads gives a rate of hundreds of thousands of tokens a
+    second. A stream resolves when its first and last reads held, beyond one chunk each, at most
+    UNRESOLVED_SHARE of its chunks after the first. Several tokens in one chunk (a speculative
+    step's) are one chunk."""
+    times = [e.t for e in trace.token_events]
+    if len(times) < 2:
+        return True
+    extra = times.count(times[0]) - 1 + times.count(times[-1]) - 1
+    return extra <= UNRESOLVED_SHARE * (len(times) - 1)
+
+
+def reads(trace: RequestTrace) -> int:
+    """The network reads the stream's token-bearing chunks came in (fewer than its chunks where
+    the client read several at once)."""
+    return len({e.t for e in trace.token_events})
+
+
 def decode_tps(trace: RequestTrace) -> float | None:
     n, first, last = trace.completion_tokens, trace.first_token_at, trace.last_token_at
     if n is None or n < 2 or first is None or last is None or last <= first:
         return None
-    return (n - 1) / (last - first)
+    return (n - 1) / (last - first) if read_resolved(trace) else None
 
 
 def e2e_tps(trace: RequestTrace) -> float | None:
@@ -37,7 +65,7 @@ def e2e_tps(trace: RequestTrace) -> float | None:
 
 def tpot_s(trace: RequestTrace) -> float | None:
     n, first, last = trace.completion_tokens, trace.first_token_at, trace.last_token_at
-    if n is None or n < 2 or first is None or last is None:
+    if n is None or n < 2 or first is None or last is None or not read_resolved(trace):
         return None
     return (last - first) / (n - 1)
 
@@ -45,7 +73,7 @@ def tpot_s(trace: RequestTrace) -> float | None:
 def itl_s(trace: RequestTrace) -> float | None:
     """Per chunk: the mean gap between consecutive token-bearing chunks."""
     times = [e.t for e in trace.token_events]
-    if len(times) < 2:
+    if len(times) < 2 or not read_resolved(trace):
         return None
     return (times[-1] - times[0]) / (len(times) - 1)
 

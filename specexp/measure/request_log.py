@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from specexp.measure.events import RequestTrace, Window
-from specexp.measure.metrics import chunk_gaps, e2e_s, tpot_s, ttft_s
+from specexp.measure.metrics import chunk_gaps, e2e_s, reads, tpot_s, ttft_s
 from specexp.spec.vocabulary import C, M
 
 REQUESTS_JSONL = "requests.jsonl"
@@ -55,6 +55,7 @@ def request_line(
         "cached_prompt_tokens": trace.cached_prompt_tokens,
         "token_source": trace.token_source,
         "chunks": len(events),
+        "reads": reads(trace),
         "max_chunk_gap_s": _round(max(gaps)) if gaps else None,
         "finish_reason": trace.finish_reason,
         "status": trace.status,

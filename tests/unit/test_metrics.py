@@ -14,6 +14,7 @@ from specexp.measure.metrics import (
     itl_s,
     per_stream_tps,
     prefill_tps,
+    reads,
     tokens_per_chunk,
     tokens_per_pass,
     tpot_s,
@@ -125,6 +126,30 @@ def test_chunks_without_tokens_do_not_count() -> None:
     assert itl_s(with_role_chunk) == pytest.approx(itl_s(MULTI))
     assert tokens_per_chunk(with_role_chunk) == pytest.approx(tokens_per_chunk(MULTI))
     assert decode_tps(with_role_chunk) == pytest.approx(decode_tps(MULTI))
+
+
+def test_a_stream_the_client_read_in_bulk_has_no_decode_rate() -> None:
+    # The client stamps each network read once, so chunks that share a stamp came in one read. A
+    # client that fell behind finds a whole stream waiting: the first token alone, the other 31 in
+    # one read 50 us later would give (32 - 1) / 50e-6 = 620,000 tok/s.
+    bulk = trace([(1.0, 1)] + [(1.00005, 1)] * 31, sent_at=0.0)
+    assert reads(bulk) == 2 and len(bulk.token_events) == 32
+    assert decode_tps(bulk) is None and tpot_s(bulk) is None and itl_s(bulk) is None
+    assert ttft_s(bulk) == pytest.approx(1.0) and e2e_tps(bulk) is not None
+    # A first read holding 5 chunks of 32 (4 beyond one, more than a tenth of the 31 after the
+    # first) is as unresolved; 4 (3 beyond one) are within it.
+    late_start = [(1.0, 1)] * 5 + [(1.0 + 0.01 * i, 1) for i in range(1, 28)]
+    assert decode_tps(trace(late_start)) is None
+    assert decode_tps(trace(late_start[1:] + [(1.28, 1)])) == pytest.approx(31 / 0.28)
+
+
+def test_reads_that_kept_up_with_the_stream_resolve_it() -> None:
+    # Several chunks in one read in the middle of a stream move neither end of its span.
+    middle = trace([(1.0, 1), (1.1, 1), (1.3, 1), (1.3, 1), (1.3, 1), (1.4, 1), (1.5, 1)])
+    assert reads(middle) == 5 and decode_tps(middle) == pytest.approx(6 / 0.5)
+    # A speculative step's tokens come in one chunk: one chunk, not a bulk read.
+    assert reads(MULTI) == 4 and decode_tps(MULTI) == pytest.approx(8 / 0.6)
+    assert decode_tps(STEADY) == pytest.approx(10.0)
 
 
 def test_prefill_tps_subtracts_cached_prompt_tokens() -> None:
