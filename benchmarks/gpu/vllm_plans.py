@@ -165,6 +165,8 @@ RECHECK_DRAFTERS_PLAN = [
 on the hybrid with its warm prefixes."""
 RECHECK_ALL_PLAN = [*RECHECK_PLAN, *RECHECK_DRAFTERS_PLAN]
 """Both, one start: a lease spends no call between them."""
+RECHECK_HYBRID_PLAN = RECHECK_PLAN[1:]
+"""RECHECK_PLAN's hybrid entry alone, for a lease too short for both shapes."""
 TP_PLAN = [("h200x2_vllm_tp", ["drafter=none"]), ("h200x2_vllm_tp", [])]
 """Issue 40, on a two-GPU host (device kind nvidia-h200-x2): experiments/h200x2_vllm_tp.yaml, one and
 two GPUs a server on the dense 8B and 32B shapes, the baselines first. Not yet run."""
@@ -177,6 +179,7 @@ PLANS = {
     "recheck": RECHECK_PLAN,
     "recheck-drafters": RECHECK_DRAFTERS_PLAN,
     "recheck-all": RECHECK_ALL_PLAN,
+    "recheck-hybrid": RECHECK_HYBRID_PLAN,
 }
 MOE_SWEEP = [
     "hardware=h200",
