@@ -33,6 +33,7 @@ SITTINGS = (
     ("h200-vllm-2026-12-04", "2026-12-04", "h200"),
     ("h200-vllm-2026-12-04-2", "2026-12-04, the same day's second sitting", "h200"),
     ("h100-vllm-2026-12-06", "2026-12-06", "h100"),
+    ("h100-vllm-2026-12-06b", "2026-12-06, the same day's second sitting", "h100"),
 )
 """Every sitting's records, committed under benchmarks/data/ (one lease each), when it ran, and the card
 it was lent (its records' `hardware`): the report, the TTFT parts and the profile's fit read the H200's;
