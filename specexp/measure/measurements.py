@@ -21,6 +21,7 @@ from specexp.measure.metrics import (
     tokens_per_pass,
     window_metrics,
 )
+from specexp.measure.reads import read_resolved
 from specexp.record.schema import (
     ClientLoad,
     Conditions,
@@ -269,13 +270,15 @@ def _client(windows: list[Window]) -> ClientLoad | None:
     lags = sorted(t.send_lag_s for w in windows for t in w.traces if t.send_lag_s is not None)
     busy = max((s.cpu_s / (s.wall_s * s.processes) for s in stats if s.wall_s > 0), default=0.0)
     lag_max = lags[-1] if lags else 0.0
+    bulk = sum(not read_resolved(t) for w in windows for t in w.traces if t.error is None)
     return ClientLoad(
         processes=max(s.processes for s in stats),
         cpu_s=round(sum(s.cpu_s for s in stats), 4),
         busy=round(busy, 3),
         send_lag_p99_s=round(percentile(lags, 99), 6) if lags else None,
         send_lag_max_s=round(lag_max, 6),
-        bound=busy >= CLIENT_BUSY or lag_max >= CLIENT_LAG_S,
+        bound=busy >= CLIENT_BUSY or lag_max >= CLIENT_LAG_S or bulk > 0,
+        bulk_reads=bulk,
     )
 
 

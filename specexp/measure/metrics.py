@@ -12,6 +12,7 @@ from typing import Any
 
 from specexp.measure import reasoning_streams
 from specexp.measure.events import Counters, RequestTrace
+from specexp.measure.reads import read_resolved
 from specexp.measure.ttft_parts import PARTS, ttft_parts
 from specexp.spec.vocabulary import METRICS, STATS, M
 
@@ -19,34 +20,6 @@ from specexp.spec.vocabulary import METRICS, STATS, M
 def ttft_s(trace: RequestTrace) -> float | None:
     first = trace.first_token_at
     return None if first is None else first - trace.sent_at
-
-
-UNRESOLVED_SHARE = 0.1
-"""A stream's decode span is the client's reads, not the server's steps, where its first and last
-reads held more than this share of its other token-bearing chunks beyond one chunk each
-(read_resolved)."""
-
-
-def read_resolved(trace: RequestTrace) -> bool:
-    """Whether the client's reads resolve the stream's decode span. The client stamps each network
-    read once, so chunks that share a stamp came in one read: a client that fell behind the
-    stream (a busy machine, a server faster than its reader) finds them waiting together. The
-    span from the first token to the last is then where its reads fell, not when the server sent
-    the tokens: a stream read whole in two reads gives a rate of hundreds of thousands of tokens a
-    second. A stream resolves when its first and last reads held, beyond one chunk each, at most
-    UNRESOLVED_SHARE of its chunks after the first. Several tokens in one chunk (a speculative
-    step's) are one chunk."""
-    times = [e.t for e in trace.token_events]
-    if len(times) < 2:
-        return True
-    extra = times.count(times[0]) - 1 + times.count(times[-1]) - 1
-    return extra <= UNRESOLVED_SHARE * (len(times) - 1)
-
-
-def reads(trace: RequestTrace) -> int:
-    """The network reads the stream's token-bearing chunks came in (fewer than its chunks where
-    the client read several at once)."""
-    return len({e.t for e in trace.token_events})
 
 
 def decode_tps(trace: RequestTrace) -> float | None:
@@ -196,7 +169,9 @@ def latency_distributions(
     values: dict[str, list[float]] = {
         "ttft": [v for v in map(ttft_s, ok) if v is not None],
         "tpot": [] if prefill_only else [v for v in map(tpot_s, ok) if v is not None],
-        "chunk_gap": [] if prefill_only else [g for t in ok for g in chunk_gaps(t)],
+        "chunk_gap": []
+        if prefill_only
+        else [g for t in ok if read_resolved(t) for g in chunk_gaps(t)],
         "e2e": [v for v in map(e2e_s, ok) if v is not None],
     }
     out: dict[str, float | None] = {}

@@ -7,6 +7,7 @@ ttft_s and decode_tps say it all."""
 from __future__ import annotations
 
 from specexp.measure.events import RequestTrace, TokenEvent
+from specexp.measure.reads import read_resolved
 
 
 def _rate(events: list[TokenEvent]) -> float | None:
@@ -36,10 +37,12 @@ def time_to_answer_s(trace: RequestTrace) -> float | None:
 
 
 def reasoning_tps(trace: RequestTrace) -> float | None:
+    if not read_resolved(trace):  # the client read the stream's ends in bulk, as for decode_tps
+        return None
     return _rate([e for e in trace.token_events if e.reasoning])
 
 
 def answer_tps(trace: RequestTrace) -> float | None:
-    if not _reasoned(trace):
+    if not _reasoned(trace) or not read_resolved(trace):
         return None
     return _rate([e for e in trace.token_events if not e.reasoning])

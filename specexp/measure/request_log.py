@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from specexp.measure.events import RequestTrace, Window
-from specexp.measure.metrics import chunk_gaps, e2e_s, reads, tpot_s, ttft_s
+from specexp.measure.metrics import chunk_gaps, e2e_s, tpot_s, ttft_s
+from specexp.measure.reads import reads
 from specexp.spec.vocabulary import C, M
 
 REQUESTS_JSONL = "requests.jsonl"

@@ -153,7 +153,12 @@ class NvmlSampler:
                 "reason": "no NVML sample was taken during the window",
             }
         counters = [(b, a) for b, a in zip(before, after) if b is not None and a is not None]
-        if len(counters) == len(before) == len(after):
+        if len(counters) == len(before) == len(after) and any(a <= b for b, a in counters):
+            # A device drew power (the samples say so) but its counter did not move: NVML refreshes
+            # it every few tens of ms, longer than this window. Unknown, not zero.
+            summary["energy_j"] = None
+            summary["reason"] = "NVML's energy counter did not advance during the window"
+        elif len(counters) == len(before) == len(after):
             summary["energy_j"] = sum(a - b for b, a in counters) / 1000.0
             summary["energy_method"] = "nvmlDeviceGetTotalEnergyConsumption"
         else:

@@ -140,8 +140,11 @@ class ClientLoad(Record):
     """p99 of the lag between a request's scheduled and actual send."""
     send_lag_max_s: float
     bound: bool
-    """The client was the bottleneck (busy at 0.8 or more, or a request sent 10 ms late or more):
-    the figures say more about the client than about the server."""
+    """The client was the bottleneck (busy at 0.8 or more, a request sent 10 ms late or more, or a
+    stream's end read in bulk): the figures say more about the client than about the server."""
+    bulk_reads: int = 0
+    """Requests whose stream the client read in bulk at an end (specexp.measure.reads.read_resolved):
+    their decode figures are left out of the point's."""
 
 
 class SampledOutput(Record):

@@ -38,8 +38,9 @@ def latency_table(rows: Sequence[Row], columns: Sequence[str]) -> list[Block]:
     )
     if bound:
         text += Markdown(
-            " **Client-bound** rows: the measuring client was on CPU most of the window or sent late, "
-            "so their latencies include the client's queueing (see `client` in the record; "
+            " **Client-bound** rows: the measuring client was on CPU most of the window, sent late "
+            "or read a stream's end in bulk, so their latencies include the client's queueing (see "
+            "`client` in the record; "
             "`workload.client_processes` spreads a window over more processes)."
         )
     return [
@@ -57,4 +58,6 @@ def _client(row: Row) -> str:
     if not client:
         return "—"
     share = f"CPU {client.get('busy', 0) * 100:.0f} %"
+    if client.get("bulk_reads"):
+        share += f", {client['bulk_reads']} read in bulk"
     return f"client-bound ({share})" if client.get("bound") else share

@@ -12,15 +12,17 @@ from specexp.measure.metrics import (
     decode_tps,
     e2e_tps,
     itl_s,
+    latency_distributions,
     per_stream_tps,
     prefill_tps,
-    reads,
     tokens_per_chunk,
     tokens_per_pass,
     tpot_s,
     ttft_s,
     window_metrics,
 )
+from specexp.measure.reads import read_resolved, reads
+from specexp.measure.reasoning_streams import answer_tps, reasoning_tps
 from specexp.spec.vocabulary import METRICS
 
 VOCABULARY_METRICS = (
@@ -133,23 +135,60 @@ def test_a_stream_the_client_read_in_bulk_has_no_decode_rate() -> None:
     # client that fell behind finds a whole stream waiting: the first token alone, the other 31 in
     # one read 50 us later would give (32 - 1) / 50e-6 = 620,000 tok/s.
     bulk = trace([(1.0, 1)] + [(1.00005, 1)] * 31, sent_at=0.0)
-    assert reads(bulk) == 2 and len(bulk.token_events) == 32
+    assert reads(bulk) == 2 and len(bulk.token_events) == 32 and not read_resolved(bulk)
     assert decode_tps(bulk) is None and tpot_s(bulk) is None and itl_s(bulk) is None
     assert ttft_s(bulk) == pytest.approx(1.0) and e2e_tps(bulk) is not None
-    # A first read holding 5 chunks of 32 (4 beyond one, more than a tenth of the 31 after the
-    # first) is as unresolved; 4 (3 beyond one) are within it.
-    late_start = [(1.0, 1)] * 5 + [(1.0 + 0.01 * i, 1) for i in range(1, 28)]
-    assert decode_tps(trace(late_start)) is None
-    assert decode_tps(trace(late_start[1:] + [(1.28, 1)])) == pytest.approx(31 / 0.28)
+    # Read in one piece, a stream has no span at all.
+    whole = trace([(1.0, 1)] * 8)
+    assert reads(whole) == 1 and not read_resolved(whole) and decode_tps(whole) is None
 
 
-def test_reads_that_kept_up_with_the_stream_resolve_it() -> None:
+def test_an_end_read_may_hold_a_tenth_of_the_stream_beyond_one_chunk() -> None:
+    # 32 chunks read one by one but the first 4 or 5 together: 3 beyond one are within a tenth of the
+    # 31 after the first (3.1), 4 are not.
+    def late_start(together: int) -> RequestTrace:
+        return trace([(1.0, 1)] * together + [(1.0 + 0.01 * i, 1) for i in range(1, 33 - together)])
+
+    assert read_resolved(late_start(4)) and decode_tps(late_start(4)) == pytest.approx(31 / 0.28)
+    assert not read_resolved(late_start(5)) and decode_tps(late_start(5)) is None
+    # The same at the last read.
+    late_end = trace([(1.0 + 0.01 * i, 1) for i in range(27)] + [(1.3, 1)] * 5)
+    assert not read_resolved(late_end) and tpot_s(late_end) is None
+
+
+def test_an_end_read_no_larger_than_the_reads_between_resolves() -> None:
+    # llama-server sends each token a speculative step accepted as a chunk of its own, and a client
+    # that keeps up reads a step's chunks together: 1 token, then steps of 5, 2, 5, 4 tokens, the
+    # last step's 4 in the last read. Its span is the steps', so it resolves.
+    steps = [(1.0, 1)] + [(1.1, 1)] * 5 + [(1.2, 1)] * 2 + [(1.3, 1)] * 5 + [(1.4, 1)] * 4
+    spec = trace(steps)
+    assert reads(spec) == 5 and read_resolved(spec) and decode_tps(spec) == pytest.approx(16 / 0.4)
     # Several chunks in one read in the middle of a stream move neither end of its span.
     middle = trace([(1.0, 1), (1.1, 1), (1.3, 1), (1.3, 1), (1.3, 1), (1.4, 1), (1.5, 1)])
     assert reads(middle) == 5 and decode_tps(middle) == pytest.approx(6 / 0.5)
-    # A speculative step's tokens come in one chunk: one chunk, not a bulk read.
+    # Several tokens in one chunk (vLLM's and SGLang's speculative steps) are one chunk.
     assert reads(MULTI) == 4 and decode_tps(MULTI) == pytest.approx(8 / 0.6)
     assert decode_tps(STEADY) == pytest.approx(10.0)
+
+
+def test_a_window_leaves_out_the_streams_read_in_bulk() -> None:
+    kept = trace([(1.0 + 0.1 * i, 1) for i in range(11)], request_id="kept")
+    bulk = trace([(1.0, 1)] + [(1.00005, 1)] * 31, request_id="bulk")
+    window = window_metrics([kept, bulk], Counters(), prefill_only=False)
+    assert window["decode_tps"] == pytest.approx(decode_tps(kept))
+    assert window["tpot_s"] == pytest.approx(tpot_s(kept))
+    spread = latency_distributions([kept, bulk], prefill_only=False)
+    assert spread["chunk_gap_p50_s"] == pytest.approx(0.1)  # not the bulk read's zero gaps
+
+
+def test_a_reasoning_stream_read_in_bulk_has_no_rates() -> None:
+    events = [TokenEvent(t=1.0, tokens=1, reasoning=True)] + [
+        TokenEvent(t=1.00005, tokens=1, reasoning=i < 15) for i in range(31)
+    ]
+    bulk = RequestTrace(
+        request_id="r", sent_at=0.0, events=tuple(events), prompt_tokens=10, completion_tokens=32
+    )
+    assert reasoning_tps(bulk) is None and answer_tps(bulk) is None
 
 
 def test_prefill_tps_subtracts_cached_prompt_tokens() -> None:

@@ -114,6 +114,26 @@ def test_energy_and_power_over_a_window(counter: bool) -> None:
     )
 
 
+class StillCounter(FakeNvml):
+    """A device whose energy counter has not refreshed since the window began."""
+
+    def nvmlDeviceGetTotalEnergyConsumption(self, h: int) -> int:
+        return 1_000_000
+
+
+def test_a_window_shorter_than_the_energy_counters_refresh_has_no_energy() -> None:
+    # On an H100, a 32 ms window of one prefill drew 156 W by the one sample taken, and NVML's counter
+    # read the same before and after: 0 J would say the card drew nothing.
+    sampler = telemetry.NvmlSampler(StillCounter(156.0), interval_s=0.01)
+    with sampler.window() as window:
+        time.sleep(0.05)
+    s = window.summary
+    assert s["samples"] >= 1 and s["max_power_w"] == pytest.approx(156.0)
+    assert s["energy_j"] is None and s["mean_power_w"] is None and "did not advance" in s["reason"]
+    trace = RequestTrace("r", 0.0, (), prompt_tokens=100, completion_tokens=1)
+    assert energy_metrics(s, [trace], prefill_only=True)["energy_j_per_token"] is None
+
+
 class TwoCards(FakeNvml):
     """Two devices, told apart by name."""
 
