@@ -62,13 +62,13 @@ HELD_MODELS = ("smollm2-135m",)
 
 def table(rows: list[fr.Row]) -> list[str]:
     lines = [
-        "| cell | metric | measured | simulated | error | within target |",
-        "|---|---|---:|---:|---:|---|",
+        "| sitting | cell | metric | measured | simulated | error | within target |",
+        "|---|---|---|---:|---:|---:|---|",
     ]
     for r in rows:
         lines.append(
-            f"| {r.label} | `{r.metric}` | {r.measured:.4g} | {r.simulated:.4g} | {r.error:+.1%} | "
-            f"{'yes' if r.within else '**no**'} |"
+            f"| {r.job.sitting or '–'} | {r.label} | `{r.metric}` | {r.measured:.4g} | "
+            f"{r.simulated:.4g} | {r.error:+.1%} | {'yes' if r.within else '**no**'} |"
         )
     errors = [r.error for r in rows if math.isfinite(r.error)]
     rms = math.sqrt(sum(e * e for e in errors) / len(errors)) if errors else float("nan")
@@ -84,13 +84,14 @@ def table(rows: list[fr.Row]) -> list[str]:
 def gains(rows: list[fr.Row]) -> list[str]:
     found = fr.warm_gains(rows)
     lines = [
-        "| cell | measured gain | simulated gain | error | within 30 % |",
-        "|---|---:|---:|---:|---|",
+        "| sitting | cell | measured gain | simulated gain | error | within 30 % |",
+        "|---|---|---:|---:|---:|---|",
     ]
     for g in found:
+        sitting = (g.job.sitting if g.job is not None else None) or "–"
         lines.append(
-            f"| {g.label} | {g.measured:.2f}x | {g.simulated:.2f}x | {g.simulated / g.measured - 1:+.0%} | "
-            f"{'yes' if g.within else '**no**'} |"
+            f"| {sitting} | {g.label} | {g.measured:.2f}x | {g.simulated:.2f}x | "
+            f"{g.simulated / g.measured - 1:+.0%} | {'yes' if g.within else '**no**'} |"
         )
     return [
         *lines,

@@ -97,6 +97,12 @@ class Job:
         return f"{c.model} {c.workload} {arm_label(c.drafter, c.k)}"
 
     @property
+    def sitting(self) -> str | None:
+        """The folder that holds the job's `sweeps/` (one device lease's records), where it has one."""
+        parts = self.folder.parts if self.folder is not None else ()
+        return parts[parts.index("sweeps") - 1] if "sweeps" in parts[1:] else None
+
+    @property
     def drafter(self) -> str:
         return str(self.record.conditions.drafter)
 
@@ -234,6 +240,8 @@ class WarmGain:
     label: str
     measured: float
     simulated: float
+    job: Job | None = None
+    """The job both sends came from."""
 
     @property
     def within(self) -> bool:
@@ -258,6 +266,7 @@ def warm_gains(rows: Iterable[Row]) -> list[WarmGain]:
                     f"{row.job.label} prompt={key[1]:,}",
                     base.measured / row.measured,
                     base.simulated / row.simulated,
+                    row.job,
                 )
             )
     return out

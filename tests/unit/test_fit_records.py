@@ -165,3 +165,12 @@ def test_a_server_started_with_an_environment_of_its_own_is_replayed_with_the_en
         overrides = fr.sim_overrides(job.record, "sglang")
         assert not any("runtime.env" in o for o in overrides)
         assert fr.simulate(job, "sglang")
+
+
+def test_a_job_names_the_sitting_its_records_came_from(jobs: dict[str, fr.Job]) -> None:
+    """Calibration tables name each row's sitting: the folder that holds the job's `sweeps/`, so that
+    one cell measured in several sittings reads as several rows, not as one repeated."""
+    assert {j.sitting for j in jobs.values()} == {"h200-vllm"}
+    job = next(iter(jobs.values()))
+    assert replace(job, folder=None).sitting is None
+    assert replace(job, folder=Path("elsewhere/job")).sitting is None
