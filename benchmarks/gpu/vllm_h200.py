@@ -3,6 +3,7 @@
 On the device (one lease; the pieces of `vllm_stage.py pack` travel one a call, then):
 
     python3 benchmarks/gpu/vllm_h200.py carry --piece .gpu-stage/vllm/piece-0      # each piece, a call each
+                                                  # (the first call's carry names SHA256 beside piece-0)
     python3 benchmarks/gpu/vllm_h200.py install start --out $OUT                     # install, start the sweeps
     python3 benchmarks/gpu/vllm_h200.py wait --for 540 --out $OUT                    # later calls: progress, records
 

@@ -131,6 +131,14 @@ SHORT_BURSTS = (
     "workload.output_tokens:'64',workload.repeats:'3'"
 )
 PREFILL = "workload:prefill_sweep,workload.prompt_lengths:'[1024,2048,4096,8192,16384]'"
+LONE_1K = (
+    "workload:concurrency,workload.concurrency:'[1]',workload.prompt_tokens:'1024',"
+    "workload.output_tokens:'1,128',workload.repeats:'3'"
+)
+"""A lone 1,024-token prompt sent by the `concurrency` workload, one token out and 128, on the server that
+runs PREFILL: `prefill_sweep`'s lone 1,024 tokens took 30-35 ms in three sittings (two cards) and the
+`concurrency` workload's 52-56 ms in another (docs/engines.md 1.6 and 1.9); one server with both says
+whether that is the workload or the sitting."""
 RECHECK_PLAN = [
     (
         "h200_vllm_dense",
@@ -139,6 +147,7 @@ RECHECK_PLAN = [
                 f"{SHORT_BURSTS},drafter:none",
                 f"{PREFILL},drafter:none",
                 f"{DECODE},drafter:none",
+                f"{LONE_1K},drafter:none",
             ),
             "baseline=false",
         ],
@@ -149,8 +158,10 @@ RECHECK_PLAN = [
     ),
 ]
 """Issue 33's cells outside their targets in one sitting, measured again in a sitting of their own: the
-dense shape's bursts of short prompts (1, 8 and 32 streams), its prefill 1k-16k and its decode bursts of
-512-token prompts, then the hybrid shape's bursts and warm prefixes (a third sitting of each)."""
+dense shape's bursts of short prompts (1, 8 and 32 streams), its prefill 1k-16k, its decode bursts of
+512-token prompts and a lone 1,024-token prompt by the `concurrency` workload (LONE_1K), then the hybrid
+shape's bursts and warm prefixes (a third sitting of each). Run on H100s on 2026-12-06 (held out:
+benchmarks/data/h100-vllm-2026-12-06/ and h100-vllm-2026-12-06b/, before LONE_1K)."""
 RECHECK_DRAFTERS_PLAN = [
     (
         "h200_vllm_dense",
@@ -165,7 +176,7 @@ RECHECK_DRAFTERS_PLAN = [
 on the hybrid with its warm prefixes."""
 RECHECK_ALL_PLAN = [*RECHECK_PLAN, *RECHECK_DRAFTERS_PLAN]
 """Both, one start: a lease spends no call between them."""
-RECHECK_HYBRID_PLAN = RECHECK_PLAN[1:]
+RECHECK_HYBRID_PLAN = [entry for entry in RECHECK_PLAN if entry[0] == "h200_vllm_hybrid"]
 """RECHECK_PLAN's hybrid entry alone, for a lease too short for both shapes."""
 TP_PLAN = [("h200x2_vllm_tp", ["drafter=none"]), ("h200x2_vllm_tp", [])]
 """Issue 40, on a two-GPU host (device kind nvidia-h200-x2): experiments/h200x2_vllm_tp.yaml, one and
