@@ -100,7 +100,8 @@ class Job:
     def sitting(self) -> str | None:
         """The folder that holds the job's `sweeps/` (one device lease's records), where it has one."""
         parts = self.folder.parts if self.folder is not None else ()
-        return parts[parts.index("sweeps") - 1] if "sweeps" in parts[1:] else None
+        above = [parts[i - 1] for i in range(1, len(parts)) if parts[i] == "sweeps"]
+        return above[-1] if above else None
 
     @property
     def drafter(self) -> str:

@@ -153,13 +153,13 @@ class NvmlSampler:
                 "reason": "no NVML sample was taken during the window",
             }
         counters = [(b, a) for b, a in zip(before, after) if b is not None and a is not None]
-        if len(counters) == len(before) == len(after) and any(a <= b for b, a in counters):
-            # A device drew power (the samples say so) but its counter did not move: NVML refreshes
-            # it every few tens of ms, longer than this window. Unknown, not zero.
+        counted = sum(a - b for b, a in counters) / 1000.0
+        coarse = _coarse(counted, duration_s, samples)
+        if len(counters) == len(before) == len(after) and coarse:
             summary["energy_j"] = None
-            summary["reason"] = "NVML's energy counter did not advance during the window"
+            summary["reason"] = coarse
         elif len(counters) == len(before) == len(after):
-            summary["energy_j"] = sum(a - b for b, a in counters) / 1000.0
+            summary["energy_j"] = counted
             summary["energy_method"] = "nvmlDeviceGetTotalEnergyConsumption"
         else:
             summary["energy_j"] = _integral(samples)
@@ -181,6 +181,30 @@ class NvmlSampler:
             self.nvml.nvmlShutdown()
         except self.nvml.NVMLError:
             pass
+
+
+COUNTER_MARGIN = 1.5
+"""How far outside the sampled power the energy counter's mean power over a window may lie before the
+counter is judged too coarse for it (_coarse)."""
+
+
+def _coarse(energy_j: float, duration_s: float, samples: list[dict[str, float]]) -> str | None:
+    """Why NVML's energy counter cannot be read over this window, or None. The counter moves in steps
+    (about 12 J on an H100, several times a short window's energy), so over a window of a few tens of ms
+    it stands still or moves one step: 0 W, or 728 W where the power samples read 158 W at most. Where
+    the counter's mean power lies outside the sampled range, widened by COUNTER_MARGIN, it is unknown."""
+    if duration_s <= 0 or not samples:
+        return None
+    power = energy_j / duration_s
+    low = min(s["power_w"] for s in samples) / COUNTER_MARGIN
+    high = max(s["power_w"] for s in samples) * COUNTER_MARGIN
+    if low <= power <= high:
+        return None
+    return (
+        f"NVML's energy counter gives {power:.0f} W over the window, outside the "
+        f"{low * COUNTER_MARGIN:.0f}-{high / COUNTER_MARGIN:.0f} W its samples read: its steps are "
+        "too coarse for a window this short"
+    )
 
 
 def _integral(samples: list[dict[str, float]]) -> float | None:

@@ -174,3 +174,4 @@ def test_a_job_names_the_sitting_its_records_came_from(jobs: dict[str, fr.Job]) 
     job = next(iter(jobs.values()))
     assert replace(job, folder=None).sitting is None
     assert replace(job, folder=Path("elsewhere/job")).sitting is None
+    assert replace(job, folder=Path("sweeps/a/job")).sitting is None

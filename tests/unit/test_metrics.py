@@ -156,6 +156,21 @@ def test_an_end_read_may_hold_a_tenth_of_the_stream_beyond_one_chunk() -> None:
     assert not read_resolved(late_end) and tpot_s(late_end) is None
 
 
+def test_a_stream_in_two_reads_does_not_resolve_unless_it_is_two_chunks() -> None:
+    # Four chunks in two reads 10 us apart would give 300,000 tok/s; three in two reads, up to twice the
+    # rate; two chunks in two reads are one gap, read as it came.
+    assert decode_tps(trace([(1.0, 1), (1.0, 1), (1.00001, 1), (1.00001, 1)])) is None
+    assert decode_tps(trace([(1.0, 1), (1.1, 1), (1.1, 1)])) is None
+    assert decode_tps(trace([(1.0, 1), (1.1, 1)])) == pytest.approx(10.0)
+
+
+def test_the_last_read_may_hold_one_chunk_more_but_not_the_first() -> None:
+    # The simulator releases a step's tokens when the next step launches, and at a stream's end two
+    # steps' tokens can leave together; a client has no such excuse at the first read.
+    assert read_resolved(trace([(1.0, 1), (1.1, 1), (1.2, 1), (1.2, 1)]))
+    assert not read_resolved(trace([(1.0, 1), (1.0, 1), (1.1, 1), (1.2, 1)]))
+
+
 def test_an_end_read_no_larger_than_the_reads_between_resolves() -> None:
     # llama-server sends each token a speculative step accepted as a chunk of its own, and a client
     # that keeps up reads a step's chunks together: 1 token, then steps of 5, 2, 5, 4 tokens, the

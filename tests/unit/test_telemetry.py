@@ -129,9 +129,30 @@ def test_a_window_shorter_than_the_energy_counters_refresh_has_no_energy() -> No
         time.sleep(0.05)
     s = window.summary
     assert s["samples"] >= 1 and s["max_power_w"] == pytest.approx(156.0)
-    assert s["energy_j"] is None and s["mean_power_w"] is None and "did not advance" in s["reason"]
+    assert s["energy_j"] is None and s["mean_power_w"] is None and "too coarse" in s["reason"]
     trace = RequestTrace("r", 0.0, (), prompt_tokens=100, completion_tokens=1)
     assert energy_metrics(s, [trace], prefill_only=True)["energy_j_per_token"] is None
+
+
+class SteppedCounter(FakeNvml):
+    """A counter that moved one coarse step (120 J) within a short window."""
+
+    def __init__(self, watts: float) -> None:
+        super().__init__(watts)
+        self.reads = 0
+
+    def nvmlDeviceGetTotalEnergyConsumption(self, h: int) -> int:
+        self.reads += 1
+        return 1_000_000 + (120_000 if self.reads > 1 else 0)
+
+
+def test_a_window_that_the_counter_stepped_over_once_has_no_energy() -> None:
+    # 120 J over a window of well under a second is far above the 100 W the samples read.
+    sampler = telemetry.NvmlSampler(SteppedCounter(100.0), interval_s=0.01)
+    with sampler.window() as window:
+        time.sleep(0.05)
+    s = window.summary
+    assert s["energy_j"] is None and s["mean_power_w"] is None and "too coarse" in s["reason"]
 
 
 class TwoCards(FakeNvml):
